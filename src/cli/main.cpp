@@ -1,0 +1,26 @@
+#include <cstdio>
+#include <exception>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gearshift: cut GPU energy of LLM training without losing step time"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gearshift 0.1.0");
+  gearshift::cli::add_gpus_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : gearshift::cli::kUsage;
+  } catch (const gearshift::cli::Exit& e) {
+    std::fprintf(stderr, "gearshift: %s\n", e.what());
+    return e.code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gearshift: internal error: %s\n", e.what());
+    return gearshift::cli::kFailure;
+  }
+  return gearshift::cli::kOk;
+}

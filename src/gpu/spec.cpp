@@ -1,0 +1,120 @@
+#include "gpu/spec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace gearshift::embedded {
+extern const unsigned char spec_h200[];
+extern const std::size_t spec_h200_size;
+extern const unsigned char spec_h100[];
+extern const std::size_t spec_h100_size;
+extern const unsigned char spec_a100[];
+extern const std::size_t spec_a100_size;
+extern const unsigned char spec_a40[];
+extern const std::size_t spec_a40_size;
+extern const unsigned char spec_rtx3080ti[];
+extern const std::size_t spec_rtx3080ti_size;
+}  // namespace gearshift::embedded
+
+namespace gearshift::gpu {
+namespace {
+
+struct Embedded {
+  const char* name;
+  const unsigned char* data;
+  const std::size_t* size;
+};
+
+const Embedded kEmbedded[] = {
+    {"a100", embedded::spec_a100, &embedded::spec_a100_size},
+    {"a40", embedded::spec_a40, &embedded::spec_a40_size},
+    {"h100", embedded::spec_h100, &embedded::spec_h100_size},
+    {"h200", embedded::spec_h200, &embedded::spec_h200_size},
+    {"rtx3080ti", embedded::spec_rtx3080ti, &embedded::spec_rtx3080ti_size},
+};
+
+std::string normalise(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const char* suffix : {"sxm5", "sxm4", "sxm", "80gb", "141gb", "pcie"}) {
+      std::string s(suffix);
+      if (out.size() > s.size() && out.ends_with(s)) out.resize(out.size() - s.size()), changed = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> spec_names() {
+  std::vector<std::string> names;
+  for (const auto& e : kEmbedded) names.emplace_back(e.name);
+  return names;
+}
+
+GpuSpec parse_spec(std::string_view json_text, std::string_view origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("{}: not a GPU spec JSON file: {}", origin, e.what()));
+  }
+  auto field = [&](const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) throw std::invalid_argument(fmt::format("{}: GPU spec lacks field '{}'", origin, key));
+    return j.at(key);
+  };
+  try {
+    GpuSpec s;
+    s.name = field("name").get<std::string>();
+    s.full_name = field("full_name").get<std::string>();
+    const auto& sm = field("sm_clocks_mhz");
+    int lo = sm.at("min").get<int>(), hi = sm.at("max").get<int>(), step = sm.at("step").get<int>();
+    if (lo <= 0 || hi < lo || step <= 0)
+      throw std::invalid_argument(fmt::format("{}: sm_clocks_mhz must satisfy 0 < min <= max, step > 0", origin));
+    for (int f = lo; f <= hi; f += step) s.sm_clocks_mhz.push_back(f);
+    s.mem_clocks_mhz = field("mem_clocks_mhz").get<std::vector<int>>();
+    if (s.mem_clocks_mhz.empty()) throw std::invalid_argument(fmt::format("{}: mem_clocks_mhz is empty", origin));
+    std::sort(s.mem_clocks_mhz.begin(), s.mem_clocks_mhz.end());
+    s.default_sm_clock_mhz = field("default_sm_clock_mhz").get<int>();
+    s.default_mem_clock_mhz = field("default_mem_clock_mhz").get<int>();
+    const auto& pl = field("power_limit_w");
+    s.power_limit_min_w = pl.at("min").get<double>();
+    s.power_limit_max_w = pl.at("max").get<double>();
+    s.power_limit_default_w = pl.at("default").get<double>();
+    const auto& idle = field("idle_power_w");
+    s.idle_power_min_clock_w = idle.at("at_min_sm_clock").get<double>();
+    s.idle_power_max_clock_w = idle.at("at_max_sm_clock").get<double>();
+    s.max_board_power_w = field("max_board_power_w").get<double>();
+    s.voltage_knee_mhz = field("voltage_knee_mhz").get<int>();
+    s.memory_power_w_at_max_clock = field("memory_power_w_at_max_clock").get<double>();
+    s.switch_latency_ms = field("switch_latency_ms").get<double>();
+    s.energy_counter_update_ms = field("energy_counter_update_ms").get<double>();
+    for (const auto& [k, v] : field("sources").items()) s.sources.emplace_back(k, v.get<std::string>());
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("{}: bad GPU spec field: {}", origin, e.what()));
+  }
+}
+
+GpuSpec find_spec(std::string_view name) {
+  const std::string key = normalise(name);
+  for (const auto& e : kEmbedded) {
+    if (key == e.name) {
+      std::string_view text(reinterpret_cast<const char*>(e.data), *e.size);
+      return parse_spec(text, fmt::format("data/gpus/{}.json", e.name));
+    }
+  }
+  std::string known;
+  for (const auto& e : kEmbedded) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  throw std::invalid_argument(fmt::format("unknown GPU spec '{}' (known: {})", name, known));
+}
+
+}  // namespace gearshift::gpu

@@ -1,0 +1,44 @@
+// GPU spec database: supported clocks, power limits, idle power, V-f knee, switch latency.
+// The figures live in data/gpus/<name>.json (each with its source) and are embedded in the binary.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gearshift::gpu {
+
+struct GpuSpec {
+  std::string name;       // short key, e.g. "h200"
+  std::string full_name;  // e.g. "NVIDIA H200 SXM 141GB"
+  std::vector<int> sm_clocks_mhz;   // supported SM clocks, ascending, MHz
+  std::vector<int> mem_clocks_mhz;  // supported memory clocks, ascending, MHz
+  int default_sm_clock_mhz = 0;     // boost clock the GPU runs at when unlocked, MHz
+  int default_mem_clock_mhz = 0;    // MHz
+  double power_limit_min_w = 0, power_limit_max_w = 0, power_limit_default_w = 0;  // W
+  double idle_power_min_clock_w = 0;  // idle board power at the lowest SM clock, W
+  double idle_power_max_clock_w = 0;  // idle board power at the highest SM clock, W
+  double max_board_power_w = 0;       // W
+  int voltage_knee_mhz = 0;           // V(f) flat below, linear above (Schoonhoven et al., PMBS'22 shape)
+  double memory_power_w_at_max_clock = 0;  // memory subsystem power at full traffic and max memory clock, W
+  double switch_latency_ms = 0;            // clock-change transition estimate, ms
+  double energy_counter_update_ms = 0;     // NVML total-energy counter update period, ms
+  std::vector<std::pair<std::string, std::string>> sources;  // field -> where the figure comes from
+
+  int max_sm_clock_mhz() const { return sm_clocks_mhz.back(); }
+  int min_sm_clock_mhz() const { return sm_clocks_mhz.front(); }
+  int max_mem_clock_mhz() const { return mem_clocks_mhz.back(); }
+};
+
+// Names of the embedded specs, sorted ("a100", "a40", "h100", "h200", "rtx3080ti").
+std::vector<std::string> spec_names();
+
+// The embedded spec of that name (case-insensitive; "H200", "h200-sxm" accepted as "h200").
+// Throws std::invalid_argument naming the known specs when the name is unknown.
+GpuSpec find_spec(std::string_view name);
+
+// Parse a spec from JSON text (the data/gpus format). Throws std::invalid_argument on a bad file,
+// naming `origin` and the field.
+GpuSpec parse_spec(std::string_view json_text, std::string_view origin);
+
+}  // namespace gearshift::gpu

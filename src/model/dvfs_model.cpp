@@ -1,0 +1,78 @@
+#include "model/dvfs_model.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace gearshift::model {
+
+PowerParams power_params_for(const gpu::GpuSpec& s) {
+  PowerParams p;
+  p.idle_w_at_min_clock = s.idle_power_min_clock_w;
+  p.idle_w_at_max_clock = s.idle_power_max_clock_w;
+  p.min_sm_mhz = s.min_sm_clock_mhz();
+  p.max_sm_mhz = s.max_sm_clock_mhz();
+  p.knee_mhz = s.voltage_knee_mhz;
+  p.max_mem_mhz = s.max_mem_clock_mhz();
+  p.memory_w_at_max = s.memory_power_w_at_max_clock;
+  p.dynamic_w_at_max = 1.08 * s.max_board_power_w - s.idle_power_max_clock_w - 0.3 * s.memory_power_w_at_max_clock;
+  p.power_cap_w = s.power_limit_default_w;
+  return p;
+}
+
+DvfsModel::DvfsModel(gpu::GpuSpec spec, PowerParams params) : spec_(std::move(spec)), params_(params) {
+  if (spec_.sm_clocks_mhz.empty() || spec_.mem_clocks_mhz.empty())
+    throw std::invalid_argument("DvfsModel: GPU spec without supported clocks");
+  if (params_.max_sm_mhz <= params_.min_sm_mhz || params_.max_mem_mhz <= 0)
+    throw std::invalid_argument("DvfsModel: bad clock range in power parameters");
+}
+
+double DvfsModel::voltage_ratio(int f) const {
+  const auto& p = params_;
+  if (f <= p.knee_mhz || p.knee_mhz >= p.max_sm_mhz) return p.v_min_ratio;
+  double x = static_cast<double>(f - p.knee_mhz) / (p.max_sm_mhz - p.knee_mhz);
+  return p.v_min_ratio + (1.0 - p.v_min_ratio) * std::min(1.0, x);
+}
+
+double DvfsModel::idle_power_w(int f) const {
+  const auto& p = params_;
+  double x = static_cast<double>(f - p.min_sm_mhz) / (p.max_sm_mhz - p.min_sm_mhz);
+  return p.idle_w_at_min_clock + (p.idle_w_at_max_clock - p.idle_w_at_min_clock) * std::clamp(x, 0.0, 1.0);
+}
+
+double DvfsModel::dynamic_power_w(ClockPair c, const KernelCoefficients& k) const {
+  const auto& p = params_;
+  double v = voltage_ratio(c.sm_mhz);
+  double core = p.activity_scale * k.activity * p.dynamic_w_at_max * v * v * c.sm_mhz / p.max_sm_mhz;
+  double mem = k.mem_traffic * p.memory_w_at_max * c.mem_mhz / p.max_mem_mhz;
+  return core + mem;
+}
+
+int DvfsModel::capped_sm_clock(ClockPair requested, const KernelCoefficients& k) const {
+  const auto& clocks = spec_.sm_clocks_mhz;
+  auto it = std::upper_bound(clocks.begin(), clocks.end(), requested.sm_mhz);
+  if (it == clocks.begin()) return clocks.front();
+  for (auto f = std::prev(it);; --f) {
+    ClockPair c{*f, requested.mem_mhz};
+    if (idle_power_w(*f) + dynamic_power_w(c, k) <= params_.power_cap_w || f == clocks.begin()) return *f;
+  }
+}
+
+ClockPair DvfsModel::default_reference(const KernelCoefficients& k) const {
+  ClockPair def{spec_.default_sm_clock_mhz, spec_.default_mem_clock_mhz};
+  return {capped_sm_clock(def, k), def.mem_mhz};
+}
+
+Prediction DvfsModel::predict(double t_ref_ns, ClockPair ref, ClockPair requested, const KernelCoefficients& k) const {
+  Prediction out;
+  out.effective_sm_mhz = capped_sm_clock(requested, k);
+  const double a = k.sm_share, b = k.mem_share;
+  out.time_ns = t_ref_ns * (a * ref.sm_mhz / out.effective_sm_mhz + b * static_cast<double>(ref.mem_mhz) / requested.mem_mhz +
+                            (1.0 - a - b));
+  ClockPair eff{out.effective_sm_mhz, requested.mem_mhz};
+  out.idle_power_w = idle_power_w(eff.sm_mhz);
+  out.power_w = out.idle_power_w + dynamic_power_w(eff, k);
+  out.energy_j = out.power_w * out.time_ns * 1e-9;
+  return out;
+}
+
+}  // namespace gearshift::model

@@ -1,0 +1,66 @@
+#include "model/dvfs_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gearshift::model {
+namespace {
+
+DvfsModel h200() { return DvfsModel(gpu::find_spec("h200")); }
+
+TEST(DvfsModel, VoltageFlatBelowKneeLinearAbove) {
+  auto m = h200();
+  EXPECT_DOUBLE_EQ(m.voltage_ratio(345), 0.70);
+  EXPECT_DOUBLE_EQ(m.voltage_ratio(1200), 0.70);
+  EXPECT_DOUBLE_EQ(m.voltage_ratio(1980), 1.0);
+  EXPECT_NEAR(m.voltage_ratio(1590), 0.85, 1e-12);  // halfway from knee 1200 to 1980
+}
+
+TEST(DvfsModel, IdlePowerInterpolatesTheMeasuredEnds) {
+  auto m = h200();
+  EXPECT_DOUBLE_EQ(m.idle_power_w(345), 78);
+  EXPECT_DOUBLE_EQ(m.idle_power_w(1980), 122);
+  EXPECT_NEAR(m.idle_power_w((345 + 1980) / 2), 100, 0.1);
+}
+
+TEST(DvfsModel, TimeFollowsTheSharesFormula) {
+  auto m = h200();
+  KernelCoefficients k{0.5, 0.3, 0.1, 0.1};  // low activity: never capped
+  ClockPair ref{1980, 3201};
+  auto p = m.predict(1000.0, ref, {990, 2201}, k);
+  EXPECT_EQ(p.effective_sm_mhz, 990);
+  EXPECT_NEAR(p.time_ns, 1000.0 * (0.5 * 2.0 + 0.3 * 3201.0 / 2201.0 + 0.2), 1e-9);
+  EXPECT_NEAR(p.energy_j, p.power_w * p.time_ns * 1e-9, 1e-15);
+}
+
+TEST(DvfsModel, DenseGemmIsPowerCappedAtMaxClock) {
+  auto m = h200();
+  KernelCoefficients gemm = class_prior(KernelClass::gemm);
+  int f = m.capped_sm_clock({1980, 3201}, gemm);
+  // DESIGN.md: GPT-3 XL on H200 at the 700 W cap ran at 1815-1935 MHz.
+  EXPECT_GE(f, 1800);
+  EXPECT_LT(f, 1980);
+  auto p = m.predict(1000, {f, 3201}, {1980, 3201}, gemm);
+  EXPECT_LE(p.power_w, 700.0);
+  EXPECT_NEAR(p.time_ns, 1000, 1e-9);  // reference taken at the capped clock
+  // An elementwise kernel is not capped.
+  EXPECT_EQ(m.capped_sm_clock({1980, 3201}, class_prior(KernelClass::elementwise)), 1980);
+}
+
+TEST(KernelClass, ClassifiesRealKernelNames) {
+  using trace::OpKind;
+  EXPECT_EQ(classify(OpKind::kernel, "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"), KernelClass::gemm);
+  EXPECT_EQ(classify(OpKind::kernel, "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>"),
+            KernelClass::attention);
+  EXPECT_EQ(classify(OpKind::kernel, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            KernelClass::communication);
+  EXPECT_EQ(classify(OpKind::kernel, "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...FusedAdamMathFunctor"),
+            KernelClass::optimizer);
+  EXPECT_EQ(classify(OpKind::kernel, "void at::native::vectorized_layer_norm_kernel<c10::BFloat16, float>"),
+            KernelClass::reduction_norm);
+  EXPECT_EQ(classify(OpKind::memset, "Memset (Device)"), KernelClass::copy_memset);
+  EXPECT_EQ(classify(OpKind::kernel, "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl"),
+            KernelClass::elementwise);
+}
+
+}  // namespace
+}  // namespace gearshift::model

@@ -1,0 +1,216 @@
+#include "trace/gearshift_format.hpp"
+
+#include <algorithm>
+#include <istream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include "trace/chrome_import.hpp"
+#include "trace/error.hpp"
+#include "trace/gz_stream.hpp"
+
+namespace gearshift::trace {
+namespace {
+
+using json = nlohmann::json;
+
+char kind_code(OpKind k) {
+  switch (k) {
+    case OpKind::kernel: return 'k';
+    case OpKind::memcpy: return 'c';
+    case OpKind::memset: return 's';
+  }
+  return 'k';
+}
+
+}  // namespace
+
+struct GearshiftTraceWriter::Impl {
+  gzFile file = nullptr;
+  std::unordered_map<std::string, std::uint32_t> ids;
+};
+
+GearshiftTraceWriter::GearshiftTraceWriter(const std::string& path, const std::string& source,
+                                           const std::string& gpu_name, const std::string& meta_json)
+    : impl_(std::make_unique<Impl>()), path_(path) {
+  impl_->file = gzopen(path.c_str(), "wb6");
+  if (impl_->file == nullptr) {
+    error_ = path + ": cannot open for writing";
+    return;
+  }
+  json meta = json::parse(meta_json, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object()) meta = json::object();
+  json header = {{"format", "gearshift-trace"}, {"version", kGearshiftTraceVersion}, {"source", source},
+                 {"gpu", gpu_name}, {"meta", meta}};
+  put_line(header.dump());
+}
+
+GearshiftTraceWriter::~GearshiftTraceWriter() {
+  if (!closed_ && impl_->file != nullptr) close(false, 0, "writer destroyed before close");
+}
+
+void GearshiftTraceWriter::put_line(const std::string& line) {
+  if (!ok() || impl_->file == nullptr) return;
+  std::string l = line + "\n";
+  int n = gzwrite(impl_->file, l.data(), static_cast<unsigned>(l.size()));
+  if (n != static_cast<int>(l.size())) {
+    int errnum = 0;
+    const char* msg = gzerror(impl_->file, &errnum);
+    error_ = fmt::format("{}: write failed ({})", path_, msg != nullptr ? msg : "disk full?");
+  }
+}
+
+void GearshiftTraceWriter::write(const OpRecord& op, const std::string& name) {
+  auto it = impl_->ids.find(name);
+  std::uint32_t id;
+  if (it == impl_->ids.end()) {
+    id = static_cast<std::uint32_t>(impl_->ids.size());
+    impl_->ids.emplace(name, id);
+    put_line(json::array({"n", id, name}).dump());
+  } else {
+    id = it->second;
+  }
+  put_line(fmt::format("[\"{}\",{},{},{},{},{},{},[{},{},{}],[{},{},{}],{},{},{},{},{}]", kind_code(op.kind), id,
+                       op.start_ns, op.duration_ns, op.device, op.stream, op.correlation, op.grid[0], op.grid[1],
+                       op.grid[2], op.block[0], op.block[1], op.block[2], op.registers_per_thread,
+                       op.shared_memory_bytes, op.bytes, op.sm_clock_mhz, op.mem_clock_mhz));
+  ++records_;
+}
+
+void GearshiftTraceWriter::write(const Marker& m) {
+  put_line(json::array({"m", m.name, m.start_ns, m.duration_ns, m.on_gpu ? 1 : 0}).dump());
+  ++records_;
+}
+
+void GearshiftTraceWriter::close(bool complete, std::uint64_t dropped_records, const std::string& note) {
+  if (closed_) return;
+  closed_ = true;
+  if (impl_->file == nullptr) return;
+  json trailer = {{"complete", complete && ok()}, {"records", records_}, {"dropped_records", dropped_records}};
+  if (!note.empty()) trailer["note"] = note;
+  put_line(json::array({"end", trailer}).dump());
+  if (gzclose(impl_->file) != Z_OK && ok()) error_ = path_ + ": close failed (disk full?)";
+  impl_->file = nullptr;
+}
+
+void write_gearshift_trace(const Trace& trace, const std::string& path) {
+  GearshiftTraceWriter w(path, trace.source, trace.gpu_name, trace.meta_json);
+  for (const auto& op : trace.ops) w.write(op, trace.name_of(op));
+  for (const auto& m : trace.markers) w.write(m);
+  w.close(trace.complete);
+  if (!w.ok()) throw TraceError(path, w.error());
+}
+
+Trace read_gearshift_trace(const std::string& path) {
+  std::unique_ptr<GzStreamBuf> buf;
+  try {
+    buf = std::make_unique<GzStreamBuf>(path);
+  } catch (const std::runtime_error&) {
+    throw TraceError(path, "cannot open for reading (missing file or no permission)");
+  }
+  std::istream in(buf.get());
+  Trace out;
+  out.source = path;
+  out.complete = false;
+  std::string line;
+  std::size_t lineno = 0;
+  std::vector<std::uint32_t> remap;  // file name id -> out.names index
+  bool trailer = false;
+  auto bad = [&](const std::string& what) { throw TraceError(path, fmt::format("line {}: {}", lineno, what)); };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) bad(in.eof() ? "truncated line" : "not a JSON line");
+    if (lineno == 1) {
+      if (!j.is_object() || j.value("format", "") != "gearshift-trace") bad("not a gearshift trace header");
+      int version = j.value("version", 0);
+      if (version != kGearshiftTraceVersion)
+        bad(fmt::format("unsupported gearshift trace version {} (this build reads {})", version,
+                        kGearshiftTraceVersion));
+      out.format = fmt::format("gearshift-trace v{}", version);
+      out.gpu_name = j.value("gpu", "");
+      if (j.contains("source")) out.source = j["source"].get<std::string>();
+      if (j.contains("meta") && j["meta"].is_object()) {
+        out.meta_json = j["meta"].dump();
+        const auto& m = j["meta"];
+        for (const char* k : {"s_per_iter", "s_per_step"})
+          if (m.contains(k) && m[k].is_number()) out.measured.step_time_s = m[k].get<double>();
+        for (const char* k : {"J_per_iter", "J_per_step"})
+          if (m.contains(k) && m[k].is_number()) out.measured.energy_per_step_j = m[k].get<double>();
+        if (m.contains("avg_W") && m["avg_W"].is_number()) out.measured.average_power_w = m["avg_W"].get<double>();
+      }
+      continue;
+    }
+    if (!j.is_array() || j.empty() || !j[0].is_string()) bad("expected a JSON array starting with a tag");
+    const std::string tag = j[0].get<std::string>();
+    try {
+      if (tag == "n") {
+        auto id = j.at(1).get<std::uint32_t>();
+        if (id != remap.size()) bad("name ids must be defined in order");
+        remap.push_back(static_cast<std::uint32_t>(out.names.size()));
+        out.names.push_back(j.at(2).get<std::string>());
+      } else if (tag == "k" || tag == "c" || tag == "s") {
+        if (j.size() != 14) bad(fmt::format("op record needs 14 fields, has {}", j.size()));
+        OpRecord r;
+        r.kind = tag == "k" ? OpKind::kernel : tag == "c" ? OpKind::memcpy : OpKind::memset;
+        auto id = j[1].get<std::uint32_t>();
+        if (id >= remap.size()) bad(fmt::format("name id {} used before its definition", id));
+        r.name_id = remap[id];
+        r.start_ns = j[2].get<std::int64_t>();
+        r.duration_ns = j[3].get<std::int64_t>();
+        if (r.duration_ns < 0) bad(fmt::format("negative duration {} ns", r.duration_ns));
+        r.device = j[4].get<std::int32_t>();
+        r.stream = j[5].get<std::int32_t>();
+        r.correlation = j[6].get<std::int64_t>();
+        for (int d = 0; d < 3; ++d) {
+          r.grid[d] = j[7].at(d).get<std::int32_t>();
+          r.block[d] = j[8].at(d).get<std::int32_t>();
+        }
+        r.registers_per_thread = j[9].get<std::int32_t>();
+        r.shared_memory_bytes = j[10].get<std::int32_t>();
+        r.bytes = j[11].get<std::int64_t>();
+        r.sm_clock_mhz = j[12].get<std::int32_t>();
+        r.mem_clock_mhz = j[13].get<std::int32_t>();
+        out.ops.push_back(r);
+      } else if (tag == "m") {
+        out.markers.push_back(
+            Marker{j.at(1).get<std::string>(), j.at(2).get<std::int64_t>(), j.at(3).get<std::int64_t>(),
+                   j.at(4).get<int>() != 0});
+      } else if (tag == "end") {
+        trailer = true;
+        out.complete = j.at(1).value("complete", false);
+      } else {
+        bad(fmt::format("unknown record tag '{}'", tag));
+      }
+    } catch (const json::exception& e) {
+      bad(fmt::format("bad '{}' record: {}", tag, e.what()));
+    }
+  }
+  if (!buf->error().empty()) throw TraceError(path, fmt::format("line {}: corrupt gzip data ({})", lineno, buf->error()));
+  if (lineno == 0) throw TraceError(path, "empty file");
+  if (!trailer) out.complete = false;
+  std::stable_sort(out.ops.begin(), out.ops.end(),
+                   [](const OpRecord& a, const OpRecord& b) { return a.start_ns < b.start_ns; });
+  return out;
+}
+
+Trace import_trace(const std::string& path) {
+  std::string head;
+  try {
+    GzStreamBuf buf(path);
+    std::istream in(&buf);
+    head.resize(64);
+    in.read(head.data(), 64);
+    head.resize(static_cast<std::size_t>(in.gcount()));
+  } catch (const std::runtime_error&) {
+    throw TraceError(path, "cannot open for reading (missing file or no permission)");
+  }
+  if (head.find("\"gearshift-trace\"") != std::string::npos) return read_gearshift_trace(path);
+  return import_chrome_trace(path);
+}
+
+}  // namespace gearshift::trace

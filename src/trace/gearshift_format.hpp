@@ -1,0 +1,57 @@
+// gearshift's own trace format, version 1 (docs/trace-format.md): gzip-compressed JSON Lines, one header
+// object, then one JSON array per name, op or marker, then a trailer that says whether the trace is complete.
+// Written by the CUPTI tracer and by `gearshift` itself; read back with bounded memory (line by line).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "trace/record.hpp"
+
+namespace gearshift::trace {
+
+inline constexpr int kGearshiftTraceVersion = 1;
+
+// Streaming writer. Names are interned on the fly; records are written as they come.
+// Errors (cannot open, disk full) are reported by ok()/error() rather than thrown, so that a tracer inside a
+// user's process can warn once and carry on.
+class GearshiftTraceWriter {
+ public:
+  // `meta_json` must be a JSON object text; `gpu_name` may be empty.
+  GearshiftTraceWriter(const std::string& path, const std::string& source, const std::string& gpu_name,
+                       const std::string& meta_json = "{}");
+  ~GearshiftTraceWriter();
+  GearshiftTraceWriter(const GearshiftTraceWriter&) = delete;
+  GearshiftTraceWriter& operator=(const GearshiftTraceWriter&) = delete;
+
+  void write(const OpRecord& op, const std::string& name);
+  void write(const Marker& marker);
+  // Writes the trailer and closes. `complete=false` with a note when records were dropped or the run was cut.
+  void close(bool complete, std::uint64_t dropped_records = 0, const std::string& note = "");
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  std::uint64_t records_written() const { return records_; }
+
+ private:
+  void put_line(const std::string& line);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+  std::string error_;
+  std::uint64_t records_ = 0;
+  bool closed_ = false;
+};
+
+// Writes a whole trace (names, ops, markers) and closes it as complete. Throws TraceError on failure.
+void write_gearshift_trace(const Trace& trace, const std::string& path);
+
+// Reads a gearshift trace. Throws TraceError naming the file and line on bad input. A file without its
+// trailer (the writer died) is returned with complete=false.
+Trace read_gearshift_trace(const std::string& path);
+
+// Reads any supported trace: gearshift format (sniffed from its first line) or Chrome trace JSON.
+Trace import_trace(const std::string& path);
+
+}  // namespace gearshift::trace

@@ -1,0 +1,76 @@
+// Iteration detection on the kernel stream and the iteration template.
+//
+// A training step launches (almost) the same kernel sequence every time. We find the period p of the
+// sequence of op names on the busiest stream of the busiest device (match fraction of s[i] == s[i+p]),
+// place step boundaries where the GPU idles longest between repeats, segment the stream with a signature of
+// the step's first ops (so steps of another length — warm-up, a changed batch — are found, not mis-cut), and
+// build the template from the regular steps: the canonical op sequence with per-position duration statistics.
+// Step markers (ProfilerStep#N, NVTX "gearshift.step") are used instead when `use_markers` is set and present.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "trace/record.hpp"
+
+namespace gearshift::trace {
+
+// No repeating iteration could be found (message says why and what the trace needs).
+class NoIterationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct IterationOptions {
+  int device = -1;           // device to analyse; -1: the one with most kernels
+  bool use_markers = true;   // use step markers when the trace has them
+  std::size_t max_candidates = 256;  // candidate periods scored
+};
+
+struct Iteration {
+  std::int64_t start_ns = 0;  // GPU start of its first op
+  std::int64_t end_ns = 0;    // GPU end of its last op
+  std::size_t op_count = 0;   // ops of this device inside it (all streams)
+  std::size_t kernel_count = 0;
+  bool regular = false;       // same op sequence as the template (on the main stream)
+};
+
+// One position of the template: the op that runs there every step and how long it took.
+struct TemplateOp {
+  std::uint32_t name_id = 0;       // into Trace::names
+  OpKind kind = OpKind::kernel;
+  std::int32_t stream = 0;
+  std::array<std::int32_t, 3> grid{0, 0, 0}, block{0, 0, 0};
+  double duration_ns = 0;          // mean over regular steps, ns
+  double duration_stdev_ns = 0;    // ns
+  double duration_min_ns = 0, duration_max_ns = 0;  // ns
+  double start_offset_ns = 0;      // mean start relative to the step's start, ns
+  double gap_before_ns = 0;        // mean idle time on its stream before it (clock-independent), ns
+  std::int32_t sm_clock_mhz = 0;   // sampled SM clock while traced (0: not sampled)
+  std::int32_t mem_clock_mhz = 0;  // sampled memory clock while traced (0: not sampled)
+  std::uint32_t samples = 0;       // steps that contributed
+};
+
+struct IterationTemplate {
+  std::vector<TemplateOp> ops;     // ordered by start_offset_ns
+  double period_ns = 0;            // mean step time (start to next start) over regular steps, ns
+  std::size_t kernels = 0;         // kernels per step
+  std::int32_t main_stream = 0;    // stream the detection ran on
+};
+
+struct IterationAnalysis {
+  std::string method;              // "kernel-stream period" or "step markers"
+  int device = 0;
+  std::size_t period_ops = 0;      // ops per step on the main stream
+  std::vector<Iteration> iterations;  // full steps found, in order
+  IterationTemplate tmpl;
+  double confidence = 0;           // 0..1: period match fraction × share of regular steps
+  std::size_t regular_count() const;
+};
+
+// Throws NoIterationError when the trace holds fewer than two repeats of any op sequence.
+IterationAnalysis detect_iterations(const Trace& trace, const IterationOptions& options = {});
+
+}  // namespace gearshift::trace

@@ -1,0 +1,66 @@
+// Kernel records: what every importer produces and everything downstream (template, model, runtime) reads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gearshift::trace {
+
+enum class OpKind : std::uint8_t { kernel, memcpy, memset };
+
+const char* to_string(OpKind k);
+
+// One GPU operation (kernel, memcpy or memset) as it ran. Times in ns on the trace's clock.
+struct OpRecord {
+  OpKind kind = OpKind::kernel;
+  std::uint32_t name_id = 0;       // index into Trace::names
+  std::int64_t start_ns = 0;       // GPU start timestamp, ns
+  std::int64_t duration_ns = 0;    // GPU duration, ns (>= 0)
+  std::int32_t device = 0;         // CUDA device ordinal
+  std::int32_t stream = 0;         // CUDA stream id
+  std::int64_t correlation = -1;   // launch correlation id (CUPTI / Kineto), -1 when unknown
+  std::array<std::int32_t, 3> grid{0, 0, 0};   // grid dimensions (0 when unknown)
+  std::array<std::int32_t, 3> block{0, 0, 0};  // block dimensions (0 when unknown)
+  std::int32_t registers_per_thread = 0;
+  std::int32_t shared_memory_bytes = 0;
+  std::int64_t bytes = 0;          // memcpy / memset size, bytes
+  std::int32_t sm_clock_mhz = 0;   // SM clock sampled while it ran, MHz (0 when not sampled)
+  std::int32_t mem_clock_mhz = 0;  // memory clock sampled while it ran, MHz (0 when not sampled)
+
+  std::int64_t end_ns() const { return start_ns + duration_ns; }
+};
+
+// A named range: ProfilerStep#i (CPU or GPU annotation) or an NVTX range.
+struct Marker {
+  std::string name;
+  std::int64_t start_ns = 0;
+  std::int64_t duration_ns = 0;
+  bool on_gpu = false;  // gpu_user_annotation (GPU timeline) vs CPU-side annotation
+};
+
+// Measured figures that a trace's producer recorded beside it (torch.profiler traces shipped with gearshift
+// carry them in `meta`); absent when the trace does not say.
+struct MeasuredStep {
+  std::optional<double> step_time_s;      // measured s/step
+  std::optional<double> energy_per_step_j;  // measured J/step (NVML total-energy counter)
+  std::optional<double> average_power_w;  // measured W
+};
+
+struct Trace {
+  std::string source;                  // file path or "embedded:<name>"
+  std::string format;                  // "chrome-trace" or "gearshift-trace v1"
+  std::vector<std::string> names;      // interned op names
+  std::vector<OpRecord> ops;           // sorted by start_ns
+  std::vector<Marker> markers;         // sorted by start_ns
+  MeasuredStep measured;
+  std::string meta_json = "{}";        // the trace's metadata as JSON text (model, batch, ...)
+  std::string gpu_name;                // device name when the trace says it, else empty
+  bool complete = true;                // false when the producer said the trace was cut short
+  std::size_t kernel_count() const;
+  const std::string& name_of(const OpRecord& r) const { return names[r.name_id]; }
+};
+
+}  // namespace gearshift::trace
