@@ -236,8 +236,15 @@ class Handler : public json::json_sax_t {
     if (cat == "kernel") kind = OpKind::kernel;
     else if (cat == "gpu_memcpy" || cat == "memcpy") kind = OpKind::memcpy;
     else if (cat == "gpu_memset" || cat == "memset") kind = OpKind::memset;
-    bool marker = (cat == "user_annotation" || cat == "gpu_user_annotation") &&
+    bool marker = (cat == "user_annotation" || cat == "gpu_user_annotation" || cat == "operator" || cat == "cpu_op") &&
                   (ev_.name.rfind("ProfilerStep#", 0) == 0 || ev_.name.rfind("gearshift.step", 0) == 0);
+    bool runtime = cat == "cuda_runtime" || cat == "runtime" || cat == "cuda_driver";
+    if (runtime) {
+      // Launch calls: their CPU time places each kernel in the CPU-side step that launched it.
+      auto ts = micros_to_ns(ev_.ts);
+      if (ts && ev_.correlation.present && ev_.correlation.is_integer) launches_[ev_.correlation.integer] = *ts;
+      return;
+    }
     if (!kind && !marker) return;
     if (ev_.ph != "X" && !ev_.ph.empty()) return;  // only complete events carry a duration
     if (ev_.name.empty()) fail(fmt::format("{} event without a name", ev_.cat));
@@ -270,6 +277,16 @@ class Handler : public json::json_sax_t {
     out_.ops.push_back(r);
   }
 
+  public:
+  void resolve_launches() {
+    if (launches_.empty()) return;
+    for (auto& r : out_.ops) {
+      auto it = launches_.find(r.correlation);
+      if (r.correlation >= 0 && it != launches_.end()) r.launch_ns = it->second;
+    }
+  }
+
+  private:
   std::string short_name() const { return ev_.name.size() > 60 ? ev_.name.substr(0, 57) + "..." : ev_.name; }
 
   static std::int32_t stream_from_text(const std::string& t) {
@@ -303,6 +320,7 @@ class Handler : public json::json_sax_t {
   std::array<std::int32_t, 3>* dim_target_ = nullptr;
   std::size_t dim_index_ = 0;
   std::unordered_map<std::string, std::uint32_t> ids_;
+  std::unordered_map<std::int64_t, std::int64_t> launches_;  // correlation -> launch CPU time, ns
 };
 
 }  // namespace
@@ -331,6 +349,7 @@ Trace import_chrome_trace(const std::string& path, const ChromeImportOptions& op
   if (!buf->error().empty())
     throw TraceError(path, fmt::format("byte {}: truncated or corrupt gzip data ({})", buf->position(), buf->error()));
   out.meta_json = handler.meta_.dump();
+  handler.resolve_launches();
   if (options.require_kernels && out.kernel_count() == 0)
     throw TraceError(path, fmt::format("no kernel events among {} events (is this a torch.profiler trace with "
                                        "CUDA activity enabled?)",

@@ -73,10 +73,10 @@ void GearshiftTraceWriter::write(const OpRecord& op, const std::string& name) {
   } else {
     id = it->second;
   }
-  put_line(fmt::format("[\"{}\",{},{},{},{},{},{},[{},{},{}],[{},{},{}],{},{},{},{},{}]", kind_code(op.kind), id,
+  put_line(fmt::format("[\"{}\",{},{},{},{},{},{},[{},{},{}],[{},{},{}],{},{},{},{},{},{}]", kind_code(op.kind), id,
                        op.start_ns, op.duration_ns, op.device, op.stream, op.correlation, op.grid[0], op.grid[1],
                        op.grid[2], op.block[0], op.block[1], op.block[2], op.registers_per_thread,
-                       op.shared_memory_bytes, op.bytes, op.sm_clock_mhz, op.mem_clock_mhz));
+                       op.shared_memory_bytes, op.bytes, op.sm_clock_mhz, op.mem_clock_mhz, op.launch_ns));
   ++records_;
 }
 
@@ -154,7 +154,7 @@ Trace read_gearshift_trace(const std::string& path) {
         remap.push_back(static_cast<std::uint32_t>(out.names.size()));
         out.names.push_back(j.at(2).get<std::string>());
       } else if (tag == "k" || tag == "c" || tag == "s") {
-        if (j.size() != 14) bad(fmt::format("op record needs 14 fields, has {}", j.size()));
+        if (j.size() != 15) bad(fmt::format("op record needs 15 fields, has {}", j.size()));
         OpRecord r;
         r.kind = tag == "k" ? OpKind::kernel : tag == "c" ? OpKind::memcpy : OpKind::memset;
         auto id = j[1].get<std::uint32_t>();
@@ -175,6 +175,7 @@ Trace read_gearshift_trace(const std::string& path) {
         r.bytes = j[11].get<std::int64_t>();
         r.sm_clock_mhz = j[12].get<std::int32_t>();
         r.mem_clock_mhz = j[13].get<std::int32_t>();
+        r.launch_ns = j[14].get<std::int64_t>();
         out.ops.push_back(r);
       } else if (tag == "m") {
         out.markers.push_back(

@@ -100,7 +100,13 @@ class Detector {
       a.method = "kernel-stream period";
       p = find_period(score);
       std::size_t o = best_offset(p);
-      bounds = signature_bounds(o, p);
+      // Ops right at a step boundary (data copies, one-off memsets) are the least stable: when the step's
+      // first ops do not repeat, start the signature a little later.
+      const std::size_t expected = seq_.size() / p;
+      for (std::size_t d = 0; d <= std::max<std::size_t>(16, p / 10) && d < p; ++d) {
+        bounds = signature_bounds(o + d, p);
+        if (bounds.size() + 1 >= expected && bounds.size() >= 2) break;
+      }
     }
     const std::size_t n = seq_.size();
     std::size_t start_of_tmpl = bounds.front();
@@ -208,11 +214,23 @@ class Detector {
       }
   }
 
+  bool have_launch_times() const {
+    std::size_t with = 0;
+    for (std::size_t i : main_) with += trace_.ops[i].launch_ns >= 0;
+    return with * 10 >= main_.size() * 9;
+  }
+
+  // Step markers (ProfilerStep#N, NVTX gearshift.step) are CPU-side ranges: they define steps only where the
+  // trace maps each kernel to the CPU time of its launch (correlation with runtime API events, or gearshift's
+  // own tracer). By GPU time alone they cannot: a GPU that lags its CPU (waiting in a collective) runs the last
+  // kernels of step k well after marker k+1 began. GPU-side copies of the markers in torch 2.x traces are
+  // instants placed mid-step, not at the step's first kernel. Without launch times the kernel stream decides.
   std::vector<const Marker*> select_markers() const {
-    std::vector<const Marker*> gpu, cpu;
-    if (!opt_.use_markers) return {};
-    for (const auto& m : trace_.markers) (m.on_gpu ? gpu : cpu).push_back(&m);
-    return gpu.size() >= 2 ? gpu : cpu.size() >= 2 ? cpu : std::vector<const Marker*>{};
+    std::vector<const Marker*> cpu;
+    if (!opt_.use_markers || !have_launch_times()) return {};
+    for (const auto& m : trace_.markers)
+      if (!m.on_gpu) cpu.push_back(&m);
+    return cpu.size() >= 2 ? cpu : std::vector<const Marker*>{};
   }
 
   std::size_t first_main_at_or_after(std::int64_t t) const {
@@ -221,21 +239,29 @@ class Detector {
     return static_cast<std::size_t>(it - main_.begin());
   }
 
+  // First main-stream op that belongs to a step starting at `t` on the marker's timeline.
+  std::size_t first_main_in_step(std::int64_t t, bool by_launch) const {
+    if (!by_launch) return first_main_at_or_after(t);
+    for (std::size_t i = 0; i < main_.size(); ++i)
+      if (trace_.ops[main_[i]].launch_ns >= t) return i;
+    return main_.size();
+  }
+
   std::vector<std::size_t> marker_bounds(std::size_t& p) const {
     std::vector<std::size_t> b;
     auto ms = select_markers();
+    const bool by_launch = true;
     for (const Marker* m : ms) {
-      std::size_t i = first_main_at_or_after(m->start_ns);
+      std::size_t i = first_main_in_step(m->start_ns, by_launch);
       if (i < seq_.size() && (b.empty() || i > b.back())) b.push_back(i);
     }
-    std::size_t end = first_main_at_or_after(ms.back()->start_ns + ms.back()->duration_ns);
+    std::size_t end = first_main_in_step(ms.back()->start_ns + std::max<std::int64_t>(ms.back()->duration_ns, 1), by_launch);
     if (!b.empty() && end > b.back()) b.push_back(end);
     std::vector<std::size_t> lens;
     for (std::size_t k = 0; k + 1 < b.size(); ++k) lens.push_back(b[k + 1] - b[k]);
     std::sort(lens.begin(), lens.end());
     p = lens.empty() ? 0 : lens[lens.size() / 2];
-    // The last bound marks the end of the last step; drop the dangling tail after it.
-    seq_end_ = end;
+    seq_end_ = end;  // ops after the last marker's end belong to no recorded step
     return b;
   }
 
@@ -285,7 +311,16 @@ class Detector {
     return scored.back().first;
   }
 
-  // The phase that puts boundaries in the longest idle gaps between repeats.
+  static bool is_optimizer(const std::string& name) {
+    for (const char* key : {"multi_tensor_apply", "Adam", "adam_", "_adam", "sgd", "SGD", "ptimizer"})
+      if (name.find(key) != std::string::npos) return true;
+    return false;
+  }
+
+  // Where a step starts within the period. A training step ends with the optimizer: the boundary goes right
+  // after the last optimizer kernel of the period (the block followed by the longest idle gap when there are
+  // several). Without optimizer kernels: at the trace start when it holds whole periods (profilers start
+  // recording at a step boundary), else where the GPU idles longest between repeats.
   std::size_t best_offset(std::size_t p) const {
     const std::size_t n = seq_.size();
     std::vector<double> gap(n, 0);
@@ -294,29 +329,69 @@ class Detector {
       gap[i] = static_cast<double>(op(i).start_ns - prev_end);
       prev_end = std::max(prev_end, op(i).end_ns());
     }
-    std::size_t best_o = 0;
-    double best = -1e300;
-    for (std::size_t o = 0; o < p; ++o) {
+    auto mean_gap = [&](std::size_t o) {
       double s = 0;
       int c = 0;
       for (std::size_t i = o; i < n; i += p)
         if (i > 0) s += gap[i], ++c;
-      double mean = c ? s / c : -1e300;
+      return c ? s / c : -1e300;
+    };
+    // The reference period: the window that best matches the next one (the first steps are often warm-up).
+    std::size_t r = 0, r_hits = 0;
+    for (std::size_t w = 0; w + 2 * p <= n; w += p) {
+      std::size_t hits = 0;
+      for (std::size_t j = 0; j < p; ++j) hits += seq_[w + j] == seq_[w + p + j];
+      if (hits > r_hits) r_hits = hits, r = w;
+    }
+    // Positions of the reference period that end an optimizer block.
+    std::vector<std::size_t> ends;
+    for (std::size_t j = r; j < r + p; ++j) {
+      if (is_optimizer(trace_.names[seq_[j]]) && !is_optimizer(trace_.names[seq_[j + 1]])) ends.push_back(j + 1);
+    }
+    if (!ends.empty()) {
+      std::size_t best_o = ends.front();
+      double best = -1e300;
+      for (std::size_t o : ends) {
+        double g = mean_gap(o);
+        if (g > best) best = g, best_o = o;
+      }
+      return best_o;
+    }
+    std::size_t rem = n % p;
+    if (rem * 50 <= p) return 0;
+    std::size_t best_o = r;
+    double best = -1e300;
+    for (std::size_t o = r; o < r + p; ++o) {
+      double mean = mean_gap(o);
       if (mean > best + 1e-9) best = mean, best_o = o;
     }
     return best_o;
   }
 
+  // Step starts: occurrences of the step's first ops (its signature), each the one nearest a period after the
+  // previous start, so that a repeat of those ops inside a step is not taken for a new step.
   std::vector<std::size_t> signature_bounds(std::size_t o, std::size_t p) const {
     const std::size_t n = seq_.size();
-    const std::size_t k = std::min<std::size_t>(p, 32);
+    const std::size_t k = std::clamp<std::size_t>(p / 4, 1, 8);
+    std::vector<std::size_t> hits;
+    for (std::size_t i = 0; i + k <= n; ++i)
+      if (std::equal(seq_.begin() + static_cast<std::ptrdiff_t>(i), seq_.begin() + static_cast<std::ptrdiff_t>(i + k),
+                     seq_.begin() + static_cast<std::ptrdiff_t>(o)))
+        hits.push_back(i);
     std::vector<std::size_t> b;
-    for (std::size_t i = 0; i + k <= n; ++i) {
-      if (!std::equal(seq_.begin() + static_cast<std::ptrdiff_t>(i), seq_.begin() + static_cast<std::ptrdiff_t>(i + k),
-                      seq_.begin() + static_cast<std::ptrdiff_t>(o)))
-        continue;
-      if (!b.empty() && i < b.back() + p / 2) continue;  // a repeat inside a step, not a new step
-      b.push_back(i);
+    if (hits.empty()) return b;
+    b.push_back(hits.front());
+    for (;;) {
+      const std::size_t expect = b.back() + p;
+      std::size_t best = n;
+      for (std::size_t h : hits) {
+        if (h <= b.back() + p / 2) continue;
+        auto dist = [&](std::size_t x) { return x > expect ? x - expect : expect - x; };
+        if (best == n || dist(h) < dist(best)) best = h;
+        if (h > expect + p) break;
+      }
+      if (best == n) break;
+      b.push_back(best);
     }
     return b;
   }

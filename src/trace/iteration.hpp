@@ -5,7 +5,9 @@
 // place step boundaries where the GPU idles longest between repeats, segment the stream with a signature of
 // the step's first ops (so steps of another length — warm-up, a changed batch — are found, not mis-cut), and
 // build the template from the regular steps: the canonical op sequence with per-position duration statistics.
-// Step markers (ProfilerStep#N, NVTX "gearshift.step") are used instead when `use_markers` is set and present.
+// Step markers (ProfilerStep#N, NVTX "gearshift.step") are used instead when `use_markers` is set, they are
+// present and the trace maps kernels to their CPU launch times (without launch times a lagging GPU makes the
+// CPU-side markers ambiguous, and the kernel stream decides).
 #pragma once
 
 #include <cstdint>

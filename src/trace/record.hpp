@@ -22,6 +22,7 @@ struct OpRecord {
   std::int32_t device = 0;         // CUDA device ordinal
   std::int32_t stream = 0;         // CUDA stream id
   std::int64_t correlation = -1;   // launch correlation id (CUPTI / Kineto), -1 when unknown
+  std::int64_t launch_ns = -1;     // CPU time of the launch API call, ns (-1 when the trace lacks it)
   std::array<std::int32_t, 3> grid{0, 0, 0};   // grid dimensions (0 when unknown)
   std::array<std::int32_t, 3> block{0, 0, 0};  // block dimensions (0 when unknown)
   std::int32_t registers_per_thread = 0;
