@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   CLI::App app{"gearshift: cut GPU energy of LLM training without losing step time"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gearshift 0.1.0");
+  gearshift::cli::add_plan_command(app);
+  gearshift::cli::add_demo_command(app);
   gearshift::cli::add_gpus_command(app);
   try {
     app.parse(argc, argv);

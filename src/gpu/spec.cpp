@@ -96,6 +96,7 @@ GpuSpec parse_spec(std::string_view json_text, std::string_view origin) {
     s.voltage_knee_mhz = field("voltage_knee_mhz").get<int>();
     s.memory_power_w_at_max_clock = field("memory_power_w_at_max_clock").get<double>();
     s.switch_latency_ms = field("switch_latency_ms").get<double>();
+    s.observed_capped_sm_clock_mhz = j.value("observed_capped_sm_clock_mhz", 0);
     s.energy_counter_update_ms = field("energy_counter_update_ms").get<double>();
     for (const auto& [k, v] : field("sources").items()) s.sources.emplace_back(k, v.get<std::string>());
     return s;

@@ -21,6 +21,7 @@ struct GpuSpec {
   double max_board_power_w = 0;       // W
   int voltage_knee_mhz = 0;           // V(f) flat below, linear above (Schoonhoven et al., PMBS'22 shape)
   double memory_power_w_at_max_clock = 0;  // memory subsystem power at full traffic and max memory clock, W
+  int observed_capped_sm_clock_mhz = 0;  // SM clock dense GEMMs sagged to at the default power cap (0: unknown)
   double switch_latency_ms = 0;            // clock-change transition estimate, ms
   double energy_counter_update_ms = 0;     // NVML total-energy counter update period, ms
   std::vector<std::pair<std::string, std::string>> sources;  // field -> where the figure comes from

@@ -5,7 +5,9 @@
 
 namespace gearshift::model {
 
-PowerParams power_params_for(const gpu::GpuSpec& s) {
+PowerParams power_params_for(const gpu::GpuSpec& s) { return power_params_for(s, s.memory_power_w_at_max_clock); }
+
+PowerParams power_params_for(const gpu::GpuSpec& s, double memory_w_at_max) {
   PowerParams p;
   p.idle_w_at_min_clock = s.idle_power_min_clock_w;
   p.idle_w_at_max_clock = s.idle_power_max_clock_w;
@@ -13,9 +15,21 @@ PowerParams power_params_for(const gpu::GpuSpec& s) {
   p.max_sm_mhz = s.max_sm_clock_mhz();
   p.knee_mhz = s.voltage_knee_mhz;
   p.max_mem_mhz = s.max_mem_clock_mhz();
-  p.memory_w_at_max = s.memory_power_w_at_max_clock;
-  p.dynamic_w_at_max = 1.08 * s.max_board_power_w - s.idle_power_max_clock_w - 0.3 * s.memory_power_w_at_max_clock;
+  p.memory_w_at_max = memory_w_at_max;
   p.power_cap_w = s.power_limit_default_w;
+  const KernelCoefficients gemm = class_prior(KernelClass::gemm);
+  const double mem_w = gemm.mem_traffic * memory_w_at_max;  // at the default (max) memory clock
+  if (s.observed_capped_sm_clock_mhz > 0) {
+    // P_idle(fc) + u·P_dyn·V(fc)²·fc/fmax + mem = cap  =>  P_dyn
+    const int fc = s.observed_capped_sm_clock_mhz;
+    double x = fc <= p.knee_mhz ? 0.0 : static_cast<double>(fc - p.knee_mhz) / (p.max_sm_mhz - p.knee_mhz);
+    double v = p.v_min_ratio + (1 - p.v_min_ratio) * std::min(1.0, x);
+    double idle = p.idle_w_at_min_clock + (p.idle_w_at_max_clock - p.idle_w_at_min_clock) *
+                                              static_cast<double>(fc - p.min_sm_mhz) / (p.max_sm_mhz - p.min_sm_mhz);
+    p.dynamic_w_at_max = std::max(1.0, (p.power_cap_w - idle - mem_w) / (gemm.activity * v * v * fc / p.max_sm_mhz));
+  } else {
+    p.dynamic_w_at_max = std::max(1.0, 1.08 * s.max_board_power_w - s.idle_power_max_clock_w - mem_w);
+  }
   return p;
 }
 

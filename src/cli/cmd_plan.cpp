@@ -1,0 +1,97 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+#include "cli/plan_job.hpp"
+
+namespace gearshift::embedded {
+extern const unsigned char demo_trace[];
+extern const std::size_t demo_trace_size;
+}  // namespace gearshift::embedded
+
+namespace gearshift::cli {
+namespace {
+
+struct PlanArgs {
+  std::string trace;
+  std::string gpu = "h200";
+  std::string max_slowdown = "0.5%";
+  std::string output;
+  std::string strategy = "phase";
+  double switch_latency_ms = -1;
+  bool json = false;
+  bool no_calibrate = false;
+};
+
+void add_common(CLI::App* cmd, PlanArgs& a) {
+  cmd->add_option("--gpu", a.gpu, "GPU spec the trace ran on (h200, h100, a100, a40, rtx3080ti)")->capture_default_str();
+  cmd->add_option("--max-slowdown", a.max_slowdown, "Allowed step-time increase, e.g. 0.5% or 0.005")->capture_default_str();
+  cmd->add_option("-o,--output", a.output, "Write the chosen plan (plan.json)");
+  cmd->add_option("--strategy", a.strategy, "Plan written to --output: iteration, pass, kernel-local, kernel-global, phase")
+      ->capture_default_str();
+  cmd->add_option("--switch-latency-ms", a.switch_latency_ms,
+                  "Switch latency L of the phase plan written to --output (default: the GPU spec's estimate)");
+  cmd->add_flag("--json", a.json, "Print one JSON object instead of the table");
+  cmd->add_flag("--no-calibrate", a.no_calibrate, "Do not scale the model to the trace's measured power");
+}
+
+void execute(const PlanArgs& a, const std::string& path, const std::string& display) {
+  PlanJobOptions o;
+  o.trace_path = path;
+  o.display_name = display;
+  o.gpu = a.gpu;
+  o.max_slowdown = parse_slowdown(a.max_slowdown);
+  o.strategy = a.strategy;
+  if (a.switch_latency_ms >= 0) o.switch_latency_ms = a.switch_latency_ms;
+  o.calibrate = !a.no_calibrate;
+  PlanJobResult r = run_plan_job(o);
+  if (a.json) fmt::print("{}\n", report_json(o, r).dump(2));
+  else print_report(o, r);
+  if (!a.output.empty()) {
+    std::ofstream out(a.output);
+    out << plan_file_json(o, r).dump(1) << "\n";
+    if (!out) throw Exit(kFailure, fmt::format("cannot write {}: check the directory exists and is writable", a.output));
+    if (!a.json)
+      fmt::print("Plan written  {} (strategy {}, {} phases)\n", a.output, r.chosen->schedule.strategy,
+                 plan::phases_of(r.chosen->schedule).size());
+  }
+}
+
+// The embedded demo trace as a temporary file (importers read files); removed when done.
+struct EmbeddedTrace {
+  std::string path;
+  EmbeddedTrace() {
+    path = (std::filesystem::temp_directory_path() / fmt::format("gearshift-demo-{}.json.gz", ::getpid())).string();
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(embedded::demo_trace), static_cast<std::streamsize>(embedded::demo_trace_size));
+    if (!f) throw Exit(kFailure, "cannot write the embedded demo trace to " + path + " (is $TMPDIR writable?)");
+  }
+  ~EmbeddedTrace() { std::remove(path.c_str()); }
+};
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand("plan", "Plan GPU clocks for a training trace and predict time and energy (modelled)");
+  cmd->add_option("trace", args->trace, "torch.profiler Chrome trace (.json/.json.gz) or gearshift trace")->required();
+  add_common(cmd, *args);
+  cmd->callback([args] { execute(*args, args->trace, args->trace); });
+}
+
+void add_demo_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand("demo", "`gearshift plan` on the embedded GPT-3 XL H200 trace (no GPU needed)");
+  add_common(cmd, *args);
+  cmd->callback([args] {
+    EmbeddedTrace t;
+    execute(*args, t.path, "embedded:gpt3xl_h200_trace.json.gz");
+  });
+}
+
+}  // namespace gearshift::cli

@@ -1,0 +1,216 @@
+#include "cli/plan_job.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "gpu/spec.hpp"
+#include "trace/error.hpp"
+#include "trace/gearshift_format.hpp"
+
+namespace gearshift::cli {
+
+double parse_slowdown(const std::string& text) {
+  std::string t = text;
+  bool percent = false;
+  while (!t.empty() && (t.back() == '%' || t.back() == ' ')) percent |= t.back() == '%', t.pop_back();
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(t, &used);
+    if (used != t.size()) throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    throw Exit(kUsage, fmt::format("--max-slowdown '{}' is not a number; write e.g. 0.5% or 0.005", text));
+  }
+  if (percent) v /= 100;
+  if (!(v >= 0 && v <= 1))
+    throw Exit(kUsage, fmt::format("--max-slowdown '{}' must lie between 0% and 100%", text));
+  return v;
+}
+
+PlanJobResult run_plan_job(const PlanJobOptions& o) {
+  PlanJobResult r;
+  gpu::GpuSpec spec;
+  try {
+    spec = gpu::find_spec(o.gpu);
+  } catch (const std::invalid_argument& e) {
+    throw Exit(kUsage, std::string(e.what()) + "; pass one of those with --gpu");
+  }
+  try {
+    r.trace = trace::import_trace(o.trace_path);
+  } catch (const trace::TraceError& e) {
+    throw Exit(kBadInput, std::string(e.what()));
+  }
+  try {
+    r.iterations = trace::detect_iterations(r.trace);
+  } catch (const trace::NoIterationError& e) {
+    throw Exit(kNoIteration, fmt::format("{}: {}", o.display_name, e.what()));
+  }
+  r.model.emplace(spec);
+  r.workload = model::build_workload(r.trace, r.iterations, *r.model);
+  const auto& ms = r.trace.measured;
+  std::optional<double> measured_w = ms.average_power_w;
+  if (!measured_w && ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0)
+    measured_w = *ms.energy_per_step_j / *ms.step_time_s;
+  if (o.calibrate && measured_w) {
+    sim::calibrate_to_measured_power(r.workload, *r.model, *measured_w);
+    r.calibrated_to_w = measured_w;
+  }
+  sim::EvaluateOptions eo;
+  eo.max_slowdown = o.max_slowdown;
+  const double chosen_l_ns = o.switch_latency_ms.value_or(spec.switch_latency_ms) * 1e6;
+  if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
+    eo.switch_latencies_ns.push_back(chosen_l_ns);
+  r.evaluation = sim::evaluate(r.workload, *r.model, eo);
+  for (const auto& s : r.evaluation.strategies) {
+    if (s.schedule.strategy != o.strategy) continue;
+    if (o.strategy == "phase" && s.switch_latency_ns != chosen_l_ns) continue;
+    r.chosen = &s;
+  }
+  if (r.chosen == nullptr)
+    throw Exit(kUsage, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
+                                   o.strategy));
+  return r;
+}
+
+namespace {
+
+std::string latency_label(const sim::StrategyResult& s) {
+  if (s.schedule.strategy != "phase") return "ideal";
+  double us = s.switch_latency_ns / 1e3;
+  if (us == 0) return "0";
+  if (us < 1000) return fmt::format("{:g} µs", us);
+  return fmt::format("{:g} ms", us / 1000);
+}
+
+}  // namespace
+
+void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
+  const auto& spec = r.model->spec();
+  const auto& it = r.iterations;
+  fmt::print("gearshift plan: {} on {} ({})\n", o.display_name, spec.full_name, spec.name);
+  fmt::print("All time and energy figures are MODELLED (DVFS model + simulator) unless marked measured.\n\n");
+  fmt::print("Iterations    {} detected by {}; {} kernels ({} ops) per step; period {:.2f} ms; confidence {:.3f}\n",
+             it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
+             it.confidence);
+  const auto& b = r.evaluation.baseline;
+  fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
+             spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w, b.step_time_s,
+             b.energy_j, b.average_power_w);
+  const auto& ms = r.trace.measured;
+  if (ms.energy_per_step_j || ms.step_time_s)
+    fmt::print("Measured      {}{} per step (from the trace's meta: NVML energy counter, untraced run)\n",
+               ms.step_time_s ? fmt::format("{:.4f} s, ", *ms.step_time_s) : std::string(),
+               ms.energy_per_step_j ? fmt::format("{:.2f} J", *ms.energy_per_step_j) : std::string("? J"));
+  if (r.calibrated_to_w)
+    fmt::print("Model         class priors; memory/uncore power {:.0f} W at max memory clock, activity scale {:.3f}:\n"
+               "              calibrated to the measured {:.0f} W; dense GEMMs capped at {} MHz (observed sag)\n",
+               r.model->params().memory_w_at_max, r.model->params().activity_scale, *r.calibrated_to_w,
+               r.model->capped_sm_clock({r.model->spec().default_sm_clock_mhz, r.model->spec().default_mem_clock_mhz},
+                                        model::class_prior(model::KernelClass::gemm)));
+  else
+    fmt::print("Model         class priors; activity scale 1 (no measured power in the trace: uncalibrated)\n");
+  fmt::print("Budget        step time <= baseline + {:.2f} %\n\n", o.max_slowdown * 100);
+  fmt::print("{:<14} {:>9} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "strategy", "switch L", "time (s)", "energy (J)",
+             "saving", "slowdown", "changes/step");
+  for (const auto& s : r.evaluation.strategies) {
+    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", s.schedule.strategy,
+               latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
+               s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
+  }
+  fmt::print("\n'ideal': switching is free and instant; 'phase' pays a transition window L per change (old clocks hold).\n");
+}
+
+nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
+  using nlohmann::json;
+  const auto& it = r.iterations;
+  json j;
+  j["modelled"] = true;
+  j["input"] = o.display_name;
+  j["gpu"] = r.model->spec().name;
+  j["max_slowdown"] = o.max_slowdown;
+  j["iterations"] = {{"count", it.iterations.size()}, {"kernels_per_iteration", it.tmpl.kernels},
+                     {"ops_per_iteration", it.tmpl.ops.size()}, {"period_us", it.tmpl.period_ns / 1e3},
+                     {"confidence", it.confidence}, {"method", it.method}};
+  const auto& b = r.evaluation.baseline;
+  j["baseline"] = {{"time_s", b.step_time_s}, {"energy_j", b.energy_j}, {"average_power_w", b.average_power_w}};
+  const auto& ms = r.trace.measured;
+  if (ms.energy_per_step_j || ms.step_time_s) {
+    json m = json::object();
+    if (ms.step_time_s) m["time_s"] = *ms.step_time_s;
+    if (ms.energy_per_step_j) m["energy_j"] = *ms.energy_per_step_j;
+    j["measured"] = m;
+  }
+  j["model"] = {{"activity_scale", r.model->params().activity_scale},
+                {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)}};
+  json arr = json::array();
+  for (const auto& s : r.evaluation.strategies) {
+    json e = {{"name", s.schedule.strategy},
+              {"switch_latency_us", s.switch_latency_ns / 1e3},
+              {"time_s", s.sim.step_time_s},
+              {"energy_j", s.sim.energy_j},
+              {"saving_pct", s.saving_pct},
+              {"slowdown_pct", s.slowdown_pct},
+              {"clock_changes_per_step", s.sim.clock_changes},
+              {"within_budget", s.within_budget},
+              {"plan_ms", s.plan_ms}};
+    if (s.schedule.optimality_gap >= 0) e["optimality_gap"] = s.schedule.optimality_gap;
+    arr.push_back(e);
+  }
+  j["strategies"] = arr;
+  return j;
+}
+
+nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) {
+  using nlohmann::json;
+  const auto& s = *r.chosen;
+  const auto& p = r.model->params();
+  json j;
+  j["format"] = "gearshift-plan";
+  j["version"] = 1;
+  j["gpu"] = r.model->spec().name;
+  j["strategy"] = s.schedule.strategy;
+  j["switch_latency_us"] = s.switch_latency_ns / 1e3;
+  j["max_slowdown"] = o.max_slowdown;
+  j["predicted"] = {{"modelled", true},          {"time_s", s.sim.step_time_s}, {"energy_j", s.sim.energy_j},
+                    {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct},
+                    {"baseline_time_s", r.evaluation.baseline.step_time_s},
+                    {"baseline_energy_j", r.evaluation.baseline.energy_j},
+                    {"clock_changes_per_step", s.sim.clock_changes}};
+  json phases = json::array();
+  for (const auto& ph : plan::phases_of(s.schedule))
+    phases.push_back({{"first_position", ph.first}, {"last_position", ph.last},
+                      {"first_op", r.workload.ops[ph.first].name}, {"sm_clock_mhz", ph.clocks.sm_mhz},
+                      {"mem_clock_mhz", ph.clocks.mem_mhz}});
+  j["phases"] = phases;
+  json positions = json::array();
+  for (std::size_t i = 0; i < r.workload.ops.size(); ++i) {
+    const auto& op = r.workload.ops[i];
+    positions.push_back({{"name", op.name}, {"kind", trace::to_string(op.kind)}, {"stream", op.stream},
+                         {"class", model::to_string(op.cls)}, {"pass", model::to_string(op.pass)},
+                         {"duration_us", op.ref_time_ns / 1e3}, {"start_offset_us", op.start_offset_ns / 1e3},
+                         {"sm_clock_mhz", s.schedule.clocks[i].sm_mhz}, {"mem_clock_mhz", s.schedule.clocks[i].mem_mhz}});
+  }
+  j["positions"] = positions;
+  j["period_us"] = r.iterations.tmpl.period_ns / 1e3;
+  j["model"] = {{"formula", "t = t_ref (a f_ref/f + b m_ref/m + 1-a-b); P = P_idle(f) + s u P_dyn (V/Vmax)^2 f/fmax + w P_mem m/mmax; power-capped"},
+                {"idle_w_at_min_clock", p.idle_w_at_min_clock}, {"idle_w_at_max_clock", p.idle_w_at_max_clock},
+                {"knee_mhz", p.knee_mhz}, {"v_min_ratio", p.v_min_ratio}, {"dynamic_w_at_max", p.dynamic_w_at_max},
+                {"memory_w_at_max", p.memory_w_at_max}, {"power_cap_w", p.power_cap_w},
+                {"activity_scale", p.activity_scale},
+                {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)},
+                {"coefficients", "class priors (src/model/kernel_class.cpp)"}};
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  json meta = json::parse(r.trace.meta_json, nullptr, false);
+  j["provenance"] = {{"input", o.display_name}, {"format", r.trace.format}, {"trace_meta", meta.is_discarded() ? json(nullptr) : meta},
+                     {"iterations", r.iterations.iterations.size()}, {"iteration_method", r.iterations.method},
+                     {"created", buf}, {"gearshift_version", "0.1.0"}};
+  return j;
+}
+
+}  // namespace gearshift::cli

@@ -1,0 +1,48 @@
+// The main job shared by `gearshift plan` and `gearshift demo`: trace -> iterations -> workload -> model
+// (calibrated to the trace's measured power when it has one) -> every strategy planned and simulated.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/dvfs_model.hpp"
+#include "model/workload.hpp"
+#include "sim/evaluate.hpp"
+#include "trace/iteration.hpp"
+#include "trace/record.hpp"
+
+namespace gearshift::cli {
+
+struct PlanJobOptions {
+  std::string trace_path;
+  std::string display_name;       // how to name the input in output (the path, or "embedded:...")
+  std::string gpu = "h200";
+  double max_slowdown = 0.005;    // fraction
+  std::string strategy = "phase"; // written to plan.json
+  std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
+  bool calibrate = true;          // scale activity to the trace's measured average power when present
+};
+
+struct PlanJobResult {
+  trace::Trace trace;
+  trace::IterationAnalysis iterations;
+  model::Workload workload;
+  std::optional<model::DvfsModel> model;
+  std::optional<double> calibrated_to_w;  // measured average power the model was calibrated to, W
+  sim::Evaluation evaluation;
+  const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
+};
+
+// Throws cli::Exit with the documented exit codes on bad input or no iteration.
+PlanJobResult run_plan_job(const PlanJobOptions& o);
+
+void print_report(const PlanJobOptions& o, const PlanJobResult& r);
+nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
+nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);
+
+// Parses "0.5%", "0.5 %" or "0.005" into a fraction; throws cli::Exit(kUsage) when not a number in [0, 1].
+double parse_slowdown(const std::string& text);
+
+}  // namespace gearshift::cli

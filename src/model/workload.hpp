@@ -1,0 +1,45 @@
+// The workload the planner and the simulator share: one training step's template, each op annotated with its
+// kernel class, DVFS coefficients, reference clocks and pass (forward / backward / optimizer).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/dvfs_model.hpp"
+#include "trace/iteration.hpp"
+
+namespace gearshift::model {
+
+enum class Pass { forward, backward, optimizer };
+const char* to_string(Pass p);
+
+struct WorkloadOp {
+  std::string name;
+  trace::OpKind kind = trace::OpKind::kernel;
+  KernelClass cls = KernelClass::other;
+  KernelCoefficients coeffs;
+  Pass pass = Pass::forward;
+  std::int32_t stream = 0;
+  double ref_time_ns = 0;     // measured mean duration at the reference clocks, ns
+  ClockPair ref;              // clocks it ran at while traced (sampled, or the capped default clock)
+  bool ref_sampled = false;   // true when the trace sampled the clock
+  double start_offset_ns = 0; // mean start relative to the step start, ns
+  double gap_before_ns = 0;   // idle time on its stream before it, ns (clock-independent: CPU launch bound)
+};
+
+struct Workload {
+  std::vector<WorkloadOp> ops;  // template positions, in start order
+  double period_ns = 0;         // traced step time, ns
+  double tail_ns = 0;           // idle from the last op's end to the next step's start, ns
+  std::size_t kernels = 0;      // kernels per step
+};
+
+// Annotate the template: classes and priors (kernel_class.hpp), passes (forward until the first kernel whose
+// name says backward/grad, optimizer from the first optimizer-class kernel on), reference clocks (the sampled
+// clock when the trace has one, else the model's capped default clock).
+Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysis& analysis, const DvfsModel& model);
+
+// Recompute reference clocks that were not sampled (after the model's activity scale changed).
+void refresh_reference_clocks(Workload& w, const DvfsModel& model);
+
+}  // namespace gearshift::model

@@ -1,0 +1,147 @@
+#include "plan/mckp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace gearshift::plan {
+namespace {
+
+// Lower convex hull from the minimum-energy option towards the fastest: times strictly decreasing, energies
+// strictly increasing, slopes ΔE/(−ΔT) increasing.
+std::vector<std::size_t> hull(const MckpInstance& in, std::size_t g) {
+  const double* t = in.time + g * in.options;
+  const double* e = in.energy + g * in.options;
+  std::vector<std::size_t> idx(in.options);
+  std::iota(idx.begin(), idx.end(), 0);
+  // Sort by time descending, energy ascending as tie-break.
+  std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return t[a] != t[b] ? t[a] > t[b] : e[a] < e[b]; });
+  // Keep options with energy lower than every slower option... walking from slow to fast we need increasing
+  // energy: first find the minimum-energy option; slower ones are dominated.
+  std::size_t start = 0;
+  for (std::size_t k = 1; k < idx.size(); ++k)
+    if (e[idx[k]] < e[idx[start]]) start = k;
+  std::vector<std::size_t> pareto;
+  double best_t = std::numeric_limits<double>::infinity();
+  for (std::size_t k = start; k < idx.size(); ++k) {
+    std::size_t o = idx[k];
+    if (t[o] < best_t) {
+      // faster and not more expensive: the slower ones are dominated
+      while (!pareto.empty() && e[o] <= e[pareto.back()]) pareto.pop_back();
+      pareto.push_back(o);
+      best_t = t[o];
+    }
+  }
+  std::vector<std::size_t> h;
+  for (std::size_t o : pareto) {
+    while (h.size() >= 2) {
+      std::size_t a = h[h.size() - 2], b = h.back();
+      // slope a->b must be < slope b->o (convex); cross-multiplied, times decreasing
+      double s1 = (e[b] - e[a]) / (t[a] - t[b]);
+      double s2 = (e[o] - e[b]) / (t[b] - t[o]);
+      if (s1 >= s2) h.pop_back();
+      else break;
+    }
+    h.push_back(o);
+  }
+  return h;
+}
+
+struct Segment {
+  double slope;  // J per unit time saved
+  std::size_t group, to_rank;
+};
+
+}  // namespace
+
+MckpResult solve_mckp(const MckpInstance& in, double budget) {
+  MckpResult r;
+  r.choice.assign(in.groups, 0);
+  std::vector<std::vector<std::size_t>> hulls(in.groups);
+  std::vector<Segment> segs;
+  for (std::size_t g = 0; g < in.groups; ++g) {
+    hulls[g] = hull(in, g);
+    const auto& h = hulls[g];
+    const double* t = in.time + g * in.options;
+    const double* e = in.energy + g * in.options;
+    r.choice[g] = h.front();
+    r.time += t[h.front()];
+    r.energy += e[h.front()];
+    for (std::size_t k = 1; k < h.size(); ++k)
+      segs.push_back({(e[h[k]] - e[h[k - 1]]) / (t[h[k - 1]] - t[h[k]]), g, k});
+  }
+  r.lower_bound = r.energy;
+  if (r.time <= budget) return r;  // the unconstrained minimum fits: optimal, gap 0
+  std::sort(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) {
+    return a.slope != b.slope ? a.slope < b.slope : a.group < b.group;
+  });
+  for (const Segment& s : segs) {
+    const double* t = in.time + s.group * in.options;
+    const double* e = in.energy + s.group * in.options;
+    std::size_t from = hulls[s.group][s.to_rank - 1], to = hulls[s.group][s.to_rank];
+    double dt = t[from] - t[to], de = e[to] - e[from];
+    if (r.time - dt <= budget) {
+      // LP bound: only the fraction of this segment that is needed.
+      double need = r.time - budget;
+      r.lower_bound = r.energy + de * (need / dt);
+      r.time -= dt;
+      r.energy += de;
+      r.choice[s.group] = to;
+      break;
+    }
+    r.time -= dt;
+    r.energy += de;
+    r.choice[s.group] = to;
+  }
+  if (r.time > budget + 1e-9 * std::max(1.0, budget)) {
+    // Every group at its fastest and still over: infeasible.
+    r.feasible = false;
+    r.lower_bound = r.energy;
+    r.gap = 0;
+    return r;
+  }
+  // Repair: spend the slack on the best energy reductions (any option, hull or not), one move at a time.
+  for (int round = 0; round < 64; ++round) {
+    double slack = budget - r.time;
+    double best_gain = 0;
+    std::size_t best_g = 0, best_o = 0;
+    for (std::size_t g = 0; g < in.groups; ++g) {
+      const double* t = in.time + g * in.options;
+      const double* e = in.energy + g * in.options;
+      std::size_t cur = r.choice[g];
+      for (std::size_t o = 0; o < in.options; ++o) {
+        double gain = e[cur] - e[o];
+        if (gain > best_gain && t[o] - t[cur] <= slack) best_gain = gain, best_g = g, best_o = o;
+      }
+    }
+    if (best_gain <= 0) break;
+    const double* t = in.time + best_g * in.options;
+    const double* e = in.energy + best_g * in.options;
+    r.time += t[best_o] - t[r.choice[best_g]];
+    r.energy += e[best_o] - e[r.choice[best_g]];
+    r.choice[best_g] = best_o;
+  }
+  r.lower_bound = std::min(r.lower_bound, r.energy);
+  r.gap = r.lower_bound > 0 ? (r.energy - r.lower_bound) / r.lower_bound : 0;
+  return r;
+}
+
+MckpResult solve_mckp_brute_force(const MckpInstance& in, double budget) {
+  MckpResult best;
+  best.energy = std::numeric_limits<double>::infinity();
+  best.feasible = false;
+  std::vector<std::size_t> cur(in.groups, 0);
+  for (;;) {
+    double t = 0, e = 0;
+    for (std::size_t g = 0; g < in.groups; ++g) t += in.time[g * in.options + cur[g]], e += in.energy[g * in.options + cur[g]];
+    if (t <= budget && e < best.energy) best.energy = e, best.time = t, best.choice = cur, best.feasible = true;
+    std::size_t g = 0;
+    while (g < in.groups && ++cur[g] == in.options) cur[g++] = 0;
+    if (g == in.groups) break;
+  }
+  best.lower_bound = best.energy;
+  return best;
+}
+
+}  // namespace gearshift::plan
