@@ -46,8 +46,8 @@ class PhaseDp {
     for (std::size_t i = 0; i < n_; ++i)
       for (std::size_t c = 0; c < nc_; ++c)
         prefix_[(i + 1) * nc_ + c] = prefix_[i * nc_ + c] + t_.energy(i, c) + lambda * t_.time(i, c);
+    // back_ needs no reset: every finite dp cell gets its back pointer written in this solve.
     std::fill(dp_.begin(), dp_.end(), kInf);
-    std::fill(back_.begin(), back_.end(), Back{});
     for (std::size_t c = 0; c < nc_; ++c)
       if (start_clock >= nc_ || c == start_clock) dp_[c] = 0;
     for (std::size_t i = 0; i <= n_; ++i) {
@@ -127,10 +127,10 @@ Schedule plan_phase(const ClockTable& t, const model::Workload& w, double budget
   auto solve = [&](double lambda) { return dp.solve(lambda, dp.solve(lambda, free_start).end_clock); };
   DpResult r = solve(0);
   if (r.time_ns > budget) {
-    double lo = 0, hi = 1e-9;
+    double lo = 0, hi = 1e-8;
     DpResult at_hi = solve(hi);
     for (int k = 0; k < 60 && at_hi.time_ns > budget; ++k) lo = hi, hi *= 8, at_hi = solve(hi);
-    for (int k = 0; k < 30 && hi - lo > 1e-2 * hi; ++k) {
+    for (int k = 0; k < 30 && hi - lo > 2e-2 * hi; ++k) {
       double mid = 0.5 * (lo + hi);
       DpResult m = solve(mid);
       if (m.time_ns <= budget) hi = mid, at_hi = m;

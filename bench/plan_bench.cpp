@@ -1,0 +1,107 @@
+// Planner and importer speed on the shipped traces (CPU time on this machine; no GPU involved).
+//   build/bench/plan_bench --benchmark_min_time=0.5
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+
+#include "model/workload.hpp"
+#include "plan/clock_table.hpp"
+#include "plan/strategies.hpp"
+#include "sim/evaluate.hpp"
+#include "trace/gearshift_format.hpp"
+
+namespace {
+
+using namespace gearshift;
+
+struct Setup {
+  model::DvfsModel m{gpu::find_spec("h200")};
+  model::Workload w;
+  plan::ClockTable table;
+  double budget = 0;
+  Setup() {
+    trace::Trace t = trace::import_trace(std::string(GEARSHIFT_DATA_DIR) + "/traces/gpt3xl_h200_trace.json.gz");
+    auto a = trace::detect_iterations(t);
+    w = model::build_workload(t, a, m);
+    sim::calibrate_to_measured_power(w, m, *t.measured.average_power_w);
+    table = plan::build_clock_table(w, m);
+    double base = sim::simulate(w, m, sim::default_schedule(w, m), 0).step_time_s;
+    budget = plan::total_time_ns(table, table.default_index) + 0.005 * base * 1e9;
+  }
+};
+
+Setup& setup() {
+  static Setup s;
+  return s;
+}
+
+void BM_ClockTable(benchmark::State& st) {
+  auto& s = setup();
+  for (auto _ : st) benchmark::DoNotOptimize(plan::build_clock_table(s.w, s.m));
+  st.SetLabel(std::to_string(s.w.ops.size()) + " ops x " + std::to_string(s.table.clocks.size()) + " clock pairs");
+}
+void BM_Iteration(benchmark::State& st) {
+  auto& s = setup();
+  for (auto _ : st) benchmark::DoNotOptimize(plan::plan_iteration(s.table, s.budget));
+}
+void BM_Pass(benchmark::State& st) {
+  auto& s = setup();
+  for (auto _ : st) benchmark::DoNotOptimize(plan::plan_pass(s.table, s.w, s.budget));
+}
+void BM_KernelLocal(benchmark::State& st) {
+  auto& s = setup();
+  for (auto _ : st) benchmark::DoNotOptimize(plan::plan_kernel_local(s.table, 0.005));
+}
+void BM_KernelGlobal(benchmark::State& st) {
+  auto& s = setup();
+  for (auto _ : st) benchmark::DoNotOptimize(plan::plan_kernel_global(s.table, s.budget));
+}
+void BM_Phase(benchmark::State& st) {
+  auto& s = setup();
+  const double latency_ns = static_cast<double>(st.range(0)) * 1e3;
+  for (auto _ : st) benchmark::DoNotOptimize(plan::plan_phase(s.table, s.w, s.budget, latency_ns));
+  st.SetLabel("L = " + std::to_string(st.range(0)) + " us");
+}
+void BM_Simulate(benchmark::State& st) {
+  auto& s = setup();
+  auto sched = sim::default_schedule(s.w, s.m);
+  for (auto _ : st) benchmark::DoNotOptimize(sim::simulate(s.w, s.m, sched, 6e6));
+}
+void BM_EvaluateAll(benchmark::State& st) {
+  auto& s = setup();
+  for (auto _ : st) benchmark::DoNotOptimize(sim::evaluate(s.w, s.m, {}));
+  st.SetLabel("every strategy, L sweep, re-planning and simulation");
+}
+
+void BM_Import(benchmark::State& st, const std::string& rel) {
+  std::string path = std::string(GEARSHIFT_SHARED_DIR) + "/" + rel;
+  if (!std::filesystem::exists(path)) {
+    st.SkipWithError("../shared absent");
+    return;
+  }
+  std::size_t ops = 0;
+  for (auto _ : st) {
+    auto t = trace::import_trace(path);
+    auto a = trace::detect_iterations(t);
+    ops = t.ops.size();
+    benchmark::DoNotOptimize(a);
+  }
+  st.SetLabel(std::to_string(ops) + " ops, import + iteration detection");
+}
+
+BENCHMARK(BM_ClockTable)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Iteration)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Pass)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_KernelLocal)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_KernelGlobal)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Phase)->Arg(10)->Arg(100)->Arg(1000)->Arg(6000)->Arg(20000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EvaluateAll)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Import, gpt3xl, std::string("data/traces/gpt3xl_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Import, gpt2, std::string("data/traces/gpt2_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Import, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Import, ddp2_rank1, std::string("data/traces/ddp2_gpt2m_rank1_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
