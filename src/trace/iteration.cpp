@@ -21,6 +21,12 @@ std::vector<std::int64_t> align(const std::vector<std::uint32_t>& tmpl, const st
     std::iota(map.begin(), map.end(), 0);
     return map;
   }
+  if ((p + 1) * (len + 1) > (std::size_t{1} << 26)) {
+    // Steps of >8k ops: an edit-distance table would not fit in 64 MiB; compare positionally instead.
+    for (std::size_t i = 0; i < std::min(p, len); ++i)
+      if (tmpl[i] == seg[i]) map[i] = static_cast<std::int64_t>(i);
+    return map;
+  }
   // dp over (p+1) x (len+1); traceback codes: 0 diag, 1 up (template op missing), 2 left (inserted op)
   std::vector<std::uint32_t> prev(len + 1), cur(len + 1);
   std::vector<std::uint8_t> tb((p + 1) * (len + 1));
@@ -107,6 +113,8 @@ class Detector {
         bounds = signature_bounds(o + d, p);
         if (bounds.size() + 1 >= expected && bounds.size() >= 2) break;
       }
+      if (bounds.size() < 2)
+        throw NoIterationError(fmt::format("found a period of {} ops but no step start that repeats", p));
     }
     const std::size_t n = seq_.size();
     std::size_t start_of_tmpl = bounds.front();

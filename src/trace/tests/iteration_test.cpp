@@ -177,5 +177,22 @@ TEST(Iteration, FindsIterationsInPublicTracesWithoutMarkers) {
   EXPECT_GT(a.confidence, 0.8);
 }
 
+// The two tiny public traces hold no repeated step (4 kernels of one inference call; one synthetic kernel):
+// a clear refusal, not a made-up period.
+TEST(Iteration, RefusesTinyPublicTracesClearly) {
+  if (!test::have_shared()) GTEST_SKIP() << "../shared/data absent in this checkout";
+  for (const char* f : {"data/public_traces/facebookresearch_HolisticTraceAnalysis/tests/data/trace_file_list/inference_rank_1.json.gz",
+                        "data/public_traces/facebookresearch_HolisticTraceAnalysis/tests/data/large_integer_trace/"
+                        "rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz"}) {
+    Trace t = import_trace(test::shared_path(f));
+    try {
+      detect_iterations(t);
+      ADD_FAILURE() << f;
+    } catch (const NoIterationError& e) {
+      EXPECT_FALSE(std::string(e.what()).empty());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gearshift::trace
