@@ -35,7 +35,9 @@ struct Sample {
 };
 
 struct FitOptions {
-  double cap_tolerance = 0.005;  // relative; above the run-to-run noise of the Perseus sweeps (≈0.3 %)
+  // Relative. Above the scatter of measured times about a 1/f law below 1300 MHz in the Perseus A100 sweeps
+  // (90 % of points within 0.31 %, median 0.09 %), so noise alone rarely marks a sample capped.
+  double cap_tolerance = 0.005;
 };
 
 struct FittedKernel {
