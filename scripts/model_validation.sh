@@ -71,12 +71,13 @@ HEAD
 
 * **Time** meets both targets with either V-curve. The power cap is what beats the `A/f + B` baseline: at
   1410 MHz the A100 does not hold the locked clock (measured mean power 460–480 W; the time at 1410 MHz is
-  within −0.2…+0.4 % of the time at 1395 MHz where a 1/f law would give ≈ −1 %), so a 1/f law through a 1410 MHz sample bends the whole curve; the model takes the
-  1/f law from the uncapped samples only and explains the top sample by the cap.
+  within −0.2…+0.4 % of the time at 1395 MHz where a 1/f law would give ≈ −1 %), so a 1/f law through a
+  1410 MHz sample bends the whole curve; the model takes the 1/f law from the uncapped samples only and
+  explains the top sample by the cap.
 * **Energy with the spec V-curve misses both targets** (and loses to the quadratic baseline on interpolation).
   The measured power has its V-f knee near 1065–1095 MHz (in every sweep power rises 0.20–0.21 W/MHz from 855
-  to 1050 MHz and 0.62–0.66 W/MHz from 1095 to 1305 MHz), while a100.json's knee is an estimate at 1005 MHz with V_min/V_max = 0.70. With only 3 clocks
-  nothing can correct the knee, and in the extrapolation split (all calibration clocks above the knee) the
+  to 1050 MHz and 0.62–0.66 W/MHz from 1095 to 1305 MHz), while a100.json's knee is an estimate at 1005 MHz
+  with V_min/V_max = 0.70. With only 3 clocks nothing can correct the knee, and in the extrapolation split (all calibration clocks above the knee) the
   knee alone decides the prediction at 855–1050 MHz. This is an input error, not a fitting one.
 * **Energy with the board V-curve** (fitted on the other model's sweeps) meets the extrapolation target and
   beats both baselines, but misses the interpolation target (1.5 %) by about 0.2 pp. The errors concentrate at

@@ -65,8 +65,7 @@ Line fit_time(const std::vector<Sample>& s) {
 
 // The dynamic power of activity 1 at clock f: P_dyn_max·s·(V/V_max)²·f/f_max (W), from the board model.
 double unit_dynamic_w(const DvfsModel& board, double f) {
-  KernelCoefficients unit{};
-  unit.sm_share = 0, unit.mem_share = 0, unit.activity = 1, unit.mem_traffic = 0, unit.static_w = 0;
+  const KernelCoefficients unit{.sm_share = 0, .mem_share = 0, .activity = 1, .mem_traffic = 0, .static_w = 0};
   return board.dynamic_power_w_at(f, 0, unit);
 }
 
@@ -105,15 +104,15 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
     x.push_back(unit_dynamic_w(board, p.sm_mhz));
     y.push_back(p.energy_j / p.time_s - board.idle_power_w_at(p.sm_mhz));
   }
-  Line pow = fit_line(x, y);
-  if (pow.c1 < 0) {
-    pow.c1 = 0;
-    pow.c0 = 0;
-    for (double v : y) pow.c0 += v / static_cast<double>(y.size());
+  Line power = fit_line(x, y);
+  if (power.c1 < 0) {
+    power.c1 = 0;
+    power.c0 = 0;
+    for (double v : y) power.c0 += v / static_cast<double>(y.size());
   }
-  k.static_w = pow.c0;
+  k.static_w = power.c0;
   const double unit_at_max = unit_dynamic_w(board, board.params().max_sm_mhz);
-  k.dynamic_w_per_mhz = pow.c1 * unit_at_max / board.params().max_sm_mhz;
+  k.dynamic_w_per_mhz = power.c1 * unit_at_max / board.params().max_sm_mhz;
 
   const Sample& r = uncapped.back();
   k.ref = {r.sm_mhz, r.mem_mhz};
@@ -121,9 +120,9 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   k.t_ref_ns = t_ref_s * 1e9;
   k.coeffs.sm_share = (time.c1 / r.sm_mhz) / t_ref_s;
   k.coeffs.mem_share = 0;  // one memory clock in the sweep: its share is not observable
-  k.coeffs.activity = pow.c1;
+  k.coeffs.activity = power.c1;
   k.coeffs.mem_traffic = 0;  // memory power at this memory clock is inside static_w
-  k.coeffs.static_w = pow.c0;
+  k.coeffs.static_w = power.c0;
 
   k.power = board.params();
   k.power.continuous_cap = true;
@@ -135,7 +134,7 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
     // Nothing capped: the limit is at least the modelled power of every sample, so none is predicted capped.
     k.cap_w = board.params().power_cap_w;
     for (const auto& p : s)
-      k.cap_w = std::max(k.cap_w, board.idle_power_w_at(p.sm_mhz) + pow.c0 + pow.c1 * unit_dynamic_w(board, p.sm_mhz));
+      k.cap_w = std::max(k.cap_w, board.idle_power_w_at(p.sm_mhz) + power.c0 + power.c1 * unit_dynamic_w(board, p.sm_mhz));
   }
   k.power.power_cap_w = k.cap_w;
   return k;
