@@ -40,25 +40,31 @@ DvfsModel::DvfsModel(gpu::GpuSpec spec, PowerParams params) : spec_(std::move(sp
     throw std::invalid_argument("DvfsModel: bad clock range in power parameters");
 }
 
-double DvfsModel::voltage_ratio(int f) const {
+double DvfsModel::voltage_ratio(int f) const { return voltage_ratio_at(f); }
+double DvfsModel::idle_power_w(int f) const { return idle_power_w_at(f); }
+double DvfsModel::dynamic_power_w(ClockPair c, const KernelCoefficients& k) const {
+  return dynamic_power_w_at(c.sm_mhz, c.mem_mhz, k);
+}
+
+double DvfsModel::voltage_ratio_at(double f) const {
   const auto& p = params_;
   if (f <= p.knee_mhz || p.knee_mhz >= p.max_sm_mhz) return p.v_min_ratio;
-  double x = static_cast<double>(f - p.knee_mhz) / (p.max_sm_mhz - p.knee_mhz);
+  double x = (f - p.knee_mhz) / (p.max_sm_mhz - p.knee_mhz);
   return p.v_min_ratio + (1.0 - p.v_min_ratio) * std::min(1.0, x);
 }
 
-double DvfsModel::idle_power_w(int f) const {
+double DvfsModel::idle_power_w_at(double f) const {
   const auto& p = params_;
-  double x = static_cast<double>(f - p.min_sm_mhz) / (p.max_sm_mhz - p.min_sm_mhz);
+  double x = (f - p.min_sm_mhz) / (p.max_sm_mhz - p.min_sm_mhz);
   return p.idle_w_at_min_clock + (p.idle_w_at_max_clock - p.idle_w_at_min_clock) * std::clamp(x, 0.0, 1.0);
 }
 
-double DvfsModel::dynamic_power_w(ClockPair c, const KernelCoefficients& k) const {
+double DvfsModel::dynamic_power_w_at(double f, int mem_mhz, const KernelCoefficients& k) const {
   const auto& p = params_;
-  double v = voltage_ratio(c.sm_mhz);
-  double core = p.activity_scale * k.activity * p.dynamic_w_at_max * v * v * c.sm_mhz / p.max_sm_mhz;
-  double mem = k.mem_traffic * p.memory_w_at_max * c.mem_mhz / p.max_mem_mhz;
-  return core + mem;
+  double v = voltage_ratio_at(f);
+  double core = p.activity_scale * k.activity * p.dynamic_w_at_max * v * v * f / p.max_sm_mhz;
+  double mem = k.mem_traffic * p.memory_w_at_max * mem_mhz / p.max_mem_mhz;
+  return k.static_w + core + mem;
 }
 
 int DvfsModel::capped_sm_clock(ClockPair requested, const KernelCoefficients& k) const {
@@ -71,6 +77,26 @@ int DvfsModel::capped_sm_clock(ClockPair requested, const KernelCoefficients& k)
   }
 }
 
+double DvfsModel::capped_sm_clock_avg(ClockPair requested, const KernelCoefficients& k) const {
+  if (!params_.continuous_cap) return capped_sm_clock(requested, k);
+  auto power = [&](double f) { return idle_power_w_at(f) + dynamic_power_w_at(f, requested.mem_mhz, k); };
+  double hi = requested.sm_mhz;
+  if (power(hi) <= params_.power_cap_w) return hi;
+  double lo = spec_.sm_clocks_mhz.front();
+  if (power(lo) > params_.power_cap_w) return lo;
+  // Power rises with f (V and f both non-decreasing), so bisection finds the single crossing.
+  for (int i = 0; i < 100 && hi - lo > 1e-9; ++i) {
+    double mid = 0.5 * (lo + hi);
+    (power(mid) > params_.power_cap_w ? hi : lo) = mid;
+  }
+  return lo;
+}
+
+double DvfsModel::power_w(ClockPair requested, const KernelCoefficients& k) const {
+  double f = capped_sm_clock_avg(requested, k);
+  return idle_power_w_at(f) + dynamic_power_w_at(f, requested.mem_mhz, k);
+}
+
 ClockPair DvfsModel::default_reference(const KernelCoefficients& k) const {
   ClockPair def{spec_.default_sm_clock_mhz, spec_.default_mem_clock_mhz};
   return {capped_sm_clock(def, k), def.mem_mhz};
@@ -79,12 +105,12 @@ ClockPair DvfsModel::default_reference(const KernelCoefficients& k) const {
 Prediction DvfsModel::predict(double t_ref_ns, ClockPair ref, ClockPair requested, const KernelCoefficients& k) const {
   Prediction out;
   out.effective_sm_mhz = capped_sm_clock(requested, k);
-  const double a = k.sm_share, b = k.mem_share;
-  out.time_ns = t_ref_ns * (a * ref.sm_mhz / out.effective_sm_mhz + b * static_cast<double>(ref.mem_mhz) / requested.mem_mhz +
+  out.effective_sm_mhz_avg = params_.continuous_cap ? capped_sm_clock_avg(requested, k) : out.effective_sm_mhz;
+  const double a = k.sm_share, b = k.mem_share, f = out.effective_sm_mhz_avg;
+  out.time_ns = t_ref_ns * (a * ref.sm_mhz / f + b * static_cast<double>(ref.mem_mhz) / requested.mem_mhz +
                             (1.0 - a - b));
-  ClockPair eff{out.effective_sm_mhz, requested.mem_mhz};
-  out.idle_power_w = idle_power_w(eff.sm_mhz);
-  out.power_w = out.idle_power_w + dynamic_power_w(eff, k);
+  out.idle_power_w = idle_power_w_at(f);
+  out.power_w = out.idle_power_w + dynamic_power_w_at(f, requested.mem_mhz, k);
   out.energy_j = out.power_w * out.time_ns * 1e-9;
   return out;
 }

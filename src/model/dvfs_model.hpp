@@ -1,11 +1,11 @@
 // The DVFS model: time and power of a kernel at any (SM clock, memory clock), with the board power cap.
 //
 //   t(f, m) = t_ref · (a·f_ref/f + b·m_ref/m + (1 − a − b))                          [DESIGN.md, Physics]
-//   P(f, m) = P_idle(f) + s·u·P_dyn·(V(f)/V_max)²·(f/f_max) + w·P_mem·(m/m_max)
+//   P(f, m) = P_idle(f) + P_k + s·u·P_dyn·(V(f)/V_max)²·(f/f_max) + w·P_mem·(m/m_max)
 //   V(f)/V_max = v_min for f ≤ f_knee, linear from v_min at f_knee to 1 at f_max    (Schoonhoven et al., PMBS'22)
 //   f_eff = the highest supported SM clock ≤ f with P(f_eff, m) ≤ power cap (the GPU's own power capping)
 //
-// a, b, u, w are the kernel's KernelCoefficients; P_idle is interpolated between the spec's measured idle
+// a, b, u, w, P_k (static_w) are the kernel's KernelCoefficients; P_idle is interpolated between the spec's measured idle
 // powers; s is a whole-trace activity scale calibrated to a measured J/step when the trace carries one.
 #pragma once
 
@@ -30,6 +30,10 @@ struct PowerParams {
   double memory_w_at_max = 0;   // W drawn by full DRAM traffic at max memory clock (spec)
   double power_cap_w = 0;       // W, the enforced power limit
   double activity_scale = 1.0;  // s: calibrated whole-trace scale of activity (1 = priors as they are)
+  // When true, capping lowers the clock continuously to where P(f_eff) = cap instead of to a supported clock:
+  // the GPU's power controller dithers between neighbouring clocks, so a time average sits between them
+  // (the Perseus A100 sweeps show effective clocks between the 15 MHz steps). Set by model/fit.hpp.
+  bool continuous_cap = false;
 };
 
 // Defaults for a spec. dynamic_w_at_max is set so that a dense GEMM (class prior: activity 1, traffic 0.3)
@@ -45,6 +49,8 @@ struct Prediction {
   double idle_power_w = 0;  // W, the idle part of power_w at the effective clock
   double energy_j = 0;      // J = power_w · time
   int effective_sm_mhz = 0; // SM clock after power capping, MHz
+  double effective_sm_mhz_avg = 0;  // MHz, the time-averaged clock after capping (= effective_sm_mhz unless
+                                    // PowerParams::continuous_cap)
 };
 
 class DvfsModel {
@@ -60,6 +66,14 @@ class DvfsModel {
   double voltage_ratio(int sm_mhz) const;            // V(f)/V(f_max)
   double idle_power_w(int sm_mhz) const;             // W
   double dynamic_power_w(ClockPair c, const KernelCoefficients& k) const;  // W above idle, no cap
+  // The same three at a non-integer (time-averaged) SM clock, MHz.
+  double voltage_ratio_at(double sm_mhz) const;
+  double idle_power_w_at(double sm_mhz) const;
+  double dynamic_power_w_at(double sm_mhz, int mem_mhz, const KernelCoefficients& k) const;
+  // Board power of kernel k with `requested` clocks, after capping (W).
+  double power_w(ClockPair requested, const KernelCoefficients& k) const;
+  // Time-averaged SM clock under the cap (MHz): capped_sm_clock unless params().continuous_cap.
+  double capped_sm_clock_avg(ClockPair requested, const KernelCoefficients& k) const;
   // SM clock the GPU really runs at when `requested` is locked: power capping lowers it (supported clocks).
   int capped_sm_clock(ClockPair requested, const KernelCoefficients& k) const;
   // The clock a kernel ran at while traced at default clocks (no clock sample): the capped default clock.

@@ -18,12 +18,15 @@ KernelClass classify(trace::OpKind kind, std::string_view name);
 
 // DVFS coefficients of one kernel (DESIGN.md "Physics"):
 //   t(f, m) = t_ref · (sm_share·f_ref/f + mem_share·m_ref/m + (1 − sm_share − mem_share))
-//   P(f, m) = P_idle(f) + activity·P_dyn_max·(V(f)/V(f_max))²·(f/f_max) + mem_traffic·P_mem_max·(m/m_max)
+//   P(f, m) = P_idle(f) + static_w + activity·P_dyn_max·(V(f)/V(f_max))²·(f/f_max) + mem_traffic·P_mem_max·(m/m_max)
 struct KernelCoefficients {
   double sm_share = 0.5;     // a_k, dimensionless in [0, 1]
   double mem_share = 0.4;    // b_k, dimensionless in [0, 1 − a_k]
   double activity = 0.6;     // u_k, switching activity relative to a dense bf16 GEMM (≈1)
   double mem_traffic = 0.6;  // share of peak DRAM bandwidth used, [0, 1]
+  // W, kernel-specific power that does not scale with the SM clock, added to P_idle (0 for the class priors).
+  // Fitted from a sweep at one memory clock (model/fit.hpp): it then also holds that kernel's memory power.
+  double static_w = 0;
 };
 
 // Priors per class. Source: roofline reasoning on H100/H200-class GPUs (GEMM and attention compute-bound,

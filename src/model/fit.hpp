@@ -1,0 +1,77 @@
+// Fitting the DVFS model of one kernel to a measured clock sweep: (SM clock, time, energy) → parameters that
+// DvfsModel::predict uses as they are. The model (DESIGN.md "Physics", at one memory clock):
+//
+//   time    t(f)  = T_c + A / f_eff                                   T_c [s], A [s·MHz]
+//   power   P(f)  = P_idle(f_eff) + P_k + g·(V(f_eff)/V_max)²·f_eff    P_k [W], g [W/MHz]
+//   cap     f_eff = f when P(f) ≤ P_cap, else the clock where P(f_eff) = P_cap (continuous: the controller
+//                   dithers between supported clocks)
+//   energy  E(f)  = P(f)·t(f)                                         J
+//
+// Fitted per kernel: T_c and A (time, least squares over the uncapped samples), P_k and g (power, least squares
+// over the uncapped samples), and P_cap = the mean measured power of the capped samples (a capped GPU holds
+// its power at the limit; the board's power_cap_w when no sample is capped). Taken from the board, not fitted
+// per kernel: P_idle(f) (GPU spec), V(f) with its knee and v_min (spec, or fit_voltage_curve below).
+// So 2 parameters per quantity plus the cap: three samples suffice (one of them may be capped).
+//
+// A sample is "capped" when its time exceeds the uncapped law fitted on the lower samples by more than
+// FitOptions::cap_tolerance; all samples above it are capped too (power rises with the clock).
+// Physics priors for degenerate sweeps: a time that does not fall with the clock gives A = 0; a negative T_c
+// gives T_c = 0 (a kernel cannot take negative clock-independent time); a power that falls with the clock
+// gives g = 0.
+#pragma once
+
+#include <vector>
+
+#include "model/dvfs_model.hpp"
+
+namespace gearshift::model {
+
+// One measurement of a kernel at locked clocks.
+struct Sample {
+  int sm_mhz = 0;         // locked SM clock, MHz
+  int mem_mhz = 0;        // memory clock, MHz
+  double time_s = 0;      // s, mean time of one run
+  double energy_j = 0;    // J, mean energy of one run, the GPU's idle/static power included
+};
+
+struct FitOptions {
+  // Relative. Above the scatter of measured times about a 1/f law below 1300 MHz in the Perseus A100 sweeps
+  // (90 % of points within 0.31 %, median 0.09 %), so noise alone rarely marks a sample capped.
+  double cap_tolerance = 0.005;
+};
+
+struct FittedKernel {
+  // What DvfsModel::predict needs: model(spec) below, t_ref_ns at ref, coeffs.
+  KernelCoefficients coeffs;  // sm_share = (A/f_ref)/t_ref, mem_share = 0, activity = g scaled, mem_traffic = 0,
+                              // static_w = P_k
+  PowerParams power;          // the board's, with power_cap_w = P_cap and continuous_cap = true
+  ClockPair ref;              // the highest uncapped sample's clocks
+  double t_ref_ns = 0;        // ns, modelled time at ref
+
+  // The same parameters in the physical form of the header comment.
+  double clock_independent_s = 0;  // T_c, s
+  double sm_scaled_s_mhz = 0;      // A, s·MHz
+  double static_w = 0;             // P_k, W
+  double dynamic_w_per_mhz = 0;    // g, W/MHz at V = V_max
+  double cap_w = 0;                // P_cap, W
+  std::vector<int> capped_sm_mhz;  // the samples judged capped, MHz (empty when none)
+
+  DvfsModel model(const gpu::GpuSpec& spec) const { return DvfsModel(spec, power); }
+};
+
+// Fit from samples at ≥ 2 distinct SM clocks and one memory clock, with the board's parameters from `board`.
+// Throws std::invalid_argument on fewer than 2 samples, repeated clocks, mixed memory clocks, and
+// non-positive or non-finite clocks, times or energies.
+FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& board, const FitOptions& opts = {});
+
+// Prediction at a locked SM clock (the fit's memory clock), from `model` = k.model(spec) (built once).
+Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz);
+
+// The board's voltage curve (knee among the spec's supported clocks inside the sweeps' range, v_min from
+// 0.50 to 0.95 by 0.01) that minimises the squared relative power error of the per-kernel fits over all
+// uncapped samples of `kernels` (full sweeps of several kernels of one GPU). Returns board.params() with
+// knee_mhz and v_min_ratio replaced. Throws std::invalid_argument when `kernels` is empty.
+PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
+                              const FitOptions& opts = {});
+
+}  // namespace gearshift::model

@@ -1,0 +1,202 @@
+#include "model/fit.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "gpu/spec.hpp"
+#include "model/fit_validation.hpp"
+
+namespace gearshift::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+const gpu::GpuSpec& a100() {
+  static const gpu::GpuSpec s = gpu::find_spec("a100");
+  return s;
+}
+
+// A synthetic kernel with known physical parameters, sampled through DvfsModel::predict itself.
+struct Truth {
+  double tc_s = 0.004, a_s_mhz = 60.0, static_w = 20.0, activity = 0.8;
+  int cap_at_mhz = 1350;  // P_cap = the uncapped power at this clock; 0 = no cap
+  PowerParams board = power_params_for(a100());
+
+  FittedKernel kernel() const {
+    FittedKernel k;
+    k.power = board;
+    k.power.continuous_cap = true;
+    k.ref = {855, 1593};
+    k.t_ref_ns = (tc_s + a_s_mhz / 855) * 1e9;
+    k.coeffs = {(a_s_mhz / 855) / (tc_s + a_s_mhz / 855), 0, activity, 0, static_w};
+    const DvfsModel m(a100(), board);
+    k.power.power_cap_w = cap_at_mhz ? m.idle_power_w(cap_at_mhz) + m.dynamic_power_w({cap_at_mhz, 1593}, k.coeffs)
+                                     : 1e9;
+    return k;
+  }
+  std::vector<Sample> samples(const std::vector<int>& clocks) const {
+    const FittedKernel k = kernel();
+    const DvfsModel m = k.model(a100());
+    std::vector<Sample> out;
+    for (int f : clocks) {
+      Prediction p = predict(m, k, f);
+      out.push_back({f, 1593, p.time_ns * 1e-9, p.energy_j});
+    }
+    return out;
+  }
+};
+
+std::vector<int> a100_sweep() {
+  std::vector<int> c;
+  for (int f = 855; f <= 1410; f += 15) c.push_back(f);
+  return c;
+}
+
+void expect_recovers(const Truth& t, const FittedKernel& k) {
+  EXPECT_NEAR(k.clock_independent_s, t.tc_s, 1e-9 * t.tc_s);
+  EXPECT_NEAR(k.sm_scaled_s_mhz, t.a_s_mhz, 1e-9 * t.a_s_mhz);
+  EXPECT_NEAR(k.static_w, t.static_w, 1e-9 * t.static_w);
+  EXPECT_NEAR(k.coeffs.activity, t.activity, 1e-9 * t.activity);
+  EXPECT_NEAR(k.cap_w, t.kernel().power.power_cap_w, 1e-9 * k.cap_w);
+  // And it predicts every clock of the sweep as the truth does.
+  const FittedKernel truth = t.kernel();
+  const DvfsModel mt = truth.model(a100()), mf = k.model(a100());
+  for (int f : a100_sweep()) {
+    Prediction a = predict(mt, truth, f), b = predict(mf, k, f);
+    EXPECT_NEAR(b.time_ns, a.time_ns, 1e-9 * a.time_ns) << f;
+    EXPECT_NEAR(b.energy_j, a.energy_j, 1e-9 * a.energy_j) << f;
+    EXPECT_NEAR(b.effective_sm_mhz_avg, a.effective_sm_mhz_avg, 1e-6) << f;
+  }
+}
+
+TEST(FitKernel, RecoversKnownParametersFromThreeClocksWithTheTopOneCapped) {
+  Truth t;
+  const DvfsModel board(a100());
+  FittedKernel k = fit_kernel(t.samples({855, 1140, 1410}), board);
+  EXPECT_EQ(k.capped_sm_mhz, std::vector<int>{1410});
+  EXPECT_EQ(k.ref.sm_mhz, 1140);
+  expect_recovers(t, k);
+  // The capped clock sits where the modelled power meets the cap: 1350 MHz by construction.
+  EXPECT_NEAR(predict(k.model(a100()), k, 1410).effective_sm_mhz_avg, 1350.0, 1e-6);
+}
+
+TEST(FitKernel, RecoversKnownParametersFromAFullSweep) {
+  Truth t;
+  FittedKernel k = fit_kernel(t.samples(a100_sweep()), DvfsModel(a100()));
+  EXPECT_EQ(k.capped_sm_mhz, (std::vector<int>{1365, 1380, 1395, 1410}));
+  expect_recovers(t, k);
+}
+
+TEST(FitKernel, NoCapWhenTheTopClockFollowsTheLaw) {
+  Truth t;
+  t.cap_at_mhz = 0;
+  FittedKernel k = fit_kernel(t.samples({1200, 1305, 1410}), DvfsModel(a100()));
+  EXPECT_TRUE(k.capped_sm_mhz.empty());
+  EXPECT_EQ(k.ref.sm_mhz, 1410);
+  // The cap is raised to at least the modelled power at every sample, so none is predicted capped.
+  EXPECT_EQ(predict(k.model(a100()), k, 1410).effective_sm_mhz, 1410);
+  EXPECT_NEAR(k.static_w, t.static_w, 1e-9 * t.static_w);
+  EXPECT_NEAR(k.sm_scaled_s_mhz, t.a_s_mhz, 1e-9 * t.a_s_mhz);
+}
+
+TEST(FitKernel, TwoSamplesAreReproducedExactly) {
+  std::vector<Sample> s{{900, 1593, 0.080, 20.0}, {1300, 1593, 0.060, 25.0}};
+  FittedKernel k = fit_kernel(s, DvfsModel(a100()));
+  const DvfsModel m = k.model(a100());
+  for (const auto& x : s) {
+    Prediction p = predict(m, k, x.sm_mhz);
+    EXPECT_NEAR(p.time_ns * 1e-9, x.time_s, 1e-12);
+    EXPECT_NEAR(p.energy_j, x.energy_j, 1e-9);
+  }
+  // t = T_c + A/f through both points: A = 0.02/(1/900 − 1/1300) = 58.5 s·MHz.
+  EXPECT_NEAR(k.sm_scaled_s_mhz, 0.02 / (1.0 / 900 - 1.0 / 1300), 1e-9);
+}
+
+TEST(FitKernel, PhysicsPriorsOnDegenerateSweeps) {
+  const DvfsModel board(a100());
+  // Time that rises with the clock: nothing scales with f, A = 0, T_c = mean time.
+  FittedKernel k = fit_kernel({{900, 1593, 0.050, 10.0}, {1300, 1593, 0.052, 12.0}}, board);
+  EXPECT_EQ(k.sm_scaled_s_mhz, 0.0);
+  EXPECT_NEAR(k.clock_independent_s, 0.051, 1e-15);
+  EXPECT_EQ(k.coeffs.sm_share, 0.0);
+  // Time falling faster than 1/f would need T_c < 0: fitted through the origin instead.
+  k = fit_kernel({{900, 1593, 0.100, 20.0}, {1300, 1593, 0.050, 20.0}}, board);
+  EXPECT_EQ(k.clock_independent_s, 0.0);
+  EXPECT_GT(k.sm_scaled_s_mhz, 0.0);
+  // Power that falls with the clock: no dynamic part.
+  k = fit_kernel({{900, 1593, 0.100, 30.0}, {1300, 1593, 0.080, 16.0}}, board);
+  EXPECT_EQ(k.coeffs.activity, 0.0);
+}
+
+TEST(FitKernel, BadInputIsRejectedWithAClearMessage) {
+  const DvfsModel board(a100());
+  auto msg = [&](const std::vector<Sample>& s) {
+    try {
+      fit_kernel(s, board);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THAT(msg({}), HasSubstr("need samples at 2 or more distinct SM clocks, got 0"));
+  EXPECT_THAT(msg({{900, 1593, 0.1, 20}}), HasSubstr("got 1 sample"));
+  EXPECT_THAT(msg({{900, 1593, nan, 20}, {1000, 1593, 0.1, 20}}), HasSubstr("sample 0: time_s must be finite and > 0"));
+  EXPECT_THAT(msg({{900, 1593, 0.1, 20}, {1000, 1593, -0.1, 20}}), HasSubstr("sample 1: time_s"));
+  EXPECT_THAT(msg({{900, 1593, 0.1, 0}, {1000, 1593, 0.1, 20}}), HasSubstr("sample 0: energy_j"));
+  EXPECT_THAT(msg({{900, 1593, 0.1, 20}, {1000, 1593, 0.1, INFINITY}}), HasSubstr("sample 1: energy_j"));
+  EXPECT_THAT(msg({{0, 1593, 0.1, 20}, {1000, 1593, 0.1, 20}}), HasSubstr("sample 0: sm_mhz"));
+  EXPECT_THAT(msg({{900, 1593, 0.1, 20}, {900, 1593, 0.1, 20}}), HasSubstr("SM clock 900 MHz appears twice"));
+  EXPECT_THAT(msg({{900, 1593, 0.1, 20}, {1000, 1215, 0.1, 20}}), HasSubstr("one memory clock"));
+}
+
+TEST(FitVoltageCurve, RecoversTheKneeAndVminOfSyntheticSweeps) {
+  Truth t1, t2;
+  for (Truth* t : {&t1, &t2}) t->board.knee_mhz = 1095, t->board.v_min_ratio = 0.78;
+  t2.tc_s = 0.01, t2.a_s_mhz = 110, t2.static_w = 35, t2.activity = 0.6, t2.cap_at_mhz = 1320;
+  PowerParams p = fit_voltage_curve({t1.samples(a100_sweep()), t2.samples(a100_sweep())}, DvfsModel(a100()));
+  EXPECT_EQ(p.knee_mhz, 1095);
+  EXPECT_NEAR(p.v_min_ratio, 0.78, 1e-12);
+  EXPECT_THROW(fit_voltage_curve({}, DvfsModel(a100())), std::invalid_argument);
+}
+
+TEST(DvfsModelContinuousCap, HoldsPowerExactlyAtTheCapBetweenSupportedClocks) {
+  PowerParams p = power_params_for(a100());
+  p.continuous_cap = true;
+  p.power_cap_w = 300;
+  const DvfsModel m(a100(), p);
+  KernelCoefficients k{0.9, 0, 1.0, 0, 10};
+  Prediction r = m.predict(1e6, {1410, 1593}, {1410, 1593}, k);
+  EXPECT_LT(r.effective_sm_mhz_avg, 1410);
+  EXPECT_NEAR(r.power_w, 300, 1e-6);
+  EXPECT_EQ(r.effective_sm_mhz, static_cast<int>(std::floor(r.effective_sm_mhz_avg / 15)) * 15);
+  // Without continuous_cap the old behaviour: a supported clock, at or under the cap.
+  p.continuous_cap = false;
+  Prediction d = DvfsModel(a100(), p).predict(1e6, {1410, 1593}, {1410, 1593}, k);
+  EXPECT_EQ(d.effective_sm_mhz_avg, d.effective_sm_mhz);
+  EXPECT_EQ(d.effective_sm_mhz, r.effective_sm_mhz);
+  EXPECT_LE(d.power_w, 300);
+}
+
+TEST(Baselines, AreExactOnTheirOwnFunctionalForms) {
+  std::vector<Sample> s;
+  for (int f : {900, 1100, 1400}) s.push_back({f, 1593, 0.01 + 50.0 / f, 3e-5 * f * f - 0.05 * f + 40});
+  EXPECT_NEAR(baseline_time_s(s, 1000), 0.01 + 0.05, 1e-12);
+  EXPECT_NEAR(baseline_energy_j(s, 1000), 3e-5 * 1e6 - 50 + 40, 1e-9);
+  EXPECT_THROW(baseline_energy_j({s[0], s[1]}, 1000), std::invalid_argument);
+}
+
+TEST(Splits, MatchTheIssueOnTheA100Sweep) {
+  auto sp = standard_splits(a100_sweep());
+  ASSERT_EQ(sp.size(), 2u);
+  EXPECT_EQ(sp[0].calib_mhz, (std::vector<int>{855, 1140, 1410}));
+  EXPECT_EQ(sp[1].calib_mhz, (std::vector<int>{1200, 1305, 1410}));
+  EXPECT_THROW(standard_splits({900, 1000, 1410, 1500}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gearshift::model
