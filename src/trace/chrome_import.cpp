@@ -329,12 +329,7 @@ Trace import_chrome_trace(const std::string& path, const ChromeImportOptions& op
   Trace out;
   out.source = path;
   out.format = "chrome-trace";
-  std::unique_ptr<GzStreamBuf> buf;
-  try {
-    buf = std::make_unique<GzStreamBuf>(path);
-  } catch (const std::runtime_error&) {
-    throw TraceError(path, "cannot open for reading (missing file or no permission)");
-  }
+  std::unique_ptr<GzStreamBuf> buf = open_trace_file(path);
   std::istream in(buf.get());
   Handler handler(path, *buf, out);
   bool ok = false;

@@ -105,12 +105,7 @@ void write_gearshift_trace(const Trace& trace, const std::string& path) {
 }
 
 Trace read_gearshift_trace(const std::string& path) {
-  std::unique_ptr<GzStreamBuf> buf;
-  try {
-    buf = std::make_unique<GzStreamBuf>(path);
-  } catch (const std::runtime_error&) {
-    throw TraceError(path, "cannot open for reading (missing file or no permission)");
-  }
+  std::unique_ptr<GzStreamBuf> buf = open_trace_file(path);
   std::istream in(buf.get());
   Trace out;
   out.source = path;

@@ -4,6 +4,8 @@
 
 #include <zlib.h>
 
+#include "trace/error.hpp"
+
 namespace gearshift::trace {
 
 GzStreamBuf::GzStreamBuf(const std::string& path, std::size_t chunk_bytes) : buffer_(chunk_bytes) {
@@ -35,6 +37,14 @@ GzStreamBuf::int_type GzStreamBuf::underflow() {
   setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
   if (n == 0) return traits_type::eof();
   return traits_type::to_int_type(*gptr());
+}
+
+std::unique_ptr<GzStreamBuf> open_trace_file(const std::string& path) {
+  try {
+    return std::make_unique<GzStreamBuf>(path);
+  } catch (const std::runtime_error&) {
+    throw TraceError(path, "cannot open for reading (missing file or no permission)");
+  }
 }
 
 }  // namespace gearshift::trace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <streambuf>
 #include <string>
 #include <vector>
@@ -32,5 +33,8 @@ class GzStreamBuf : public std::streambuf {
   std::uint64_t consumed_before_ = 0;
   std::string error_;
 };
+
+// Opens a trace file for streaming; throws TraceError ("cannot open for reading ...") naming the path.
+std::unique_ptr<GzStreamBuf> open_trace_file(const std::string& path);
 
 }  // namespace gearshift::trace
