@@ -10,13 +10,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "gearshift 0.1.0");
   gearshift::cli::add_gpus_command(app);
+  gearshift::cli::add_monitor_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : gearshift::cli::kUsage;
   } catch (const gearshift::cli::Exit& e) {
-    std::fprintf(stderr, "gearshift: %s\n", e.what());
+    if (*e.what()) std::fprintf(stderr, "gearshift: %s\n", e.what());
     return e.code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gearshift: internal error: %s\n", e.what());
