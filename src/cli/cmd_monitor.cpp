@@ -13,7 +13,9 @@
 #include "cli/open_gpus.hpp"
 #include "gpu/spec.hpp"
 #include "monitor/export.hpp"
+#if GEARSHIFT_WITH_PROMETHEUS  // set by CMake; bench/device/build.sh builds without cpp-httplib
 #include "monitor/prometheus_server.hpp"
+#endif
 #include "monitor/sampler.hpp"
 
 namespace gearshift::cli {
@@ -68,6 +70,7 @@ int run_monitor(const MonitorArgs& a) {
   };
   monitor::Sampler sampler(gpus.devices, opt);
 
+#if GEARSHIFT_WITH_PROMETHEUS
   std::unique_ptr<monitor::PrometheusServer> server;
   if (!a.prometheus.empty()) {
     try {
@@ -78,11 +81,16 @@ int run_monitor(const MonitorArgs& a) {
       throw Exit(kUsage, std::string("monitor: ") + e.what());
     }
   }
+#else
+  if (!a.prometheus.empty()) throw Exit(kUsage, "monitor: this build has no Prometheus endpoint");
+#endif
 
   sampler.begin("command");
   ChildExit child = run_child(a.command);
   monitor::WindowResult w = sampler.end("command");
+#if GEARSHIFT_WITH_PROMETHEUS
   server.reset();
+#endif
 
   if (!child.started) {
     note(fmt::format("cannot run '{}': {}", a.command.front(), child.error));
