@@ -34,9 +34,11 @@ PipelinePlan run(const Profile& prof, int mb, CostModelKind kind, double unit_s,
 int main(int argc, char** argv) {
   std::string shared = GEARSHIFT_SHARED_DIR;
   bool quick = false;
+  int only_mb = 0;  // --mb N: only that microbatch count (profiling)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
+    else if (a == "--mb" && i + 1 < argc) only_mb = std::stoi(argv[++i]);
     else shared = a;
   }
   const std::string base = shared + "/data/perseus";
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
   for (std::string model : {"bloom", "gpt3-175b"}) {
     auto prof = read_profile(base + "/stage_profile/" + model + "+a100_sxm_bf16.csv");
     for (int mb : {12, 24, 48, 96}) {
-      if (quick && mb > 12) continue;
+      if ((quick && mb > 12) || (only_mb && mb != only_mb)) continue;
       auto ref = read_curve_csv(fmt::format("{}/iteration_time_energy/a100_sxm/{}_bf16_mb{}.csv", base, model, mb));
       double ts_exp = 0, ts_hull = 0;
       auto pe = run(prof, mb, CostModelKind::kExpFit, 1e-3, &ts_exp);
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
                  ts_exp, 100 * b.min_r, 100 * b.mean_r, 100 * b.max_r, b.uncovered, ts_hull, pass ? "" : " FAIL");
     }
   }
-  if (!quick) {
+  if (!quick && !only_mb) {
     auto prof = read_profile(base + "/stage_profile/bloom+a100_sxm_bf16.csv");
     for (auto kind : {CostModelKind::kHull, CostModelKind::kExpFit}) {
       double ts = 0;

@@ -5,6 +5,7 @@
 
 #include "plan/pipeline/error.hpp"
 #include "plan/pipeline/min_cut.hpp"
+#include "plan/pipeline/warm_flow.hpp"
 
 namespace gearshift::pipeline {
 
@@ -107,7 +108,21 @@ Frontier compute_frontier(const FrontierInput& in) {
   long T = cpm.run(d);
   record(T);
 
-  MinCut cut;
+  MinCut boost_cut;
+  WarmFlow warm;
+  const bool use_boost = in.engine == CutEngine::kBoostBk;
+  // Flow of every arc that can appear, by identity, carried from step to step for the warm start:
+  // [0,n) operation arcs, [n,n+E) precedence arcs, then entry, exit, source→node and node→sink arcs.
+  const int E = static_cast<int>(in.edges.size());
+  const int id_entry = n + E, id_exit = id_entry + n, id_usrc = id_exit + n, id_usnk = id_usrc + 2 * n;
+  std::vector<std::int64_t> carried(static_cast<std::size_t>(id_usnk + 2 * n), 0), next_carried;
+  std::vector<std::pair<int, int>> arc_ids;  // (warm arc index, identity)
+  // Precedence edge index by (u, position in succ list).
+  std::vector<int> edge_id(in.edges.size());
+  {
+    std::vector<int> pos(cpm.succ.start.begin(), cpm.succ.start.end() - 1);
+    for (int k = 0; k < E; ++k) edge_id[static_cast<std::size_t>(pos[in.edges[k].first]++)] = k;
+  }
   std::vector<int> node_of(n, -1);  // critical op i -> its start node; end node = start + 1
   std::vector<int> crit;
   std::vector<std::int64_t> unary;
@@ -121,7 +136,13 @@ Frontier compute_frontier(const FrontierInput& in) {
       node_of[v] = nodes;
       nodes += 2;
     }
-    cut.reset(nodes, source, sink);
+    if (use_boost) boost_cut.reset(nodes, source, sink);
+    else warm.reset(nodes, source, sink);
+    arc_ids.clear();
+    auto add = [&](int u, int v, std::int64_t cap, int identity) {
+      if (use_boost) boost_cut.add_edge(u, v, cap);
+      else arc_ids.emplace_back(warm.add_arc(u, v, cap, carried[static_cast<std::size_t>(identity)]), identity);
+    };
     unary.assign(static_cast<std::size_t>(nodes), 0);
     for (int v : crit) {
       const auto& c = in.costs[v];
@@ -132,22 +153,32 @@ Frontier compute_frontier(const FrontierInput& in) {
       std::int64_t up = MinCut::kInfinity;
       if (can_fast) up = micro(c.at(d[v] - 1) - c.at(d[v])) + (can_slow ? 1 : 0);
       // Crossing forward costs up; backward refunds `refund`: arc of capacity up − refund plus node terms.
-      cut.add_edge(s, e, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund));
+      add(s, e, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund), v);
       unary[e] += refund;
       unary[s] -= refund;
-      if (cpm.es[v] == 0) cut.add_edge(source, s, MinCut::kInfinity);
-      if (cpm.lf[v] == T) cut.add_edge(e, sink, MinCut::kInfinity);
+      if (cpm.es[v] == 0) add(source, s, MinCut::kInfinity, id_entry + v);
+      if (cpm.lf[v] == T) add(e, sink, MinCut::kInfinity, id_exit + v);
       for (int k = cpm.succ.start[v]; k < cpm.succ.start[v + 1]; ++k) {
         int w = cpm.succ.adj[k];
-        if (cpm.critical(w, d) && cpm.es[v] + d[v] == cpm.es[w]) cut.add_edge(e, node_of[w], MinCut::kInfinity);
+        if (cpm.critical(w, d) && cpm.es[v] + d[v] == cpm.es[w])
+          add(e, node_of[w], MinCut::kInfinity, n + edge_id[static_cast<std::size_t>(k)]);
       }
     }
-    for (int x = 2; x < nodes; ++x) {
-      if (unary[x] > 0) cut.add_edge(source, x, unary[x]);
-      else if (unary[x] < 0) cut.add_edge(x, sink, -unary[x]);
+    for (int v : crit) {
+      for (int x : {node_of[v], node_of[v] + 1}) {
+        const int local = 2 * v + (x - node_of[v]);  // node identity independent of this step's numbering
+        if (unary[x] > 0) add(source, x, unary[x], id_usrc + local);
+        else if (unary[x] < 0) add(x, sink, -unary[x], id_usnk + local);
+      }
     }
-    if (cut.solve() >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
-    const auto& side = cut.source_side();
+    const std::int64_t value = use_boost ? boost_cut.solve() : warm.solve();
+    if (value >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
+    if (!use_boost) {
+      next_carried.assign(carried.size(), 0);
+      for (auto [arc, identity] : arc_ids) next_carried[static_cast<std::size_t>(identity)] = warm.flow(arc);
+      carried.swap(next_carried);
+    }
+    const auto& side = use_boost ? boost_cut.source_side() : warm.source_side();
     std::vector<std::pair<int, int>> delta;
     for (int v : crit) {
       const bool s_in = side[node_of[v]], e_in = side[node_of[v] + 1];

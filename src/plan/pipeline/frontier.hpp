@@ -26,6 +26,11 @@ struct CostTable {
   double at(int d) const { return cost[static_cast<std::size_t>(d - q_min)]; }
 };
 
+// Max-flow engine for the per-step cut. Both give the same cut (the minimal source side is unique).
+//  kWarmDinic: Dinic warm-started from the previous step's flow (warm_flow.hpp); the default, fast.
+//  kBoostBk:   Boost.Graph's Boykov–Kolmogorov from scratch every step; the cross-check.
+enum class CutEngine { kWarmDinic, kBoostBk };
+
 struct FrontierInput {
   int num_ops = 0;
   std::vector<std::pair<int, int>> edges;  // finish-to-start, zero lag; must be acyclic
@@ -33,6 +38,7 @@ struct FrontierInput {
   int gpus = 1;                            // GPUs charged blocking power for the whole iteration
   double unit_s = 1e-3;                    // time unit u [s]
   double blocking_power_w = 0;             // P [W] per GPU
+  CutEngine engine = CutEngine::kWarmDinic;
 };
 
 struct FrontierPoint {
