@@ -34,7 +34,9 @@ double rounding_extra(const PipelinePlan& plan, const std::vector<int>& d) {
 
 SummaryRow row_for(const PipelinePlan& plan, const std::string& name, double deadline_s) {
   auto sel = select_for_deadline(plan, deadline_s);
-  if (!sel) throw PipelineError(fmt::format("deadline {} s is below the fastest iteration", deadline_s));
+  if (!sel)
+    throw PipelineError(fmt::format("deadline {} s is below the fastest modelled iteration ({} s)", deadline_s,
+                                    plan.frontier.time_s(plan.frontier.points.size() - 1)));
   SummaryRow r;
   r.name = name;
   r.deadline_s = deadline_s;
@@ -49,7 +51,7 @@ SummaryRow row_for(const PipelinePlan& plan, const std::string& name, double dea
 
 }  // namespace
 
-Summary summarise(const PipelinePlan& plan, double straggler) {
+Summary summarise(const PipelinePlan& plan, double straggler, double deadline_s) {
   const auto& f = plan.frontier;
   Summary s;
   s.t_max_s = f.time_s(0);
@@ -69,6 +71,7 @@ Summary summarise(const PipelinePlan& plan, double straggler) {
   s.rows.push_back(row_for(plan, "no_slowdown", s.t_min_s));
   s.rows.push_back(row_for(plan, "slowdown_1pct", s.t_min_s * 1.01));
   s.rows.push_back(row_for(plan, "straggler", s.t_min_s * straggler));
+  if (deadline_s > 0) s.rows.push_back(row_for(plan, "deadline", deadline_s));
   return s;
 }
 

@@ -35,8 +35,9 @@ struct Summary {
   double solve_seconds = 0;  // wall time of the solver (measured, not modelled)
 };
 
-// Rows: T_min (no slowdown), 1.01·T_min, straggler·T_min.
-Summary summarise(const PipelinePlan& plan, double straggler);
+// Rows: T_min (no slowdown), 1.01·T_min, straggler·T_min and, when deadline_s > 0, that deadline [s].
+// Throws PipelineError when deadline_s is below T_min.
+Summary summarise(const PipelinePlan& plan, double straggler, double deadline_s = 0);
 std::string summary_text(const PipelinePlan& plan, const Summary& s);
 nlohmann::json summary_json(const PipelinePlan& plan, const Summary& s);
 
