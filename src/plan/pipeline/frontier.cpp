@@ -115,7 +115,8 @@ Frontier compute_frontier(const FrontierInput& in) {
   // [0,n) operation arcs, [n,n+E) precedence arcs, then entry, exit, source→node and node→sink arcs.
   const int E = static_cast<int>(in.edges.size());
   const int id_entry = n + E, id_exit = id_entry + n, id_usrc = id_exit + n, id_usnk = id_usrc + 2 * n;
-  std::vector<std::int64_t> carried(static_cast<std::size_t>(id_usnk + 2 * n), 0), next_carried;
+  std::vector<std::int64_t> carried(static_cast<std::size_t>(id_usnk + 2 * n), 0);
+  std::vector<int> last_ids;
   std::vector<std::pair<int, int>> arc_ids;  // (warm arc index, identity)
   // Precedence edge index by (u, position in succ list).
   std::vector<int> edge_id(in.edges.size());
@@ -174,9 +175,13 @@ Frontier compute_frontier(const FrontierInput& in) {
     const std::int64_t value = use_boost ? boost_cut.solve() : warm.solve();
     if (value >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
     if (!use_boost) {
-      next_carried.assign(carried.size(), 0);
-      for (auto [arc, identity] : arc_ids) next_carried[static_cast<std::size_t>(identity)] = warm.flow(arc);
-      carried.swap(next_carried);
+      // Arcs absent from the next network must start from zero flow if they reappear later.
+      for (int identity : last_ids) carried[static_cast<std::size_t>(identity)] = 0;
+      last_ids.clear();
+      for (auto [arc, identity] : arc_ids) {
+        carried[static_cast<std::size_t>(identity)] = warm.flow(arc);
+        last_ids.push_back(identity);
+      }
     }
     const auto& side = use_boost ? boost_cut.source_side() : warm.source_side();
     std::vector<std::pair<int, int>> delta;

@@ -70,7 +70,8 @@ std::int64_t WarmFlow::solve() {
   first_.assign(static_cast<std::size_t>(n_) + 1, 0);
   for (int a = 0; a < arcs; ++a) ++first_[from_[a] + 1];
   for (int v = 0; v < n_; ++v) first_[v + 1] += first_[v];
-  std::vector<int> pos(static_cast<std::size_t>(arcs));
+  auto& pos = pos_;
+  pos.resize(static_cast<std::size_t>(arcs));
   it_.assign(first_.begin(), first_.end() - 1);
   for (int a = 0; a < arcs; ++a) pos[a] = it_[from_[a]]++;
   cto_.resize(static_cast<std::size_t>(arcs));
@@ -88,7 +89,10 @@ std::int64_t WarmFlow::solve() {
 
   // Make the clamped initial flow conservative. Forward pass in topological order: cut outflow down to inflow;
   // backward pass: cut inflow down to outflow. Lowering flows keeps capacities satisfied.
-  std::vector<std::int64_t> in(static_cast<std::size_t>(n_), 0), out(static_cast<std::size_t>(n_), 0);
+  auto& in = in_;
+  auto& out = out_;
+  in.assign(static_cast<std::size_t>(n_), 0);
+  out.assign(static_cast<std::size_t>(n_), 0);
   for (int a = 0; a < arcs; a += 2) {
     out[from_[a]] += res_[a + 1];
     in[to_[a]] += res_[a + 1];

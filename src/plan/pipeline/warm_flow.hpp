@@ -36,7 +36,8 @@ class WarmFlow {
   std::vector<std::int64_t> res_;
   // The same residual arcs laid out contiguously by tail node (CSR) for cache-friendly scans.
   std::vector<int> first_, cto_, crev_, fwd_pos_, it_, level_, queue_;
-  std::vector<std::int64_t> cres_;
+  std::vector<std::int64_t> cres_, in_, out_;
+  std::vector<int> pos_;
   std::vector<char> cfwd_;
   std::vector<char> side_;
 };
