@@ -29,5 +29,6 @@ struct Exit : std::runtime_error {
 void add_plan_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_gpus_command(CLI::App& app);
+void add_trace_command(CLI::App& app);
 
 }  // namespace gearshift::cli
