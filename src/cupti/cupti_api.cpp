@@ -94,6 +94,10 @@ std::optional<CuptiApi> load_cupti(const std::string& override_path, std::string
       dlclose(api.handle);
       return std::nullopt;
     }
+    // Record the file really loaded (a soname or an already-loaded copy says little about which CUPTI).
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(api.get_version), &info) != 0 && info.dli_fname != nullptr)
+      api.path = info.dli_fname;
     return api;
   };
   if (!override_path.empty()) {

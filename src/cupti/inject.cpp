@@ -71,7 +71,10 @@ struct State {
   std::unique_ptr<BufferPool> pool;
   std::unique_ptr<ClockSource> clocks;
   std::unique_ptr<Tracer> tracer;
-  std::unique_ptr<Controller> controller;
+  // Owned here, read through the atomic: the controller's own thread may stop the trace (and read it) while
+  // start() is still storing it.
+  std::unique_ptr<Controller> controller_owner;
+  std::atomic<Controller*> controller{nullptr};
   CUpti_SubscriberHandle subscriber = nullptr;
   bool marker_enabled = false;
   std::mutex stop_mu;
@@ -141,7 +144,7 @@ void stop_tracing(State& s, const std::string& reason, bool complete) noexcept {
     size_t dropped = 0;
     if (api.activity_get_num_dropped_records(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
     s.tracer->add_dropped(dropped, s.pool->refused());
-    if (s.controller) s.controller->sample_now();
+    if (Controller* c = s.controller.load(std::memory_order_acquire)) c->sample_now();
     api.unsubscribe(s.subscriber);
     s.tracer->finish(complete, reason);
     TracerStats st = s.tracer->stats();
@@ -174,7 +177,7 @@ void at_exit() noexcept {
   State* s = g_state.load(std::memory_order_acquire);
   if (s == nullptr || s->pid != getpid()) return;  // a forked child: the file belongs to the parent
   try {
-    if (s->controller) s->controller->shutdown();
+    if (Controller* c = s->controller.load(std::memory_order_acquire)) c->shutdown();
     stop_tracing(*s, "program exited", true);
   } catch (...) {
   }
@@ -283,11 +286,12 @@ void start() {
   // NVTX ranges need NVTX_INJECTION64_PATH (gearshift trace sets it); without it the kind still enables.
   s->marker_enabled = api.activity_enable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
   State* st = s.release();
-  st->controller = std::make_unique<Controller>(
+  st->controller_owner = std::make_unique<Controller>(
       *st->tracer, st->clocks.get(),
       ControllerHooks{[st] { return st->api->now_ns(); }, [st] { st->api->activity_flush_all(0); },
                       [st](const std::string& reason) { stop_tracing(*st, reason, true); }},
       cfg.sample_period_ms, cfg.flush_period_ms, cfg.duration_s);
+  st->controller.store(st->controller_owner.get(), std::memory_order_release);
   std::atexit(at_exit);
 }
 
@@ -330,7 +334,7 @@ GEARSHIFT_EXPORT int gearshift_trace_flush() {
 GEARSHIFT_EXPORT int gearshift_trace_stop() {
   auto* s = gearshift::cupti::g_state.load(std::memory_order_acquire);
   if (s == nullptr) return 0;
-  if (s->controller) s->controller->shutdown();
+  if (auto* c = s->controller.load(std::memory_order_acquire)) c->shutdown();
   gearshift::cupti::stop_tracing(*s, "stopped by gearshift_trace_stop()", true);
   return 1;
 }
