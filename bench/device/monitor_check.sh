@@ -39,7 +39,7 @@ echo "bin=$bin" >>"$OUT/env.txt"
 probe=$!
 sleep 0.5
 "$bin/gearshift" monitor --json -- sleep 3 >"$OUT/idle.json" 2>>"$OUT/env.txt"
-python3 bench/device/train_gpt.py --pairs "$pairs" --phase-steps "$phase_steps" --monitor "$bin/gearshift" \
+python3 bench/device/monitor_train.py --pairs "$pairs" --phase-steps "$phase_steps" --monitor "$bin/gearshift" \
   >"$OUT/train.json" 2>"$OUT/train_log.txt"
 echo "train rc=$?" >>"$OUT/env.txt"
 kill -TERM $probe; wait $probe

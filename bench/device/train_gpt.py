@@ -1,122 +1,102 @@
 #!/usr/bin/env python3
-"""GPT training steps on one GPU for gearshift's device checks (no downloads: random weights and data).
+"""GPT training steps with random weights, for tracing and energy work on one GPU.
 
-HF transformers GPT2LMHeadModel from a GPT2Config, bf16 weights, fused AdamW, sequence 1024.
+HF transformers GPT2LMHeadModel built from a GPT2Config (nothing is downloaded), bf16 weights, fused AdamW,
+random token batches. Every step is wrapped in an NVTX range "gearshift.step" (what `gearshift trace --steps`
+counts) and ends with a device synchronize so that the step's GPU work lies inside its range.
 
-Plain run:   train_gpt.py --steps 50                      -> JSON with per-step times
-Overhead:    train_gpt.py --pairs 6 --phase-steps 40 --monitor BIN
-             alternates phases with and without `BIN monitor --interval-ms 100 --json -- sleep 1e6` running
-             (order swapped every pair), and reports per phase the median step time, the monitor's CPU time
-             while the phase ran (from /proc, clock ticks) and the monitor's JSON (its energy window).
+  python3 train_gpt.py --preset gpt2-medium --batch 8 --steps 30 --warmup 5
+  python3 train_gpt.py ... --profile trace.json     # torch.profiler over the measured steps, Chrome trace out
+
+Prints one JSON line: config, per-step wall times (s) of the measured steps and their median.
 """
 import argparse
 import json
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
+PRESETS = {  # n_layer, n_embd, n_head
+    "gpt2": (12, 768, 12),
+    "gpt2-medium": (24, 1024, 16),
+    "gpt2-large": (36, 1280, 20),
+    "gpt2-xl": (48, 1600, 25),
+    "gpt3-xl": (24, 2048, 16),
+}
 
-def build(args):
-    cfg = GPT2Config(n_layer=args.layers, n_embd=args.hidden, n_head=args.heads, n_positions=args.seq,
-                     vocab_size=50257)
-    model = GPT2LMHeadModel(cfg).to(device="cuda", dtype=torch.bfloat16)
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), default="gpt2-medium")
+    p.add_argument("--n-layer", type=int)
+    p.add_argument("--n-embd", type=int)
+    p.add_argument("--n-head", type=int)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--steps", type=int, default=30, help="measured steps")
+    p.add_argument("--warmup", type=int, default=5, help="steps before the measured ones")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-nvtx", action="store_true", help="do not emit gearshift.step NVTX ranges")
+    p.add_argument("--profile", metavar="JSON", help="run torch.profiler over the measured steps, write Chrome trace")
+    a = p.parse_args()
+
+    if not torch.cuda.is_available():
+        print("train_gpt.py: no CUDA device", file=sys.stderr)
+        return 2
+    n_layer, n_embd, n_head = PRESETS[a.preset]
+    n_layer, n_embd, n_head = a.n_layer or n_layer, a.n_embd or n_embd, a.n_head or n_head
+    torch.manual_seed(a.seed)
+    dev = torch.device("cuda")
+    cfg = GPT2Config(n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=a.seq, vocab_size=50257,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = GPT2LMHeadModel(cfg).to(device=dev, dtype=torch.bfloat16)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    data = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
-    params = sum(p.numel() for p in model.parameters())
-    return model, opt, data, params
+    params = sum(t.numel() for t in model.parameters())
+    gen = torch.Generator(device=dev).manual_seed(a.seed)
 
+    def step() -> None:
+        ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), device=dev, generator=gen)
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
 
-def step(model, opt, data):
-    loss = model(input_ids=data, labels=data).loss
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-
-
-def timed_steps(model, opt, data, n):
+    nvtx = not a.no_nvtx
     times = []
-    for _ in range(n):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        step(model, opt, data)
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
-    return times
-
-
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime, clock ticks (all threads)
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--layers", type=int, default=24)
-    ap.add_argument("--hidden", type=int, default=1024)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=1024)
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=15)
-    ap.add_argument("--pairs", type=int, default=0)
-    ap.add_argument("--phase-steps", type=int, default=40)
-    ap.add_argument("--monitor", default="")
-    ap.add_argument("--settle", type=float, default=0.5, help="s between starting the monitor and timing")
-    args = ap.parse_args()
-
-    model, opt, data, params = build(args)
-    timed_steps(model, opt, data, args.warmup)
-    out = {"model": {"layers": args.layers, "hidden": args.hidden, "heads": args.heads, "params": params,
-                     "batch": args.batch, "seq": args.seq, "dtype": "bf16", "optimizer": "AdamW(fused)"},
-           "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
-    if args.pairs == 0:
-        t = timed_steps(model, opt, data, args.steps)
-        out["step_s"] = t
-        out["median_step_s"] = statistics.median(t)
-        print(json.dumps(out))
-        return
-
-    hz = os.sysconf("SC_CLK_TCK")
-    phases = []
-    for pair in range(args.pairs):
-        order = [True, False] if pair % 2 == 0 else [False, True]
-        for with_monitor in order:
-            proc = None
-            if with_monitor:
-                proc = subprocess.Popen([args.monitor, "monitor", "--interval-ms", "100", "--json", "--",
-                                         "sleep", "1000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
-            time.sleep(args.settle)  # both arms wait alike; the monitor is past start-up when timing begins
-            c0 = cpu_ticks(proc.pid) if proc else 0
-            w0 = time.monotonic()
-            t = timed_steps(model, opt, data, args.phase_steps)
-            wall = time.monotonic() - w0
-            c1 = cpu_ticks(proc.pid) if proc else 0
-            ph = {"pair": pair, "monitor": with_monitor, "median_step_s": statistics.median(t),
-                  "mean_step_s": statistics.fmean(t), "wall_s": wall,
-                  "phase_begin_monotonic_ns": int(w0 * 1e9), "phase_end_monotonic_ns": int((w0 + wall) * 1e9)}
-            if proc:
-                time.sleep(args.settle)
-                proc.send_signal(signal.SIGTERM)  # forwarded to sleep; the monitor reports and exits 143
-                stdout, stderr = proc.communicate(timeout=30)
-                ph["monitor_cpu_s"] = (c1 - c0) / hz
-                ph["monitor_cpu_pct_of_core"] = 100.0 * (c1 - c0) / hz / wall
-                ph["monitor_rc"] = proc.returncode
-                ph["monitor_json"] = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else None
-                ph["monitor_stderr"] = stderr[-2000:]
-            phases.append(ph)
-            print(json.dumps(ph), file=sys.stderr)
-    out["phases"] = phases
-    print(json.dumps(out))
+    prof = None
+    for i in range(a.warmup + a.steps):
+        if i == a.warmup and a.profile:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                      torch.profiler.ProfilerActivity.CUDA])
+            prof.__enter__()
+        t0 = time.perf_counter()
+        if nvtx:
+            torch.cuda.nvtx.range_push("gearshift.step")
+        if prof is not None:  # torch.profiler's own step annotation, what its traces carry with a schedule
+            with torch.profiler.record_function(f"ProfilerStep#{i}"):
+                step()
+                torch.cuda.synchronize()
+        else:
+            step()
+            torch.cuda.synchronize()
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
+        t1 = time.perf_counter()
+        if i >= a.warmup:
+            times.append(t1 - t0)
+    if prof is not None:
+        prof.__exit__(None, None, None)
+        prof.export_chrome_trace(a.profile)
+    print(json.dumps({"preset": a.preset, "n_layer": n_layer, "n_embd": n_embd, "n_head": n_head, "seq": a.seq,
+                      "batch": a.batch, "params": params, "gpu": torch.cuda.get_device_name(0),
+                      "torch": torch.__version__, "warmup": a.warmup, "step_times_s": times,
+                      "median_step_s": statistics.median(times)}), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
