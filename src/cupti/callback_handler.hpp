@@ -33,11 +33,13 @@ constexpr LaunchApi launch_api_of(CUpti_CallbackId cbid) noexcept {
 }
 
 // Called by CUPTI's callback trampoline for the driver domain. Cannot throw (no exception can cross into
-// CUPTI): everything it does is noexcept.
-inline void on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti_CallbackData* data) noexcept {
+// CUPTI): everything it does is noexcept. `now_ns` reads the CUPTI clock (cuptiGetTimestamp; nullptr: no
+// launch times) so that each op can be placed in the CPU-side step that launched it.
+inline void on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti_CallbackData* data,
+                          std::int64_t (*now_ns)() noexcept = nullptr) noexcept {
   if (data == nullptr || data->callbackSite != CUPTI_API_ENTER) return;
   LaunchApi api = launch_api_of(cbid);
-  if (api != LaunchApi::unknown) table.record(data->correlationId, api);
+  if (api != LaunchApi::unknown) table.record(data->correlationId, api, now_ns != nullptr ? now_ns() : -1);
 }
 
 }  // namespace gearshift::cupti

@@ -85,11 +85,18 @@ struct State {
 // writes into the trace file. Finished explicitly by stop_tracing().
 std::atomic<State*> g_state{nullptr};
 
+// cuptiGetTimestamp for the launch callback: the CUPTI clock that activity records use too.
+std::int64_t launch_clock_ns() noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  return s != nullptr && s->api != nullptr ? s->api->now_ns() : -1;
+}
+
 void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) noexcept {
   try {
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && userdata != nullptr)
-      on_driver_api(static_cast<State*>(userdata)->launches, cbid, static_cast<const CUpti_CallbackData*>(data));
+      on_driver_api(static_cast<State*>(userdata)->launches, cbid, static_cast<const CUpti_CallbackData*>(data),
+                    &launch_clock_ns);
   } catch (...) {
   }
 }

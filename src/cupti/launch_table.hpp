@@ -28,11 +28,23 @@ class LaunchTable {
   // after `slots` further calls; activity records arrive well within that (CUPTI flushes every second).
   explicit LaunchTable(std::size_t slots = std::size_t{1} << 17);
 
-  // Hot path. `correlation` is CUPTI's correlation id of the launch call.
-  void record(std::uint32_t correlation, LaunchApi api) noexcept {
-    slots_[correlation & mask_].store((std::uint64_t{correlation} << 8) | static_cast<std::uint8_t>(api),
-                                      std::memory_order_relaxed);
+  // Hot path. `correlation` is CUPTI's correlation id of the launch call; `launch_ns` the CPU time of the call
+  // (CUPTI timestamp, ns; -1 unknown), which places the op in the CPU-side step range that launched it.
+  void record(std::uint32_t correlation, LaunchApi api, std::int64_t launch_ns = -1) noexcept {
+    const std::size_t i = correlation & mask_;
+    times_[i].store(launch_ns, std::memory_order_relaxed);
+    // release: a reader that sees this correlation in the slot also sees its time (a plain store on x86)
+    slots_[i].store((std::uint64_t{correlation} << 8) | static_cast<std::uint8_t>(api), std::memory_order_release);
     counters_[static_cast<std::size_t>(api)].value.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // CPU time of the launch of `correlation`, ns; -1 when unknown or its slot was reused since.
+  std::int64_t launch_time(std::uint32_t correlation) const noexcept {
+    const std::size_t i = correlation & mask_;
+    if ((slots_[i].load(std::memory_order_acquire) >> 8) != correlation) return -1;
+    std::int64_t t = times_[i].load(std::memory_order_relaxed);
+    // A launch that reused the slot meanwhile has changed the slot word too: re-check it.
+    return (slots_[i].load(std::memory_order_acquire) >> 8) == correlation ? t : -1;
   }
 
   // The API that launched `correlation`, or unknown when it was never seen or its slot was reused.
@@ -55,6 +67,7 @@ class LaunchTable {
   };
   std::size_t mask_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> slots_;
+  std::unique_ptr<std::atomic<std::int64_t>[]> times_;
   Counter counters_[kLaunchApiCount];
 };
 

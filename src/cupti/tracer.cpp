@@ -67,6 +67,7 @@ void Tracer::add(const GpuActivity& a) {
   r.device = static_cast<std::int32_t>(a.device);
   r.stream = static_cast<std::int32_t>(a.stream);
   r.correlation = a.correlation;
+  if (launches_ != nullptr && a.correlation != 0) r.launch_ns = launches_->launch_time(a.correlation);
   r.grid = a.grid;
   r.block = a.block;
   r.registers_per_thread = a.registers_per_thread;

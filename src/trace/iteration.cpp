@@ -222,10 +222,16 @@ class Detector {
       }
   }
 
+  // Kernels carry launch times when the trace recorded launch calls (copies and memsets go through other APIs).
   bool have_launch_times() const {
-    std::size_t with = 0;
-    for (std::size_t i : main_) with += trace_.ops[i].launch_ns >= 0;
-    return with * 10 >= main_.size() * 9;
+    std::size_t with = 0, kernels = 0;
+    for (std::size_t i : main_) {
+      const auto& r = trace_.ops[i];
+      if (r.kind != OpKind::kernel) continue;
+      ++kernels;
+      with += r.launch_ns >= 0;
+    }
+    return kernels > 0 && with * 10 >= kernels * 9;
   }
 
   // Step markers (ProfilerStep#N, NVTX gearshift.step) are CPU-side ranges: they define steps only where the
@@ -250,8 +256,17 @@ class Detector {
   // First main-stream op that belongs to a step starting at `t` on the marker's timeline.
   std::size_t first_main_in_step(std::int64_t t, bool by_launch) const {
     if (!by_launch) return first_main_at_or_after(t);
-    for (std::size_t i = 0; i < main_.size(); ++i)
-      if (trace_.ops[main_[i]].launch_ns >= t) return i;
+    for (std::size_t i = 0; i < main_.size(); ++i) {
+      const auto& r = trace_.ops[main_[i]];
+      if (r.launch_ns < 0 || r.launch_ns < t) continue;
+      // Ops without launch times right before it (copies, memsets) that started after the marker belong here.
+      while (i > 0) {
+        const auto& prev = trace_.ops[main_[i - 1]];
+        if (prev.kind == OpKind::kernel || prev.launch_ns >= 0 || prev.start_ns < t) break;
+        --i;
+      }
+      return i;
+    }
     return main_.size();
   }
 
