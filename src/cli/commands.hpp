@@ -31,5 +31,6 @@ void add_plan_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_gpus_command(CLI::App& app);
 void add_monitor_command(CLI::App& app);
+void add_trace_command(CLI::App& app);
 
 }  // namespace gearshift::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   gearshift::cli::add_demo_command(app);
   gearshift::cli::add_gpus_command(app);
   gearshift::cli::add_monitor_command(app);
+  gearshift::cli::add_trace_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
