@@ -32,5 +32,7 @@ void add_demo_command(CLI::App& app);
 void add_gpus_command(CLI::App& app);
 void add_monitor_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace gearshift::cli
