@@ -74,6 +74,7 @@ void add_replay_command(CLI::App& app) {
     }
     if (o->json) {
       nlohmann::json j = {{"prediction_accuracy", r.prediction_accuracy},
+                          {"strict_position_accuracy", r.strict_position_accuracy},
                           {"next_kernel_accuracy", r.next_kernel_accuracy},
                           {"in_time_fraction", r.in_time_fraction},
                           {"changes", r.changes},

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
@@ -159,7 +161,10 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
   std::vector<bool> launched(live.size(), false);
   std::vector<std::pair<double, model::ClockPair>> landings{{-std::numeric_limits<double>::infinity(), plan.default_clocks}};
   const double L = o.scheduler.switch_latency_ns;
-  std::uint64_t right = 0, next_right = 0;
+  std::uint64_t right = 0, strict = 0, next_right = 0;
+  // Positions in one run of identical consecutive names cannot be told apart until the run ends.
+  std::vector<std::size_t> run_of(tmpl.size());
+  for (std::size_t p = 0; p < tmpl.size(); ++p) run_of[p] = p > 0 && tmpl[p] == tmpl[p - 1] ? run_of[p - 1] : p;
   std::int64_t first_abs = -1, last_abs = -1;
   const auto n = static_cast<std::int64_t>(tmpl.size());
   auto take = [&](const std::vector<ClockChange>& cs) {
@@ -192,8 +197,14 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
       ++res.launches;
       if (op.truth_pos >= 0 && op.truth_step >= 1) {
         ++res.scored_launches;
-        if (a.state == PredictorState::locked && a.matched && a.position % n == op.truth_pos) ++right;
-        if (expected >= 0 && expected % n == op.truth_pos) ++next_right;
+        const bool locked_match = a.state == PredictorState::locked && a.matched;
+        if (locked_match && a.position % n == op.truth_pos) ++strict;
+        if (locked_match && run_of[static_cast<std::size_t>(a.position % n)] == run_of[static_cast<std::size_t>(op.truth_pos)]) ++right;
+        else if (std::getenv("GEARSHIFT_REPLAY_DEBUG"))
+          std::fprintf(stderr, "miss launch %zu truth %lld got %lld matched %d state %d id %d\n", il,
+                       static_cast<long long>(op.truth_pos), static_cast<long long>(a.position % n), a.matched ? 1 : 0,
+                       static_cast<int>(a.state), op.id);
+        if (expected >= 0 && run_of[static_cast<std::size_t>(expected % n)] == run_of[static_cast<std::size_t>(op.truth_pos)]) ++next_right;
       }
       launched[il] = true;
       ++il;
@@ -230,6 +241,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
   }
   const auto& st = sched.stats();
   res.prediction_accuracy = res.scored_launches ? static_cast<double>(right) / static_cast<double>(res.scored_launches) : 0;
+  res.strict_position_accuracy = res.scored_launches ? static_cast<double>(strict) / static_cast<double>(res.scored_launches) : 0;
   res.next_kernel_accuracy = res.scored_launches ? static_cast<double>(next_right) / static_cast<double>(res.scored_launches) : 0;
   res.in_time_fraction = total > 0 ? good / total : 0;
   res.changes = st.issued;

@@ -33,8 +33,12 @@ struct ReplayOptions {
 };
 
 struct ReplayResult {
-  double prediction_accuracy = 0;   // launches after the first step placed at their true position
-  double next_kernel_accuracy = 0;  // launches after the first step that the predictor expected
+  // Launches after the first step placed at their true position. Positions inside one run of identical
+  // consecutive kernel names count as one (the launch stream cannot tell which of them a missing launch was
+  // until the run ends, and they share a phase); strict_position_accuracy does not merge them.
+  double prediction_accuracy = 0;
+  double strict_position_accuracy = 0;
+  double next_kernel_accuracy = 0;  // launches after the first step that the predictor expected (runs merged)
   double in_time_fraction = 0;      // kernel time after the first step at its intended clocks (given L)
   std::uint64_t changes = 0, dropped_changes = 0, merged_changes = 0, late_changes = 0;
   std::uint64_t steps = 0;          // steps the predictor went through
