@@ -111,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(Traces, ReplayShipped,
                          ::testing::Values("gpt2_h200_trace.json.gz", "gpt3xl_h200_trace.json.gz",
                                            "ddp2_gpt2m_rank0_h200_trace.json.gz",
                                            "ddp2_gpt2m_rank1_h200_trace.json.gz"),
-                         [](const auto& info) { return info.param.substr(0, info.param.find("_h200")); });
+                         [](const auto& p) { return p.param.substr(0, p.param.find("_h200")); });
 
 TEST(Replay, BadInputs) {
   Tmp t;
