@@ -22,6 +22,7 @@ struct Sampler::GpuState {
   bool lost = false;
   Ns lost_at = 0;
   Ns started = 0;
+  Ns read_ns = 0;  // duration of the last counter read: a step is located to about two reads plus the gap
   CounterUnwrapper unwrap;
   std::optional<std::uint64_t> last_raw;
   std::deque<CounterRead> reads;  // recent counter reads
@@ -128,6 +129,7 @@ void Sampler::read_gpu(GpuState& g, bool full, std::vector<GpuSample>& out) {
     } else {
       g.counter_known = g.has_counter = true;
       int wraps_before = g.unwrap.wraps();
+      g.read_ns = b - a;
       CounterRead r{a, b, g.unwrap.add(e.value())};
       if (g.unwrap.wraps() != wraps_before) {
         note(fmt::format("{} energy counter wrapped around (raw {} mJ); continuing across the wrap", g.label,
@@ -192,7 +194,8 @@ void Sampler::read_gpu(GpuState& g, bool full, std::vector<GpuSample>& out) {
 void Sampler::resolve_edges(Ns now) {
   const Ns timeout = 3 * std::chrono::nanoseconds(opt_.counter_period).count() +
                      std::chrono::nanoseconds(opt_.interval).count() + 50'000'000;
-  const Ns precise = std::chrono::nanoseconds(opt_.precise).count();
+  const Ns precise_floor = std::chrono::nanoseconds(opt_.precise).count();
+  const Ns burst = std::chrono::nanoseconds(opt_.burst_gap).count();
   const Ns interval = std::chrono::nanoseconds(opt_.interval).count();
   for (auto& edge : pending_) {
     bool all = true;
@@ -202,6 +205,8 @@ void Sampler::resolve_edges(Ns now) {
       if (v.done) continue;
       bool counter_ok = !g.counter_known || !g.has_counter || v.counter_mj.has_value();
       if (g.counter_known && g.has_counter && !v.counter_mj) {
+        // Slow reads (≈4 ms on H200) widen the bracket of a step: allow three reads plus the gap.
+        const Ns precise = std::max(precise_floor, 3 * g.read_ns + burst);
         for (const Tick& tk : g.ticks) {
           if (tk.t_lo >= edge->t && tk.uncertainty() <= precise) {
             double p = g.power.mean_power(edge->t, tk.time()).value_or(0.0);
