@@ -117,7 +117,10 @@ void report(const std::string& path, const std::string& chrome) {
   fmt::print("  NVTX ranges    {}\n", t.markers.size());
   fmt::print("  clock samples  {}\n", t.samples.size());
   try {
-    auto a = trace::detect_iterations(t);
+    // Step boundaries come from step ranges only (a trace written with all ranges holds library ranges too).
+    trace::Trace steps = t;
+    std::erase_if(steps.markers, [](const trace::Marker& m) { return !cupti::is_step_marker(m.name); });
+    auto a = trace::detect_iterations(steps);
     fmt::print("  steps detected {} ({}; {:.2f} ms/step, {} kernels/step, confidence {:.2f})\n", a.iterations.size(),
                a.method, a.tmpl.period_ns / 1e6, a.tmpl.kernels, a.confidence);
   } catch (const trace::NoIterationError& e) {
@@ -138,7 +141,9 @@ void run_trace(const TraceArgs& args) {
   std::string lib = find_inject_library();
   std::string out = fs::absolute(args.output).string();
   std::error_code ec;
-  fs::remove(out, ec);  // the injected library claims the path; a stale file would send it to FILE.<pid>
+  // The injected library claims the path; a stale file would send it to FILE.<pid>. Only a regular file is
+  // removed: `-o /dev/full` (a disk-full drill) must stay a device.
+  if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
   auto set = [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); };
   set("CUDA_INJECTION64_PATH", lib);
   set("NVTX_INJECTION64_PATH", lib);  // forwarded to CUPTI inside the library: NVTX ranges become records

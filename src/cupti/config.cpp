@@ -32,6 +32,7 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
   c.chrome_output = str(kEnvChrome);
   c.cupti_library = str(kEnvCuptiLibrary);
   c.quiet = str(kEnvQuiet) == "1";
+  c.all_ranges = str(kEnvAllRanges) == "1";
   auto integer = [&](const char* k, auto& field, long long lo, long long hi) {
     std::string v = str(k);
     if (v.empty()) return;

@@ -21,6 +21,7 @@ inline constexpr const char* kEnvFlushMs = "GEARSHIFT_TRACE_FLUSH_MS";      // p
 inline constexpr const char* kEnvMaxRecords = "GEARSHIFT_TRACE_MAX_RECORDS";  // stop after this many records
 inline constexpr const char* kEnvCuptiLibrary = "GEARSHIFT_CUPTI_LIBRARY";  // libcupti.so to load
 inline constexpr const char* kEnvQuiet = "GEARSHIFT_TRACE_QUIET";           // 1: no summary line at exit
+inline constexpr const char* kEnvAllRanges = "GEARSHIFT_TRACE_ALL_RANGES";  // 1: every NVTX range + graph spans
 
 struct TracerConfig {
   std::string output;                 // empty: tracing is off
@@ -34,6 +35,10 @@ struct TracerConfig {
   std::uint64_t max_records = 50'000'000;
   std::string cupti_library;          // empty: search (see cupti_api.hpp)
   bool quiet = false;
+  // Markers written: by default only step ranges, because readers of the format (iteration detection) take
+  // every marker of a trace as a step boundary; with all_ranges, also library ranges (CUB, NCCL, user NVTX)
+  // and "cuda.graph_launch#G" GPU spans.
+  bool all_ranges = false;
 };
 
 // Reads the variables above through `getenv`. A malformed value keeps its default and adds a warning.

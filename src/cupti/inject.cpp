@@ -6,6 +6,7 @@
 // old, another subscriber, cannot write the file) prints one warning line and leaves tracing off; no
 // exception crosses into CUDA/CUPTI/NVTX (catch-all at every entry point below).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -188,6 +189,8 @@ std::string claim_output(const std::string& path, pid_t pid) {
     return path;
   }
   if (errno != EEXIST) return path;  // let the writer report the real error
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return path;  // a device or pipe: write into it
   return path + "." + std::to_string(pid);
 }
 

@@ -106,6 +106,7 @@ void Tracer::add(const MarkerActivity& m) {
   }
   switch (m.phase) {
     case MarkerActivity::Phase::instant:
+      if (!config_.all_ranges) return;
       if (ranges_.size() < kMaxRanges) ranges_.push_back(trace::Marker{std::string(m.name), m.timestamp_ns, 0, false});
       else ++stats_.dropped_ranges;
       return;
@@ -127,6 +128,7 @@ void Tracer::add(const MarkerActivity& m) {
       }
       ++stats_.ranges;
       bool step = is_step_marker(o.name);
+      if (!step && !config_.all_ranges) return;
       ranges_.push_back(trace::Marker{std::move(o.name), o.start_ns, std::max<std::int64_t>(0, m.timestamp_ns - o.start_ns), false});
       if (step) {
         ++stats_.step_ranges;
@@ -163,7 +165,7 @@ void Tracer::finish(bool complete, const std::string& note) {
   if (finished()) return;
   std::size_t unclosed = open_ranges_.size();  // normal when stopped mid-step: noted, not counted as dropped
   for (const auto& [corr, g] : graph_launches_)
-    ranges_.push_back(trace::Marker{"cuda.graph_launch#" + std::to_string(g.graph_id), g.start_ns,
+    if (config_.all_ranges) ranges_.push_back(trace::Marker{"cuda.graph_launch#" + std::to_string(g.graph_id), g.start_ns,
                                     g.end_ns - g.start_ns, true});
   std::stable_sort(ranges_.begin(), ranges_.end(),
                    [](const trace::Marker& a, const trace::Marker& b) { return a.start_ns < b.start_ns; });

@@ -2,7 +2,7 @@
 //
 // - correlation: each GPU op's correlation id is looked up in the LaunchTable filled by the launch callbacks
 //   (ops whose launch was never seen are counted); kernels run inside a CUDA graph are grouped by graph launch
-//   into "cuda.graph_launch" GPU ranges;
+//   into "cuda.graph_launch#G" GPU ranges (written with all_ranges);
 // - names: kernel names are demangled (as torch.profiler shows them) and interned;
 // - clocks: each op gets the SM/memory clock sampled nearest its midpoint;
 // - NVTX: start/end records are paired into ranges; step ranges ("gearshift.step", "ProfilerStep#N") are
@@ -35,7 +35,7 @@ struct TracerStats {
   std::uint64_t memsets = 0;
   std::uint64_t graph_kernels = 0;    // kernels that ran inside a CUDA graph
   std::uint64_t uncorrelated = 0;     // ops whose launch callback was not seen (or its slot was reused)
-  std::uint64_t ranges = 0;           // NVTX ranges completed
+  std::uint64_t ranges = 0;           // NVTX ranges completed (all names)
   std::uint64_t step_ranges = 0;      // of which step markers
   std::uint64_t samples = 0;          // clock/power samples written
   std::uint64_t after_stop = 0;       // records that arrived after the trace was finished (not written)

@@ -21,7 +21,7 @@ TracerConfig parse(const std::map<std::string, std::string>& env, std::vector<st
 TEST(TracerConfig, ReadsEnvironment) {
   std::vector<std::string> w;
   auto c = parse({{kEnvOutput, "/tmp/t.jsonl.gz"}, {kEnvSteps, "5"}, {kEnvDuration, "2.5"}, {kEnvBufferMb, "8"},
-                  {kEnvMaxBuffers, "4"}, {kEnvSampleMs, "0"}, {kEnvQuiet, "1"}},
+                  {kEnvMaxBuffers, "4"}, {kEnvSampleMs, "0"}, {kEnvQuiet, "1"}, {kEnvAllRanges, "1"}},
                  &w);
   EXPECT_TRUE(w.empty());
   EXPECT_EQ(c.output, "/tmp/t.jsonl.gz");
@@ -31,6 +31,7 @@ TEST(TracerConfig, ReadsEnvironment) {
   EXPECT_EQ(c.max_buffers, 4u);
   EXPECT_EQ(c.sample_period_ms, 0);
   EXPECT_TRUE(c.quiet);
+  EXPECT_TRUE(c.all_ranges);
 }
 
 TEST(TracerConfig, MalformedValuesKeepDefaultsAndWarn) {

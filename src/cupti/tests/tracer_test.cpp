@@ -83,7 +83,9 @@ TEST(Tracer, CountsUncorrelatedAndGroupsGraphKernels) {
   std::string path = temp_path("graph.jsonl.gz");
   LaunchTable table;
   table.record(100, LaunchApi::graph);
-  Tracer t(config_for(path), &table, "CUPTI", "", "{}");
+  TracerConfig c = config_for(path);
+  c.all_ranges = true;
+  Tracer t(c, &table, "CUPTI", "", "{}");
   GpuActivity a;
   a.name = "_Z4geluPf";
   a.correlation = 100;
@@ -107,6 +109,27 @@ TEST(Tracer, CountsUncorrelatedAndGroupsGraphKernels) {
   EXPECT_EQ(tr.markers[0].start_ns, 2000);
   EXPECT_EQ(tr.markers[0].duration_ns, 2000);
   EXPECT_TRUE(tr.markers[0].on_gpu);
+}
+
+TEST(Tracer, KeepsOnlyStepRangesUnlessAskedForAll) {
+  for (bool all : {false, true}) {
+    std::string path = temp_path(all ? "ranges_all.jsonl.gz" : "ranges_steps.jsonl.gz");
+    TracerConfig c = config_for(path);
+    c.all_ranges = all;
+    Tracer t(c, nullptr, "CUPTI", "", "{}");
+    t.add(MarkerActivity{MarkerActivity::Phase::start, 1, 100, "cub::DeviceRadixSort"});
+    t.add(MarkerActivity{MarkerActivity::Phase::start, 2, 150, "ProfilerStep#4"});
+    t.add(MarkerActivity{MarkerActivity::Phase::end, 1, 200, ""});
+    t.add(MarkerActivity{MarkerActivity::Phase::end, 2, 900, ""});
+    t.add(MarkerActivity{MarkerActivity::Phase::instant, 3, 300, "checkpoint"});
+    EXPECT_EQ(t.stats().ranges, 2u);
+    EXPECT_EQ(t.stats().step_ranges, 1u);
+    t.finish(true, "");
+    auto tr = trace::read_gearshift_trace(path);
+    ASSERT_EQ(tr.markers.size(), all ? 3u : 1u);
+    EXPECT_EQ(tr.markers[all ? 1 : 0].name, "ProfilerStep#4");
+    EXPECT_EQ(tr.markers[all ? 1 : 0].duration_ns, 750);
+  }
 }
 
 TEST(Tracer, StopsAfterRequestedStepsAndIgnoresLateRecords) {
