@@ -21,7 +21,9 @@ namespace gearshift::runtime {
 struct SchedulerOptions {
   double switch_latency_ns = 0;  // L: a change lands this long after it is issued, ns
   double min_interval_ns = 0;    // changes closer than this are merged, ns
-  double late_tolerance_ns = 0;  // a change landing later than boundary + this is late, ns
+  // A change landing later than boundary + this is late, ns. Not 0: a live thread wakes some µs after the
+  // issue time it asked for, and a change landing that little after its boundary still serves its phase.
+  double late_tolerance_ns = 0.5e6;
   std::int64_t horizon_positions = -1;  // never plan beyond the last launch + this many positions; -1: one step
 };
 
