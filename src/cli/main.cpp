@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   gearshift::cli::add_monitor_command(app);
   gearshift::cli::add_pipeline_command(app);
   gearshift::cli::add_trace_command(app);
+  gearshift::cli::add_replay_command(app);
+  gearshift::cli::add_run_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,22 @@ namespace {
 
 std::int64_t ns(uint64_t t) { return static_cast<std::int64_t>(t); }
 
+// Memcpy and memset records share these fields (CUpti_ActivityMemcpy6, CUpti_ActivityMemset4).
+template <typename Record>
+GpuActivity copy_activity(const Record* m, trace::OpKind kind, const std::string& label, bool v13_layout) {
+  GpuActivity a;
+  a.kind = kind;
+  a.name = label;
+  a.start_ns = ns(m->start);
+  a.end_ns = ns(m->end);
+  a.device = m->deviceId;
+  a.stream = m->streamId;
+  a.correlation = m->correlationId;
+  a.bytes = static_cast<std::int64_t>(m->bytes);
+  if (v13_layout) a.graph_id = m->graphId;
+  return a;
+}
+
 }  // namespace
 
 Decoded decode_record(const CUpti_Activity* record, bool v13_layout, std::string& label) {
@@ -33,32 +49,12 @@ Decoded decode_record(const CUpti_Activity* record, bool v13_layout, std::string
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       label = memcpy_label(m->copyKind, m->srcKind, m->dstKind);
-      GpuActivity a;
-      a.kind = trace::OpKind::memcpy;
-      a.name = label;
-      a.start_ns = ns(m->start);
-      a.end_ns = ns(m->end);
-      a.device = m->deviceId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.bytes = static_cast<std::int64_t>(m->bytes);
-      if (v13_layout) a.graph_id = m->graphId;
-      return a;
+      return copy_activity(m, trace::OpKind::memcpy, label, v13_layout);
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       label = memset_label(m->memoryKind);
-      GpuActivity a;
-      a.kind = trace::OpKind::memset;
-      a.name = label;
-      a.start_ns = ns(m->start);
-      a.end_ns = ns(m->end);
-      a.device = m->deviceId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.bytes = static_cast<std::int64_t>(m->bytes);
-      if (v13_layout) a.graph_id = m->graphId;
-      return a;
+      return copy_activity(m, trace::OpKind::memset, label, v13_layout);
     }
     case CUPTI_ACTIVITY_KIND_MARKER: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
