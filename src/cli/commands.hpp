@@ -20,7 +20,8 @@ enum ExitCode : int {
   kNoPermission = 6,  // the user may not do what was asked (e.g. lock clocks)
 };
 
-// Thrown by a command to end with a one-line message and an exit code.
+// Thrown by a command to end with a one-line message and an exit code (no message printed when empty:
+// `monitor` passes on its command's exit code this way).
 struct Exit : std::runtime_error {
   Exit(int code_, const std::string& message) : std::runtime_error(message), code(code_) {}
   int code;
@@ -29,5 +30,9 @@ struct Exit : std::runtime_error {
 void add_plan_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_gpus_command(CLI::App& app);
+void add_monitor_command(CLI::App& app);
+void add_trace_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace gearshift::cli

@@ -12,13 +12,17 @@ int main(int argc, char** argv) {
   gearshift::cli::add_plan_command(app);
   gearshift::cli::add_demo_command(app);
   gearshift::cli::add_gpus_command(app);
+  gearshift::cli::add_monitor_command(app);
+  gearshift::cli::add_trace_command(app);
+  gearshift::cli::add_replay_command(app);
+  gearshift::cli::add_run_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : gearshift::cli::kUsage;
   } catch (const gearshift::cli::Exit& e) {
-    std::fprintf(stderr, "gearshift: %s\n", e.what());
+    if (*e.what()) std::fprintf(stderr, "gearshift: %s\n", e.what());
     return e.code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gearshift: internal error: %s\n", e.what());

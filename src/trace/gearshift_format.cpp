@@ -85,6 +85,12 @@ void GearshiftTraceWriter::write(const Marker& m) {
   ++records_;
 }
 
+void GearshiftTraceWriter::write(const DeviceSample& p) {
+  put_line(fmt::format("[\"p\",{},{},{},{},{}]", p.device, p.time_ns, p.sm_clock_mhz, p.mem_clock_mhz,
+                       p.power_mw));
+  ++records_;
+}
+
 void GearshiftTraceWriter::close(bool complete, std::uint64_t dropped_records, const std::string& note) {
   if (closed_) return;
   closed_ = true;
@@ -176,6 +182,11 @@ Trace read_gearshift_trace(const std::string& path) {
         out.markers.push_back(
             Marker{j.at(1).get<std::string>(), j.at(2).get<std::int64_t>(), j.at(3).get<std::int64_t>(),
                    j.at(4).get<int>() != 0});
+      } else if (tag == "p") {
+        if (j.size() != 6) bad(fmt::format("sample record needs 6 fields, has {}", j.size()));
+        out.samples.push_back(DeviceSample{j[1].get<std::int32_t>(), j[2].get<std::int64_t>(),
+                                           j[3].get<std::int32_t>(), j[4].get<std::int32_t>(),
+                                           j[5].get<std::int32_t>()});
       } else if (tag == "end") {
         trailer = true;
         out.complete = j.at(1).value("complete", false);
@@ -191,6 +202,10 @@ Trace read_gearshift_trace(const std::string& path) {
   if (!trailer) out.complete = false;
   std::stable_sort(out.ops.begin(), out.ops.end(),
                    [](const OpRecord& a, const OpRecord& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(out.markers.begin(), out.markers.end(),
+                   [](const Marker& a, const Marker& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(out.samples.begin(), out.samples.end(),
+                   [](const DeviceSample& a, const DeviceSample& b) { return a.time_ns < b.time_ns; });
   return out;
 }
 

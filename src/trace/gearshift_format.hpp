@@ -27,6 +27,7 @@ class GearshiftTraceWriter {
 
   void write(const OpRecord& op, const std::string& name);
   void write(const Marker& marker);
+  void write(const DeviceSample& sample);  // a "p" record (added in v1 by the CUPTI tracer; readers keep it)
   // Writes the trailer and closes. `complete=false` with a note when records were dropped or the run was cut.
   void close(bool complete, std::uint64_t dropped_records = 0, const std::string& note = "");
 

@@ -42,6 +42,15 @@ struct Marker {
   bool on_gpu = false;  // gpu_user_annotation (GPU timeline) vs CPU-side annotation
 };
 
+// One reading of a device's clocks and power, taken beside the kernels (the CUPTI tracer samples NVML).
+struct DeviceSample {
+  std::int32_t device = 0;          // CUDA device ordinal
+  std::int64_t time_ns = 0;         // when it was read, ns on the trace's clock
+  std::int32_t sm_clock_mhz = 0;    // current SM clock, MHz (0 when not read)
+  std::int32_t mem_clock_mhz = 0;   // current memory clock, MHz (0 when not read)
+  std::int32_t power_mw = -1;       // board power, mW (NVML nvmlDeviceGetPowerUsage; -1 when not read)
+};
+
 // Measured figures that a trace's producer recorded beside it (torch.profiler traces shipped with gearshift
 // carry them in `meta`); absent when the trace does not say.
 struct MeasuredStep {
@@ -56,6 +65,7 @@ struct Trace {
   std::vector<std::string> names;      // interned op names
   std::vector<OpRecord> ops;           // sorted by start_ns
   std::vector<Marker> markers;         // sorted by start_ns
+  std::vector<DeviceSample> samples;   // clock/power readings, sorted by time_ns (gearshift format only)
   MeasuredStep measured;
   std::string meta_json = "{}";        // the trace's metadata as JSON text (model, batch, ...)
   std::string gpu_name;                // device name when the trace says it, else empty

@@ -1,0 +1,190 @@
+// `gearshift trace -o FILE [--steps N | --duration S] [--chrome FILE] -- CMD ARGS`: runs an unmodified CUDA
+// program with the CUPTI injection library (libgearshift_inject.so) and reports what was traced.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+#include "cupti/chrome_export.hpp"
+#include "cupti/config.hpp"
+#include "trace/error.hpp"
+#include "trace/gearshift_format.hpp"
+#include "trace/iteration.hpp"
+
+namespace gearshift::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TraceArgs {
+  std::string output;
+  std::string chrome;
+  std::int64_t steps = 0;
+  double duration_s = 0;
+  int sample_ms = 10;
+  std::vector<std::string> command;
+};
+
+// The injection library: $GEARSHIFT_INJECT_LIBRARY, else next to the binary (install: ../lib[/gearshift];
+// build tree: src/cli/gearshift beside src/cupti/libgearshift_inject.so).
+std::string find_inject_library() {
+  if (const char* e = std::getenv("GEARSHIFT_INJECT_LIBRARY"); e != nullptr && *e != '\0') {
+    if (!fs::exists(e)) throw Exit(kFailure, fmt::format("GEARSHIFT_INJECT_LIBRARY={} does not exist", e));
+    return fs::absolute(e).string();
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Exit(kFailure, "cannot locate the gearshift binary (/proc/self/exe); set GEARSHIFT_INJECT_LIBRARY");
+  fs::path dir = exe.parent_path();
+  for (const fs::path& c : {dir / "libgearshift_inject.so", dir / ".." / "cupti" / "libgearshift_inject.so",
+                            dir / ".." / "lib" / "gearshift" / "libgearshift_inject.so",
+                            dir / ".." / "lib" / "libgearshift_inject.so"})
+    if (fs::exists(c)) return fs::weakly_canonical(c).string();
+  throw Exit(kFailure, fmt::format("libgearshift_inject.so not found next to {} (was gearshift built with CUPTI "
+                                   "headers?); set GEARSHIFT_INJECT_LIBRARY to its path", exe.string()));
+}
+
+pid_t g_child = -1;
+
+extern "C" void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+// Runs the command with `env` added; returns its exit code (128 + signal when killed by one).
+int run_child(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) throw Exit(kFailure, fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "gearshift: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  // The user's Ctrl-C, a batch system's SIGTERM etc. go to the program; we wait for its exit.
+  const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  struct sigaction old[6];
+  for (int i = 0; i < 6; ++i) sigaction(sigs[i], &sa, &old[i]);
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  for (int i = 0; i < 6; ++i) sigaction(sigs[i], &old[i], nullptr);
+  g_child = -1;
+  if (r < 0) throw Exit(kFailure, fmt::format("waitpid failed: {}", std::strerror(errno)));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kFailure;
+}
+
+void report(const std::string& path, const std::string& chrome) {
+  trace::Trace t;
+  try {
+    t = trace::read_gearshift_trace(path);
+  } catch (const trace::TraceError& e) {
+    fmt::print(stderr, "gearshift: trace not readable: {}\n", e.what());
+    return;
+  }
+  std::set<std::uint32_t> distinct;
+  std::size_t memcpys = 0, memsets = 0;
+  for (const auto& op : t.ops) {
+    if (op.kind == trace::OpKind::kernel) distinct.insert(op.name_id);
+    else if (op.kind == trace::OpKind::memcpy) ++memcpys;
+    else ++memsets;
+  }
+  fmt::print("trace {}{}\n", path, t.complete ? "" : " (INCOMPLETE: records were dropped or the run was cut)");
+  fmt::print("  kernels seen   {} ({} distinct), {} memcpys, {} memsets\n", t.kernel_count(), distinct.size(),
+             memcpys, memsets);
+  fmt::print("  NVTX ranges    {}\n", t.markers.size());
+  fmt::print("  clock samples  {}\n", t.samples.size());
+  try {
+    // Step boundaries come from step ranges only (a trace written with all ranges holds library ranges too).
+    trace::Trace steps = t;
+    std::erase_if(steps.markers, [](const trace::Marker& m) { return !cupti::is_step_marker(m.name); });
+    auto a = trace::detect_iterations(steps);
+    fmt::print("  steps detected {} ({}; {:.2f} ms/step, {} kernels/step, confidence {:.2f})\n", a.iterations.size(),
+               a.method, a.tmpl.period_ns / 1e6, a.tmpl.kernels, a.confidence);
+  } catch (const trace::NoIterationError& e) {
+    fmt::print("  steps detected 0 ({})\n", e.what());
+  }
+  if (!chrome.empty()) {
+    try {
+      cupti::write_chrome_trace(t, chrome);
+      fmt::print("  Chrome trace   {}\n", chrome);
+    } catch (const trace::TraceError& e) {
+      fmt::print(stderr, "gearshift: Chrome trace not written: {}\n", e.what());
+    }
+  }
+}
+
+void run_trace(const TraceArgs& args) {
+  if (args.command.empty()) throw Exit(kUsage, "no command given: gearshift trace -o FILE -- CMD ARGS");
+  std::string lib = find_inject_library();
+  std::string out = fs::absolute(args.output).string();
+  std::error_code ec;
+  // The injected library claims the path; a stale file would send it to FILE.<pid>. Only a regular file is
+  // removed: `-o /dev/full` (a disk-full drill) must stay a device.
+  if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
+  auto set = [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); };
+  set("CUDA_INJECTION64_PATH", lib);
+  set("NVTX_INJECTION64_PATH", lib);  // forwarded to CUPTI inside the library: NVTX ranges become records
+  set(cupti::kEnvOutput, out);
+  unsetenv(cupti::kEnvChrome);  // written here, after the run, from the finished file
+  if (args.steps > 0) set(cupti::kEnvSteps, std::to_string(args.steps));
+  if (args.duration_s > 0) set(cupti::kEnvDuration, fmt::format("{}", args.duration_s));
+  set(cupti::kEnvSampleMs, std::to_string(args.sample_ms));
+  int code = run_child(args.command);
+  if (fs::exists(out)) {
+    report(out, args.chrome);
+    // Other CUDA processes of the same run (DDP ranks, subprocesses) wrote FILE.<pid>.
+    fs::path p(out);
+    for (const auto& e : fs::directory_iterator(p.parent_path(), ec))
+      if (e.path().filename().string().starts_with(p.filename().string() + "."))
+        fmt::print("  also written   {} (another CUDA process of this run)\n", e.path().string());
+  } else {
+    fmt::print(stderr, "gearshift: no trace written to {} (did the program use CUDA? see the warning above)\n", out);
+  }
+  if (code != 0) throw Exit(code, fmt::format("the traced program exited with code {}", code));
+}
+
+}  // namespace
+
+void add_trace_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("trace", "Trace the GPU kernels of an unmodified CUDA program (CUPTI injection)");
+  auto args = std::make_shared<TraceArgs>();
+  cmd->add_option("-o,--output", args->output, "gearshift trace file to write (.jsonl.gz)")->required();
+  auto* steps = cmd->add_option("--steps", args->steps,
+                                "stop tracing after N step ranges (NVTX \"gearshift.step\" or \"ProfilerStep#\")")
+                    ->check(CLI::PositiveNumber);
+  cmd->add_option("--duration", args->duration_s, "stop tracing after S seconds")
+      ->check(CLI::PositiveNumber)
+      ->excludes(steps);
+  cmd->add_option("--chrome", args->chrome, "also write Chrome trace JSON (Perfetto) to this file");
+  cmd->add_option("--sample-ms", args->sample_ms, "SM/memory clock and power sampling period, ms (0: off)")
+      ->check(CLI::Range(0, 60000));
+  cmd->add_option("command", args->command, "the program and its arguments, after --")->required();
+  cmd->footer("The program's exit code is gearshift's; signals are forwarded to it. Tracing failures never stop "
+              "the program: it runs on untraced after one warning line.");
+  cmd->callback([args] { run_trace(*args); });
+}
+
+}  // namespace gearshift::cli

@@ -1,0 +1,83 @@
+#include "cli/open_gpus.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "gpu/cuda_visible.hpp"
+
+namespace gearshift::cli {
+
+namespace {
+[[noreturn]] void fail(const gpu::NvmlError& e, const std::string& path) {
+  if (e.code == gpu::NvmlErrc::kNoPermission) {
+    throw Exit(kNoPermission, "NVML refuses this user: " + e.what());
+  }
+  std::string hint = e.code == gpu::NvmlErrc::kLibraryMissing
+                         ? " (no NVIDIA driver here? GEARSHIFT_NVML_LIBRARY may name another library)"
+                         : "";
+  throw Exit(kNoGpu, "no GPU: NVML (" + path + ") " + e.what() + hint);
+}
+}  // namespace
+
+OpenedGpus open_gpus(bool cuda_visible) {
+  OpenedGpus out;
+  std::string path = gpu::Nvml::default_library_path();
+  auto nvml = gpu::Nvml::open(path);
+  if (!nvml) fail(nvml.error(), path);
+  out.nvml = nvml.value();
+  auto all = out.nvml->devices();
+  if (!all) fail(all.error(), path);
+  std::vector<gpu::DeviceInfo> infos;
+  for (const auto& d : all.value()) {
+    auto info = d.info();
+    if (!info) fail(info.error(), path);
+    infos.push_back(info.value());
+  }
+  if (infos.empty()) throw Exit(kNoGpu, "no GPU: NVML (" + path + ") reports 0 devices");
+  std::optional<std::string_view> cvd;
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (cuda_visible && env) cvd = env;
+  std::vector<unsigned> pick;
+  try {
+    pick = gpu::cuda_visible_nvml_indices(infos, cvd);
+  } catch (const std::invalid_argument& e) {
+    throw Exit(kNoGpu, e.what());
+  }
+  if (pick.empty()) throw Exit(kNoGpu, std::string("no GPU: CUDA_VISIBLE_DEVICES='") + env + "' selects none of the " +
+                                           std::to_string(infos.size()) + " GPUs NVML sees");
+  for (unsigned i : pick) {
+    out.devices.push_back(all.value()[i]);
+    out.infos.push_back(infos[i]);
+  }
+  return out;
+}
+
+bool process_is_privileged() {
+  if (geteuid() == 0) return true;
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+      constexpr int kCapSysAdmin = 21;  // linux/capability.h
+      return (caps >> kCapSysAdmin) & 1ULL;
+    }
+  }
+  return false;
+}
+
+bool may_set_clocks(bool privileged, bool api_restricted, std::string* reason) {
+  if (privileged) return true;
+  if (reason) {
+    *reason = api_restricted ? "not root, no CAP_SYS_ADMIN, and NVML restricts clock changes to root"
+                             : "not root and no CAP_SYS_ADMIN (locked clocks need either)";
+  }
+  return false;
+}
+
+}  // namespace gearshift::cli

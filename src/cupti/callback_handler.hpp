@@ -1,0 +1,43 @@
+// The driver-API launch callback: the hot path. Maps the callback id to the launch API and records the
+// launch's correlation id in the LaunchTable on API entry. No allocation, no lock, no system call.
+#pragma once
+
+#include <cupti.h>
+
+#include <array>
+
+#include "cupti/launch_table.hpp"
+
+namespace gearshift::cupti {
+
+// The driver callbacks the tracer enables (launches of kernels and graphs, default and per-thread streams).
+inline constexpr std::array<CUpti_CallbackId, 8> kLaunchCallbacks = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,            CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+constexpr LaunchApi launch_api_of(CUpti_CallbackId cbid) noexcept {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: return LaunchApi::kernel;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return LaunchApi::kernel_ex;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: return LaunchApi::cooperative_kernel;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: return LaunchApi::graph;
+    default: return LaunchApi::unknown;
+  }
+}
+
+// Called by CUPTI's callback trampoline for the driver domain. Cannot throw (no exception can cross into
+// CUPTI): everything it does is noexcept.
+inline void on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti_CallbackData* data) noexcept {
+  if (data == nullptr || data->callbackSite != CUPTI_API_ENTER) return;
+  LaunchApi api = launch_api_of(cbid);
+  if (api != LaunchApi::unknown) table.record(data->correlationId, api);
+}
+
+}  // namespace gearshift::cupti

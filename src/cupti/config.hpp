@@ -1,0 +1,51 @@
+// Options of the injected tracer. `gearshift trace` passes them by environment (the traced program's own
+// command line is not ours to touch); config_from_env() reads them back inside the traced process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gearshift::cupti {
+
+inline constexpr const char* kEnvOutput = "GEARSHIFT_TRACE_OUTPUT";         // gearshift trace file (required)
+inline constexpr const char* kEnvChrome = "GEARSHIFT_TRACE_CHROME";         // also write Chrome trace JSON
+inline constexpr const char* kEnvSteps = "GEARSHIFT_TRACE_STEPS";           // stop after N step ranges
+inline constexpr const char* kEnvDuration = "GEARSHIFT_TRACE_DURATION_S";   // stop after S seconds
+inline constexpr const char* kEnvBufferMb = "GEARSHIFT_TRACE_BUFFER_MB";    // activity buffer size, MiB
+inline constexpr const char* kEnvMaxBuffers = "GEARSHIFT_TRACE_MAX_BUFFERS";  // cap on buffers in use
+inline constexpr const char* kEnvSampleMs = "GEARSHIFT_TRACE_SAMPLE_MS";    // clock sampling period, 0 = off
+inline constexpr const char* kEnvFlushMs = "GEARSHIFT_TRACE_FLUSH_MS";      // periodic flush, 0 = off
+inline constexpr const char* kEnvMaxRecords = "GEARSHIFT_TRACE_MAX_RECORDS";  // stop after this many records
+inline constexpr const char* kEnvCuptiLibrary = "GEARSHIFT_CUPTI_LIBRARY";  // libcupti.so to load
+inline constexpr const char* kEnvQuiet = "GEARSHIFT_TRACE_QUIET";           // 1: no summary line at exit
+inline constexpr const char* kEnvAllRanges = "GEARSHIFT_TRACE_ALL_RANGES";  // 1: every NVTX range + graph spans
+
+struct TracerConfig {
+  std::string output;                 // empty: tracing is off
+  std::string chrome_output;          // empty: no Chrome JSON
+  std::int64_t steps = 0;             // 0: no step limit
+  double duration_s = 0;              // 0: no time limit
+  std::size_t buffer_bytes = 4u << 20;  // 4 MiB
+  std::size_t max_buffers = 32;       // 128 MiB at most in CUPTI's hands
+  int sample_period_ms = 10;
+  int flush_period_ms = 1000;
+  std::uint64_t max_records = 50'000'000;
+  std::string cupti_library;          // empty: search (see cupti_api.hpp)
+  bool quiet = false;
+  // Markers written: by default only step ranges, because readers of the format (iteration detection) take
+  // every marker of a trace as a step boundary; with all_ranges, also library ranges (CUB, NCCL, user NVTX)
+  // and "cuda.graph_launch#G" GPU spans.
+  bool all_ranges = false;
+};
+
+// Reads the variables above through `getenv`. A malformed value keeps its default and adds a warning.
+TracerConfig config_from_env(const std::function<const char*(const char*)>& getenv,
+                             std::vector<std::string>* warnings);
+
+// The step-range names counted for --steps (NVTX ranges as torch.cuda.nvtx.range_push emits them).
+bool is_step_marker(std::string_view name);
+
+}  // namespace gearshift::cupti

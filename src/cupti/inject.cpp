@@ -1,0 +1,336 @@
+// libgearshift_inject.so: loaded into an unmodified CUDA program by the driver (CUDA_INJECTION64_PATH calls
+// InitializeInjection at cuInit) and by NVTX (NVTX_INJECTION64_PATH calls InitializeInjectionNvtx2, which we
+// forward to the same CUPTI so that NVTX ranges become CUPTI marker records).
+//
+// Rule: the traced program must run on untouched whatever happens here. Every failure (CUPTI missing or too
+// old, another subscriber, cannot write the file) prints one warning line and leaves tracing off; no
+// exception crosses into CUDA/CUPTI/NVTX (catch-all at every entry point below).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cupti/activity_decode.hpp"
+#include "cupti/buffer_pool.hpp"
+#include "cupti/callback_handler.hpp"
+#include "cupti/chrome_export.hpp"
+#include "cupti/clock_source.hpp"
+#include "cupti/config.hpp"
+#include "cupti/controller.hpp"
+#include "cupti/cupti_api.hpp"
+#include "cupti/launch_table.hpp"
+#include "cupti/tracer.hpp"
+#include "trace/gearshift_format.hpp"
+
+#define GEARSHIFT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gearshift::cupti {
+namespace {
+
+constexpr CUpti_ActivityKind kRequiredKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                 CUPTI_ACTIVITY_KIND_MEMSET};
+
+void say(const char* level, const std::string& msg) noexcept {
+  std::fprintf(stderr, "gearshift-trace: %s: %s\n", level, msg.c_str());
+}
+void warn_untraced(const std::string& msg) noexcept { say("warning", msg + "; the program runs on untraced"); }
+
+// CUPTI is loaded once per process, by whichever of the two injection entry points comes first.
+struct SharedCupti {
+  std::once_flag once;
+  std::optional<CuptiApi> api;
+  std::string error;
+};
+SharedCupti& shared_cupti() {
+  static auto* s = new SharedCupti();  // leaked on purpose: used until the very end of the process
+  std::call_once(s->once, [] {
+    const char* o = std::getenv(kEnvCuptiLibrary);
+    s->api = load_cupti(o != nullptr ? o : "", &s->error);
+  });
+  return *s;
+}
+
+struct State {
+  TracerConfig config;
+  const CuptiApi* api = nullptr;
+  pid_t pid = 0;
+  LaunchTable launches;
+  std::unique_ptr<BufferPool> pool;
+  std::unique_ptr<ClockSource> clocks;
+  std::unique_ptr<Tracer> tracer;
+  std::unique_ptr<Controller> controller;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  bool marker_enabled = false;
+  std::mutex stop_mu;
+  bool stopped = false;
+  std::string output;
+};
+// Leaked on purpose: never destroyed, so that no static destructor (in this process or a forked child)
+// writes into the trace file. Finished explicitly by stop_tracing().
+std::atomic<State*> g_state{nullptr};
+
+void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* data) noexcept {
+  try {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && userdata != nullptr)
+      on_driver_api(static_cast<State*>(userdata)->launches, cbid, static_cast<const CUpti_CallbackData*>(data));
+  } catch (...) {
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
+  try {
+    *max_records = 0;
+    State* s = g_state.load(std::memory_order_acquire);
+    uint8_t* b = s != nullptr ? s->pool->acquire() : nullptr;
+    *buffer = b;
+    *size = b != nullptr ? s->pool->buffer_bytes() : 0;
+  } catch (...) {
+    *buffer = nullptr;
+    *size = 0;
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (s == nullptr) return;
+  try {
+    std::string label;
+    CUpti_Activity* rec = nullptr;
+    while (buffer != nullptr && s->api->activity_get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      Decoded d = decode_record(rec, s->api->v13_layout(), label);
+      if (const auto* g = std::get_if<GpuActivity>(&d)) s->tracer->add(*g);
+      else if (const auto* m = std::get_if<MarkerActivity>(&d)) s->tracer->add(*m);
+    }
+    size_t dropped = 0;
+    if (s->api->activity_get_num_dropped_records(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
+      s->tracer->add_dropped(dropped, 0);
+  } catch (...) {
+  }
+  s->pool->release(buffer);
+}
+
+// Stops tracing for good: callbacks off, activity off, last buffers flushed, file finished. The program
+// runs on. Safe from the controller thread, the exit handler and gearshift_trace_stop().
+void stop_tracing(State& s, const std::string& reason, bool complete) noexcept {
+  try {
+    {
+      std::lock_guard lock(s.stop_mu);
+      if (s.stopped) return;
+      s.stopped = true;
+    }
+    const CuptiApi& api = *s.api;
+    for (CUpti_CallbackId cbid : kLaunchCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
+    if (s.marker_enabled) api.activity_disable(CUPTI_ACTIVITY_KIND_MARKER);
+    if (CUptiResult r = api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS)
+      say("note", "final CUPTI flush failed: " + api.describe(r));
+    size_t dropped = 0;
+    if (api.activity_get_num_dropped_records(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
+    s.tracer->add_dropped(dropped, s.pool->refused());
+    if (s.controller) s.controller->sample_now();
+    api.unsubscribe(s.subscriber);
+    s.tracer->finish(complete, reason);
+    TracerStats st = s.tracer->stats();
+    if (!s.tracer->ok()) {
+      warn_untraced("trace " + s.output + " is incomplete: " + s.tracer->error());
+      return;
+    }
+    if (!s.config.chrome_output.empty()) {
+      try {
+        write_chrome_trace(trace::read_gearshift_trace(s.output), s.config.chrome_output);
+      } catch (const std::exception& e) {
+        say("warning", std::string("Chrome trace not written: ") + e.what());
+      }
+    }
+    if (!s.config.quiet) {
+      std::ostringstream o;
+      o << "wrote " << s.output << ": " << st.kernels << " kernels (" << st.graph_kernels << " in CUDA graphs), "
+        << st.memcpys << " memcpys, " << st.memsets << " memsets, " << st.ranges << " NVTX ranges ("
+        << st.step_ranges << " steps), " << st.samples << " clock samples; " << reason;
+      if (st.dropped_cupti + st.dropped_buffers > 0)
+        o << "; INCOMPLETE: " << st.dropped_cupti << " records dropped, " << st.dropped_buffers
+          << " buffer requests refused";
+      say("note", o.str());
+    }
+  } catch (...) {
+  }
+}
+
+void at_exit() noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (s == nullptr || s->pid != getpid()) return;  // a forked child: the file belongs to the parent
+  try {
+    if (s->controller) s->controller->shutdown();
+    stop_tracing(*s, "program exited", true);
+  } catch (...) {
+  }
+}
+
+// Claims `path` for this process; a second traced process of the same run (DDP ranks, subprocesses) writes
+// `path.<pid>` instead of overwriting the first one's file.
+std::string claim_output(const std::string& path, pid_t pid) {
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    close(fd);
+    return path;
+  }
+  if (errno != EEXIST) return path;  // let the writer report the real error
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return path;  // a device or pipe: write into it
+  return path + "." + std::to_string(pid);
+}
+
+std::vector<std::string> split_visible_devices() {
+  std::vector<std::string> out;
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (v == nullptr || *v == '\0') return out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (char& c : all)
+    if (c == '\0') c = ' ';
+  while (!all.empty() && all.back() == ' ') all.pop_back();
+  return all;
+}
+
+void start() {
+  std::vector<std::string> warnings;
+  TracerConfig cfg = config_from_env([](const char* k) { return std::getenv(k); }, &warnings);
+  for (const auto& w : warnings) say("note", w);
+  if (cfg.output.empty()) {
+    warn_untraced(std::string(kEnvOutput) + " is not set (run the program through `gearshift trace -o FILE`)");
+    return;
+  }
+  SharedCupti& sc = shared_cupti();
+  if (!sc.api) {
+    warn_untraced("CUPTI unavailable: " + sc.error);
+    return;
+  }
+  const CuptiApi& api = *sc.api;
+  auto s = std::make_unique<State>();
+  s->config = cfg;
+  s->api = &api;
+  s->pid = getpid();
+  if (CUptiResult r = api.subscribe(&s->subscriber, &on_callback, s.get()); r != CUPTI_SUCCESS) {
+    warn_untraced(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                      ? "another CUPTI client (a profiler) is already subscribed"
+                      : "cuptiSubscribe failed: " + api.describe(r));
+    return;
+  }
+  auto undo = [&](const std::string& why) {
+    for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
+    api.unsubscribe(s->subscriber);
+    warn_untraced(why);
+  };
+  for (CUpti_CallbackId cbid : kLaunchCallbacks) {
+    if (CUptiResult r = api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS) {
+      undo("cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
+      return;
+    }
+  }
+  std::string nvml_error;
+  if (cfg.sample_period_ms > 0) s->clocks = open_nvml_clock_source(split_visible_devices(), &nvml_error);
+  if (cfg.sample_period_ms > 0 && !s->clocks) say("note", "no clock sampling: " + nvml_error);
+  nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
+                         {"cupti_api_version", api.version}, {"pid", s->pid}, {"command", command_line()},
+                         {"clock_sampling_ms", s->clocks ? cfg.sample_period_ms : 0},
+                         {"timestamps", "CUPTI (cuptiGetTimestamp), ns"}};
+  if (!nvml_error.empty()) meta["clock_sampling_error"] = nvml_error;
+  s->output = claim_output(cfg.output, s->pid);
+  s->config.output = s->output;
+  std::string gpu = s->clocks ? s->clocks->device_name(0) : std::string();
+  s->tracer = std::make_unique<Tracer>(s->config, &s->launches, "CUPTI", gpu, meta.dump());
+  if (!s->tracer->ok()) {
+    undo("cannot write the trace: " + s->tracer->error());
+    return;
+  }
+  s->pool = std::make_unique<BufferPool>(cfg.buffer_bytes, cfg.max_buffers);
+  g_state.store(s.get(), std::memory_order_release);  // the buffer callbacks read it from here on
+  if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
+    s->tracer->finish(false, "CUPTI refused activity buffers");
+    undo("cuptiActivityRegisterCallbacks failed: " + api.describe(r));
+    s.release();  // leaked deliberately: g_state and CUPTI may still hold its address
+    return;
+  }
+  for (CUpti_ActivityKind k : kRequiredKinds) {
+    if (CUptiResult r = api.activity_enable(k); r != CUPTI_SUCCESS) {
+      s->tracer->finish(false, "CUPTI refused activity kind " + std::to_string(static_cast<int>(k)));
+      undo("cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + api.describe(r));
+      s.release();
+      return;
+    }
+  }
+  // NVTX ranges need NVTX_INJECTION64_PATH (gearshift trace sets it); without it the kind still enables.
+  s->marker_enabled = api.activity_enable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
+  State* st = s.release();
+  st->controller = std::make_unique<Controller>(
+      *st->tracer, st->clocks.get(),
+      ControllerHooks{[st] { return st->api->now_ns(); }, [st] { st->api->activity_flush_all(0); },
+                      [st](const std::string& reason) { stop_tracing(*st, reason, true); }},
+      cfg.sample_period_ms, cfg.flush_period_ms, cfg.duration_s);
+  std::atexit(at_exit);
+}
+
+}  // namespace
+}  // namespace gearshift::cupti
+
+// Called by the CUDA driver during cuInit when this library is named by CUDA_INJECTION64_PATH.
+GEARSHIFT_EXPORT int InitializeInjection() {
+  try {
+    gearshift::cupti::start();
+  } catch (const std::exception& e) {
+    gearshift::cupti::warn_untraced(std::string("tracer failed to start: ") + e.what());
+  } catch (...) {
+    gearshift::cupti::warn_untraced("tracer failed to start");
+  }
+  return 1;  // tracing or not, the driver carries on
+}
+
+// Called by NVTX at the first NVTX call when NVTX_INJECTION64_PATH names this library: hand NVTX to CUPTI.
+GEARSHIFT_EXPORT int InitializeInjectionNvtx2(void* get_export_table) {
+  try {
+    auto& sc = gearshift::cupti::shared_cupti();
+    if (!sc.api) return 0;  // NVTX then turns its calls into no-ops
+    using Fn = int (*)(void*);
+    auto fn = reinterpret_cast<Fn>(dlsym(sc.api->handle, "InitializeInjectionNvtx2"));
+    return fn != nullptr ? fn(get_export_table) : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// On-demand flush for programs that want their records on disk now (ctypes: lib.gearshift_trace_flush()).
+GEARSHIFT_EXPORT int gearshift_trace_flush() {
+  auto* s = gearshift::cupti::g_state.load(std::memory_order_acquire);
+  if (s == nullptr) return 0;
+  return s->api->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 1 : 0;
+}
+
+// Ends the trace now (file finished, program runs on untraced); 1 when a trace was running.
+GEARSHIFT_EXPORT int gearshift_trace_stop() {
+  auto* s = gearshift::cupti::g_state.load(std::memory_order_acquire);
+  if (s == nullptr) return 0;
+  if (s->controller) s->controller->shutdown();
+  gearshift::cupti::stop_tracing(*s, "stopped by gearshift_trace_stop()", true);
+  return 1;
+}

@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "cupti/controller.hpp"
+#include "trace/gearshift_format.hpp"
+
+using namespace gearshift;
+using namespace gearshift::cupti;
+
+namespace {
+
+class FakeClocks final : public ClockSource {
+ public:
+  int device_count() const override { return 2; }
+  ClockReading read(int d) noexcept override { return ClockReading{d == 0 ? 1980 : 1410, 3201, 650'000}; }
+  std::string device_name(int) const override { return "fake"; }
+};
+
+// Waits (bounded) for a condition set by the controller thread; asserts on the outcome, not on time.
+template <typename F>
+bool eventually(F f) {
+  for (int i = 0; i < 5000 && !f(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return f();
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / ("gearshift_ctl_" + name)).string();
+}
+
+}  // namespace
+
+TEST(Controller, SamplesEveryDeviceAndFlushes) {
+  TracerConfig c;
+  c.output = temp_path("samples.jsonl.gz");
+  Tracer t(c, nullptr, "test", "", "{}");
+  FakeClocks clocks;
+  std::atomic<std::int64_t> now{1000};
+  std::atomic<int> flushes{0};
+  {
+    Controller ctl(t, &clocks, ControllerHooks{[&] { return now.fetch_add(1000); }, [&] { ++flushes; }, {}}, 1, 1, 0);
+    EXPECT_TRUE(eventually([&] { return t.stats().samples >= 6 && flushes.load() >= 1; }));
+  }
+  t.finish(true, "");
+  auto tr = trace::read_gearshift_trace(c.output);
+  ASSERT_GE(tr.samples.size(), 6u);
+  int dev1 = 0;
+  for (const auto& s : tr.samples) {
+    if (s.device == 1) {
+      ++dev1;
+      EXPECT_EQ(s.sm_clock_mhz, 1410);
+    }
+    EXPECT_EQ(s.power_mw, 650'000);
+  }
+  EXPECT_GE(dev1, 3);
+}
+
+TEST(Controller, StopsOnceAfterTheDuration) {
+  TracerConfig c;
+  c.output = temp_path("duration.jsonl.gz");
+  Tracer t(c, nullptr, "test", "", "{}");
+  std::atomic<std::int64_t> now{0};
+  std::atomic<int> stops{0};
+  std::string reason;
+  Controller ctl(t, nullptr,
+                 ControllerHooks{[&] { return now.load(); }, {},
+                                 [&](const std::string& r) {
+                                   reason = r;
+                                   ++stops;
+                                 }},
+                 0, 0, 2.0);
+  now = 3'000'000'000;  // 3 s of trace clock later
+  EXPECT_TRUE(eventually([&] { return stops.load() == 1; }));
+  ctl.shutdown();
+  EXPECT_EQ(stops.load(), 1);
+  EXPECT_EQ(reason, "traced for the requested duration");
+}
+
+TEST(Controller, StopsWhenTheTracerAsks) {
+  TracerConfig c;
+  c.output = temp_path("ask.jsonl.gz");
+  c.max_records = 1;
+  Tracer t(c, nullptr, "test", "", "{}");
+  std::atomic<int> stops{0};
+  Controller ctl(t, nullptr, ControllerHooks{[] { return std::int64_t{0}; }, {}, [&](const std::string&) { ++stops; }},
+                 0, 0, 0);
+  GpuActivity a;
+  a.name = "k";
+  t.add(a);
+  EXPECT_TRUE(eventually([&] { return stops.load() == 1; }));
+}

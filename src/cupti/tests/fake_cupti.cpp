@@ -1,0 +1,142 @@
+// A stand-in libcupti for CI (no GPU, no driver): the functions the tracer resolves, with behaviour chosen by
+// $FAKE_CUPTI_MODE ("ok", "multiple": another subscriber already holds CUPTI, "old": API version 10), plus
+// helpers that play the driver: fire a launch callback, queue activity records, complete buffers on flush.
+#include <cupti.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+CUpti_CallbackFunc g_callback = nullptr;
+void* g_userdata = nullptr;
+CUpti_BuffersCallbackRequestFunc g_request = nullptr;
+CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
+std::vector<std::vector<std::uint8_t>> g_pending;
+std::deque<std::string> g_names;  // keeps names alive (and in place) like CUPTI does
+std::uint64_t g_now = 1'000'000;
+int g_enabled_callbacks = 0;
+
+std::string mode() {
+  const char* m = std::getenv("FAKE_CUPTI_MODE");
+  return m != nullptr ? m : "ok";
+}
+
+std::size_t record_size(CUpti_ActivityKind k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
+    default: return 0;
+  }
+}
+}  // namespace
+
+FAKE_EXPORT CUptiResult cuptiGetVersion(uint32_t* v) {
+  *v = mode() == "old" ? 10 : 130001;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* s, CUpti_CallbackFunc f, void* u) {
+  if (mode() == "multiple") return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  *s = reinterpret_cast<CUpti_SubscriberHandle>(0x1);
+  g_callback = f;
+  g_userdata = u;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
+  g_callback = nullptr;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                            CUpti_CallbackId) {
+  g_enabled_callbacks += enable != 0 ? 1 : -1;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+                                                       CUpti_BuffersCallbackCompleteFunc c) {
+  g_request = r;
+  g_complete = c;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+  if (g_request == nullptr || g_complete == nullptr || g_pending.empty()) return CUPTI_SUCCESS;
+  std::uint8_t* buf = nullptr;
+  size_t size = 0, max_records = 0;
+  g_request(&buf, &size, &max_records);
+  if (buf == nullptr) return CUPTI_SUCCESS;
+  size_t used = 0;
+  for (const auto& r : g_pending) {
+    if (used + r.size() > size) break;
+    std::memcpy(buf + used, r.data(), r.size());
+    used += r.size();
+  }
+  g_pending.clear();
+  g_complete(nullptr, 0, buf, size, used);
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  std::uint8_t* next = *record == nullptr ? buffer
+                                          : reinterpret_cast<std::uint8_t*>(*record) + record_size((*record)->kind);
+  if (next >= buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  *dropped = 0;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char** s) {
+  *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+                                                           : "CUPTI_ERROR_UNKNOWN";
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
+  *t = g_now += 1000;
+  return CUPTI_SUCCESS;
+}
+
+// --- helpers for the tests (the driver's side) ---
+FAKE_EXPORT int fake_cupti_enabled_callbacks() { return g_enabled_callbacks; }
+FAKE_EXPORT void fake_cupti_launch(uint32_t cbid, uint32_t correlation) {
+  CUpti_CallbackData d{};
+  d.callbackSite = CUPTI_API_ENTER;
+  d.correlationId = correlation;
+  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+}
+FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation) {
+  g_names.emplace_back(name);
+  std::vector<std::uint8_t> rec(sizeof(CUpti_ActivityKernel10));
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.streamId = 7;
+  k.gridX = k.gridY = k.gridZ = 1;
+  k.blockX = 128;
+  k.blockY = k.blockZ = 1;
+  k.correlationId = correlation;
+  k.name = g_names.back().c_str();
+  std::memcpy(rec.data(), &k, sizeof k);
+  g_pending.push_back(std::move(rec));
+}
+FAKE_EXPORT void fake_cupti_add_range(const char* name, uint32_t id, uint64_t start, uint64_t end) {
+  g_names.emplace_back(name);
+  for (int phase = 0; phase < 2; ++phase) {
+    CUpti_ActivityMarker2 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+    m.flags = phase == 0 ? CUPTI_ACTIVITY_FLAG_MARKER_START : CUPTI_ACTIVITY_FLAG_MARKER_END;
+    m.id = id;
+    m.timestamp = phase == 0 ? start : end;
+    m.name = phase == 0 ? g_names.back().c_str() : nullptr;
+    std::vector<std::uint8_t> rec(sizeof m);
+    std::memcpy(rec.data(), &m, sizeof m);
+    g_pending.push_back(std::move(rec));
+  }
+}

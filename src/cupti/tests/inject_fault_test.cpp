@@ -1,0 +1,158 @@
+// The injection library end to end, in a child process per case, against the fake CUPTI (fake_cupti.cpp):
+// faults leave the program running with one warning line; a working CUPTI yields a complete trace.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include <cupti.h>
+
+#include "trace/gearshift_format.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ChildResult {
+  int exit_code = -1;
+  std::string stderr_text;
+};
+
+// Runs `body` in a forked child with stderr captured; the child's exit code is body's return value.
+ChildResult in_child(const std::function<int()>& body) {
+  std::string err_path = (fs::path(::testing::TempDir()) / ("inject_stderr_" + std::to_string(getpid()))).string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(err_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    dup2(fd, 2);
+    int rc = 99;
+    try {
+      rc = body();
+    } catch (...) {
+    }
+    std::fflush(nullptr);
+    _exit(rc);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ChildResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream f(err_path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.stderr_text = ss.str();
+  return r;
+}
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// In the child: point the tracer at the fake CUPTI in `mode`, load the injection library, initialise it.
+void* inject(const std::string& mode, const std::string& output) {
+  setenv("FAKE_CUPTI_MODE", mode.c_str(), 1);
+  setenv("GEARSHIFT_CUPTI_LIBRARY", GEARSHIFT_FAKE_CUPTI, 1);
+  setenv("GEARSHIFT_TRACE_OUTPUT", output.c_str(), 1);
+  setenv("GEARSHIFT_TRACE_SAMPLE_MS", "0", 1);  // no NVML in CI
+  void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return nullptr;
+  auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+  if (init == nullptr || init() != 1) return nullptr;
+  return lib;
+}
+
+std::string out_path(const std::string& name) {
+  auto p = (fs::path(::testing::TempDir()) / ("inject_" + name + ".jsonl.gz")).string();
+  fs::remove(p);
+  return p;
+}
+
+}  // namespace
+
+TEST(Injection, MissingCuptiWarnsOnceAndWritesNothing) {
+  std::string out = out_path("missing");
+  auto r = in_child([&] {
+    setenv("GEARSHIFT_TRACE_OUTPUT", out.c_str(), 1);
+    setenv("GEARSHIFT_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13", 1);
+    void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+    return init() == 1 ? 0 : 1;
+  });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("CUPTI unavailable"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("runs on untraced"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Injection, SecondSubscriberWarnsOnceAndWritesNothing) {
+  std::string out = out_path("multiple");
+  auto r = in_child([&] { return inject("multiple", out) != nullptr ? 0 : 1; });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("another CUPTI client"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Injection, OldCuptiIsRefused) {
+  std::string out = out_path("old");
+  auto r = in_child([&] { return inject("old", out) != nullptr ? 0 : 1; });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("older than"), std::string::npos) << r.stderr_text;
+}
+
+TEST(Injection, UnwritableOutputWarnsOnce) {
+  auto r = in_child([&] { return inject("ok", "/nonexistent-dir/t.jsonl.gz") != nullptr ? 0 : 1; });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("cannot write the trace"), std::string::npos) << r.stderr_text;
+}
+
+TEST(Injection, TracesLaunchesAndRecordsThroughFakeCupti) {
+  std::string out = out_path("ok");
+  auto r = in_child([&] {
+    void* lib = inject("ok", out);
+    if (lib == nullptr) return 2;
+    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    if (fake == nullptr) return 3;
+    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t)>(dlsym(fake, "fake_cupti_launch"));
+    auto kernel = reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
+    auto range = reinterpret_cast<void (*)(const char*, uint32_t, uint64_t, uint64_t)>(dlsym(fake, "fake_cupti_add_range"));
+    auto enabled = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_enabled_callbacks"));
+    if (enabled() != 8) return 4;  // the 8 launch callbacks
+    for (uint32_t step = 0; step < 3; ++step) {
+      range("gearshift.step", step + 1, 10'000 + step * 100'000, 90'000 + step * 100'000);
+      for (uint32_t k = 0; k < 2; ++k) {
+        uint32_t corr = step * 2 + k + 1;
+        launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr);
+        kernel(k == 0 ? "_Z4geluPf" : "_Z9layernormPfi", 20'000 + step * 100'000 + k * 30'000,
+               40'000 + step * 100'000 + k * 30'000, corr);
+      }
+    }
+    auto stop = reinterpret_cast<int (*)()>(dlsym(lib, "gearshift_trace_stop"));
+    return stop() == 1 ? 0 : 5;
+  });
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("6 kernels"), std::string::npos) << r.stderr_text;
+  auto tr = gearshift::trace::read_gearshift_trace(out);
+  EXPECT_TRUE(tr.complete);
+  ASSERT_EQ(tr.kernel_count(), 6u);
+  EXPECT_EQ(tr.name_of(tr.ops[0]), "gelu(float*)");
+  EXPECT_EQ(tr.ops[1].correlation, 2);
+  EXPECT_EQ(tr.ops[1].block[0], 128);
+  ASSERT_EQ(tr.markers.size(), 3u);
+  EXPECT_EQ(tr.markers[2].duration_ns, 80'000);
+  EXPECT_NE(tr.meta_json.find("fake_cupti"), std::string::npos);
+}

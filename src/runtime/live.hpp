@@ -1,0 +1,77 @@
+// The live runtime: launch and activity events come in from any thread (the feed reader, or a CUPTI callback)
+// and are only queued there; a dedicated runtime thread runs the predictor and the scheduler and calls the
+// actuator, so the launch thread never waits on a clock change. Times are CLOCK_MONOTONIC ns.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "runtime/actuator.hpp"
+#include "runtime/clock_plan.hpp"
+#include "runtime/predictor.hpp"
+#include "runtime/scheduler.hpp"
+
+namespace gearshift::runtime {
+
+std::int64_t monotonic_ns() noexcept;
+
+struct LiveStats {
+  std::uint64_t launches = 0;
+  std::uint64_t scored = 0;         // launches after the first step while locked
+  std::uint64_t predicted = 0;      // of those, the kernel the predictor expected next
+  std::uint64_t steps = 0;
+  std::uint64_t changes = 0, dropped = 0, merged = 0, late = 0;
+  double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
+  std::uint64_t losses = 0;
+  double prediction_accuracy() const { return scored ? static_cast<double>(predicted) / static_cast<double>(scored) : 0; }
+  double in_time_fraction() const { return kernel_ns > 0 ? in_time_ns / kernel_ns : 0; }
+};
+
+class LiveRuntime {
+ public:
+  LiveRuntime(const ClockPlan& plan, SchedulerOptions options, Actuator& actuator);
+  ~LiveRuntime();
+  LiveRuntime(const LiveRuntime&) = delete;
+  LiveRuntime& operator=(const LiveRuntime&) = delete;
+
+  // Cheap, thread-safe, never throw (may be called from a CUDA callback).
+  void on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) noexcept;
+  void on_complete(std::int64_t correlation, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns) noexcept;
+
+  // Stops the thread after it handled every queued event, restores the default clocks, returns the figures.
+  LiveStats stop();
+
+ private:
+  struct Event {
+    bool launch;
+    std::int64_t correlation, a, b;  // launch: cpu_ns; complete: start, end
+    std::string name;
+  };
+  void loop();
+  void handle(Event& e);
+
+  const ClockPlan& plan_;
+  Actuator& act_;
+  PositionPredictor pred_;
+  ActuationScheduler sched_;
+  double latency_ns_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Event> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+  // Runtime-thread state.
+  std::vector<std::pair<std::int64_t, std::int64_t>> corr_pos_;  // ring: correlation -> absolute position
+  std::vector<std::pair<double, model::ClockPair>> landings_;
+  std::int64_t first_abs_ = -1, last_abs_ = -1;
+  LiveStats stats_;
+  bool stopped_ = false;
+};
+
+}  // namespace gearshift::runtime

@@ -1,0 +1,257 @@
+#include "runtime/replay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+#include "trace/iteration.hpp"
+
+namespace gearshift::runtime {
+
+Perturbation parse_perturbation(const std::string& text) {
+  Perturbation p;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("perturbation '" + item + "': expected KEY=P");
+    std::string key = item.substr(0, eq), val = item.substr(eq + 1);
+    double scale = 1;
+    if (!val.empty() && val.back() == '%') {
+      val.pop_back();
+      scale = 0.01;
+    }
+    double v = 0;
+    try {
+      std::size_t used = 0;
+      v = std::stod(val, &used) * scale;
+      if (used != val.size()) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw std::invalid_argument("perturbation '" + item + "': not a number");
+    }
+    if (!(v >= 0 && v <= 1)) throw std::invalid_argument("perturbation '" + item + "': must be in 0..1");
+    if (key == "drop") p.drop = v;
+    else if (key == "insert") p.insert = v;
+    else if (key == "swap") p.swap = v;
+    else throw std::invalid_argument("perturbation '" + item + "': unknown kind (drop, insert, swap)");
+  }
+  return p;
+}
+
+namespace {
+
+struct ReplayOp {
+  std::int32_t id = -1;     // template id (predictor's), -1 unknown
+  bool kernel = true;
+  double launch = 0, start = 0, end = 0;  // ns
+  std::int64_t truth_pos = -1;            // template position, -1 none
+  std::int64_t truth_step = -1;
+};
+
+// LCS alignment of one step's op names to the plan's; writes matched positions into truth.
+void align_step(const std::vector<std::int32_t>& ops, const std::vector<std::int32_t>& tmpl,
+                std::vector<std::int64_t>& truth) {
+  const std::size_t m = ops.size(), n = tmpl.size();
+  std::vector<std::uint16_t> dp((m + 1) * (n + 1), 0);
+  auto at = [&](std::size_t i, std::size_t j) -> std::uint16_t& { return dp[i * (n + 1) + j]; };
+  for (std::size_t i = 1; i <= m; ++i)
+    for (std::size_t j = 1; j <= n; ++j)
+      at(i, j) = (ops[i - 1] >= 0 && ops[i - 1] == tmpl[j - 1]) ? static_cast<std::uint16_t>(at(i - 1, j - 1) + 1)
+                                                                 : std::max(at(i - 1, j), at(i, j - 1));
+  std::size_t i = m, j = n;
+  while (i > 0 && j > 0) {
+    if (ops[i - 1] >= 0 && ops[i - 1] == tmpl[j - 1] && at(i, j) == at(i - 1, j - 1) + 1) {
+      truth[i - 1] = static_cast<std::int64_t>(j - 1);
+      --i, --j;
+    } else if (at(i - 1, j) >= at(i, j - 1)) {
+      --i;
+    } else {
+      --j;
+    }
+  }
+}
+
+}  // namespace
+
+ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const ReplayOptions& o, Actuator* actuator) {
+  std::vector<std::string> names;
+  for (const auto& p : plan.positions) names.push_back(p.name);
+  PositionPredictor pred(names, o.predictor);
+  std::vector<std::int32_t> tmpl;
+  for (const auto& n : names) tmpl.push_back(pred.id_of(n));
+
+  trace::IterationAnalysis an = trace::detect_iterations(trace);
+  // The launch stream: the analysed device's ops in GPU start order.
+  std::vector<ReplayOp> ops;
+  std::vector<std::int32_t> name_ids;  // per trace name
+  for (const auto& n : trace.names) name_ids.push_back(pred.id_of(n));
+  for (const auto& r : trace.ops) {
+    if (r.device != an.device) continue;
+    ReplayOp op;
+    op.id = name_ids[r.name_id];
+    op.kernel = r.kind == trace::OpKind::kernel;
+    op.start = static_cast<double>(r.start_ns);
+    op.end = static_cast<double>(r.end_ns());
+    op.launch = r.launch_ns >= 0 ? static_cast<double>(r.launch_ns) : op.start - o.cpu_lead_ns;
+    ops.push_back(op);
+  }
+  std::size_t k = 0;
+  for (std::size_t s = 0; s < an.iterations.size(); ++s) {
+    const auto& it = an.iterations[s];
+    while (k < ops.size() && ops[k].start < static_cast<double>(it.start_ns)) ++k;
+    std::size_t b = k;
+    while (k < ops.size() && ops[k].start <= static_cast<double>(it.end_ns)) ++k;
+    std::vector<std::int32_t> seq;
+    for (std::size_t i = b; i < k; ++i) seq.push_back(ops[i].id);
+    std::vector<std::int64_t> truth(seq.size(), -1);
+    align_step(seq, tmpl, truth);
+    for (std::size_t i = b; i < k; ++i) {
+      ops[i].truth_pos = truth[i - b];
+      if (truth[i - b] >= 0) ops[i].truth_step = static_cast<std::int64_t>(s);
+    }
+  }
+
+  ReplayResult res;
+  // Perturb the launch stream.
+  std::mt19937_64 rng(o.perturb.seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uniform_int_distribution<std::size_t> any(0, tmpl.size() - 1);
+  std::vector<ReplayOp> live;
+  live.reserve(ops.size() + ops.size() / 16);
+  for (const auto& op : ops) {
+    if (o.perturb.drop > 0 && u(rng) < o.perturb.drop) {
+      ++res.dropped_ops;
+      continue;
+    }
+    live.push_back(op);
+    if (o.perturb.insert > 0 && u(rng) < o.perturb.insert) {
+      ReplayOp ins;
+      ins.id = tmpl[any(rng)];
+      ins.launch = op.launch;
+      ins.start = ins.end = op.end;  // a zero-length kernel: it takes no GPU time from the scored ones
+      live.push_back(ins);
+      ++res.inserted_ops;
+    }
+  }
+  for (std::size_t i = 0; i + 1 < live.size(); ++i) {
+    if (o.perturb.swap > 0 && u(rng) < o.perturb.swap) {
+      // The two launches trade order; each keeps its identity, the GPU slots stay where they were.
+      std::swap(live[i].id, live[i + 1].id);
+      std::swap(live[i].truth_pos, live[i + 1].truth_pos);
+      std::swap(live[i].truth_step, live[i + 1].truth_step);
+      std::swap(live[i].kernel, live[i + 1].kernel);
+      ++res.swapped_ops;
+      ++i;
+    }
+  }
+  for (std::size_t i = 1; i < live.size(); ++i) live[i].launch = std::max(live[i].launch, live[i - 1].launch);
+
+  // Virtual-time event loop: launches, activity records, scheduler wake-ups.
+  ActuationScheduler sched(plan, o.scheduler);
+  std::vector<std::size_t> by_done(live.size());
+  for (std::size_t i = 0; i < live.size(); ++i) by_done[i] = i;
+  std::stable_sort(by_done.begin(), by_done.end(), [&](std::size_t a, std::size_t b) { return live[a].end < live[b].end; });
+  std::vector<std::int64_t> assigned(live.size(), -1);
+  std::vector<bool> launched(live.size(), false);
+  std::vector<std::pair<double, model::ClockPair>> landings{{-std::numeric_limits<double>::infinity(), plan.default_clocks}};
+  const double L = o.scheduler.switch_latency_ns;
+  std::uint64_t right = 0, strict = 0, next_right = 0;
+  // Positions in one run of identical consecutive names cannot be told apart until the run ends.
+  std::vector<std::size_t> run_of(tmpl.size());
+  for (std::size_t p = 0; p < tmpl.size(); ++p) run_of[p] = p > 0 && tmpl[p] == tmpl[p - 1] ? run_of[p - 1] : p;
+  std::int64_t first_abs = -1, last_abs = -1;
+  const auto n = static_cast<std::int64_t>(tmpl.size());
+  auto take = [&](const std::vector<ClockChange>& cs) {
+    for (const auto& c : cs) {
+      landings.emplace_back(static_cast<double>(c.issue_ns) + L, c.clocks);
+      if (actuator) actuator->apply(c, tmpl.size());
+    }
+  };
+  std::size_t il = 0, ic = 0;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  while (il < live.size() || ic < by_done.size()) {
+    const double tl = il < live.size() ? live[il].launch : kInf;
+    const double tc = ic < by_done.size() ? live[by_done[ic]].end + o.activity_delay_ns : kInf;
+    auto w = sched.next_wakeup_ns();
+    const double tw = w ? static_cast<double>(*w) : kInf;
+    if (tw < tl && tw < tc) {
+      take(sched.poll(*w));
+      continue;
+    }
+    if (tl <= tc) {
+      ReplayOp& op = live[il];
+      const std::int64_t expected = pred.next_position();
+      Alignment a = pred.observe(op.id);
+      sched.on_launch(a.position, a.state == PredictorState::locked);
+      if (a.state == PredictorState::locked && a.matched) assigned[il] = a.position;
+      if (a.state == PredictorState::locked) {
+        if (first_abs < 0) first_abs = a.position;
+        last_abs = std::max(last_abs, a.position);
+      }
+      ++res.launches;
+      if (op.truth_pos >= 0 && op.truth_step >= 1) {
+        ++res.scored_launches;
+        const bool locked_match = a.state == PredictorState::locked && a.matched;
+        if (locked_match && a.position % n == op.truth_pos) ++strict;
+        if (locked_match && run_of[static_cast<std::size_t>(a.position % n)] == run_of[static_cast<std::size_t>(op.truth_pos)]) ++right;
+        else if (std::getenv("GEARSHIFT_REPLAY_DEBUG"))
+          std::fprintf(stderr, "miss launch %zu truth %lld got %lld matched %d state %d id %d\n", il,
+                       static_cast<long long>(op.truth_pos), static_cast<long long>(a.position % n), a.matched ? 1 : 0,
+                       static_cast<int>(a.state), op.id);
+        if (expected >= 0 && run_of[static_cast<std::size_t>(expected % n)] == run_of[static_cast<std::size_t>(op.truth_pos)]) ++next_right;
+      }
+      launched[il] = true;
+      ++il;
+      take(sched.poll(static_cast<std::int64_t>(tl)));
+    } else {
+      const std::size_t i = by_done[ic];
+      if (!launched[i]) {  // cannot complete before its launch (a swapped pair): wait for it
+        live[i].end = std::max(live[i].end, live[il].launch - o.activity_delay_ns);
+        std::stable_sort(by_done.begin() + static_cast<std::ptrdiff_t>(ic), by_done.end(),
+                         [&](std::size_t a, std::size_t b) { return live[a].end < live[b].end; });
+        continue;
+      }
+      ++ic;
+      if (assigned[i] >= 0)
+        sched.on_complete(assigned[i], static_cast<std::int64_t>(live[i].start), static_cast<std::int64_t>(live[i].end));
+      take(sched.poll(static_cast<std::int64_t>(tc)));
+    }
+  }
+
+  // In-time fraction: overlap of each scored kernel with the intervals where its intended clocks held.
+  double total = 0, good = 0;
+  for (const auto& op : live) {
+    if (!op.kernel || op.truth_pos < 0 || op.truth_step < 1 || op.end <= op.start) continue;
+    const model::ClockPair& want = plan.positions[static_cast<std::size_t>(op.truth_pos)].clocks;
+    total += op.end - op.start;
+    auto it = std::upper_bound(landings.begin(), landings.end(), op.start,
+                               [](double t, const auto& seg) { return t < seg.first; });
+    std::size_t s = static_cast<std::size_t>(it - landings.begin()) - 1;
+    for (; s < landings.size() && landings[s].first < op.end; ++s) {
+      const double a = std::max(op.start, landings[s].first);
+      const double b = s + 1 < landings.size() ? std::min(op.end, landings[s + 1].first) : op.end;
+      if (b > a && landings[s].second == want) good += b - a;
+    }
+  }
+  const auto& st = sched.stats();
+  res.prediction_accuracy = res.scored_launches ? static_cast<double>(right) / static_cast<double>(res.scored_launches) : 0;
+  res.strict_position_accuracy = res.scored_launches ? static_cast<double>(strict) / static_cast<double>(res.scored_launches) : 0;
+  res.next_kernel_accuracy = res.scored_launches ? static_cast<double>(next_right) / static_cast<double>(res.scored_launches) : 0;
+  res.in_time_fraction = total > 0 ? good / total : 0;
+  res.changes = st.issued;
+  res.dropped_changes = st.dropped;
+  res.merged_changes = st.merged;
+  res.late_changes = st.late;
+  res.steps = first_abs < 0 ? 0 : static_cast<std::uint64_t>(last_abs / n - first_abs / n + 1);
+  res.relocks = pred.relocks();
+  res.losses = pred.losses();
+  return res;
+}
+
+}  // namespace gearshift::runtime

@@ -1,0 +1,54 @@
+// Replay: drives the predictor and the scheduler with a recorded trace's launch stream in virtual time (no
+// GPU), optionally perturbed, and scores them. The virtual clock is the trace's (ns). Launch times come from
+// the trace when it has them, else start − cpu_lead (the CPU running ahead of the GPU). A kernel's activity
+// record reaches the runtime activity_delay after it ends. Ground truth: each detected step's ops are aligned
+// to the plan's positions by name (longest common subsequence); ops outside steps, and inserted ops, have none.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/actuator.hpp"
+#include "runtime/clock_plan.hpp"
+#include "runtime/predictor.hpp"
+#include "runtime/scheduler.hpp"
+#include "trace/record.hpp"
+
+namespace gearshift::runtime {
+
+struct Perturbation {
+  double drop = 0, insert = 0, swap = 0;  // probabilities per launch, 0..1
+  std::uint64_t seed = 1;
+};
+// Parses "drop=0.01,insert=0.01,swap=0" (values in 0..1, or with % as percent). Throws std::invalid_argument.
+Perturbation parse_perturbation(const std::string& text);
+
+struct ReplayOptions {
+  SchedulerOptions scheduler;
+  PredictorOptions predictor;
+  Perturbation perturb;
+  double cpu_lead_ns = 2e6;        // launch = start − this when the trace has no launch times, ns
+  double activity_delay_ns = 1e6;  // completion known this long after the kernel ends, ns
+};
+
+struct ReplayResult {
+  // Launches after the first step placed at their true position. Positions inside one run of identical
+  // consecutive kernel names count as one (the launch stream cannot tell which of them a missing launch was
+  // until the run ends, and they share a phase); strict_position_accuracy does not merge them.
+  double prediction_accuracy = 0;
+  double strict_position_accuracy = 0;
+  double next_kernel_accuracy = 0;  // launches after the first step that the predictor expected (runs merged)
+  double in_time_fraction = 0;      // kernel time after the first step at its intended clocks (given L)
+  std::uint64_t changes = 0, dropped_changes = 0, merged_changes = 0, late_changes = 0;
+  std::uint64_t steps = 0;          // steps the predictor went through
+  std::uint64_t launches = 0, scored_launches = 0;
+  std::uint64_t dropped_ops = 0, inserted_ops = 0, swapped_ops = 0;
+  std::uint64_t relocks = 0, losses = 0;
+};
+
+// Throws trace::NoIterationError when the trace has no steps to score.
+ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const ReplayOptions& options,
+                    Actuator* actuator = nullptr);
+
+}  // namespace gearshift::runtime

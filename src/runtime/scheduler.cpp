@@ -1,0 +1,127 @@
+#include "runtime/scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gearshift::runtime {
+
+namespace {
+std::int64_t mod(std::int64_t a, std::int64_t n) { return ((a % n) + n) % n; }
+std::int64_t floordiv(std::int64_t a, std::int64_t n) { return (a - mod(a, n)) / n; }
+model::ClockPair max_of(const model::ClockPair& a, const model::ClockPair& b) {
+  return {std::max(a.sm_mhz, b.sm_mhz), std::max(a.mem_mhz, b.mem_mhz)};
+}
+}  // namespace
+
+ActuationScheduler::ActuationScheduler(const ClockPlan& plan, SchedulerOptions options)
+    : plan_(plan), o_(options), changes_(plan.change_positions()), requested_(plan.default_clocks) {
+  if (o_.horizon_positions < 0) o_.horizon_positions = static_cast<std::int64_t>(plan.size());
+}
+
+double ActuationScheduler::offset(std::int64_t abs) const {
+  const auto n = static_cast<std::int64_t>(plan_.size());
+  return static_cast<double>(floordiv(abs, n)) * plan_.period_ns +
+         plan_.positions[static_cast<std::size_t>(mod(abs, n))].start_offset_ns;
+}
+
+model::ClockPair ActuationScheduler::clocks_at(std::int64_t abs) const {
+  return plan_.positions[static_cast<std::size_t>(mod(abs, static_cast<std::int64_t>(plan_.size())))].clocks;
+}
+
+std::int64_t ActuationScheduler::next_change_at_or_after(std::int64_t abs) const {
+  const auto n = static_cast<std::int64_t>(plan_.size());
+  if (changes_.empty()) return INT64_MAX;
+  const std::int64_t step = floordiv(abs, n);
+  const auto p = static_cast<std::size_t>(mod(abs, n));
+  auto it = std::lower_bound(changes_.begin(), changes_.end(), p);
+  if (it != changes_.end()) return step * n + static_cast<std::int64_t>(*it);
+  return (step + 1) * n + static_cast<std::int64_t>(changes_.front());
+}
+
+std::optional<double> ActuationScheduler::estimate_start_ns(std::int64_t abs) const {
+  if (anchor_abs_ < 0) return std::nullopt;
+  const double anchor_end_offset =
+      offset(anchor_abs_) + plan_.positions[static_cast<std::size_t>(mod(anchor_abs_, static_cast<std::int64_t>(plan_.size())))].duration_ns;
+  return anchor_end_ns_ + (offset(abs) - anchor_end_offset);
+}
+
+void ActuationScheduler::on_launch(std::int64_t abs, bool locked) {
+  if (!locked) {
+    locked_ = false;
+    synced_ = false;
+    return;
+  }
+  if (!locked_) synced_ = false;
+  locked_ = true;
+  last_launch_ = std::max(last_launch_, abs);
+  if (abs < last_launch_ - static_cast<std::int64_t>(plan_.size())) last_launch_ = abs;  // renumbered after relock
+}
+
+void ActuationScheduler::on_complete(std::int64_t abs, std::int64_t /*gpu_start_ns*/, std::int64_t gpu_end_ns) {
+  if (abs < 0) return;
+  // The latest completion defines where the GPU is; an older one arriving late says nothing new.
+  if (static_cast<double>(gpu_end_ns) < anchor_end_ns_ && anchor_abs_ >= 0 && abs <= anchor_abs_) return;
+  anchor_abs_ = abs;
+  anchor_end_ns_ = static_cast<double>(gpu_end_ns);
+}
+
+std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {
+  std::vector<ClockChange> out;
+  wakeup_.reset();
+  const auto now = static_cast<double>(now_ns);
+  if (!locked_ || anchor_abs_ < 0 || anchor_abs_ < last_launch_ - 2 * static_cast<std::int64_t>(plan_.size())) {
+    if (!requested_default_) {
+      out.push_back({now_ns, now_ns, -1, plan_.default_clocks, true, false});
+      requested_ = plan_.default_clocks;
+      requested_default_ = true;
+      ++stats_.issued;
+    }
+    return out;
+  }
+  const double L = o_.switch_latency_ns;
+  if (!synced_) {
+    // (Re)locked: skip boundaries that cannot be met and set the clocks of the phase the GPU will be in.
+    std::int64_t c = next_change_at_or_after(anchor_abs_ + 1);
+    while (c != INT64_MAX && *estimate_start_ns(c) < now + L) c = next_change_at_or_after(c + 1);
+    cursor_ = c;
+    synced_ = true;
+    model::ClockPair want = c == INT64_MAX ? clocks_at(anchor_abs_ + 1) : clocks_at(c - 1);
+    if (requested_default_ || !(want == requested_)) {
+      out.push_back({now_ns, static_cast<std::int64_t>(now + L), c == INT64_MAX ? -1 : c - 1, want, false, false});
+      requested_ = want;
+      requested_default_ = false;
+      ++stats_.issued;
+    }
+  }
+  const std::int64_t limit = last_launch_ + o_.horizon_positions;
+  while (cursor_ != INT64_MAX && cursor_ <= limit) {
+    const double land = *estimate_start_ns(cursor_);
+    if (now < land - L) {
+      wakeup_ = static_cast<std::int64_t>(std::ceil(land - L));
+      break;
+    }
+    // Merge the boundaries that follow within the minimum interval; the span keeps the highest clocks.
+    model::ClockPair want = clocks_at(cursor_);
+    std::int64_t next = next_change_at_or_after(cursor_ + 1);
+    while (next != INT64_MAX && *estimate_start_ns(next) - land < o_.min_interval_ns) {
+      want = max_of(want, clocks_at(next));
+      ++stats_.merged;
+      next = next_change_at_or_after(next + 1);
+    }
+    const bool late = now + L > land + o_.late_tolerance_ns;
+    const bool raises = want.sm_mhz > requested_.sm_mhz || want.mem_mhz > requested_.mem_mhz;
+    if (late && !raises) {
+      ++stats_.dropped;
+    } else if (!(want == requested_) || requested_default_) {
+      out.push_back({now_ns, static_cast<std::int64_t>(land), cursor_, want, false, late});
+      requested_ = want;
+      requested_default_ = false;
+      ++stats_.issued;
+      if (late) ++stats_.late;
+    }
+    cursor_ = next;
+  }
+  return out;
+}
+
+}  // namespace gearshift::runtime

@@ -1,0 +1,81 @@
+// Actuation scheduler: decides when to issue each clock change of the plan.
+//
+// The GPU runs behind the CPU's launches. From the last completed kernel whose position is known (its GPU end
+// time) and the template's start offsets, it estimates when the GPU reaches each upcoming phase boundary and
+// issues the boundary's change the switch latency L before it. Changes closer together than the minimum
+// interval are merged (the merged span gets the highest clocks of its phases, so it never runs slower than
+// planned); a change that can no longer land in time is dropped and counted, unless it raises a clock (then it
+// is issued late: running slow is worse than running fast). While the predictor searches, the default clocks
+// are requested. All times are ns on one clock (wall clock live, virtual time in replay). Not thread-safe: the
+// runtime thread (or replay) drives it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "runtime/clock_plan.hpp"
+
+namespace gearshift::runtime {
+
+struct SchedulerOptions {
+  double switch_latency_ns = 0;  // L: a change lands this long after it is issued, ns
+  double min_interval_ns = 0;    // changes closer than this are merged, ns
+  // A change landing later than boundary + this is late, ns. Not 0: a live thread wakes some µs after the
+  // issue time it asked for, and a change landing that little after its boundary still serves its phase.
+  double late_tolerance_ns = 0.5e6;
+  std::int64_t horizon_positions = -1;  // never plan beyond the last launch + this many positions; -1: one step
+};
+
+struct ClockChange {
+  std::int64_t issue_ns = 0;       // when it is (to be) issued, ns
+  std::int64_t boundary_ns = 0;    // estimated GPU time of the boundary it serves, ns (issue time for defaults)
+  std::int64_t position = -1;      // absolute template position of the boundary; -1: restore defaults
+  model::ClockPair clocks;         // MHz
+  bool is_default = false;         // the GPU's default clocks (searching / restore)
+  bool late = false;               // issued although it lands after its boundary (a raise)
+};
+
+struct SchedulerStats {
+  std::uint64_t issued = 0, dropped = 0, merged = 0, late = 0;
+};
+
+class ActuationScheduler {
+ public:
+  ActuationScheduler(const ClockPlan& plan, SchedulerOptions options);
+
+  // The predictor placed a launch at absolute position `abs` (-1 / locked=false: searching).
+  void on_launch(std::int64_t abs, bool locked);
+  // A kernel at absolute position `abs` ran on the GPU from start to end (ns, same clock as `now`).
+  void on_complete(std::int64_t abs, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns);
+  // The changes to issue now (at most a few); call at each event and at next_wakeup_ns().
+  std::vector<ClockChange> poll(std::int64_t now_ns);
+  // When poll should run next without a new event; nullopt: only on the next event.
+  std::optional<std::int64_t> next_wakeup_ns() const { return wakeup_; }
+
+  // Estimated GPU start of absolute position `abs` from the current anchor; nullopt without an anchor.
+  std::optional<double> estimate_start_ns(std::int64_t abs) const;
+  const SchedulerStats& stats() const { return stats_; }
+  const model::ClockPair& requested() const { return requested_; }
+
+ private:
+  double offset(std::int64_t abs) const;           // template start offset of abs from step 0, ns
+  std::int64_t next_change_at_or_after(std::int64_t abs) const;
+  model::ClockPair clocks_at(std::int64_t abs) const;
+
+  const ClockPlan& plan_;
+  SchedulerOptions o_;
+  std::vector<std::size_t> changes_;  // template change positions, ascending
+  bool locked_ = false;
+  bool synced_ = false;               // cursor valid for the current lock
+  std::int64_t last_launch_ = -1;
+  std::int64_t anchor_abs_ = -1;
+  double anchor_end_ns_ = 0;
+  std::int64_t cursor_ = 0;           // next change boundary (absolute position) not yet handled
+  model::ClockPair requested_;
+  bool requested_default_ = true;
+  std::optional<std::int64_t> wakeup_;
+  SchedulerStats stats_;
+};
+
+}  // namespace gearshift::runtime

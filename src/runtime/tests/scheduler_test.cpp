@@ -1,0 +1,105 @@
+#include "runtime/scheduler.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gearshift::runtime {
+namespace {
+
+// Four 10 ms kernels per 40 ms step; clocks change at position 2 (to 1200) and back at 0 (to 1980).
+ClockPlan plan4() {
+  ClockPlan p;
+  p.gpu = "h200";
+  p.period_ns = 40e6;
+  p.default_clocks = {1980, 3201};
+  for (int i = 0; i < 4; ++i)
+    p.positions.push_back({std::string(1, static_cast<char>('a' + i)), 10e6, i * 10e6, i < 2 ? model::ClockPair{1980, 3201} : model::ClockPair{1200, 3201}});
+  return p;
+}
+
+TEST(Scheduler, ChangePositionsAreCyclic) {
+  auto p = plan4();
+  EXPECT_EQ(p.change_positions(), (std::vector<std::size_t>{0, 2}));
+}
+
+TEST(Scheduler, IssuesEachChangeLatencyAhead) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6, .min_interval_ns = 1e6});
+  s.on_launch(0, true);
+  s.on_launch(1, true);
+  s.on_complete(0, 0, 10'000'000);  // position 0 ended at 10 ms: position 2 starts at 20 ms
+  auto c = s.poll(10'000'000);
+  ASSERT_EQ(c.size(), 1u);  // sync: the GPU is in phase [0,2) -> 1980
+  EXPECT_EQ(c[0].clocks.sm_mhz, 1980);
+  ASSERT_TRUE(s.next_wakeup_ns());
+  EXPECT_EQ(*s.next_wakeup_ns(), 17'000'000);  // 20 ms - L
+  c = s.poll(17'000'000);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].position, 2);
+  EXPECT_EQ(c[0].clocks.sm_mhz, 1200);
+  EXPECT_EQ(c[0].boundary_ns, 20'000'000);
+  EXPECT_EQ(*s.next_wakeup_ns(), 37'000'000);  // next step's position 0 at 40 ms
+  EXPECT_EQ(s.stats().dropped, 0u);
+}
+
+TEST(Scheduler, DropsLateLoweringAndIssuesLateRaise) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6});
+  s.on_launch(1, true);
+  s.on_complete(0, 0, 10'000'000);
+  s.poll(10'000'000);
+  // The GPU turns out to be faster: position 1 already ended at 13 ms, so position 2 starts at 13 ms.
+  s.on_complete(1, 10'000'000, 13'000'000);
+  auto c = s.poll(13'000'000);
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(s.stats().dropped, 1u);  // lowering to 1200 cannot land before 13 ms
+}
+
+TEST(Scheduler, IssuesLateRaise) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6});
+  s.on_launch(3, true);
+  s.on_complete(2, 20'000'000, 30'000'000);
+  auto c = s.poll(30'000'000);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].clocks.sm_mhz, 1200);  // in the low phase
+  s.on_complete(3, 30'000'000, 32'000'000);  // faster than the template: next step starts at 32 ms
+  c = s.poll(36'000'000);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(c[0].late);
+  EXPECT_EQ(c[0].clocks.sm_mhz, 1980);
+  EXPECT_EQ(s.stats().late, 1u);
+  EXPECT_EQ(s.stats().dropped, 0u);
+}
+
+TEST(Scheduler, MergesChangesCloserThanMinInterval) {
+  auto p = plan4();
+  p.positions[3].clocks = {1980, 3201};  // phase [2,3) lasts 10 ms only
+  ActuationScheduler s(p, {.switch_latency_ns = 1e6, .min_interval_ns = 15e6});
+  s.on_launch(1, true);
+  s.on_complete(0, 0, 10'000'000);
+  s.poll(10'000'000);
+  auto c = s.poll(*s.next_wakeup_ns());
+  // The 1200 phase is merged with the 1980 one after it: nothing to change.
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(s.stats().merged, 1u);
+  EXPECT_EQ(s.requested().sm_mhz, 1980);
+}
+
+TEST(Scheduler, SearchingRequestsDefaults) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 0});
+  s.on_launch(2, true);
+  s.on_complete(2, 20'000'000, 30'000'000);
+  auto c = s.poll(30'000'000);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].clocks.sm_mhz, 1200);
+  s.on_launch(-1, false);
+  c = s.poll(31'000'000);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(c[0].is_default);
+  EXPECT_EQ(c[0].clocks, p.default_clocks);
+  EXPECT_TRUE(s.poll(32'000'000).empty());  // only once
+}
+
+}  // namespace
+}  // namespace gearshift::runtime
