@@ -34,5 +34,6 @@ void add_monitor_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_pipeline_command(CLI::App& app);
 
 }  // namespace gearshift::cli

@@ -1,0 +1,207 @@
+#include "plan/pipeline/frontier.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/pipeline/error.hpp"
+#include "plan/pipeline/min_cut.hpp"
+#include "plan/pipeline/warm_flow.hpp"
+
+namespace gearshift::pipeline {
+
+namespace {
+
+constexpr double kMicro = 1e6;  // capacities in µJ
+
+struct Csr {
+  std::vector<int> start, adj;
+};
+
+Csr make_csr(int n, const std::vector<std::pair<int, int>>& edges, bool forward) {
+  Csr c;
+  c.start.assign(static_cast<std::size_t>(n) + 1, 0);
+  for (auto [u, v] : edges) ++c.start[static_cast<std::size_t>(forward ? u : v) + 1];
+  for (int i = 0; i < n; ++i) c.start[i + 1] += c.start[i];
+  c.adj.resize(edges.size());
+  std::vector<int> pos(c.start.begin(), c.start.end() - 1);
+  for (auto [u, v] : edges) c.adj[pos[forward ? u : v]++] = forward ? v : u;
+  return c;
+}
+
+// Earliest/latest schedule of a DAG, reused every step.
+struct Cpm {
+  int n = 0;
+  Csr succ, pred;
+  std::vector<int> topo;
+  std::vector<long> es, lf;
+
+  explicit Cpm(const FrontierInput& in) : n(in.num_ops) {
+    for (auto [u, v] : in.edges)
+      if (u < 0 || v < 0 || u >= n || v >= n || u == v) throw PipelineError("frontier: edge out of range");
+    succ = make_csr(n, in.edges, true);
+    pred = make_csr(n, in.edges, false);
+    std::vector<int> indeg(n);
+    for (int v = 0; v < n; ++v) indeg[v] = pred.start[v + 1] - pred.start[v];
+    for (int v = 0; v < n; ++v)
+      if (!indeg[v]) topo.push_back(v);
+    for (std::size_t k = 0; k < topo.size(); ++k)
+      for (int e = succ.start[topo[k]]; e < succ.start[topo[k] + 1]; ++e)
+        if (--indeg[succ.adj[e]] == 0) topo.push_back(succ.adj[e]);
+    if (static_cast<int>(topo.size()) != n) throw PipelineError("frontier: the instruction graph has a cycle");
+    es.resize(n);
+    lf.resize(n);
+  }
+
+  long run(const std::vector<int>& d) {
+    long T = 0;
+    for (int v : topo) {
+      long s = 0;
+      for (int e = pred.start[v]; e < pred.start[v + 1]; ++e) s = std::max(s, es[pred.adj[e]] + d[pred.adj[e]]);
+      es[v] = s;
+      T = std::max(T, s + d[v]);
+    }
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+      int v = *it;
+      long f = T;
+      for (int e = succ.start[v]; e < succ.start[v + 1]; ++e) f = std::min(f, lf[succ.adj[e]] - d[succ.adj[e]]);
+      lf[v] = f;
+    }
+    return T;
+  }
+  bool critical(int v, const std::vector<int>& d) const { return lf[v] - d[v] == es[v]; }
+};
+
+std::int64_t micro(double j) { return static_cast<std::int64_t>(std::floor(j * kMicro)); }
+
+}  // namespace
+
+std::vector<int> Frontier::durations_at(std::size_t point) const {
+  std::vector<int> d = initial;
+  for (std::size_t k = 0; k < point && k < changes.size(); ++k)
+    for (auto [op, delta] : changes[k]) d[op] += delta;
+  return d;
+}
+
+int makespan(const FrontierInput& in, const std::vector<int>& durations) {
+  Cpm cpm(in);
+  return static_cast<int>(cpm.run(durations));
+}
+
+Frontier compute_frontier(const FrontierInput& in) {
+  if (static_cast<int>(in.costs.size()) != in.num_ops) throw PipelineError("frontier: one cost table per operation");
+  for (const auto& c : in.costs)
+    if (c.cost.empty()) throw PipelineError("frontier: empty cost table");
+  const int n = in.num_ops;
+  Cpm cpm(in);
+  Frontier fr;
+  fr.unit_s = in.unit_s;
+  fr.gpus = in.gpus;
+  fr.blocking_power_w = in.blocking_power_w;
+  std::vector<int> d(n);
+  for (int i = 0; i < n; ++i) d[i] = in.costs[i].q_max();
+  fr.initial = d;
+  auto record = [&](long T) {
+    double compute = 0;
+    for (int i = 0; i < n; ++i) compute += in.costs[i].at(d[i]);
+    fr.points.push_back({static_cast<int>(T), compute, compute + in.gpus * static_cast<double>(T) * in.unit_s * in.blocking_power_w});
+  };
+  long T = cpm.run(d);
+  record(T);
+
+  MinCut boost_cut;
+  WarmFlow warm;
+  const bool use_boost = in.engine == CutEngine::kBoostBk;
+  // Flow of every arc that can appear, by identity, carried from step to step for the warm start:
+  // [0,n) operation arcs, [n,n+E) precedence arcs, then entry, exit, source→node and node→sink arcs.
+  const int E = static_cast<int>(in.edges.size());
+  const int id_entry = n + E, id_exit = id_entry + n, id_usrc = id_exit + n, id_usnk = id_usrc + 2 * n;
+  std::vector<std::int64_t> carried(static_cast<std::size_t>(id_usnk + 2 * n), 0);
+  std::vector<int> last_ids;
+  std::vector<std::pair<int, int>> arc_ids;  // (warm arc index, identity)
+  // Precedence edge index by (u, position in succ list).
+  std::vector<int> edge_id(in.edges.size());
+  {
+    std::vector<int> pos(cpm.succ.start.begin(), cpm.succ.start.end() - 1);
+    for (int k = 0; k < E; ++k) edge_id[static_cast<std::size_t>(pos[in.edges[k].first]++)] = k;
+  }
+  std::vector<int> node_of(n, -1);  // critical op i -> its start node; end node = start + 1
+  std::vector<int> crit;
+  std::vector<std::int64_t> unary;
+  while (true) {
+    crit.clear();
+    for (int v : cpm.topo)
+      if (cpm.critical(v, d)) crit.push_back(v);
+    const int source = 0, sink = 1;
+    int nodes = 2;
+    for (int v : crit) {
+      node_of[v] = nodes;
+      nodes += 2;
+    }
+    if (use_boost) boost_cut.reset(nodes, source, sink);
+    else warm.reset(nodes, source, sink);
+    arc_ids.clear();
+    auto add = [&](int u, int v, std::int64_t cap, int identity) {
+      if (use_boost) boost_cut.add_edge(u, v, cap);
+      else arc_ids.emplace_back(warm.add_arc(u, v, cap, carried[static_cast<std::size_t>(identity)]), identity);
+    };
+    unary.assign(static_cast<std::size_t>(nodes), 0);
+    for (int v : crit) {
+      const auto& c = in.costs[v];
+      const int s = node_of[v], e = s + 1;
+      // Speed-up cost c = f(d−1) − f(d) and slow-down refund r = f(d) − f(d+1), in µJ.
+      const bool can_fast = d[v] > c.q_min, can_slow = d[v] < c.q_max();
+      const std::int64_t refund = can_slow ? micro(c.at(d[v]) - c.at(d[v] + 1)) : 0;
+      std::int64_t up = MinCut::kInfinity;
+      if (can_fast) up = micro(c.at(d[v] - 1) - c.at(d[v])) + (can_slow ? 1 : 0);
+      // Crossing forward costs up; backward refunds `refund`: arc of capacity up − refund plus node terms.
+      add(s, e, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund), v);
+      unary[e] += refund;
+      unary[s] -= refund;
+      if (cpm.es[v] == 0) add(source, s, MinCut::kInfinity, id_entry + v);
+      if (cpm.lf[v] == T) add(e, sink, MinCut::kInfinity, id_exit + v);
+      for (int k = cpm.succ.start[v]; k < cpm.succ.start[v + 1]; ++k) {
+        int w = cpm.succ.adj[k];
+        if (cpm.critical(w, d) && cpm.es[v] + d[v] == cpm.es[w])
+          add(e, node_of[w], MinCut::kInfinity, n + edge_id[static_cast<std::size_t>(k)]);
+      }
+    }
+    for (int v : crit) {
+      for (int x : {node_of[v], node_of[v] + 1}) {
+        const int local = 2 * v + (x - node_of[v]);  // node identity independent of this step's numbering
+        if (unary[x] > 0) add(source, x, unary[x], id_usrc + local);
+        else if (unary[x] < 0) add(x, sink, -unary[x], id_usnk + local);
+      }
+    }
+    const std::int64_t value = use_boost ? boost_cut.solve() : warm.solve();
+    if (value >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
+    if (!use_boost) {
+      // Arcs absent from the next network must start from zero flow if they reappear later.
+      for (int identity : last_ids) carried[static_cast<std::size_t>(identity)] = 0;
+      last_ids.clear();
+      for (auto [arc, identity] : arc_ids) {
+        carried[static_cast<std::size_t>(identity)] = warm.flow(arc);
+        last_ids.push_back(identity);
+      }
+    }
+    const auto& side = use_boost ? boost_cut.source_side() : warm.source_side();
+    std::vector<std::pair<int, int>> delta;
+    for (int v : crit) {
+      const bool s_in = side[node_of[v]], e_in = side[node_of[v] + 1];
+      if (s_in && !e_in) delta.emplace_back(v, -1);
+      else if (!s_in && e_in && d[v] < in.costs[v].q_max()) delta.emplace_back(v, +1);
+    }
+    for (auto [v, dd] : delta) d[v] += dd;
+    long T2 = cpm.run(d);
+    if (T2 >= T) {  // no progress (not seen on any input); undo and stop rather than loop
+      for (auto [v, dd] : delta) d[v] -= dd;
+      cpm.run(d);
+      break;
+    }
+    T = T2;
+    fr.changes.push_back(std::move(delta));
+    record(T);
+  }
+  return fr;
+}
+
+}  // namespace gearshift::pipeline
