@@ -5,6 +5,7 @@ CMAKE_FLAGS ?=
 # The Python package is built in the same CMake build (no second C++ build) with a virtualenv's Python
 # that holds the pinned tools of python/requirements-dev.txt; its tests run against that build.
 VENV ?= .venv
+PYTHON3 ?= python3
 PYTHON_PKG ?= ON
 PY := $(abspath $(VENV))/bin/python
 ifeq ($(PYTHON_PKG),ON)
@@ -15,13 +16,13 @@ PY_FLAGS := -DGEARSHIFT_BUILD_PYTHON=OFF
 PY_DEPS :=
 endif
 
-.PHONY: all demo test configure build asan tsan clean venv pytest
+.PHONY: all demo test configure build asan tsan clean venv pytest pip-check
 
 all: build
 
 venv: $(VENV)/.ok
 $(VENV)/.ok: python/requirements-dev.txt
-	python3 -m venv $(VENV)
+	$(PYTHON3) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r python/requirements-dev.txt
 	touch $@
 
@@ -44,6 +45,10 @@ endif
 
 pytest:
 	PYTHONPATH=$(abspath $(BUILD))/python $(PY) -m pytest -q -p no:cacheprovider python/tests
+
+# `pip install .` into a fresh virtualenv and the 600 J window check through it (compiles the core again).
+pip-check: venv
+	GEARSHIFT_TEST_PIP_INSTALL=1 $(PY) -m pytest -q -p no:cacheprovider python/tests/test_pip_install.py
 
 # The suite under AddressSanitizer + UBSan, and under ThreadSanitizer (threaded parts). The Python extension
 # is left out there (a sanitized extension needs the sanitizer runtime preloaded into Python).

@@ -19,6 +19,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "cli/commands.hpp"
+#include "cli/open_gpus.hpp"
 #include "cli/plan_job.hpp"
 #include "cli/plan_ranks.hpp"
 #include "gpu/nvml.hpp"
