@@ -147,7 +147,7 @@ class Runtime {
  public:
   Runtime(const std::string& plan_path, bool apply, unsigned gpu_index, const std::string& dry_run_log,
           const std::string& watchdog_exe)
-      : dry_(dry_run_log) {
+      : dry_(std::make_unique<gearshift::runtime::DryRunActuator>(dry_run_log)) {
     try {
       plan_ = gearshift::runtime::load_plan(plan_path);
     } catch (const gearshift::runtime::PlanError& e) {
@@ -156,7 +156,7 @@ class Runtime {
     gearshift::runtime::SchedulerOptions so;
     so.switch_latency_ns = plan_.switch_latency_ns;
     so.min_interval_ns = plan_.switch_latency_ns;
-    gearshift::runtime::Actuator* act = &dry_;
+    gearshift::runtime::Actuator* act = dry_.get();
     if (apply) {
       nvml_ = open_nvml();
       auto devices = select_devices(*nvml_, std::vector<unsigned>{gpu_index});
@@ -175,7 +175,7 @@ class Runtime {
       } catch (const std::runtime_error& e) {
         raise("GearshiftError", e.what());
       }
-      nvml_act_ = std::make_unique<gearshift::runtime::NvmlActuator>(devices[0], false, dry_);
+      nvml_act_ = std::make_unique<gearshift::runtime::NvmlActuator>(devices[0], false, *dry_);
       act = nvml_act_.get();
     }
     int p[2];
@@ -205,6 +205,9 @@ class Runtime {
       rt_.reset();
       watchdog_.reset();  // after restore: says "restored"
       lock_.reset();
+      nvml_act_.reset();
+      if (dry_) dry_changes_ = dry_->count();
+      dry_.reset();  // closes (flushes) the dry-run log
     }
     nb::dict d;
     d["launches"] = s.launches;
@@ -213,7 +216,7 @@ class Runtime {
     d["dropped"] = s.dropped;
     d["prediction_accuracy"] = s.prediction_accuracy();
     d["in_time_fraction"] = s.in_time_fraction();
-    d["dry_run_changes"] = dry_.count();
+    d["dry_run_changes"] = dry_changes_;
     return d;
   }
 
@@ -235,7 +238,8 @@ class Runtime {
   }
 
   gearshift::runtime::ClockPlan plan_;
-  gearshift::runtime::DryRunActuator dry_;
+  std::unique_ptr<gearshift::runtime::DryRunActuator> dry_;
+  std::uint64_t dry_changes_ = 0;
   std::shared_ptr<const gearshift::gpu::Nvml> nvml_;
   std::unique_ptr<gearshift::runtime::GpuLock> lock_;
   std::unique_ptr<gearshift::runtime::Watchdog> watchdog_;

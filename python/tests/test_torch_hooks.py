@@ -2,6 +2,10 @@
 
 import json
 import os
+import pathlib
+import shutil
+import tempfile
+import time
 
 import pytest
 
@@ -9,17 +13,36 @@ import gearshift
 import gearshift.torch as gt
 
 
-def _plan_file(tmp_path, names=("gemm_a", "gemm_b", "ncclAllReduce"), clocks=((1980, 4800), (1200, 4800), (1980, 4800))):
+def _plan_file(tmp_path, names=("gemm_a", "gemm_b", "ncclAllReduce"), clocks=((1980, 3201), (1200, 3201), (1980, 3201))):
     positions, t = [], 0.0
     for name, (sm, mem) in zip(names, clocks):
-        positions.append({"name": name, "duration_us": 1000.0, "start_offset_us": t, "sm_clock_mhz": sm,
+        positions.append({"name": name, "duration_us": 2000.0, "start_offset_us": t, "sm_clock_mhz": sm,
                           "mem_clock_mhz": mem})
-        t += 1000.0
+        t += 2000.0
     plan = {"format": "gearshift-plan", "version": 1, "gpu": "h200", "switch_latency_us": 0.0,
             "period_us": t, "positions": positions}
     p = tmp_path / "plan.json"
     p.write_text(json.dumps(plan))
     return str(p)
+
+
+def _run_fake_job(write, steps, names=("gemm_a", "gemm_b", "ncclAllReduce"), dur_ns=2_000_000):
+    """A stand-in job (like src/runtime/tests/fake_job.cpp): launches a step's kernels at once, then reports
+    each kernel's completion when its simulated GPU time has passed (the runtime works in real time)."""
+    from gearshift import _core
+
+    corr = 0
+    for _ in range(steps):
+        t0 = _core.monotonic_ns()
+        first = corr
+        for name in names:
+            write(f"L {_core.monotonic_ns()} {corr} {name}")
+            corr += 1
+        for i in range(len(names)):
+            start, end = t0 + i * dur_ns, t0 + (i + 1) * dur_ns
+            while _core.monotonic_ns() < end:
+                time.sleep((end - _core.monotonic_ns()) / 1e9 if end > _core.monotonic_ns() else 0)
+            write(f"C {first + i} {start} {end}")
 
 
 @pytest.fixture(autouse=True)
@@ -52,20 +75,15 @@ def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
     assert gt.enabled()
     assert os.environ["GEARSHIFT_RUNTIME_FD"] == str(rt.fd)
     assert rt.writes_clocks is False
-    t = 1_000_000_000
-    corr = 0
-    for step in range(6):
-        for name in ("gemm_a", "gemm_b", "ncclAllReduce"):
-            corr += 1
-            assert rt.feed_line(f"L {t} {corr} {name}")
-            assert rt.feed_line(f"C {corr} {t + 100_000} {t + 1_100_000}")
-            t += 1_000_000
+    accepted = []
+    _run_fake_job(lambda line: accepted.append(rt.feed_line(line)), steps=8)
+    assert all(accepted)
     assert rt.feed_line("garbage") is False
     stats = gt.disable()
     assert not gt.enabled()
-    assert stats["launches"] == 18
-    assert stats["steps"] >= 4
-    assert stats["changes"] >= 2  # it lowered for gemm_b and raised after it, step after step
+    assert stats["launches"] == 24
+    assert stats["steps"] >= 6
+    assert stats["changes"] >= 4  # it lowered for gemm_b and raised after it, step after step
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert {x["sm_clock_mhz"] for x in lines} >= {1200}
     assert "GEARSHIFT_RUNTIME_FD" not in os.environ
@@ -73,14 +91,7 @@ def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
 
 def test_launch_feed_through_the_pipe(tmp_path):
     rt = gt.enable(plan=_plan_file(tmp_path))
-    t, corr = 1_000_000_000, 0
-    chunks = []
-    for _ in range(3):
-        for name in ("gemm_a", "gemm_b", "ncclAllReduce"):
-            corr += 1
-            chunks.append(f"L {t} {corr} {name}\nC {corr} {t + 1} {t + 900_000}\n")
-            t += 1_000_000
-    os.write(rt.fd, "".join(chunks).encode())
+    _run_fake_job(lambda line: os.write(rt.fd, (line + "\n").encode()), steps=3)
     stats = gt.disable()
     assert stats["launches"] == 9
 
@@ -133,10 +144,19 @@ def test_apply_on_the_simulated_gpu_locks_and_restores(simgpu, tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop privileges in a child")
-def test_apply_without_permission_raises_permission_error(simgpu, tmp_path):
+def test_apply_without_permission_raises_permission_error(simgpu, monkeypatch):
+    # Files an unprivileged child can read: a plan and a lock folder under /tmp itself.
+    plan_dir = pathlib.Path(tempfile.mkdtemp(prefix="gearshift-perm-", dir="/tmp"))
+    plan = _plan_file(plan_dir)
+    os.chmod(plan_dir, 0o755)
+    os.chmod(plan, 0o644)
+    locks = plan_dir / "locks"
+    locks.mkdir(mode=0o777)
+    os.chmod(locks, 0o777)
+    monkeypatch.setenv("GEARSHIFT_LOCK_DIR", str(locks))
+    monkeypatch.delenv("GEARSHIFT_SIMGPU_STATE")
     simgpu(fault="no-permission")
-    plan = _plan_file(tmp_path)
-    os.chmod(tmp_path, 0o777)
+    r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: an unprivileged user on a GPU whose NVML restricts clocks to root
         code = 3
@@ -148,7 +168,13 @@ def test_apply_without_permission_raises_permission_error(simgpu, tmp_path):
                 code = 1
             except gearshift.GpuPermissionError as e:
                 code = 0 if "may not set GPU clocks" in str(e) and isinstance(e, PermissionError) else 2
+            except BaseException as e:
+                os.write(w, repr(e).encode())
         finally:
             os._exit(code)
+    os.close(w)
     _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    detail = os.read(r, 4096).decode()
+    os.close(r)
+    shutil.rmtree(plan_dir, ignore_errors=True)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, detail
