@@ -19,7 +19,8 @@ std::string frontier_csv(const Frontier& f, bool pareto_only) {
       if (keep[k]) best = f.points[k].energy_j;
     }
   }
-  for (std::size_t k = 1; k < f.points.size(); ++k)
+  // The reference layout omits the all-slowest start; the Pareto list keeps it when it is optimal.
+  for (std::size_t k = pareto_only ? 0 : 1; k < f.points.size(); ++k)
     if (keep[k]) out += fmt::format("{},{}\n", f.time_s(k), f.points[k].energy_j);
   return out;
 }

@@ -12,7 +12,7 @@
 namespace gearshift::pipeline {
 
 // `time,energy` rows [s, J] of every solver step T_max−1 … T_min (the Perseus reference layout; the slow-end rows
-// above the energy minimum are dominated). pareto_only keeps only the Pareto-optimal rows.
+// above the energy minimum are dominated). pareto_only keeps only the Pareto-optimal rows, T_max included.
 std::string frontier_csv(const Frontier& f, bool pareto_only);
 
 struct SummaryRow {

@@ -89,4 +89,6 @@ TEST(Report, FrontierCsvLayoutAndParetoFilter) {
   EXPECT_EQ(frontier_csv(f, false), "time,energy\n1.5,9\n1,9.5\n0.5,12\n");
   f.points[1].energy_j = 9.5;  // equal to a faster row: dominated
   EXPECT_EQ(frontier_csv(f, true), "time,energy\n1,9.5\n0.5,12\n");
+  f.points[0].energy_j = 8;  // the all-slowest start is listed when it is Pareto-optimal
+  EXPECT_EQ(frontier_csv(f, true), "time,energy\n2,8\n1,9.5\n0.5,12\n");
 }
