@@ -106,7 +106,7 @@ void Sampler::note(const std::string& text) {
   if (opt_.on_note) opt_.on_note(text);
 }
 
-void Sampler::read_gpu(GpuState& g, bool full, std::vector<GpuSample>& out) {
+void Sampler::read_gpu(GpuState& g, bool full, bool burst, std::vector<GpuSample>& out) {
   if (g.lost) return;
   auto mark_lost = [&](const gpu::NvmlError& e) {
     g.lost = true;
@@ -114,7 +114,9 @@ void Sampler::read_gpu(GpuState& g, bool full, std::vector<GpuSample>& out) {
     note(fmt::format("{} lost {:.1f} s into monitoring ({}); its figures cover the time before", g.label,
                      static_cast<double>(g.lost_at - g.started) * 1e-9, e.message));
   };
-  if (!g.counter_known || g.has_counter) {
+  const Ns counter_every = std::chrono::nanoseconds(opt_.counter_interval).count();
+  const bool counter_due = burst || g.reads.empty() || now_ns() - g.reads.back().t_start >= counter_every;
+  if (!g.counter_known || (g.has_counter && counter_due)) {
     Ns a = now_ns();
     auto e = g.device.total_energy_mj();
     Ns b = now_ns();
@@ -169,7 +171,12 @@ void Sampler::read_gpu(GpuState& g, bool full, std::vector<GpuSample>& out) {
   s.t = now_ns();
   s.energy_counter_mj = g.has_counter ? g.last_raw : std::nullopt;
   if (g.has_counter && !g.reads.empty()) {
-    s.energy_j = static_cast<double>(g.reads.back().cumulative_mj) * 1e-3;
+    // Last counter read plus the power integral since (the counter is read sparsely between edges).
+    const CounterRead& r = g.reads.back();
+    double since = 0;
+    auto now_i = g.power.integral_at(s.t), then_i = g.power.integral_at(r.t_start + (r.t_end - r.t_start) / 2);
+    if (now_i && then_i) since = *now_i - *then_i;
+    s.energy_j = static_cast<double>(r.cumulative_mj) * 1e-3 + since;
   } else if (g.has_power && !g.power.points().empty()) {
     s.energy_j = g.power.points().back().integral_j;
   }
@@ -253,8 +260,13 @@ void Sampler::run() {
     }
     Ns t = now_ns();
     bool full = t >= next_full;
+    bool edges_open;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      edges_open = !pending_.empty();
+    }
     full_samples.clear();
-    for (auto& g : gpus_) read_gpu(*g, full, full_samples);  // NVML calls, without the lock
+    for (auto& g : gpus_) read_gpu(*g, full, edges_open, full_samples);  // NVML calls, without the lock
     if (full) {
       next_full += interval;
       if (next_full < t) next_full = t + interval;  // fell behind (slow reads): skip, don't burst

@@ -62,6 +62,9 @@ struct WindowResult {
 struct SamplerOptions {
   std::chrono::milliseconds interval{100};          // full sample period
   std::chrono::milliseconds counter_period{100};    // NVML counter update period (GpuSpec), ms
+  // Between window edges the counter is read only this often: one read cost 3.95 ms of CPU on an H200
+  // (measured, docs/benchmarks.md), 4 % of a core at 100 ms. Power (≈10 µs a read) is read every interval.
+  std::chrono::milliseconds counter_interval{1000};
   std::chrono::microseconds burst_gap{1000};        // between reads while locating a tick after an edge
   std::chrono::milliseconds precise{15};            // a tick located within this span counts as located
   std::function<void(const GpuSample&)> on_sample;  // called on the sampler thread after each full sample
@@ -90,7 +93,7 @@ class Sampler {
   struct Window;
 
   void run();
-  void read_gpu(GpuState& g, bool full, std::vector<GpuSample>& out);
+  void read_gpu(GpuState& g, bool full, bool burst, std::vector<GpuSample>& out);
   void resolve_edges(Ns now);
   void note(const std::string& text);
   GpuWindow finish(const Window& w, std::size_t i) const;

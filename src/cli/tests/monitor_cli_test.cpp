@@ -126,8 +126,8 @@ INSTANTIATE_TEST_SUITE_P(Faults, MonitorFault,
                                            FaultCase{"gpu-lost-after=0.3", "GPU 0 lost"},
                                            FaultCase{"no-energy-counter", "no usable energy counter"},
                                            FaultCase{"counter-wrap", "wrapped"}),
-                         [](const auto& tc) {
-                           std::string n = tc.param.fault;
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.fault;
                            for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return n;
                          });
