@@ -2,13 +2,32 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# The Python package is built in the same CMake build (no second C++ build) with a virtualenv's Python
+# that holds the pinned tools of python/requirements-dev.txt; its tests run against that build.
+VENV ?= .venv
+PYTHON3 ?= python3
+PYTHON_PKG ?= ON
+PY := $(abspath $(VENV))/bin/python
+ifeq ($(PYTHON_PKG),ON)
+PY_FLAGS := -DGEARSHIFT_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(PY)
+PY_DEPS := venv
+else
+PY_FLAGS := -DGEARSHIFT_BUILD_PYTHON=OFF
+PY_DEPS :=
+endif
 
-.PHONY: all demo test configure build asan tsan clean
+.PHONY: all demo test configure build asan tsan clean venv pytest pip-check
 
 all: build
 
-configure:
-	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+venv: $(VENV)/.ok
+$(VENV)/.ok: python/requirements-dev.txt
+	$(PYTHON3) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r python/requirements-dev.txt
+	touch $@
+
+configure: $(PY_DEPS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(PY_FLAGS) $(CMAKE_FLAGS) > /dev/null
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -17,15 +36,26 @@ build: configure
 demo: build
 	$(BUILD)/src/cli/gearshift demo
 
-# Build and run every test (CTest runs the GoogleTest suites).
+# Build and run every test: CTest runs the GoogleTest suites, pytest the Python package's.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+ifeq ($(PYTHON_PKG),ON)
+	$(MAKE) pytest
+endif
 
-# The suite under AddressSanitizer + UBSan, and under ThreadSanitizer (threaded parts).
+pytest:
+	PYTHONPATH=$(abspath $(BUILD))/python $(PY) -m pytest -q -p no:cacheprovider python/tests
+
+# `pip install .` into a fresh virtualenv and the 600 J window check through it (compiles the core again).
+pip-check: venv
+	GEARSHIFT_TEST_PIP_INSTALL=1 $(PY) -m pytest -q -p no:cacheprovider python/tests/test_pip_install.py
+
+# The suite under AddressSanitizer + UBSan, and under ThreadSanitizer (threaded parts). The Python extension
+# is left out there (a sanitized extension needs the sanitizer runtime preloaded into Python).
 asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DGEARSHIFT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARSHIFT_BUILD_BENCHMARKS=OFF"
+	$(MAKE) test BUILD=build-asan PYTHON_PKG=OFF CMAKE_FLAGS="-DGEARSHIFT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARSHIFT_BUILD_BENCHMARKS=OFF"
 tsan:
-	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DGEARSHIFT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARSHIFT_BUILD_BENCHMARKS=OFF"
+	$(MAKE) test BUILD=build-tsan PYTHON_PKG=OFF CMAKE_FLAGS="-DGEARSHIFT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARSHIFT_BUILD_BENCHMARKS=OFF"
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan $(VENV)

@@ -1,0 +1,91 @@
+"""gearshift: cut the GPU energy of LLM training without losing step time.
+
+The package is a thin layer over gearshift's C++ core (``gearshift._core``, private):
+
+- :class:`Monitor` / :class:`Measurement`: energy windows (``begin_window`` / ``end_window``), J and s.
+- ``gearshift.torch``: ``step()`` marks a training step; ``enable()`` runs the online runtime in process.
+- ``gearshift.pipeline``: ``instruction()`` hooks for pipeline schedules, Megatron-Core patch helper,
+  per-stage profiles and the pipeline planner.
+- ``gearshift.distributed``: planning across ranks over the job's own torch.distributed group.
+- :func:`plan_ranks`: sync-aware slack across data-parallel ranks from their traces (modelled).
+
+Errors are the classes of :mod:`gearshift._errors`, re-exported here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import List, Sequence
+
+from ._errors import (
+    AlreadyEnabledError,
+    GearshiftError,
+    GpuBusyError,
+    GpuPermissionError,
+    NoGpuError,
+    NoIterationError,
+    PlanError,
+    ProfileError,
+    TraceError,
+    WindowError,
+)
+from ._native import core as _core
+from .monitor import Measurement, Monitor, simulated_gpu_library
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyEnabledError",
+    "GearshiftError",
+    "GpuBusyError",
+    "GpuPermissionError",
+    "Measurement",
+    "Monitor",
+    "NoGpuError",
+    "NoIterationError",
+    "PlanError",
+    "ProfileError",
+    "TraceError",
+    "WindowError",
+    "plan_ranks",
+    "plan_trace",
+    "simulated_gpu_library",
+]
+
+
+def plan_trace(trace: str, max_slowdown: float = 0.005, gpu: str = "h200") -> dict:
+    """``gearshift plan TRACE -o plan.json`` in process: the plan file's content (modelled figures).
+
+    Args:
+        trace: torch.profiler Chrome trace (.json/.json.gz) or gearshift trace of >= 2 training steps.
+        max_slowdown: allowed step-time increase, fraction (0.005 = 0.5 %).
+        gpu: GPU spec name (``gearshift gpus --spec all``).
+
+    Raises:
+        TraceError, NoIterationError, ValueError.
+    """
+    return json.loads(_core.plan_trace(str(trace), float(max_slowdown), str(gpu)))
+
+
+def plan_ranks(
+    traces: Sequence[str], gpu: str = "h200", strategy: str = "phase", switch_latency_ms: float = -1.0
+) -> dict:
+    """Sync-aware slack across the data-parallel ranks of one job (``gearshift plan-ranks``), modelled.
+
+    Every rank's wait at the gradient all-reduce is removed from its template, the deadline D is the
+    slowest rank's wait-free step time (the straggler), and each faster rank is planned to arrive at D.
+
+    Args:
+        traces: one trace per rank, in rank order.
+        strategy: "phase" (changes land ``switch_latency_ms`` later; default the GPU's estimate) or
+            "kernel-global" (ideal switching).
+
+    Returns:
+        ``{"report": {...deadline_s, straggler, job_step_time_before_s/after_s, ranks: [...]},
+        "plans": [plan.json per rank]}``; times in s, energies in J per step.
+
+    Raises:
+        TraceError: unreadable trace, or ranks that do not run the same step. NoIterationError. ValueError.
+    """
+    paths: List[str] = [str(t) for t in traces]
+    return json.loads(_core.plan_ranks(paths, str(gpu), str(strategy), float(switch_latency_ms)))

@@ -1,0 +1,351 @@
+// gearshift._core: the C++ core for Python (nanobind). The Python package (python/gearshift) re-exports it;
+// users never import this module directly. Errors reach Python as the exception classes of
+// gearshift._errors, so the interpreter never sees a C++ exception it cannot name.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "cli/commands.hpp"
+#include "cli/open_gpus.hpp"
+#include "cli/plan_job.hpp"
+#include "cli/plan_ranks.hpp"
+#include "gpu/nvml.hpp"
+#include "gpu/spec.hpp"
+#include "monitor/sampler.hpp"
+#include "plan/pipeline/error.hpp"
+#include "plan/pipeline/report.hpp"
+#include "runtime/actuator.hpp"
+#include "runtime/clock_plan.hpp"
+#include "runtime/feed.hpp"
+#include "runtime/live.hpp"
+#include "runtime/safety.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// A Python exception to raise, by the name of its class in gearshift._errors.
+struct PyError {
+  const char* type;
+  std::string message;
+};
+
+[[noreturn]] void raise(const char* type, std::string message) { throw PyError{type, std::move(message)}; }
+
+const char* type_of(gearshift::gpu::NvmlErrc c) {
+  using gearshift::gpu::NvmlErrc;
+  switch (c) {
+    case NvmlErrc::kNoPermission: return "GpuPermissionError";
+    case NvmlErrc::kLibraryMissing:
+    case NvmlErrc::kUninitialized:
+    case NvmlErrc::kNotFound:
+    case NvmlErrc::kGpuLost: return "NoGpuError";
+    default: return "GearshiftError";
+  }
+}
+
+std::shared_ptr<const gearshift::gpu::Nvml> open_nvml() {
+  auto n = gearshift::gpu::Nvml::open();
+  if (!n) raise(type_of(n.error().code), "cannot use NVML (" + n.error().what() + ")");
+  return n.value();
+}
+
+std::vector<gearshift::gpu::Device> select_devices(const gearshift::gpu::Nvml& nvml,
+                                                   const std::optional<std::vector<unsigned>>& indices) {
+  auto all = nvml.devices();
+  if (!all) raise(type_of(all.error().code), all.error().what());
+  if (all.value().empty()) raise("NoGpuError", "NVML sees no GPU");
+  if (!indices) return all.value();
+  std::vector<gearshift::gpu::Device> out;
+  for (unsigned i : *indices) {
+    if (i >= all.value().size())
+      raise("NoGpuError", "GPU index " + std::to_string(i) + " does not exist (NVML sees " +
+                              std::to_string(all.value().size()) + ")");
+    out.push_back(all.value()[i]);
+  }
+  if (out.empty()) raise("ValueError", "gpu_indices is empty");
+  return out;
+}
+
+// Zeus-style measurement windows over the sampler thread (monitor/sampler.hpp): the same code as the CLI's.
+class Monitor {
+ public:
+  explicit Monitor(const std::optional<std::vector<unsigned>>& gpu_indices) : nvml_(open_nvml()) {
+    auto devices = select_devices(*nvml_, gpu_indices);
+    gearshift::monitor::SamplerOptions opt;
+    opt.counter_period = std::chrono::milliseconds(
+        static_cast<int>(gearshift::gpu::find_spec("h200").energy_counter_update_ms));
+    opt.on_note = [](const std::string& text) { std::fprintf(stderr, "gearshift: %s\n", text.c_str()); };
+    sampler_ = std::make_unique<gearshift::monitor::Sampler>(std::move(devices), opt);
+  }
+  std::vector<unsigned> gpu_indices() const {
+    std::vector<unsigned> out;
+    for (const auto& d : sampler_->devices()) out.push_back(d.index);
+    return out;
+  }
+  void begin(const std::string& name) {
+    try {
+      sampler_->begin(name);
+    } catch (const std::invalid_argument& e) {
+      raise("WindowError", e.what());
+    }
+  }
+  nb::dict end(const std::string& name) {
+    gearshift::monitor::WindowResult w;
+    try {
+      nb::gil_scoped_release unlocked;  // end() waits up to one counter period for the next tick
+      w = sampler_->end(name);
+    } catch (const std::invalid_argument& e) {
+      raise("WindowError", e.what());
+    }
+    nb::dict energy, power, method;
+    bool approximate = false, lost = false;
+    for (const auto& g : w.gpus) {
+      energy[nb::int_(g.gpu)] = g.energy_j;
+      power[nb::int_(g.gpu)] = g.avg_power_w;
+      method[nb::int_(g.gpu)] = g.method;
+      approximate |= g.approximate;
+      lost |= g.lost;
+    }
+    nb::dict d;
+    d["name"] = w.name;
+    d["time_s"] = w.time_s;
+    d["energy_j"] = energy;
+    d["avg_power_w"] = power;
+    d["method"] = method;
+    d["approximate"] = approximate;
+    d["gpu_lost"] = lost;
+    return d;
+  }
+  void close() {
+    nb::gil_scoped_release unlocked;
+    sampler_.reset();
+  }
+
+ private:
+  std::shared_ptr<const gearshift::gpu::Nvml> nvml_;
+  std::unique_ptr<gearshift::monitor::Sampler> sampler_;
+};
+
+// The online runtime in this process (runtime/live.hpp): launches come through `feed_line` / `on_launch` or
+// through the write end of a pipe (`fd`) that an in-process hook (the CUPTI injection) writes the launch feed to.
+class Runtime {
+ public:
+  Runtime(const std::string& plan_path, bool apply, unsigned gpu_index, const std::string& dry_run_log,
+          const std::string& watchdog_exe)
+      : dry_(std::make_unique<gearshift::runtime::DryRunActuator>(dry_run_log)) {
+    try {
+      plan_ = gearshift::runtime::load_plan(plan_path);
+    } catch (const gearshift::runtime::PlanError& e) {
+      raise("PlanError", e.what());
+    }
+    gearshift::runtime::SchedulerOptions so;
+    so.switch_latency_ns = plan_.switch_latency_ns;
+    so.min_interval_ns = plan_.switch_latency_ns;
+    gearshift::runtime::Actuator* act = dry_.get();
+    if (apply) {
+      nvml_ = open_nvml();
+      auto devices = select_devices(*nvml_, std::vector<unsigned>{gpu_index});
+      auto info = devices[0].info();
+      if (!info) raise(type_of(info.error().code), info.error().what());
+      std::string reason;
+      auto restricted = devices[0].clocks_api_restricted();
+      if (!gearshift::cli::may_set_clocks(gearshift::cli::process_is_privileged(), restricted.value_or(true), &reason))
+        raise("GpuPermissionError", "apply=True: this process may not set GPU clocks (" + reason + ")");
+      try {
+        lock_ = std::make_unique<gearshift::runtime::GpuLock>(info.value().uuid);
+        if (!watchdog_exe.empty())
+          watchdog_ = std::make_unique<gearshift::runtime::Watchdog>(watchdog_exe, info.value().uuid, *lock_, false);
+      } catch (const gearshift::runtime::GpuBusyError& e) {
+        raise("GpuBusyError", e.what());
+      } catch (const std::runtime_error& e) {
+        raise("GearshiftError", e.what());
+      }
+      nvml_act_ = std::make_unique<gearshift::runtime::NvmlActuator>(devices[0], false, *dry_);
+      act = nvml_act_.get();
+    }
+    int p[2];
+    if (pipe(p) != 0) raise("GearshiftError", "cannot create the launch feed pipe");
+    fcntl(p[0], F_SETFD, FD_CLOEXEC);
+    read_fd_ = p[0], write_fd_ = p[1];
+    rt_ = std::make_unique<gearshift::runtime::LiveRuntime>(plan_, so, *act);
+    reader_ = std::thread([this] { read_loop(); });
+  }
+  ~Runtime() { stop(); }
+  int fd() const { return write_fd_; }
+  bool writes_clocks() const { return nvml_act_ && nvml_act_->writes_clocks(); }
+  std::size_t positions() const { return plan_.size(); }
+  bool feed_line(const std::string& line) {
+    if (!rt_) raise("GearshiftError", "the runtime is stopped");
+    return gearshift::runtime::feed_line(line, *rt_);
+  }
+  nb::dict stop() {
+    gearshift::runtime::LiveStats s;
+    {
+      nb::gil_scoped_release unlocked;
+      if (write_fd_ >= 0) close(write_fd_), write_fd_ = -1;  // the reader sees EOF
+      if (reader_.joinable()) reader_.join();
+      if (read_fd_ >= 0) close(read_fd_), read_fd_ = -1;
+      if (rt_) s = stats_ = rt_->stop();
+      else s = stats_;
+      rt_.reset();
+      watchdog_.reset();  // after restore: says "restored"
+      lock_.reset();
+      nvml_act_.reset();
+      if (dry_) dry_changes_ = dry_->count();
+      dry_.reset();  // closes (flushes) the dry-run log
+    }
+    nb::dict d;
+    d["launches"] = s.launches;
+    d["steps"] = s.steps;
+    d["changes"] = s.changes;
+    d["dropped"] = s.dropped;
+    d["prediction_accuracy"] = s.prediction_accuracy();
+    d["in_time_fraction"] = s.in_time_fraction();
+    d["dry_run_changes"] = dry_changes_;
+    return d;
+  }
+
+ private:
+  void read_loop() {
+    std::string buf;
+    char chunk[4096];
+    for (;;) {
+      ssize_t n = read(read_fd_, chunk, sizeof chunk);
+      if (n <= 0) break;
+      buf.append(chunk, static_cast<std::size_t>(n));
+      std::size_t start = 0, nl;
+      while ((nl = buf.find('\n', start)) != std::string::npos) {
+        gearshift::runtime::feed_line(std::string_view(buf).substr(start, nl - start), *rt_);
+        start = nl + 1;
+      }
+      buf.erase(0, start);
+    }
+  }
+
+  gearshift::runtime::ClockPlan plan_;
+  std::unique_ptr<gearshift::runtime::DryRunActuator> dry_;
+  std::uint64_t dry_changes_ = 0;
+  std::shared_ptr<const gearshift::gpu::Nvml> nvml_;
+  std::unique_ptr<gearshift::runtime::GpuLock> lock_;
+  std::unique_ptr<gearshift::runtime::Watchdog> watchdog_;
+  std::unique_ptr<gearshift::runtime::NvmlActuator> nvml_act_;
+  std::unique_ptr<gearshift::runtime::LiveRuntime> rt_;
+  gearshift::runtime::LiveStats stats_;
+  int read_fd_ = -1, write_fd_ = -1;
+  std::thread reader_;
+};
+
+// gearshift plan TRACE -o plan.json, in process: the plan file's JSON text.
+std::string plan_trace(const std::string& trace, double max_slowdown, const std::string& gpu) {
+  gearshift::cli::PlanJobOptions o;
+  o.trace_path = o.display_name = trace;
+  o.gpu = gpu;
+  o.max_slowdown = max_slowdown;
+  nb::gil_scoped_release unlocked;
+  auto r = gearshift::cli::run_plan_job(o);
+  return gearshift::cli::plan_file_json(o, r).dump();
+}
+
+// gearshift plan-ranks: {"report": ..., "plans": [plan.json per rank]} as JSON text.
+std::string plan_ranks(const std::vector<std::string>& traces, const std::string& gpu, const std::string& strategy,
+                       double switch_latency_ms) {
+  gearshift::sim::SyncSlackOptions o;
+  o.strategy = strategy;
+  o.switch_latency_ms = switch_latency_ms;
+  nb::gil_scoped_release unlocked;
+  std::vector<gearshift::sim::RankInput> inputs;
+  auto r = gearshift::cli::run_plan_ranks(traces, gpu, o, &inputs);
+  nlohmann::json plans = nlohmann::json::array();
+  for (std::size_t i = 0; i < inputs.size(); ++i) plans.push_back(gearshift::cli::rank_plan_file_json(inputs[i], r, i));
+  return nlohmann::json{{"report", gearshift::cli::plan_ranks_report_json(traces, r)}, {"plans", plans}}.dump();
+}
+
+// gearshift pipeline, in process: {"summary": ..., "schedules": ...} as JSON text (modelled, Perseus-style).
+std::string plan_pipeline(const std::string& profile_csv, int stages, int microbatches, double straggler,
+                          double time_unit_ms, double blocking_power_w) {
+  using namespace gearshift::pipeline;
+  PipelineProblem p;
+  p.schedule = Schedule::k1F1B;
+  p.stages = stages;
+  p.microbatches = microbatches;
+  p.model.unit_s = time_unit_ms * 1e-3;
+  p.model.blocking_power_w = blocking_power_w;
+  if (!(straggler >= 1)) raise("ValueError", "straggler factor must be >= 1");
+  nb::gil_scoped_release unlocked;
+  try {
+    auto plan = gearshift::pipeline::plan_pipeline(parse_profile(profile_csv, "gathered profile"), p);
+    auto sum = summarise(plan, straggler);
+    return nlohmann::json{{"summary", summary_json(plan, sum)}, {"schedules", schedules_json(plan, sum)}}.dump();
+  } catch (const PipelineError& e) {
+    raise("ProfileError", e.what());
+  }
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "gearshift's C++ core (private: use the gearshift package)";
+  // Exception classes live in pure Python (gearshift._errors) so users can import and catch them; they are
+  // kept alive for the interpreter's lifetime (never released: no teardown-order hazards).
+  static PyObject* errors = nb::module_::import_("gearshift._errors").release().ptr();
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    auto set = [](const char* type, const std::string& msg) {
+      PyObject* cls = PyObject_GetAttrString(errors, type);
+      if (!cls) {  // a builtin such as ValueError
+        PyErr_Clear();
+        cls = PyObject_GetAttrString(PyImport_AddModule("builtins"), type);
+      }
+      PyErr_SetString(cls ? cls : PyExc_RuntimeError, msg.c_str());
+      Py_XDECREF(cls);
+    };
+    try {
+      std::rethrow_exception(p);
+    } catch (const PyError& e) {
+      set(e.type, e.message);
+    } catch (const gearshift::cli::Exit& e) {
+      const char* type = e.code == gearshift::cli::kBadInput      ? "TraceError"
+                         : e.code == gearshift::cli::kNoIteration ? "NoIterationError"
+                         : e.code == gearshift::cli::kUsage       ? "ValueError"
+                         : e.code == gearshift::cli::kNoGpu       ? "NoGpuError"
+                         : e.code == gearshift::cli::kNoPermission ? "GpuPermissionError"
+                                                                   : "GearshiftError";
+      set(type, e.what());
+    }
+  });
+
+  nb::class_<Monitor>(m, "_Monitor")
+      .def(nb::init<const std::optional<std::vector<unsigned>>&>(), "gpu_indices"_a = nb::none())
+      .def_prop_ro("gpu_indices", &Monitor::gpu_indices)
+      .def("begin", &Monitor::begin, "name"_a)
+      .def("end", &Monitor::end, "name"_a)
+      .def("close", &Monitor::close);
+  nb::class_<Runtime>(m, "_Runtime")
+      .def(nb::init<const std::string&, bool, unsigned, const std::string&, const std::string&>(), "plan"_a,
+           "apply"_a, "gpu_index"_a, "dry_run_log"_a, "watchdog_exe"_a)
+      .def_prop_ro("fd", &Runtime::fd)
+      .def_prop_ro("writes_clocks", &Runtime::writes_clocks)
+      .def_prop_ro("positions", &Runtime::positions)
+      .def("feed_line", &Runtime::feed_line, "line"_a)
+      .def("stop", &Runtime::stop);
+  m.def("plan_trace", &plan_trace, "trace"_a, "max_slowdown"_a, "gpu"_a);
+  m.def("plan_ranks", &plan_ranks, "traces"_a, "gpu"_a, "strategy"_a, "switch_latency_ms"_a);
+  m.def("plan_pipeline", &plan_pipeline, "profile_csv"_a, "stages"_a, "microbatches"_a, "straggler"_a,
+        "time_unit_ms"_a, "blocking_power_w"_a);
+  m.def("monotonic_ns", [] { return gearshift::runtime::monotonic_ns(); });
+  m.def("spec_names", [] { return gearshift::gpu::spec_names(); });
+}

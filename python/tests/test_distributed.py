@@ -1,0 +1,106 @@
+"""Multi-rank planning over a process group: real processes (fork) with a fake torch.distributed (the CI
+machine has no torch: its PyPI wheel pulls the CUDA libraries, gigabytes, for a CPU-only test)."""
+
+import pytest
+
+import gearshift
+import gearshift.distributed as gd
+import gearshift.pipeline as gp
+
+from conftest import DDP_TRACES, have_ddp_traces
+from test_pipeline_hooks import _sweep_rows, one_f_one_b
+
+
+def test_straggler_factors():
+    assert gd.straggler_factors([0.1, 0.08, 0.05]) == pytest.approx([1.0, 1.25, 2.0])
+    with pytest.raises(ValueError):
+        gd.straggler_factors([])
+    with pytest.raises(ValueError):
+        gd.straggler_factors([0.1, 0.0])
+
+
+def test_gather_step_times_over_three_processes(ranks):
+    out = ranks(lambda dist, rank: gd.gather_step_times(0.1 + 0.01 * rank, dist=dist), world=3)
+    for r in range(3):
+        status, value = out[r]
+        assert status == "ok"
+        assert value == pytest.approx([0.10, 0.11, 0.12])
+
+
+def _pipeline_rank(dist, rank):
+    gp.recorder().clear()
+    for kind, mb in one_f_one_b(rank, 2, 4):
+        with gp.instruction(kind, microbatch=mb):
+            pass
+    # Rows from an earlier locked-clock sweep; the recorded rows at 1980 MHz are replaced by the sweep's.
+    sweep = _sweep_rows(rank, 0.020 + 0.01 * rank, 0.040 + 0.02 * rank)
+    return gd.plan_pipeline_stages(stage=rank, stages=2, microbatches=4, sm_clock_mhz=1980, power_w=500.0,
+                                  step_time_s=[0.50, 0.60][rank], dist=dist, recorder=_Fixed(sweep))
+
+
+class _Fixed(gp.Recorder):
+    def __init__(self, rows):
+        super().__init__()
+        self.rows = rows
+
+    def profile_rows(self, stage, sm_clock_mhz, power_w):
+        return self.rows
+
+
+def test_pipeline_planning_on_rank0_scattered_to_each_stage(ranks):
+    out = ranks(_pipeline_rank, world=2)
+    for r in range(2):
+        status, value = out[r]
+        assert status == "ok", value
+        assert value["straggler_factor"] == pytest.approx(1.2)
+        sched = value["schedule"]
+        assert sched["name"] == "straggler"
+        assert [(i["instruction"], i["microbatch"]) for i in sched["instructions"]] == one_f_one_b(r, 2, 4)
+    assert out[0][1]["summary"] == out[1][1]["summary"]
+
+
+def test_pipeline_planning_error_reaches_every_rank(ranks):
+    def bad(dist, rank):
+        return gd.plan_pipeline_stages(stage=rank, stages=2, microbatches=4, sm_clock_mhz=1980, power_w=1.0,
+                                       step_time_s=0.5, dist=dist, recorder=gp.Recorder())  # nothing recorded
+
+    out = ranks(bad, world=2)
+    assert out[0][0] == "error" and out[1][0] == "error"
+    assert out[0][1][0] == "ProfileError" and out[1][1][0] == "ProfileError"
+
+
+@pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")
+def test_sync_slack_from_the_two_ddp_traces():
+    res = gearshift.plan_ranks([str(p) for p in DDP_TRACES])
+    rep = res["report"]
+    assert rep["modelled"] is True
+    assert rep["straggler"] == 0
+    r0, r1 = rep["ranks"]
+    assert r0["comm_time_s"] == pytest.approx(0.0135, abs=0.003)
+    assert r1["comm_time_s"] == pytest.approx(0.052, abs=0.004)
+    assert r1["straggler_factor"] > 1.03
+    assert r1["saving_pct"] > 10.0
+    assert rep["job_step_time_after_s"] <= rep["job_step_time_before_s"] * (1 + 1e-9)
+    assert res["plans"][1]["format"] == "gearshift-plan"
+    assert res["plans"][1]["rank"] == 1
+    lowered = [p for p in res["plans"][1]["positions"] if p["sm_clock_mhz"] < 1980]
+    assert lowered  # rank 1 runs some of its step slower
+
+
+@pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")
+def test_sync_slack_over_the_process_group(ranks):
+    out = ranks(lambda dist, rank: gd.plan_data_parallel(str(DDP_TRACES[rank]), dist=dist), world=2)
+    for r in range(2):
+        status, value = out[r]
+        assert status == "ok", value
+        assert value["plan"]["rank"] == r
+    assert out[1][1]["report"]["ranks"][1]["saving_pct"] > 3.0
+    assert out[0][1]["report"] == out[1][1]["report"]
+
+
+def test_sync_slack_error_reaches_every_rank(ranks, tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_text("[]")
+    out = ranks(lambda dist, rank: gd.plan_data_parallel(str(junk), dist=dist), world=2)
+    assert out[0][0] == "error" and out[1][0] == "error"
+    assert out[0][1][0] in ("TraceError", "NoIterationError")

@@ -1,0 +1,73 @@
+// `gearshift plan-ranks TRACE0 TRACE1 ...`: one trace per data-parallel rank, in rank order.
+#include <fstream>
+#include <memory>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+#include "cli/plan_job.hpp"
+#include "cli/plan_ranks.hpp"
+
+namespace gearshift::cli {
+
+namespace {
+
+struct Args {
+  std::vector<std::string> traces;
+  std::string gpu = "h200", strategy = "phase", out_prefix;
+  double switch_latency_ms = -1;
+  bool json = false;
+};
+
+void execute(const Args& a) {
+  sim::SyncSlackOptions o;
+  o.strategy = a.strategy;
+  o.switch_latency_ms = a.switch_latency_ms;
+  if (o.strategy != "phase" && o.strategy != "kernel-global")
+    throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", o.strategy));
+  std::vector<sim::RankInput> inputs;
+  auto r = run_plan_ranks(a.traces, a.gpu, o, &inputs);
+  if (!a.out_prefix.empty()) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      std::string path = fmt::format("{}{}.json", a.out_prefix, i);
+      std::ofstream f(path);
+      if (!(f << rank_plan_file_json(inputs[i], r, i).dump(1) << "\n"))
+        throw Exit(kBadInput, fmt::format("cannot write {}", path));
+    }
+  }
+  if (a.json) {
+    fmt::print("{}\n", plan_ranks_report_json(a.traces, r).dump(2));
+    return;
+  }
+  fmt::print("gearshift plan-ranks: {} data-parallel ranks; all figures MODELLED (DVFS model + simulator)\n",
+             r.ranks.size());
+  fmt::print("Deadline      {:.4f} s per step, set by rank {} (the straggler); job step {:.4f} s -> {:.4f} s\n",
+             r.deadline_s, r.straggler, r.job_step_time_before_s, r.job_step_time_after_s);
+  fmt::print("{:<5} {:>10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>8}\n", "rank", "NCCL (s)", "wait-free", "own step",
+             "factor", "before (J)", "after (J)", "saving");
+  for (const auto& p : r.ranks)
+    fmt::print("{:<5} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.3f} {:>11.2f} {:>11.2f} {:>7.2f}%\n", p.rank, p.comm_time_s,
+               p.intrinsic_comm_time_s, p.intrinsic_step_time_s, p.straggler_factor, p.baseline_energy_j,
+               p.planned_energy_j, p.saving_pct);
+  fmt::print("Job           {:.2f} J -> {:.2f} J per step ({:.2f} %)\n", r.job_energy_before_j, r.job_energy_after_j,
+             100 * (r.job_energy_before_j - r.job_energy_after_j) / r.job_energy_before_j);
+}
+
+}  // namespace
+
+void add_plan_ranks_command(CLI::App& app) {
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "plan-ranks", "Sync-aware slack: deadline every data-parallel rank at the straggler and plan the others (modelled)");
+  cmd->add_option("traces", a->traces, "one trace per rank, in rank order (torch.profiler Chrome or gearshift)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--gpu", a->gpu, "GPU spec name (gearshift gpus --spec all)");
+  cmd->add_option("--strategy", a->strategy, "phase (at the switch latency) or kernel-global (ideal switching)");
+  cmd->add_option("--switch-latency-ms", a->switch_latency_ms, "phase strategy's L, ms (default: the GPU spec's)");
+  cmd->add_option("-o,--output-prefix", a->out_prefix, "write each rank's plan.json to PREFIX<rank>.json");
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->callback([a] { execute(*a); });
+}
+
+}  // namespace gearshift::cli

@@ -1,0 +1,89 @@
+#include "cli/plan_ranks.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "trace/error.hpp"
+#include "trace/iteration.hpp"
+
+namespace gearshift::cli {
+
+sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::string& gpu,
+                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs) {
+  std::vector<sim::RankInput> ranks;
+  for (const auto& path : traces) {
+    try {
+      ranks.push_back(sim::load_rank(path, gpu));
+    } catch (const trace::TraceError& e) {
+      throw Exit(kBadInput, e.what());
+    } catch (const trace::NoIterationError& e) {
+      throw Exit(kNoIteration, fmt::format("{}: {}", path, e.what()));
+    } catch (const std::invalid_argument& e) {
+      throw Exit(kUsage, e.what());
+    }
+  }
+  sim::SyncSlackResult r;
+  try {
+    r = sim::plan_sync_slack(ranks, options);
+  } catch (const std::invalid_argument& e) {
+    throw Exit(kBadInput, e.what());
+  }
+  if (inputs) *inputs = std::move(ranks);
+  return r;
+}
+
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r) {
+  using nlohmann::json;
+  json ranks = json::array();
+  for (const auto& p : r.ranks)
+    ranks.push_back({{"rank", p.rank},
+                     {"trace", p.rank < static_cast<int>(traces.size()) ? traces[p.rank] : ""},
+                     {"traced_step_time_s", p.traced_step_time_s},
+                     {"traced_energy_j", p.traced_energy_j},
+                     {"comm_time_s", p.comm_time_s},
+                     {"intrinsic_comm_time_s", p.intrinsic_comm_time_s},
+                     {"intrinsic_step_time_s", p.intrinsic_step_time_s},
+                     {"straggler_factor", p.straggler_factor},
+                     {"planned_step_time_s", p.planned_step_time_s},
+                     {"baseline_energy_j", p.baseline_energy_j},
+                     {"planned_energy_j", p.planned_energy_j},
+                     {"saving_pct", p.saving_pct},
+                     {"clock_changes_per_step", p.schedule.change_positions().size()}});
+  return {{"modelled", true},
+          {"deadline_s", r.deadline_s},
+          {"straggler", r.straggler},
+          {"switch_latency_us", r.switch_latency_ns / 1e3},
+          {"job_step_time_before_s", r.job_step_time_before_s},
+          {"job_step_time_after_s", r.job_step_time_after_s},
+          {"job_energy_before_j", r.job_energy_before_j},
+          {"job_energy_after_j", r.job_energy_after_j},
+          {"ranks", ranks}};
+}
+
+nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank) {
+  using nlohmann::json;
+  const auto& p = r.ranks.at(rank);
+  const auto& w = in.workload;
+  json positions = json::array();
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    const auto& op = w.ops[i];
+    positions.push_back({{"name", op.name}, {"stream", op.stream}, {"class", model::to_string(op.cls)},
+                         {"duration_us", op.ref_time_ns / 1e3}, {"start_offset_us", op.start_offset_ns / 1e3},
+                         {"sm_clock_mhz", p.schedule.clocks[i].sm_mhz},
+                         {"mem_clock_mhz", p.schedule.clocks[i].mem_mhz}});
+  }
+  return {{"format", "gearshift-plan"},
+          {"version", 1},
+          {"gpu", in.model.spec().name},
+          {"strategy", "sync-slack " + p.schedule.strategy},
+          {"switch_latency_us", r.switch_latency_ns / 1e3},
+          {"rank", p.rank},
+          {"deadline_s", r.deadline_s},
+          {"straggler_factor", p.straggler_factor},
+          {"predicted", {{"modelled", true}, {"time_s", p.planned_step_time_s}, {"energy_j", p.planned_energy_j},
+                         {"baseline_energy_j", p.baseline_energy_j}, {"saving_pct", p.saving_pct}}},
+          {"positions", positions},
+          {"period_us", w.period_ns / 1e3}};
+}
+
+}  // namespace gearshift::cli

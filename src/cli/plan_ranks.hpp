@@ -1,0 +1,24 @@
+// `gearshift plan-ranks`: sync-aware slack across the data-parallel ranks of one job (sim/sync_slack.hpp),
+// as JSON. Shared by the CLI and the Python package (gearshift.plan_ranks), so both print the same object.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/sync_slack.hpp"
+
+namespace gearshift::cli {
+
+// The report: deadline, straggler, job step time and energy before/after, and per rank its figures (s, J, %).
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r);
+
+// Rank r's plan in the runtime's plan.json format (runtime/clock_plan.hpp), for `gearshift run --plan`.
+nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank);
+
+// Loads every trace (throws cli::Exit with the documented codes) and plans them.
+sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::string& gpu,
+                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs = nullptr);
+
+}  // namespace gearshift::cli

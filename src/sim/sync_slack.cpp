@@ -1,0 +1,148 @@
+#include "sim/sync_slack.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gpu/spec.hpp"
+#include "plan/clock_table.hpp"
+#include "plan/strategies.hpp"
+#include "sim/evaluate.hpp"
+#include "sim/simulator.hpp"
+#include "trace/gearshift_format.hpp"
+#include "trace/iteration.hpp"
+
+namespace gearshift::sim {
+
+RankInput load_rank(const std::string& trace_path, const std::string& gpu) {
+  model::DvfsModel m(gpu::find_spec(gpu));
+  trace::Trace t = trace::import_trace(trace_path);
+  auto a = trace::detect_iterations(t);
+  model::Workload w = model::build_workload(t, a, m);
+  const auto& ms = t.measured;
+  std::optional<double> watts = ms.average_power_w;
+  if (!watts && ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0)
+    watts = *ms.energy_per_step_j / *ms.step_time_s;
+  if (watts) calibrate_to_measured_power(w, m, *watts);
+  return RankInput{std::move(w), std::move(m), trace_path, ms.step_time_s.value_or(0),
+                   ms.energy_per_step_j.value_or(0)};
+}
+
+namespace {
+
+bool is_comm(const model::WorkloadOp& op) { return op.cls == model::KernelClass::communication; }
+
+double comm_time_s(const model::Workload& w);
+
+// Rank r's template with its communication ops scaled to `intrinsic_comm_s` in total (see the header).
+model::Workload wait_free(const model::Workload& traced, double intrinsic_comm_s) {
+  model::Workload w = traced;
+  const double c = comm_time_s(traced);
+  if (c <= 0) return w;
+  for (auto& op : w.ops)
+    if (is_comm(op)) op.ref_time_ns *= intrinsic_comm_s / c;
+  return w;
+}
+
+double comm_time_s(const model::Workload& w) {
+  double s = 0;
+  for (const auto& op : w.ops)
+    if (is_comm(op)) s += op.ref_time_ns * 1e-9;
+  return s;
+}
+
+// Power of a GPU spinning inside an NCCL kernel at clocks c, W: the longest communication op of the template
+// stands for the wait; without one, the idle power.
+double wait_power_w(const model::Workload& w, const model::DvfsModel& m, model::ClockPair c) {
+  const model::WorkloadOp* longest = nullptr;
+  for (const auto& op : w.ops)
+    if (is_comm(op) && (!longest || op.ref_time_ns > longest->ref_time_ns)) longest = &op;
+  if (!longest) return m.idle_power_w(c.sm_mhz);
+  return m.predict(1e6, longest->ref, c, longest->coeffs).power_w;
+}
+
+// Energy per step with the wait until the deadline accounted at the clocks the step ends on, J.
+double energy_to_deadline(const model::Workload& w, const model::DvfsModel& m, const SimResult& s,
+                          const plan::Schedule& sched, double deadline_s) {
+  double wait_s = std::max(0.0, deadline_s - s.step_time_s);
+  return s.energy_j + wait_s * wait_power_w(w, m, sched.clocks.back());
+}
+
+}  // namespace
+
+SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncSlackOptions& o) {
+  if (ranks.empty()) throw std::invalid_argument("sync-slack planning needs at least one rank");
+  if (o.strategy != "phase" && o.strategy != "kernel-global")
+    throw std::invalid_argument("sync-slack strategy '" + o.strategy + "' (phase, kernel-global)");
+  double min_comm = 1e300;
+  int communicating = 0;
+  for (const auto& r : ranks) {
+    double c = comm_time_s(r.workload);
+    min_comm = std::min(min_comm, c);
+    communicating += c > 0;
+  }
+  if (communicating != 0 && communicating != static_cast<int>(ranks.size()))
+    throw std::invalid_argument("only " + std::to_string(communicating) + " of " + std::to_string(ranks.size()) +
+                                " ranks' traces hold NCCL kernels: sync-aware slack needs the data-parallel ranks "
+                                "of one job, each traced with its communication");
+  SyncSlackResult res;
+  const auto& spec = ranks[0].model.spec();
+  const double latency_ns =
+      o.strategy == "kernel-global" ? 0.0 : (o.switch_latency_ms >= 0 ? o.switch_latency_ms : spec.switch_latency_ms) * 1e6;
+  res.switch_latency_ns = latency_ns;
+
+  std::vector<model::Workload> intr;
+  std::vector<SimResult> base;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    intr.push_back(wait_free(ranks[r].workload, min_comm));
+    base.push_back(simulate(intr[r], ranks[r].model, default_schedule(intr[r], ranks[r].model), 0));
+    if (base[r].step_time_s > res.deadline_s) res.deadline_s = base[r].step_time_s, res.straggler = static_cast<int>(r);
+  }
+  const double deadline = res.deadline_s;
+  res.job_step_time_before_s = deadline;
+
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const auto& m = ranks[r].model;
+    const auto& w = intr[r];
+    RankPlan p;
+    p.rank = static_cast<int>(r);
+    auto def = default_schedule(ranks[r].workload, m);
+    auto traced = simulate(ranks[r].workload, m, def, 0);
+    p.traced_step_time_s = traced.step_time_s;
+    p.traced_energy_j = traced.energy_j;
+    p.comm_time_s = comm_time_s(ranks[r].workload);
+    p.intrinsic_comm_time_s = comm_time_s(w);
+    p.intrinsic_step_time_s = base[r].step_time_s;
+    p.straggler_factor = deadline / base[r].step_time_s;
+    p.baseline_energy_j = energy_to_deadline(w, m, base[r], def, deadline);
+
+    // Serial budget = Σ default op times + the slack; tightened until the simulated step meets the deadline.
+    auto table = plan::build_clock_table(w, m);
+    double budget = plan::total_time_ns(table, table.default_index) + (deadline - base[r].step_time_s) * 1e9;
+    plan::Schedule best = def;
+    SimResult best_sim = base[r];
+    for (int attempt = 0; attempt < 12; ++attempt) {
+      plan::Schedule s = o.strategy == "phase" ? plan::plan_phase(table, w, budget, latency_ns)
+                                               : plan::plan_kernel_global(table, budget);
+      SimResult sim = simulate(w, m, s, latency_ns);
+      if (sim.step_time_s <= deadline * (1 + 1e-9)) {
+        best = std::move(s), best_sim = sim;
+        break;
+      }
+      budget -= (sim.step_time_s - deadline) * 1e9 * 1.1 + 1.0;
+    }
+    p.schedule = best;
+    p.planned_step_time_s = best_sim.step_time_s;
+    p.planned_energy_j = energy_to_deadline(w, m, best_sim, best, deadline);
+    if (p.planned_energy_j > p.baseline_energy_j) {  // never worse than leaving the clocks alone
+      p.schedule = def, p.planned_step_time_s = base[r].step_time_s, p.planned_energy_j = p.baseline_energy_j;
+    }
+    p.saving_pct = 100 * (p.baseline_energy_j - p.planned_energy_j) / p.baseline_energy_j;
+    res.job_step_time_after_s = std::max(res.job_step_time_after_s, p.planned_step_time_s);
+    res.job_energy_before_j += p.baseline_energy_j;
+    res.job_energy_after_j += p.planned_energy_j;
+    res.ranks.push_back(std::move(p));
+  }
+  return res;
+}
+
+}  // namespace gearshift::sim

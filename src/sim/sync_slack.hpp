@@ -1,0 +1,81 @@
+// Synchronization-aware slack across data-parallel ranks (DESIGN.md "Synchronization-aware slack").
+//
+// Every rank of a data-parallel job runs the same step template and meets the others in the gradient
+// all-reduce. A rank with less work arrives early and spins inside the NCCL kernels until the slowest rank
+// (the straggler) arrives: its traced NCCL kernel time holds that wait. gearshift removes the
+// wait from each rank's template, deadlines every rank at the straggler, and plans the faster ranks' clocks
+// so that they arrive just in time instead of waiting at full clocks.
+//
+// Model (all figures modelled, simulator.hpp):
+// - Wait of rank r: W_r = C_r − min_q C_q, with C_r the traced time of its communication (NCCL) ops per step.
+//   Every rank moves the same gradients, so the least NCCL time is the transfer itself and the excess is time
+//   spent waiting. (Positions are not matched between ranks: different batch shapes make cuBLAS pick other
+//   kernels, so the templates of data-parallel ranks differ op by op.)
+// - Wait-free template of rank r: its communication ops scaled by min_q C_q / C_r.
+// - I_r = simulated step time of the wait-free template at default clocks; deadline D = max_r I_r (the
+//   straggler; straggler factor s_r = D / I_r ≥ 1).
+// - Rank r's plan: minimum energy with simulated step time ≤ D (the strategy's serial budget
+//   Σ op times + (D − I_r), tightened until the simulator agrees).
+// - Energy per step of rank r under a schedule = simulated energy of its wait-free template + the wait left
+//   until D at the power of a spinning NCCL kernel at the clocks in effect. Baseline and plan are accounted the
+//   same way, so the saving is their difference. Job step time = max over ranks of simulated step times.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/dvfs_model.hpp"
+#include "model/workload.hpp"
+#include "plan/schedule.hpp"
+
+namespace gearshift::sim {
+
+// One rank's input: its traced template and the model (calibrated to the rank's measured power if known).
+struct RankInput {
+  model::Workload workload;
+  model::DvfsModel model;
+  std::string source;                  // trace path, for messages
+  double measured_step_time_s = 0;     // from the trace's meta, 0 if absent
+  double measured_energy_j = 0;        // J/step from the trace's meta, 0 if absent
+};
+
+// Imports a trace (Chrome/Kineto or gearshift format), detects its steps, builds the workload and calibrates
+// the model to the trace's measured average power when it has one. Throws trace::TraceError (bad file),
+// trace::NoIterationError (no repeating step), std::invalid_argument (unknown GPU spec).
+RankInput load_rank(const std::string& trace_path, const std::string& gpu = "h200");
+
+struct SyncSlackOptions {
+  std::string strategy = "phase";  // "phase" (switch latency below) or "kernel-global" (ideal switching)
+  double switch_latency_ms = -1;   // < 0: the GPU spec's estimate
+};
+
+struct RankPlan {
+  int rank = 0;
+  double traced_step_time_s = 0;    // simulated step of the traced template at default clocks, s
+  double traced_energy_j = 0;       // its energy, J (compare with measured_energy_j)
+  double comm_time_s = 0;           // Σ communication op times in the traced template, s
+  double intrinsic_comm_time_s = 0; // the same after removing the wait, s
+  double intrinsic_step_time_s = 0; // I_r, s
+  double straggler_factor = 1;      // D / I_r
+  double planned_step_time_s = 0;   // simulated step of the intrinsic template under the plan, s (≤ D)
+  double baseline_energy_j = 0;     // default clocks, wait accounted, J/step
+  double planned_energy_j = 0;      // the plan, wait accounted, J/step
+  double saving_pct = 0;            // (baseline − planned) / baseline · 100
+  plan::Schedule schedule;          // per template position
+};
+
+struct SyncSlackResult {
+  double deadline_s = 0;                // D, s
+  int straggler = 0;                    // rank whose I_r is D
+  double job_step_time_before_s = 0;    // max_r I_r (= D), s
+  double job_step_time_after_s = 0;     // max_r planned step time, s
+  double job_energy_before_j = 0, job_energy_after_j = 0;  // Σ over ranks, J/step
+  double switch_latency_ns = 0;
+  std::vector<RankPlan> ranks;
+};
+
+// Throws std::invalid_argument for no rank, ranks of which only some communicate (not one data-parallel job),
+// or an unknown strategy.
+SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncSlackOptions& options = {});
+
+}  // namespace gearshift::sim

@@ -1,0 +1,96 @@
+#include "sim/sync_slack.hpp"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "gpu/spec.hpp"
+#include "model/kernel_class.hpp"
+
+namespace gearshift::sim {
+namespace {
+
+// A two-kernel step: a GEMM of `gemm_ms` then an all-reduce of `comm_ms` on its own stream.
+RankInput synthetic(double gemm_ms, double comm_ms, double gap_ms) {
+  model::DvfsModel m(gpu::find_spec("h200"));
+  model::ClockPair def{m.spec().default_sm_clock_mhz, m.spec().default_mem_clock_mhz};
+  model::Workload w;
+  model::WorkloadOp g;
+  g.name = "sm90_xmma_gemm";
+  g.cls = model::KernelClass::gemm;
+  g.coeffs = model::class_prior(g.cls);
+  g.ref = def;
+  g.ref_time_ns = gemm_ms * 1e6;
+  model::WorkloadOp c = g;
+  c.name = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
+  c.cls = model::KernelClass::communication;
+  c.coeffs = model::class_prior(c.cls);
+  c.stream = 0;  // after the GEMM on its stream: the all-reduce waits for the gradients
+  c.ref_time_ns = comm_ms * 1e6;
+  c.gap_before_ns = gap_ms * 1e6;
+  w.ops = {g, c};
+  return RankInput{w, m, "synthetic", 0, 0};
+}
+
+TEST(SyncSlack, FastRankSlowsToTheStragglerAndTheJobDoesNotGrow) {
+  // Rank 0: 30 ms of GEMM, 2 ms all-reduce. Rank 1: 20 ms of GEMM, then waits 10 ms inside the all-reduce.
+  std::vector<RankInput> ranks{synthetic(30, 2, 0), synthetic(20, 12, 0)};
+  SyncSlackOptions o;
+  o.strategy = "kernel-global";
+  auto r = plan_sync_slack(ranks, o);
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_EQ(r.straggler, 0);
+  EXPECT_NEAR(r.ranks[1].intrinsic_comm_time_s, 0.002, 1e-12);  // the wait removed
+  EXPECT_NEAR(r.ranks[1].comm_time_s, 0.012, 1e-12);
+  EXPECT_NEAR(r.deadline_s, r.ranks[0].intrinsic_step_time_s, 1e-12);
+  // GEMM times are modelled at the power-capped clock, so only roughly the traced 32 ms and 22 ms.
+  EXPECT_NEAR(r.ranks[1].straggler_factor, 32.0 / 22.0, 0.05);
+  EXPECT_NEAR(r.ranks[1].traced_step_time_s - r.ranks[1].intrinsic_step_time_s, 0.010, 1e-9);
+  EXPECT_LE(r.job_step_time_after_s, r.job_step_time_before_s * (1 + 1e-9));
+  EXPECT_GT(r.ranks[1].planned_step_time_s, r.ranks[1].intrinsic_step_time_s + 0.005);  // it used the slack
+  EXPECT_GT(r.ranks[1].saving_pct, 10.0);
+  EXPECT_LT(r.ranks[0].saving_pct, r.ranks[1].saving_pct);
+}
+
+TEST(SyncSlack, RanksOfDifferentProgramsAreRefused) {
+  auto a = synthetic(30, 2, 0), b = synthetic(20, 2, 0);
+  b.workload.ops.pop_back();  // rank 1 without its all-reduce
+  EXPECT_THROW(plan_sync_slack({a, b}), std::invalid_argument);
+  EXPECT_THROW(plan_sync_slack({}), std::invalid_argument);
+  SyncSlackOptions o;
+  o.strategy = "nope";
+  EXPECT_THROW(plan_sync_slack({a}, o), std::invalid_argument);
+}
+
+// The check on the two traced DDP ranks (shared data): rank 1 waits for rank 0 at the all-reduce.
+TEST(SyncSlack, Ddp2Gpt2mRankOneTakesRankZerosDeadline) {
+  const std::string dir = std::string(GEARSHIFT_SHARED_DIR) + "/data/traces/";
+  if (!std::filesystem::exists(dir + "ddp2_gpt2m_rank0_h200_trace.json.gz")) GTEST_SKIP() << "no ../shared";
+  std::vector<RankInput> ranks{load_rank(dir + "ddp2_gpt2m_rank0_h200_trace.json.gz"),
+                               load_rank(dir + "ddp2_gpt2m_rank1_h200_trace.json.gz")};
+  // The model is calibrated to each rank's measured energy (61.3 J, 49.7 J at 0.0964 s).
+  EXPECT_NEAR(ranks[0].measured_energy_j, 61.273, 1e-3);
+  EXPECT_NEAR(ranks[1].measured_energy_j, 49.718, 1e-3);
+  auto r = plan_sync_slack(ranks);
+  EXPECT_EQ(r.straggler, 0);
+  const auto& r0 = r.ranks[0];
+  const auto& r1 = r.ranks[1];
+  // Traced NCCL time per step ≈13.5 ms (rank 0) vs ≈52 ms (rank 1); the wait is rank 1's.
+  EXPECT_NEAR(r0.comm_time_s, 0.0135, 0.003);
+  EXPECT_NEAR(r1.comm_time_s, 0.052, 0.004);
+  EXPECT_LT(r1.intrinsic_comm_time_s, 0.5 * r1.comm_time_s);
+  EXPECT_GT(r1.straggler_factor, 1.03);  // only part of the 38 ms wait lies on rank 1's own critical path
+  EXPECT_NEAR(r0.straggler_factor, 1.0, 1e-12);
+  EXPECT_LE(r.job_step_time_after_s, r.job_step_time_before_s * (1 + 1e-9));
+  EXPECT_GT(r1.saving_pct, 10.0);
+  EXPECT_LT(r1.saving_pct, 30.0);
+  EXPECT_GT(r1.planned_step_time_s, r1.intrinsic_step_time_s);  // it used the slack
+  EXPECT_GT(r1.saving_pct, r0.saving_pct);
+  RecordProperty("rank1_saving_pct", std::to_string(r1.saving_pct));
+  std::printf("ddp2: D=%.4f s; rank1 I=%.4f s -> %.4f s, %.2f J -> %.2f J (%.2f %%); rank0 %.2f %%; job %.4f -> %.4f s\n",
+              r.deadline_s, r1.intrinsic_step_time_s, r1.planned_step_time_s, r1.baseline_energy_j,
+              r1.planned_energy_j, r1.saving_pct, r0.saving_pct, r.job_step_time_before_s, r.job_step_time_after_s);
+}
+
+}  // namespace
+}  // namespace gearshift::sim
