@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/switching_args.hpp"
 #include "runtime/replay.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
@@ -15,7 +16,8 @@ namespace gearshift::cli {
 void add_replay_command(CLI::App& app) {
   struct Opts {
     std::string trace, plan, perturb, dry_run_log;
-    double latency_ms = -1, min_interval_ms = -1, cpu_lead_ms = 2, activity_delay_ms = 1;
+    SwitchingArgs switching;
+    double cpu_lead_ms = 2, activity_delay_ms = 1;
     std::uint64_t seed = 1;
     bool json = false;
   };
@@ -24,8 +26,7 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("trace", o->trace, "Trace (.json, .json.gz, gearshift format)")->required();
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`")->required();
   cmd->add_option("--perturb", o->perturb, "drop=P,insert=P,swap=P (probability per launch, 0..1 or N%)");
-  cmd->add_option("--switch-latency-ms", o->latency_ms, "Clock-change latency L, ms (default: the plan's)");
-  cmd->add_option("--min-interval-ms", o->min_interval_ms, "Merge changes closer than this, ms (default: L)");
+  o->switching.add_to(cmd);
   cmd->add_option("--cpu-lead-ms", o->cpu_lead_ms, "CPU launch lead over the GPU when the trace lacks launch times, ms");
   cmd->add_option("--activity-delay-ms", o->activity_delay_ms, "Delay of activity records after a kernel ends, ms");
   cmd->add_option("--seed", o->seed, "Perturbation seed");
@@ -33,23 +34,15 @@ void add_replay_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
     runtime::ReplayOptions ro;
-    runtime::ClockPlan plan;
-    try {
-      plan = runtime::load_plan(o->plan);
-    } catch (const runtime::PlanError& e) {
-      throw Exit(kBadInput, e.what());
-    }
+    runtime::ClockPlan plan = load_plan_or_exit(o->plan);
     try {
       ro.perturb = runtime::parse_perturbation(o->perturb);
     } catch (const std::invalid_argument& e) {
       throw Exit(kUsage, e.what());
     }
-    if (o->latency_ms < -0.5) o->latency_ms = plan.switch_latency_ns / 1e6;
-    if (o->latency_ms < 0 || o->cpu_lead_ms < 0 || o->activity_delay_ms < 0)
-      throw Exit(kUsage, "latencies must be >= 0 ms");
+    ro.scheduler = o->switching.resolve(plan);
+    if (o->cpu_lead_ms < 0 || o->activity_delay_ms < 0) throw Exit(kUsage, "latencies must be >= 0 ms");
     ro.perturb.seed = o->seed;
-    ro.scheduler.switch_latency_ns = o->latency_ms * 1e6;
-    ro.scheduler.min_interval_ns = (o->min_interval_ms < 0 ? o->latency_ms : o->min_interval_ms) * 1e6;
     ro.cpu_lead_ns = o->cpu_lead_ms * 1e6;
     ro.activity_delay_ns = o->activity_delay_ms * 1e6;
     trace::Trace t;
@@ -87,12 +80,12 @@ void add_replay_command(CLI::App& app) {
                           {"perturbed", {{"dropped", r.dropped_ops}, {"inserted", r.inserted_ops}, {"swapped", r.swapped_ops}}},
                           {"relocks", r.relocks},
                           {"lock_losses", r.losses},
-                          {"switch_latency_ms", o->latency_ms},
+                          {"switch_latency_ms", o->switching.latency_ms},
                           {"modelled", "virtual time from the trace"}};
       fmt::print("{}\n", j.dump());
       return;
     }
-    fmt::print("replay {} with {} ({} positions), L = {} ms (virtual time)\n", o->trace, o->plan, plan.size(), o->latency_ms);
+    fmt::print("replay {} with {} ({} positions), L = {} ms (virtual time)\n", o->trace, o->plan, plan.size(), o->switching.latency_ms);
     fmt::print("  launches {} (dropped {}, inserted {}, swapped {}), steps {}\n", r.launches, r.dropped_ops,
                r.inserted_ops, r.swapped_ops, r.steps);
     fmt::print("  prediction accuracy after the first step  {:.4f} %\n", 100 * r.prediction_accuracy);

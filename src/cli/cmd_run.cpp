@@ -19,6 +19,7 @@
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_gpus.hpp"
+#include "cli/switching_args.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
@@ -66,7 +67,7 @@ void add_run_command(CLI::App& app) {
   struct Opts {
     std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown;
     bool apply = false, auto_plan = false, lock_memory = false;
-    double latency_ms = -1, min_interval_ms = -1;
+    SwitchingArgs switching;
     unsigned gpu = 0;
     std::vector<std::string> cmd;
   };
@@ -77,8 +78,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--max-slowdown", o->max_slowdown, "With --auto: step-time budget, e.g. 0.5%");
   cmd->add_flag("--apply", o->apply, "Lock clocks through NVML (needs root or CAP_SYS_ADMIN); default: dry-run");
   cmd->add_flag("--lock-memory", o->lock_memory, "Also lock memory clocks where the GPU supports it");
-  cmd->add_option("--switch-latency-ms", o->latency_ms, "Clock-change latency L, ms (default: the plan's)");
-  cmd->add_option("--min-interval-ms", o->min_interval_ms, "Merge changes closer than this, ms (default: L)");
+  o->switching.add_to(cmd);
   cmd->add_option("--gpu", o->gpu, "NVML index of the GPU the job uses (default 0)");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
@@ -87,17 +87,8 @@ void add_run_command(CLI::App& app) {
       throw Exit(kUsage, "--auto is not implemented yet: record with `gearshift trace`, plan with `gearshift plan "
                          "TRACE -o plan.json`, then `gearshift run --plan plan.json`");
     if (o->plan.empty()) throw Exit(kUsage, "run needs --plan plan.json");
-    runtime::ClockPlan plan;
-    try {
-      plan = runtime::load_plan(o->plan);
-    } catch (const runtime::PlanError& e) {
-      throw Exit(kBadInput, e.what());
-    }
-    if (o->latency_ms < -0.5) o->latency_ms = plan.switch_latency_ns / 1e6;
-    if (o->latency_ms < 0) throw Exit(kUsage, "--switch-latency-ms must be >= 0");
-    runtime::SchedulerOptions so;
-    so.switch_latency_ns = o->latency_ms * 1e6;
-    so.min_interval_ns = (o->min_interval_ms < 0 ? o->latency_ms : o->min_interval_ms) * 1e6;
+    runtime::ClockPlan plan = load_plan_or_exit(o->plan);
+    runtime::SchedulerOptions so = o->switching.resolve(plan);
 
     std::unique_ptr<runtime::DryRunActuator> dry;
     try {
@@ -150,7 +141,7 @@ void add_run_command(CLI::App& app) {
                "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
                "  kernel time at the intended clocks{} {:.2f} %\n",
                o->apply && act->writes_clocks() ? "applied" : "dry-run", act->writes_clocks() ? "NVML" : o->dry_run_log,
-               o->latency_ms, st.steps, st.launches, 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged,
+               o->switching.latency_ms, st.steps, st.launches, 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged,
                st.late, act->writes_clocks() ? "" : " (would have run)", 100 * st.in_time_fraction());
     if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);
     if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->cmd[0], ce.code));

@@ -1,0 +1,29 @@
+#include "cli/switching_args.hpp"
+
+#include "cli/commands.hpp"
+
+namespace gearshift::cli {
+
+void SwitchingArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--switch-latency-ms", latency_ms, "Clock-change latency L, ms (default: the plan's)");
+  cmd->add_option("--min-interval-ms", min_interval_ms, "Merge changes closer than this, ms (default: L)");
+}
+
+runtime::SchedulerOptions SwitchingArgs::resolve(const runtime::ClockPlan& plan) {
+  if (latency_ms < -0.5) latency_ms = plan.switch_latency_ns / 1e6;
+  if (latency_ms < 0) throw Exit(kUsage, "--switch-latency-ms must be >= 0");
+  runtime::SchedulerOptions so;
+  so.switch_latency_ns = latency_ms * 1e6;
+  so.min_interval_ns = (min_interval_ms < 0 ? latency_ms : min_interval_ms) * 1e6;
+  return so;
+}
+
+runtime::ClockPlan load_plan_or_exit(const std::string& path) {
+  try {
+    return runtime::load_plan(path);
+  } catch (const runtime::PlanError& e) {
+    throw Exit(kBadInput, e.what());
+  }
+}
+
+}  // namespace gearshift::cli

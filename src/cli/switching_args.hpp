@@ -1,0 +1,26 @@
+// The plan and switching options `gearshift run` and `gearshift replay` share: --switch-latency-ms and
+// --min-interval-ms (defaults: the plan's L, and L), and the plan.json they apply.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/clock_plan.hpp"
+#include "runtime/scheduler.hpp"
+
+namespace gearshift::cli {
+
+struct SwitchingArgs {
+  double latency_ms = -1;       // ms; < 0: the plan's switch latency
+  double min_interval_ms = -1;  // ms; < 0: the switch latency
+
+  void add_to(CLI::App* cmd);
+  // The scheduler options for `plan`; resolves latency_ms to the value used. Throws Exit(kUsage) when < 0.
+  runtime::SchedulerOptions resolve(const runtime::ClockPlan& plan);
+};
+
+// load_plan with its errors as Exit(kBadInput).
+runtime::ClockPlan load_plan_or_exit(const std::string& path);
+
+}  // namespace gearshift::cli
