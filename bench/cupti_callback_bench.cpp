@@ -4,7 +4,14 @@
 
 #include <cupti.h>
 
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "cupti/callback_handler.hpp"
+#include "cupti/launch_queue.hpp"
 #include "cupti/launch_table.hpp"
 
 namespace {
@@ -33,6 +40,54 @@ void BM_LaunchCallbackEnterExit(benchmark::State& state) {
 BENCHMARK(BM_LaunchCallbackEnterExit);
 // PyTorch launches from its main thread and its autograd thread: two launching threads at once.
 BENCHMARK(BM_LaunchCallbackEnterExit)->Threads(2);
+
+// The hot path as `gearshift run` uses it: the entry callback also reads the clock (CLOCK_MONOTONIC here, a
+// stand-in for cuptiGetTimestamp, measured separately on the GPU machine) and hands the launch to the runtime
+// feed's queue, which a writer thread drains meanwhile (as the injection library's feed thread does).
+void BM_LaunchCallbackWithFeed(benchmark::State& state) {
+  static gearshift::cupti::LaunchQueue queue;
+  static std::atomic<int> running{0};
+  static std::thread drainer;
+  if (state.thread_index() == 0) {
+    running.store(1);
+    drainer = std::thread([] {
+      gearshift::cupti::LaunchEvent e;
+      while (running.load(std::memory_order_relaxed) != 0) {  // drains every 500 µs, as the feed's writer
+        while (queue.pop(e)) {
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    });
+  }
+  auto now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  };
+  CUpti_CallbackData enter{};
+  enter.callbackSite = CUPTI_API_ENTER;
+  enter.symbolName = "_Z4geluPf";
+  CUpti_CallbackData exit_data{};
+  exit_data.callbackSite = CUPTI_API_EXIT;
+  std::uint32_t corr = static_cast<std::uint32_t>(state.thread_index()) << 24;
+  gearshift::cupti::LaunchEvent e;
+  for (auto _ : state) {
+    enter.correlationId = ++corr;
+    if (gearshift::cupti::on_driver_api(table(), CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &enter, now, e))
+      queue.push(e);
+    exit_data.correlationId = corr;
+    gearshift::cupti::on_driver_api(table(), CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &exit_data, now, e);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) {
+    running.store(0);
+    drainer.join();
+    state.counters["dropped"] = static_cast<double>(queue.dropped());
+  }
+}
+BENCHMARK(BM_LaunchCallbackWithFeed);
+BENCHMARK(BM_LaunchCallbackWithFeed)->Threads(2);
 
 void BM_LaunchTableLookup(benchmark::State& state) {
   for (std::uint32_t i = 1; i <= 1024; ++i) table().record(i, gearshift::cupti::LaunchApi::kernel);

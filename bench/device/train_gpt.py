@@ -7,11 +7,14 @@ counts) and ends with a device synchronize so that the step's GPU work lies insi
 
   python3 train_gpt.py --preset gpt2-medium --batch 8 --steps 30 --warmup 5
   python3 train_gpt.py ... --profile trace.json     # torch.profiler over the measured steps, Chrome trace out
+  python3 train_gpt.py ... --accum 2                 # gradient accumulation: 2 microbatches per optimizer step
+  python3 train_gpt.py ... --vary-seq 512,768,1024   # each step's sequence length drawn from the list
 
 Prints one JSON line: config, per-step wall times (s) of the measured steps and their median.
 """
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -41,6 +44,11 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-nvtx", action="store_true", help="do not emit gearshift.step NVTX ranges")
     p.add_argument("--profile", metavar="JSON", help="run torch.profiler over the measured steps, write Chrome trace")
+    p.add_argument("--sync-every", type=int, default=1,
+                   help="synchronize the device every N steps (0: only at the end; the CPU then runs ahead of the "
+                        "GPU as in real training, and step times are CPU-side)")
+    p.add_argument("--accum", type=int, default=1, help="microbatches per optimizer step (gradient accumulation)")
+    p.add_argument("--vary-seq", metavar="L1,L2,...", help="draw each step's sequence length from this list")
     a = p.parse_args()
 
     if not torch.cuda.is_available():
@@ -52,16 +60,24 @@ def main() -> int:
     dev = torch.device("cuda")
     cfg = GPT2Config(n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=a.seq, vocab_size=50257,
                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    model = GPT2LMHeadModel(cfg).to(device=dev, dtype=torch.bfloat16)
+    with torch.device(dev):  # initialised on the GPU: a GPT-3 XL shape starts in seconds, not a minute
+        model = GPT2LMHeadModel(cfg).to(dtype=torch.bfloat16)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     params = sum(t.numel() for t in model.parameters())
     gen = torch.Generator(device=dev).manual_seed(a.seed)
 
+    seqs = [int(x) for x in a.vary_seq.split(",")] if a.vary_seq else [a.seq]
+    if max(seqs) > a.seq:
+        p.error("--vary-seq lengths must be <= --seq")
+    pick = random.Random(a.seed)
+
     def step() -> None:
-        ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), device=dev, generator=gen)
-        loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
+        seq = pick.choice(seqs)
+        for _ in range(a.accum):
+            ids = torch.randint(0, cfg.vocab_size, (a.batch, seq), device=dev, generator=gen)
+            loss = model(input_ids=ids, labels=ids).loss / a.accum
+            loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
@@ -82,16 +98,19 @@ def main() -> int:
                 torch.cuda.synchronize()
         else:
             step()
-            torch.cuda.synchronize()
+            if a.sync_every and (i + 1) % a.sync_every == 0:
+                torch.cuda.synchronize()
         if nvtx:
             torch.cuda.nvtx.range_pop()
         t1 = time.perf_counter()
         if i >= a.warmup:
             times.append(t1 - t0)
+    torch.cuda.synchronize()
     if prof is not None:
         prof.__exit__(None, None, None)
         prof.export_chrome_trace(a.profile)
     print(json.dumps({"preset": a.preset, "n_layer": n_layer, "n_embd": n_embd, "n_head": n_head, "seq": a.seq,
+                      "accum": a.accum, "sync_every": a.sync_every, "vary_seq": seqs if a.vary_seq else None,
                       "batch": a.batch, "params": params, "gpu": torch.cuda.get_device_name(0),
                       "torch": torch.__version__, "warmup": a.warmup, "step_times_s": times,
                       "median_step_s": statistics.median(times)}), flush=True)

@@ -6,6 +6,7 @@
 
 #include <array>
 
+#include "cupti/launch_queue.hpp"
 #include "cupti/launch_table.hpp"
 
 namespace gearshift::cupti {
@@ -33,13 +34,28 @@ constexpr LaunchApi launch_api_of(CUpti_CallbackId cbid) noexcept {
 }
 
 // Called by CUPTI's callback trampoline for the driver domain. Cannot throw (no exception can cross into
-// CUPTI): everything it does is noexcept. `now_ns` reads the CUPTI clock (cuptiGetTimestamp; nullptr: no
-// launch times) so that each op can be placed in the CPU-side step that launched it.
-inline void on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti_CallbackData* data,
-                          std::int64_t (*now_ns)() noexcept = nullptr) noexcept {
-  if (data == nullptr || data->callbackSite != CUPTI_API_ENTER) return;
+// CUPTI): everything it does is noexcept. On a launch's API entry it records the launch in `table` and fills
+// `out` (for the runtime feed), returning true. `now_ns` reads the CUPTI clock (cuptiGetTimestamp), the clock
+// of the activity records too, so that each op can be placed in the CPU-side step that launched it; the
+// caller passes the clock it already holds (no global lookup on the hot path).
+template <typename NowNs>
+inline bool on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti_CallbackData* data, NowNs&& now_ns,
+                          LaunchEvent& out) noexcept {
+  if (data == nullptr || data->callbackSite != CUPTI_API_ENTER) return false;
   LaunchApi api = launch_api_of(cbid);
-  if (api != LaunchApi::unknown) table.record(data->correlationId, api, now_ns != nullptr ? now_ns() : -1);
+  if (api == LaunchApi::unknown) return false;
+  out.correlation = data->correlationId;
+  out.api = api;
+  out.cpu_ns = now_ns();
+  out.symbol = api == LaunchApi::graph ? nullptr : data->symbolName;
+  table.record(out.correlation, api, out.cpu_ns);
+  return true;
+}
+
+// Without a clock (launch times unknown): tests and the table-only benchmark.
+inline bool on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti_CallbackData* data) noexcept {
+  LaunchEvent unused;
+  return on_driver_api(table, cbid, data, [] { return std::int64_t{-1}; }, unused);
 }
 
 }  // namespace gearshift::cupti

@@ -51,6 +51,7 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
   integer(kEnvSampleMs, c.sample_period_ms, 0, 60'000);
   integer(kEnvFlushMs, c.flush_period_ms, 0, 600'000);
   integer(kEnvMaxRecords, c.max_records, 1, 1'000'000'000'000);
+  integer(kEnvRuntimeFd, c.runtime_fd, 0, 1'000'000);
   if (std::string v = str(kEnvDuration); !v.empty()) {
     double d = 0;
     if (!parse_number(v, d) || !std::isfinite(d) || d < 0) warn(kEnvDuration, v, "a number of seconds >= 0");

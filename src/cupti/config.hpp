@@ -22,6 +22,8 @@ inline constexpr const char* kEnvMaxRecords = "GEARSHIFT_TRACE_MAX_RECORDS";  //
 inline constexpr const char* kEnvCuptiLibrary = "GEARSHIFT_CUPTI_LIBRARY";  // libcupti.so to load
 inline constexpr const char* kEnvQuiet = "GEARSHIFT_TRACE_QUIET";           // 1: no summary line at exit
 inline constexpr const char* kEnvAllRanges = "GEARSHIFT_TRACE_ALL_RANGES";  // 1: every NVTX range + graph spans
+// Set by `gearshift run`: the write end of the runtime's launch feed (a pipe; protocol in src/runtime/feed.hpp).
+inline constexpr const char* kEnvRuntimeFd = "GEARSHIFT_RUNTIME_FD";
 
 struct TracerConfig {
   std::string output;                 // empty: tracing is off
@@ -39,6 +41,7 @@ struct TracerConfig {
   // every marker of a trace as a step boundary; with all_ranges, also library ranges (CUB, NCCL, user NVTX)
   // and "cuda.graph_launch#G" GPU spans.
   bool all_ranges = false;
+  int runtime_fd = -1;                // >= 0: write the runtime's launch feed to this pipe
 };
 
 // Reads the variables above through `getenv`. A malformed value keeps its default and adds a warning.

@@ -6,7 +6,7 @@
 
 namespace gearshift::cupti {
 
-Controller::Controller(Tracer& tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
+Controller::Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
                        int flush_period_ms, double duration_s)
     : tracer_(tracer),
       clocks_(clocks),
@@ -30,10 +30,10 @@ void Controller::shutdown() {
 }
 
 void Controller::sample_now() {
-  if (clocks_ == nullptr || !hooks_.now_ns) return;
+  if (tracer_ == nullptr || clocks_ == nullptr || !hooks_.now_ns) return;
   for (int d = 0; d < clocks_->device_count(); ++d) {
     ClockReading r = clocks_->read(d);
-    tracer_.add(trace::DeviceSample{d, hooks_.now_ns(), r.sm_clock_mhz, r.mem_clock_mhz, r.power_mw});
+    tracer_->add(trace::DeviceSample{d, hooks_.now_ns(), r.sm_clock_mhz, r.mem_clock_mhz, r.power_mw});
   }
 }
 
@@ -50,25 +50,26 @@ void Controller::loop() {
         if (cv_.wait_until(lock, std::min(next_sample, clock::now() + tick), [this] { return quit_; })) return;
       }
       auto now = clock::now();
-      if (sample_ms_ > 0 && now >= next_sample) {
+      if (sample_ms_ > 0 && now >= next_sample && !stopped_) {
         sample_now();
         next_sample += std::chrono::milliseconds(sample_ms_);
         if (next_sample < now) next_sample = now + std::chrono::milliseconds(sample_ms_);  // fell behind
-      } else if (sample_ms_ <= 0) {
+      } else if (sample_ms_ <= 0 || stopped_) {
         next_sample = now + tick;
       }
       if (flush_ms_ > 0 && now >= next_flush && hooks_.flush) {
         hooks_.flush();
         next_flush = now + std::chrono::milliseconds(flush_ms_);
       }
-      std::optional<std::string> reason = tracer_.stop_reason();
+      if (tracer_ == nullptr || stopped_) continue;  // nothing (more) to stop: flushing for the runtime feed
+      std::optional<std::string> reason = tracer_->stop_reason();
       if (!reason && duration_s_ > 0 && hooks_.now_ns &&
           static_cast<double>(hooks_.now_ns() - start_ns_) >= duration_s_ * 1e9)
         reason = "traced for the requested duration";
       if (reason && !stopped_) {
         stopped_ = true;
         if (hooks_.stop) hooks_.stop(*reason);
-        return;  // the trace is finished; the program runs on untraced
+        if (!hooks_.flush_after_stop) return;  // the trace is finished; the program runs on untraced
       }
     }
   } catch (...) {

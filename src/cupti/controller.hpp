@@ -19,12 +19,14 @@ struct ControllerHooks {
   std::function<std::int64_t()> now_ns;             // the trace's clock (cuptiGetTimestamp), ns
   std::function<void()> flush;                      // cuptiActivityFlushAll(0); may be empty
   std::function<void(const std::string&)> stop;     // stop tracing with this reason; called at most once
+  bool flush_after_stop = false;  // keep flushing after the stop (the runtime feed still needs activity)
 };
 
 class Controller {
  public:
-  // `clocks` may be null (no sampling); it must outlive the controller.
-  Controller(Tracer& tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
+  // `tracer` may be null (the runtime feed without a trace file: periodic flushes only); `clocks` may be null
+  // (no sampling); both must outlive the controller.
+  Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
              int flush_period_ms, double duration_s);
   ~Controller();  // shutdown()
   Controller(const Controller&) = delete;
@@ -38,7 +40,7 @@ class Controller {
  private:
   void loop();
 
-  Tracer& tracer_;
+  Tracer* tracer_;
   ClockSource* clocks_;
   ControllerHooks hooks_;
   int sample_ms_, flush_ms_;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 #include "cupti/controller.hpp"
 #include "cupti/cupti_api.hpp"
 #include "cupti/launch_table.hpp"
+#include "cupti/runtime_feed.hpp"
 #include "cupti/tracer.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -70,33 +72,35 @@ struct State {
   LaunchTable launches;
   std::unique_ptr<BufferPool> pool;
   std::unique_ptr<ClockSource> clocks;
-  std::unique_ptr<Tracer> tracer;
+  std::unique_ptr<Tracer> tracer;      // null: no trace file (the runtime feed only)
+  std::unique_ptr<RuntimeFeed> feed;   // null: no runtime feed; never reset once set (callbacks read it)
   // Owned here, read through the atomic: the controller's own thread may stop the trace (and read it) while
   // start() is still storing it.
   std::unique_ptr<Controller> controller_owner;
   std::atomic<Controller*> controller{nullptr};
   CUpti_SubscriberHandle subscriber = nullptr;
   bool marker_enabled = false;
-  std::mutex stop_mu;
-  bool stopped = false;
+  std::mutex stop_mu;  // the two flags below, and one stop at a time
+  bool trace_done = false;
+  bool cupti_off = false;
   std::string output;
 };
 // Leaked on purpose: never destroyed, so that no static destructor (in this process or a forked child)
 // writes into the trace file. Finished explicitly by stop_tracing().
 std::atomic<State*> g_state{nullptr};
 
-// cuptiGetTimestamp for the launch callback: the CUPTI clock that activity records use too.
-std::int64_t launch_clock_ns() noexcept {
-  State* s = g_state.load(std::memory_order_acquire);
-  return s != nullptr && s->api != nullptr ? s->api->now_ns() : -1;
-}
-
+// The hot path: every launch's API entry and exit. The launch time is the CUPTI clock (cuptiGetTimestamp), the
+// clock of the activity records too.
 void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) noexcept {
   try {
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && userdata != nullptr)
-      on_driver_api(static_cast<State*>(userdata)->launches, cbid, static_cast<const CUpti_CallbackData*>(data),
-                    &launch_clock_ns);
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || userdata == nullptr) return;
+    State* s = static_cast<State*>(userdata);
+    LaunchEvent e;
+    if (on_driver_api(s->launches, cbid, static_cast<const CUpti_CallbackData*>(data), [s] { return s->api->now_ns(); },
+                      e) &&
+        s->feed)
+      s->feed->on_launch(e);
   } catch (...) {
   }
 }
@@ -122,59 +126,86 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
     CUpti_Activity* rec = nullptr;
     while (buffer != nullptr && s->api->activity_get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
       Decoded d = decode_record(rec, s->api->v13_layout(), label);
-      if (const auto* g = std::get_if<GpuActivity>(&d)) s->tracer->add(*g);
-      else if (const auto* m = std::get_if<MarkerActivity>(&d)) s->tracer->add(*m);
+      if (const auto* g = std::get_if<GpuActivity>(&d)) {
+        if (s->tracer) s->tracer->add(*g);
+        if (s->feed && g->kind == trace::OpKind::kernel)
+          s->feed->on_kernel_complete(g->correlation, g->start_ns, g->end_ns, g->stream, g->device);
+      } else if (const auto* m = std::get_if<MarkerActivity>(&d)) {
+        if (s->tracer) s->tracer->add(*m);
+      }
     }
     size_t dropped = 0;
-    if (s->api->activity_get_num_dropped_records(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
+    if (s->tracer && s->api->activity_get_num_dropped_records(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
       s->tracer->add_dropped(dropped, 0);
   } catch (...) {
   }
   s->pool->release(buffer);
 }
 
-// Stops tracing for good: callbacks off, activity off, last buffers flushed, file finished. The program
-// runs on. Safe from the controller thread, the exit handler and gearshift_trace_stop().
-void stop_tracing(State& s, const std::string& reason, bool complete) noexcept {
+// Finishes the trace file with what CUPTI has delivered (the caller flushed) and says what was written.
+void finish_trace_file(State& s, const std::string& reason, bool complete) {
+  const CuptiApi& api = *s.api;
+  size_t dropped = 0;
+  if (api.activity_get_num_dropped_records(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
+  s.tracer->add_dropped(dropped, s.pool->refused());
+  if (Controller* c = s.controller.load(std::memory_order_acquire)) c->sample_now();
+  s.tracer->finish(complete, reason);
+  TracerStats st = s.tracer->stats();
+  if (!s.tracer->ok()) {
+    warn_untraced("trace " + s.output + " is incomplete: " + s.tracer->error());
+    return;
+  }
+  if (!s.config.chrome_output.empty()) {
+    try {
+      write_chrome_trace(trace::read_gearshift_trace(s.output), s.config.chrome_output);
+    } catch (const std::exception& e) {
+      say("warning", std::string("Chrome trace not written: ") + e.what());
+    }
+  }
+  if (!s.config.quiet) {
+    std::ostringstream o;
+    o << "wrote " << s.output << ": " << st.kernels << " kernels (" << st.graph_kernels << " in CUDA graphs), "
+      << st.memcpys << " memcpys, " << st.memsets << " memsets, " << st.ranges << " NVTX ranges ("
+      << st.step_ranges << " steps), " << st.samples << " clock samples; " << reason;
+    if (st.dropped_cupti + st.dropped_buffers > 0)
+      o << "; INCOMPLETE: " << st.dropped_cupti << " records dropped, " << st.dropped_buffers
+        << " buffer requests refused";
+    say("note", o.str());
+  }
+}
+
+// Ends the trace file (steps reached, duration, gearshift_trace_stop(), exit) and, with `everything` or when
+// no runtime feed needs CUPTI, turns CUPTI off: callbacks and activity off, last buffers flushed, the feed's
+// last lines written. The program runs on. Safe from the controller thread, the exit handler and
+// gearshift_trace_stop(); one at a time.
+void stop_tracing(State& s, const std::string& reason, bool complete, bool everything) noexcept {
   try {
-    {
-      std::lock_guard lock(s.stop_mu);
-      if (s.stopped) return;
-      s.stopped = true;
-    }
+    std::lock_guard lock(s.stop_mu);
     const CuptiApi& api = *s.api;
-    for (CUpti_CallbackId cbid : kLaunchCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-    for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
-    if (s.marker_enabled) api.activity_disable(CUPTI_ACTIVITY_KIND_MARKER);
-    if (CUptiResult r = api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS)
-      say("note", "final CUPTI flush failed: " + api.describe(r));
-    size_t dropped = 0;
-    if (api.activity_get_num_dropped_records(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
-    s.tracer->add_dropped(dropped, s.pool->refused());
-    if (Controller* c = s.controller.load(std::memory_order_acquire)) c->sample_now();
-    api.unsubscribe(s.subscriber);
-    s.tracer->finish(complete, reason);
-    TracerStats st = s.tracer->stats();
-    if (!s.tracer->ok()) {
-      warn_untraced("trace " + s.output + " is incomplete: " + s.tracer->error());
-      return;
+    const bool turn_off = !s.cupti_off && (everything || !s.feed);
+    if (turn_off) {
+      for (CUpti_CallbackId cbid : kLaunchCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+      for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
+      if (s.marker_enabled) api.activity_disable(CUPTI_ACTIVITY_KIND_MARKER);
     }
-    if (!s.config.chrome_output.empty()) {
-      try {
-        write_chrome_trace(trace::read_gearshift_trace(s.output), s.config.chrome_output);
-      } catch (const std::exception& e) {
-        say("warning", std::string("Chrome trace not written: ") + e.what());
+    if (!s.cupti_off)
+      if (CUptiResult r = api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS)
+        say("note", "final CUPTI flush failed: " + api.describe(r));
+    if (turn_off) {
+      if (s.feed) {
+        s.feed->stop();
+        FeedStats fs = s.feed->stats();
+        if (!s.config.quiet || fs.dropped_launches > 0)
+          say("note", "runtime feed: " + std::to_string(fs.launches) + " launches, " + std::to_string(fs.completions) +
+                          " completed kernels sent, " + std::to_string(fs.dropped_launches) + " launches dropped (queue full)" +
+                          (fs.broken ? ", closed early by the runtime" : ""));
       }
+      api.unsubscribe(s.subscriber);
+      s.cupti_off = true;
     }
-    if (!s.config.quiet) {
-      std::ostringstream o;
-      o << "wrote " << s.output << ": " << st.kernels << " kernels (" << st.graph_kernels << " in CUDA graphs), "
-        << st.memcpys << " memcpys, " << st.memsets << " memsets, " << st.ranges << " NVTX ranges ("
-        << st.step_ranges << " steps), " << st.samples << " clock samples; " << reason;
-      if (st.dropped_cupti + st.dropped_buffers > 0)
-        o << "; INCOMPLETE: " << st.dropped_cupti << " records dropped, " << st.dropped_buffers
-          << " buffer requests refused";
-      say("note", o.str());
+    if (s.tracer && !s.trace_done) {
+      s.trace_done = true;
+      finish_trace_file(s, reason, complete);
     }
   } catch (...) {
   }
@@ -185,7 +216,7 @@ void at_exit() noexcept {
   if (s == nullptr || s->pid != getpid()) return;  // a forked child: the file belongs to the parent
   try {
     if (Controller* c = s->controller.load(std::memory_order_acquire)) c->shutdown();
-    stop_tracing(*s, "program exited", true);
+    stop_tracing(*s, "program exited", true, true);
   } catch (...) {
   }
 }
@@ -223,11 +254,30 @@ std::string command_line() {
   return all;
 }
 
+// The runtime feed's pipe from GEARSHIFT_RUNTIME_FD, or -1 (with a note) when it is not a pipe: a program
+// started by a traced one may inherit the variable without the descriptor, whose number may then name
+// something else entirely.
+int feed_pipe(int fd) {
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+    say("note", std::string(kEnvRuntimeFd) + "=" + std::to_string(fd) + " is not an open pipe; no launch feed");
+    return -1;
+  }
+  fcntl(fd, F_SETFD, FD_CLOEXEC);  // programs this one execs must not write into the feed
+  return fd;
+}
+
+// How often CUPTI hands completed activity to us while the runtime feed is on: the runtime anchors its
+// estimate of GPU progress on completed kernels, so staleness costs accuracy; 10 ms keeps it small.
+constexpr int kFeedFlushMs = 10;
+
 void start() {
   std::vector<std::string> warnings;
   TracerConfig cfg = config_from_env([](const char* k) { return std::getenv(k); }, &warnings);
   for (const auto& w : warnings) say("note", w);
-  if (cfg.output.empty()) {
+  const int feed_fd = feed_pipe(cfg.runtime_fd);
+  if (cfg.output.empty() && feed_fd < 0) {
     warn_untraced(std::string(kEnvOutput) + " is not set (run the program through `gearshift trace -o FILE`)");
     return;
   }
@@ -252,52 +302,66 @@ void start() {
     api.unsubscribe(s->subscriber);
     warn_untraced(why);
   };
-  for (CUpti_CallbackId cbid : kLaunchCallbacks) {
-    if (CUptiResult r = api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS) {
-      undo("cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
+  if (!cfg.output.empty()) {
+    std::string nvml_error;
+    if (cfg.sample_period_ms > 0) s->clocks = open_nvml_clock_source(split_visible_devices(), &nvml_error);
+    if (cfg.sample_period_ms > 0 && !s->clocks) say("note", "no clock sampling: " + nvml_error);
+    nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
+                           {"cupti_api_version", api.version}, {"pid", s->pid}, {"command", command_line()},
+                           {"clock_sampling_ms", s->clocks ? cfg.sample_period_ms : 0},
+                           {"timestamps", "CUPTI (cuptiGetTimestamp), ns"}};
+    if (!nvml_error.empty()) meta["clock_sampling_error"] = nvml_error;
+    s->output = claim_output(cfg.output, s->pid);
+    s->config.output = s->output;
+    std::string gpu = s->clocks ? s->clocks->device_name(0) : std::string();
+    s->tracer = std::make_unique<Tracer>(s->config, &s->launches, "CUPTI", gpu, meta.dump());
+    if (!s->tracer->ok()) {
+      undo("cannot write the trace: " + s->tracer->error());
       return;
     }
   }
-  std::string nvml_error;
-  if (cfg.sample_period_ms > 0) s->clocks = open_nvml_clock_source(split_visible_devices(), &nvml_error);
-  if (cfg.sample_period_ms > 0 && !s->clocks) say("note", "no clock sampling: " + nvml_error);
-  nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
-                         {"cupti_api_version", api.version}, {"pid", s->pid}, {"command", command_line()},
-                         {"clock_sampling_ms", s->clocks ? cfg.sample_period_ms : 0},
-                         {"timestamps", "CUPTI (cuptiGetTimestamp), ns"}};
-  if (!nvml_error.empty()) meta["clock_sampling_error"] = nvml_error;
-  s->output = claim_output(cfg.output, s->pid);
-  s->config.output = s->output;
-  std::string gpu = s->clocks ? s->clocks->device_name(0) : std::string();
-  s->tracer = std::make_unique<Tracer>(s->config, &s->launches, "CUPTI", gpu, meta.dump());
-  if (!s->tracer->ok()) {
-    undo("cannot write the trace: " + s->tracer->error());
-    return;
-  }
+  // Before the launch callbacks are on: they read s->feed without a lock.
+  if (feed_fd >= 0) s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); });
   s->pool = std::make_unique<BufferPool>(cfg.buffer_bytes, cfg.max_buffers);
   g_state.store(s.get(), std::memory_order_release);  // the buffer callbacks read it from here on
-  if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
-    s->tracer->finish(false, "CUPTI refused activity buffers");
-    undo("cuptiActivityRegisterCallbacks failed: " + api.describe(r));
+  auto fail = [&](const std::string& note, const std::string& why) {
+    if (s->tracer) s->tracer->finish(false, note);
+    if (s->feed) s->feed->stop();
+    undo(why);
     s.release();  // leaked deliberately: g_state and CUPTI may still hold its address
+  };
+  if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
+    fail("CUPTI refused activity buffers", "cuptiActivityRegisterCallbacks failed: " + api.describe(r));
     return;
   }
   for (CUpti_ActivityKind k : kRequiredKinds) {
     if (CUptiResult r = api.activity_enable(k); r != CUPTI_SUCCESS) {
-      s->tracer->finish(false, "CUPTI refused activity kind " + std::to_string(static_cast<int>(k)));
-      undo("cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + api.describe(r));
-      s.release();
+      fail("CUPTI refused activity kind " + std::to_string(static_cast<int>(k)),
+           "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + api.describe(r));
       return;
     }
   }
   // NVTX ranges need NVTX_INJECTION64_PATH (gearshift trace sets it); without it the kind still enables.
-  s->marker_enabled = api.activity_enable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
+  s->marker_enabled = s->tracer && api.activity_enable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
+  for (CUpti_CallbackId cbid : kLaunchCallbacks) {
+    if (CUptiResult r = api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS) {
+      fail("CUPTI refused a launch callback",
+           "cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
+      return;
+    }
+  }
+  // Our controller thread flushes (cuptiActivityFlushAll(0) returns partly filled buffers too); CUPTI's own
+  // periodic flush (cuptiActivityFlushPeriod) returns full buffers only, which left the runtime with GPU
+  // progress tens of steps old on an H200.
+  const int flush_ms = s->feed ? (cfg.flush_period_ms > 0 ? std::min(cfg.flush_period_ms, kFeedFlushMs) : kFeedFlushMs)
+                               : cfg.flush_period_ms;
   State* st = s.release();
   st->controller_owner = std::make_unique<Controller>(
-      *st->tracer, st->clocks.get(),
+      st->tracer.get(), st->clocks.get(),
       ControllerHooks{[st] { return st->api->now_ns(); }, [st] { st->api->activity_flush_all(0); },
-                      [st](const std::string& reason) { stop_tracing(*st, reason, true); }},
-      cfg.sample_period_ms, cfg.flush_period_ms, cfg.duration_s);
+                      [st](const std::string& reason) { stop_tracing(*st, reason, true, false); },
+                      /*flush_after_stop=*/static_cast<bool>(st->feed)},
+      cfg.sample_period_ms, flush_ms, cfg.duration_s);
   st->controller.store(st->controller_owner.get(), std::memory_order_release);
   std::atexit(at_exit);
 }
@@ -341,7 +405,10 @@ GEARSHIFT_EXPORT int gearshift_trace_flush() {
 GEARSHIFT_EXPORT int gearshift_trace_stop() {
   auto* s = gearshift::cupti::g_state.load(std::memory_order_acquire);
   if (s == nullptr) return 0;
-  if (auto* c = s->controller.load(std::memory_order_acquire)) c->shutdown();
-  gearshift::cupti::stop_tracing(*s, "stopped by gearshift_trace_stop()", true);
+  if (s->tracer == nullptr) return 0;
+  // The runtime feed (when on) keeps CUPTI and the controller's periodic flushes running.
+  if (!s->feed)
+    if (auto* c = s->controller.load(std::memory_order_acquire)) c->shutdown();
+  gearshift::cupti::stop_tracing(*s, "stopped by gearshift_trace_stop()", true, false);
   return 1;
 }

@@ -14,6 +14,15 @@ std::vector<std::size_t> ClockPlan::change_positions() const {
   return out;
 }
 
+ClockPlan ClockPlan::kernels_only() const {
+  ClockPlan p = *this;
+  p.positions.clear();
+  for (const auto& x : positions)
+    if (x.kernel) p.positions.push_back(x);
+  if (p.positions.empty()) p.positions = positions;
+  return p;
+}
+
 namespace {
 template <class T>
 T field(const nlohmann::json& j, const char* key, const std::string& where) {
@@ -44,6 +53,10 @@ ClockPlan plan_from_json(const nlohmann::json& j, const std::string& source) {
     pp.duration_ns = field<double>(e, "duration_us", where) * 1e3;
     pp.start_offset_ns = field<double>(e, "start_offset_us", where) * 1e3;
     pp.clocks = {field<int>(e, "sm_clock_mhz", where), field<int>(e, "mem_clock_mhz", where)};
+    if (auto k = e.find("kind"); k != e.end()) {  // absent in hand-written plans: a kernel
+      if (!k->is_string()) throw PlanError(where + ": field 'kind' has the wrong type");
+      pp.kernel = k->get<std::string>() == "kernel";
+    }
     if (pp.duration_ns < 0 || pp.clocks.sm_mhz <= 0 || pp.clocks.mem_mhz <= 0)
       throw PlanError(where + ": negative duration or non-positive clock");
     p.positions.push_back(std::move(pp));

@@ -24,6 +24,7 @@ struct PlanPosition {
   double duration_ns = 0;      // mean GPU duration at the traced clocks, ns
   double start_offset_ns = 0;  // mean GPU start relative to the step's start, ns
   model::ClockPair clocks;     // wanted (SM, memory) clocks, MHz
+  bool kernel = true;          // plan.json "kind" == "kernel"; false for memcpy/memset ops
 };
 
 struct ClockPlan {
@@ -36,6 +37,10 @@ struct ClockPlan {
   std::size_t size() const { return positions.size(); }
   // Template positions p where clocks[p] differs from clocks[p-1] (cyclic).
   std::vector<std::size_t> change_positions() const;
+  // The plan over kernel positions only, what a live launch stream of kernel launches (the CUPTI feed) can
+  // be matched against: memcpy/memset ops are not kernel launches and would read as missing on every step.
+  // Offsets, durations and clocks of the kept positions are unchanged. A plan without kernels is returned whole.
+  ClockPlan kernels_only() const;
 };
 
 // Throws PlanError.

@@ -26,13 +26,13 @@ std::vector<std::string> names_of(const ClockPlan& p) {
 }  // namespace
 
 LiveRuntime::LiveRuntime(const ClockPlan& plan, SchedulerOptions options, Actuator& actuator)
-    : plan_(plan),
+    : plan_(plan.kernels_only()),
       act_(actuator),
-      pred_(names_of(plan)),
-      sched_(plan, options),
+      pred_(names_of(plan_)),
+      sched_(plan_, options),
       latency_ns_(options.switch_latency_ns),
       corr_pos_(kRing, {-1, -1}),
-      landings_{{-std::numeric_limits<double>::infinity(), plan.default_clocks}} {
+      landings_{{-std::numeric_limits<double>::infinity(), plan_.default_clocks}} {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -71,10 +71,11 @@ void LiveRuntime::handle(Event& e) {
     }
     if (expected >= 0 && first_abs_ >= 0 && expected >= first_abs_ + n) {
       ++stats_.scored;
-      if (a.matched && a.position == expected) ++stats_.predicted;
+      if ((a.matched || a.substituted) && a.position == expected) ++stats_.predicted;
     }
     if (e.correlation >= 0)
-      corr_pos_[static_cast<std::size_t>(e.correlation) % kRing] = {e.correlation, a.matched ? a.position : -1};
+      corr_pos_[static_cast<std::size_t>(e.correlation) % kRing] = {e.correlation,
+                                                                     a.matched || a.substituted ? a.position : -1};
     return;
   }
   auto& slot = corr_pos_[static_cast<std::size_t>(std::max<std::int64_t>(e.correlation, 0)) % kRing];

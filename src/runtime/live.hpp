@@ -24,7 +24,8 @@ std::int64_t monotonic_ns() noexcept;
 struct LiveStats {
   std::uint64_t launches = 0;
   std::uint64_t scored = 0;         // launches after the first step while locked
-  std::uint64_t predicted = 0;      // of those, the kernel the predictor expected next
+  std::uint64_t predicted = 0;      // of those, placed at the position the predictor expected next, by name or
+                                    // as a same-class variant of the expected kernel (another GEMM tile shape)
   std::uint64_t steps = 0;
   std::uint64_t changes = 0, dropped = 0, merged = 0, late = 0;
   double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
@@ -35,6 +36,8 @@ struct LiveStats {
 
 class LiveRuntime {
  public:
+  // Follows `plan.kernels_only()`: launch events are kernel launches (feed.hpp), so the plan's memcpy/memset
+  // positions are left out of the template.
   LiveRuntime(const ClockPlan& plan, SchedulerOptions options, Actuator& actuator);
   ~LiveRuntime();
   LiveRuntime(const LiveRuntime&) = delete;
@@ -56,7 +59,7 @@ class LiveRuntime {
   void loop();
   void handle(Event& e);
 
-  const ClockPlan& plan_;
+  const ClockPlan plan_;  // kernel positions only
   Actuator& act_;
   PositionPredictor pred_;
   ActuationScheduler sched_;

@@ -16,6 +16,24 @@ PositionPredictor::PositionPredictor(const std::vector<std::string>& names, Pred
   }
   where_.resize(ids_.size());
   for (std::size_t p = 0; p < seq_.size(); ++p) where_[static_cast<std::size_t>(seq_[p])].push_back(p);
+  class_.resize(ids_.size());
+  for (const auto& [n, id] : ids_) class_[static_cast<std::size_t>(id)] = model::classify(trace::OpKind::kernel, n);
+}
+
+model::KernelClass PositionPredictor::class_of(std::string_view name) const {
+  std::int32_t id = id_of(name);
+  return id >= 0 ? class_[static_cast<std::size_t>(id)] : model::classify(trace::OpKind::kernel, name);
+}
+
+Alignment PositionPredictor::observe(std::string_view name) {
+  const std::int32_t id = id_of(name);
+  if (id >= 0) return observe(id, class_[static_cast<std::size_t>(id)]);
+  auto it = foreign_.find(std::string(name));
+  if (it == foreign_.end()) {
+    if (foreign_.size() >= 4096) foreign_.clear();  // bounded: a job of ever-new names gets no substitutions cached
+    it = foreign_.emplace(std::string(name), model::classify(trace::OpKind::kernel, name)).first;
+  }
+  return observe(id, it->second);
 }
 
 std::int32_t PositionPredictor::id_of(std::string_view name) const {
@@ -32,7 +50,7 @@ std::int64_t PositionPredictor::next_position() const {
   return state_ == PredictorState::locked ? last_abs_ + 1 : -1;
 }
 
-Alignment PositionPredictor::observe(std::int32_t id) {
+Alignment PositionPredictor::observe(std::int32_t id, std::optional<model::KernelClass> cls) {
   hist_.push_back(id);
   if (hist_.size() > o_.history) hist_.pop_front();
   if (state_ == PredictorState::searching) return search();
@@ -40,19 +58,23 @@ Alignment PositionPredictor::observe(std::int32_t id) {
   next_.clear();
   const int max_d = o_.beam / std::max(1, o_.skip_cost) + 1;
   for (const Hyp& h : hyps_) {
-    next_.push_back({h.abs, h.cost + o_.insert_cost, h.miss_run + 1});
+    next_.push_back({h.abs, h.cost + o_.insert_cost, h.miss_run + 1, Step::insert});
+    const std::int32_t following = at(h.abs + 1);
+    if (cls && following != id && class_[static_cast<std::size_t>(following)] == *cls)
+      next_.push_back({h.abs + 1, h.cost + o_.substitute_cost, h.miss_run + 1, Step::substitute});
     if (id < 0) continue;
     for (int d = 1; d <= max_d; ++d) {
       if (at(h.abs + d) == id) {
-        next_.push_back({h.abs + d, h.cost + (d - 1) * o_.skip_cost, 0});
+        next_.push_back({h.abs + d, h.cost + (d - 1) * o_.skip_cost, 0, Step::match});
         break;  // a farther match of the same name only costs more
       }
     }
   }
-  // Cheapest first; on a tie a match beats an insertion, then the nearer position (the less it assumes missing).
+  // Cheapest first; on a tie a match beats a substitution beats an insertion, then the nearer position (the
+  // less it assumes missing).
   std::sort(next_.begin(), next_.end(), [](const Hyp& a, const Hyp& b) {
     if (a.cost != b.cost) return a.cost < b.cost;
-    if ((a.miss_run == 0) != (b.miss_run == 0)) return a.miss_run == 0;
+    if (a.step != b.step) return a.step < b.step;
     return a.abs < b.abs;
   });
   hyps_.clear();
@@ -60,7 +82,7 @@ Alignment PositionPredictor::observe(std::int32_t id) {
   for (const Hyp& h : next_) {
     if (h.cost > best + o_.beam || hyps_.size() >= o_.max_hypotheses) break;
     bool dup = std::any_of(hyps_.begin(), hyps_.end(), [&](const Hyp& k) { return k.abs == h.abs; });
-    if (!dup) hyps_.push_back({h.abs, h.cost - best, h.miss_run});
+    if (!dup) hyps_.push_back({h.abs, h.cost - best, h.miss_run, h.step});
   }
   const Hyp& b = hyps_.front();
   if (b.miss_run >= o_.lost_after) {
@@ -71,7 +93,7 @@ Alignment PositionPredictor::observe(std::int32_t id) {
     return {};
   }
   last_abs_ = b.abs;
-  return {PredictorState::locked, b.abs, b.miss_run == 0};
+  return {PredictorState::locked, b.abs, b.step == Step::match, b.step == Step::substitute};
 }
 
 // Candidates are template positions of the last launch; walk back through the history and keep those whose
@@ -108,7 +130,7 @@ Alignment PositionPredictor::search() {
   if (abs % n != static_cast<std::int64_t>(cand[0])) abs += (static_cast<std::int64_t>(cand[0]) - abs % n + n) % n;
   state_ = PredictorState::locked;
   ++relocks_;
-  hyps_.assign(1, {abs, 0, 0});
+  hyps_.assign(1, {abs, 0, 0, Step::match});
   last_abs_ = abs;
   return {PredictorState::locked, abs, true};
 }

@@ -2,7 +2,8 @@
 //
 // Locked, it keeps a small beam of alignment hypotheses (template position, cost) and advances them with each
 // launch: a launch matching a position d ahead costs (d-1) skips, a launch matching nothing near costs one
-// insertion; the cheapest hypothesis is the answer. This absorbs inserted, missing and swapped kernels without
+// insertion, a launch of another name but the same kernel class as the next position (cuBLAS picking another
+// GEMM variant for another sequence length) costs one substitution; the cheapest hypothesis is the answer. This absorbs inserted, missing and swapped kernels without
 // losing lock. After `lost_after` unmatched launches in a row it falls back to searching: it looks for the
 // position whose preceding template names match the recent launches uniquely and locks there.
 // Not thread-safe: one thread (the runtime thread, or replay) drives it.
@@ -10,10 +11,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "model/kernel_class.hpp"
 
 namespace gearshift::runtime {
 
@@ -23,6 +27,7 @@ const char* to_string(PredictorState s);
 struct PredictorOptions {
   int insert_cost = 2;          // cost of a launch that matches no template position near
   int skip_cost = 1;            // cost per template position skipped (a missing kernel)
+  int substitute_cost = 1;      // a kernel of the next position's class under another name
   int beam = 4;                 // keep hypotheses within this cost of the best
   std::size_t max_hypotheses = 32;
   int lost_after = 12;          // unmatched launches in a row before the lock is dropped
@@ -34,6 +39,7 @@ struct Alignment {
   PredictorState state = PredictorState::searching;
   std::int64_t position = -1;  // absolute position (step × size + template index); -1 while searching
   bool matched = false;        // the launch matched the template at `position`
+  bool substituted = false;    // it took `position` as a kernel of the same class under another name
 };
 
 class PositionPredictor {
@@ -42,8 +48,12 @@ class PositionPredictor {
 
   // Template id of a kernel name, -1 when the template lacks it. Interning once per name keeps observe cheap.
   std::int32_t id_of(std::string_view name) const;
-  Alignment observe(std::int32_t id);
-  Alignment observe(std::string_view name) { return observe(id_of(name)); }
+  // The kernel class (model::classify) of a name, from the template when it has the name.
+  model::KernelClass class_of(std::string_view name) const;
+  // `id` from id_of; `cls` the launch's kernel class (none: no substitution considered).
+  Alignment observe(std::int32_t id, std::optional<model::KernelClass> cls = std::nullopt);
+  // Interns the class of names the template lacks (a few GEMM variants), so a live stream classifies each once.
+  Alignment observe(std::string_view name);
 
   PredictorState state() const { return state_; }
   // Absolute position expected for the next launch; -1 while searching.
@@ -53,10 +63,12 @@ class PositionPredictor {
   std::uint64_t losses() const { return losses_; }    // times it lost lock
 
  private:
+  enum class Step : std::uint8_t { match, substitute, insert };  // how a hypothesis took the last launch
   struct Hyp {
     std::int64_t abs;
     int cost;
-    int miss_run;
+    int miss_run;  // launches in a row not matched by name
+    Step step;
   };
   Alignment search();
   std::int32_t at(std::int64_t abs) const;
@@ -64,6 +76,8 @@ class PositionPredictor {
   PredictorOptions o_;
   std::vector<std::int32_t> seq_;                       // template ids
   std::vector<std::vector<std::size_t>> where_;         // id -> template positions
+  std::vector<model::KernelClass> class_;               // id -> kernel class
+  std::unordered_map<std::string, model::KernelClass> foreign_;  // classes of names not in the template
   std::unordered_map<std::string, std::int32_t> ids_;
   std::deque<std::int32_t> hist_;
   std::vector<Hyp> hyps_, next_;

@@ -48,6 +48,7 @@ namespace {
 
 struct ReplayOp {
   std::int32_t id = -1;     // template id (predictor's), -1 unknown
+  model::KernelClass cls = model::KernelClass::other;  // for the predictor's substitutions
   bool kernel = true;
   double launch = 0, start = 0, end = 0;  // ns
   std::int64_t truth_pos = -1;            // template position, -1 none
@@ -90,11 +91,16 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
   // The launch stream: the analysed device's ops in GPU start order.
   std::vector<ReplayOp> ops;
   std::vector<std::int32_t> name_ids;  // per trace name
-  for (const auto& n : trace.names) name_ids.push_back(pred.id_of(n));
+  std::vector<model::KernelClass> name_cls;
+  for (const auto& n : trace.names) {
+    name_ids.push_back(pred.id_of(n));
+    name_cls.push_back(pred.class_of(n));
+  }
   for (const auto& r : trace.ops) {
     if (r.device != an.device) continue;
     ReplayOp op;
     op.id = name_ids[r.name_id];
+    op.cls = name_cls[r.name_id];
     op.kernel = r.kind == trace::OpKind::kernel;
     op.start = static_cast<double>(r.start_ns);
     op.end = static_cast<double>(r.end_ns());
@@ -132,7 +138,9 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
     live.push_back(op);
     if (o.perturb.insert > 0 && u(rng) < o.perturb.insert) {
       ReplayOp ins;
-      ins.id = tmpl[any(rng)];
+      const std::size_t p = any(rng);
+      ins.id = tmpl[p];
+      ins.cls = pred.class_of(names[p]);
       ins.launch = op.launch;
       ins.start = ins.end = op.end;  // a zero-length kernel: it takes no GPU time from the scored ones
       live.push_back(ins);
@@ -143,6 +151,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
     if (o.perturb.swap > 0 && u(rng) < o.perturb.swap) {
       // The two launches trade order; each keeps its identity, the GPU slots stay where they were.
       std::swap(live[i].id, live[i + 1].id);
+      std::swap(live[i].cls, live[i + 1].cls);
       std::swap(live[i].truth_pos, live[i + 1].truth_pos);
       std::swap(live[i].truth_step, live[i + 1].truth_step);
       std::swap(live[i].kernel, live[i + 1].kernel);
@@ -187,9 +196,9 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
     if (tl <= tc) {
       ReplayOp& op = live[il];
       const std::int64_t expected = pred.next_position();
-      Alignment a = pred.observe(op.id);
+      Alignment a = pred.observe(op.id, op.cls);
       sched.on_launch(a.position, a.state == PredictorState::locked);
-      if (a.state == PredictorState::locked && a.matched) assigned[il] = a.position;
+      if (a.state == PredictorState::locked && (a.matched || a.substituted)) assigned[il] = a.position;
       if (a.state == PredictorState::locked) {
         if (first_abs < 0) first_abs = a.position;
         last_abs = std::max(last_abs, a.position);

@@ -41,7 +41,7 @@ TEST(Controller, SamplesEveryDeviceAndFlushes) {
   std::atomic<std::int64_t> now{1000};
   std::atomic<int> flushes{0};
   {
-    Controller ctl(t, &clocks, ControllerHooks{[&] { return now.fetch_add(1000); }, [&] { ++flushes; }, {}}, 1, 1, 0);
+    Controller ctl(&t, &clocks, ControllerHooks{[&] { return now.fetch_add(1000); }, [&] { ++flushes; }, {}}, 1, 1, 0);
     EXPECT_TRUE(eventually([&] { return t.stats().samples >= 6 && flushes.load() >= 1; }));
   }
   t.finish(true, "");
@@ -65,7 +65,7 @@ TEST(Controller, StopsOnceAfterTheDuration) {
   std::atomic<std::int64_t> now{0};
   std::atomic<int> stops{0};
   std::string reason;
-  Controller ctl(t, nullptr,
+  Controller ctl(&t, nullptr,
                  ControllerHooks{[&] { return now.load(); }, {},
                                  [&](const std::string& r) {
                                    reason = r;
@@ -85,7 +85,7 @@ TEST(Controller, StopsWhenTheTracerAsks) {
   c.max_records = 1;
   Tracer t(c, nullptr, "test", "", "{}");
   std::atomic<int> stops{0};
-  Controller ctl(t, nullptr, ControllerHooks{[] { return std::int64_t{0}; }, {}, [&](const std::string&) { ++stops; }},
+  Controller ctl(&t, nullptr, ControllerHooks{[] { return std::int64_t{0}; }, {}, [&](const std::string&) { ++stops; }},
                  0, 0, 0);
   GpuActivity a;
   a.name = "k";

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ CUpti_CallbackFunc g_callback = nullptr;
 void* g_userdata = nullptr;
 CUpti_BuffersCallbackRequestFunc g_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
+std::mutex g_mu;  // g_pending: the tracer's controller thread flushes while the test adds records
 std::vector<std::vector<std::uint8_t>> g_pending;
 std::deque<std::string> g_names;  // keeps names alive (and in place) like CUPTI does
 std::uint64_t g_now = 1'000'000;
@@ -66,6 +68,7 @@ FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequ
   return CUPTI_SUCCESS;
 }
 FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+  std::lock_guard lock(g_mu);
   if (g_request == nullptr || g_complete == nullptr || g_pending.empty()) return CUPTI_SUCCESS;
   std::uint8_t* buf = nullptr;
   size_t size = 0, max_records = 0;
@@ -110,7 +113,22 @@ FAKE_EXPORT void fake_cupti_launch(uint32_t cbid, uint32_t correlation) {
   d.correlationId = correlation;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
+// A kernel launch as the driver reports it: symbolName is the mangled kernel name (kept alive here).
+FAKE_EXPORT void fake_cupti_launch_named(uint32_t cbid, uint32_t correlation, const char* symbol) {
+  {
+    std::lock_guard lock(g_mu);
+    g_names.emplace_back(symbol);
+  }
+  CUpti_CallbackData d{};
+  d.callbackSite = CUPTI_API_ENTER;
+  d.correlationId = correlation;
+  d.symbolName = g_names.back().c_str();
+  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  d.callbackSite = CUPTI_API_EXIT;
+  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+}
 FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation) {
+  std::lock_guard lock(g_mu);
   g_names.emplace_back(name);
   std::vector<std::uint8_t> rec(sizeof(CUpti_ActivityKernel10));
   CUpti_ActivityKernel10 k{};
@@ -127,6 +145,7 @@ FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_
   g_pending.push_back(std::move(rec));
 }
 FAKE_EXPORT void fake_cupti_add_range(const char* name, uint32_t id, uint64_t start, uint64_t end) {
+  std::lock_guard lock(g_mu);
   g_names.emplace_back(name);
   for (int phase = 0; phase < 2; ++phase) {
     CUpti_ActivityMarker2 m{};

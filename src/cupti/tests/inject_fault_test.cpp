@@ -156,3 +156,66 @@ TEST(Injection, TracesLaunchesAndRecordsThroughFakeCupti) {
   EXPECT_EQ(tr.markers[2].duration_ns, 80'000);
   EXPECT_NE(tr.meta_json.find("fake_cupti"), std::string::npos);
 }
+
+// `gearshift run`'s mode: no trace file, the launch feed on a pipe. Launches arrive as L lines with demangled
+// names, completed kernels as C lines after their launch; written at exit at the latest.
+TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToThePipe) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  auto r = in_child([&] {
+    close(p[0]);
+    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(p[1]).c_str(), 1);
+    void* lib = inject("ok", "");
+    unsetenv("GEARSHIFT_TRACE_OUTPUT");
+    if (lib == nullptr) return 2;
+    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    if (fake == nullptr) return 3;
+    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
+    auto kernel = reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
+    for (uint32_t corr = 1; corr <= 4; ++corr) {
+      launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr, corr % 2 ? "_Z4geluPf" : "_Z9layernormPfi");
+      kernel(corr % 2 ? "_Z4geluPf" : "_Z9layernormPfi", 10'000'000 + corr * 1000, 10'000'500 + corr * 1000, corr);
+    }
+    std::exit(0);  // through the exit handler, as a program ends
+  });
+  close(p[1]);
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = read(p[0], buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
+  close(p[0]);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  std::vector<std::string> lines;
+  std::stringstream ss(all);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 8u) << all << r.stderr_text;
+  int launches = 0, completions = 0;
+  for (const auto& l : lines) {
+    if (l.starts_with("L ")) {
+      ++launches;
+      EXPECT_TRUE(l.ends_with(launches % 2 ? " gelu(float*)" : " layernorm(float*, int)")) << l;
+      EXPECT_EQ(completions, 0) << "a completion came before its launch";
+    } else {
+      ++completions;
+      long corr = 0, start = 0, end = 0, stream = 0, device = -1;
+      ASSERT_EQ(std::sscanf(l.c_str(), "C %ld %ld %ld %ld %ld", &corr, &start, &end, &stream, &device), 5) << l;
+      EXPECT_EQ(corr, completions);
+      EXPECT_EQ(end - start, 500);
+      EXPECT_EQ(stream, 7);
+    }
+  }
+  EXPECT_EQ(launches, 4);
+  EXPECT_EQ(completions, 4);
+  EXPECT_NE(r.stderr_text.find("runtime feed: 4 launches, 4 completed kernels"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+}
+
+TEST(Injection, FeedDescriptorThatIsNotAPipeIsIgnoredWithANote) {
+  std::string out = out_path("notpipe");
+  auto r = in_child([&] {
+    setenv("GEARSHIFT_RUNTIME_FD", "2", 1);  // stderr: a file here, not a pipe
+    void* lib = inject("ok", out);
+    return lib != nullptr ? 0 : 2;
+  });
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("GEARSHIFT_RUNTIME_FD=2 is not an open pipe"), std::string::npos) << r.stderr_text;
+}

@@ -81,3 +81,50 @@ TEST(Predictor, RejectsEmptyTemplate) { EXPECT_THROW(PositionPredictor({}), std:
 
 }  // namespace
 }  // namespace gearshift::runtime
+
+namespace gearshift::runtime {
+namespace {
+
+// Another sequence length makes cuBLAS pick other GEMM tile variants: the same step under other GEMM names.
+// The predictor places each variant at the GEMM position it replaces (a substitution), never losing the
+// step. (Held the wrong value on an H200: 94 % next-position accuracy with a varying sequence length.)
+TEST(Predictor, PlacesSameClassVariantsAtTheirPosition) {
+  const std::string g1 = "nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_bias_NNN";
+  const std::string g2 = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_NNT";
+  const std::vector<std::string> t = {"embedding_kernel", "layer_norm_kernel", g1, "softmax_kernel", g1, "adam_kernel"};
+  PositionPredictor p(t);
+  ASSERT_EQ(p.class_of(g1), model::KernelClass::gemm);
+  ASSERT_EQ(p.class_of(g2), model::KernelClass::gemm);
+  for (const auto& n : t) p.observe(n);  // locks on the first step
+  ASSERT_EQ(p.state(), PredictorState::locked);
+  std::vector<std::string> varied = t;
+  varied[2] = varied[4] = g2;
+  for (int step = 1; step <= 3; ++step)
+    for (std::size_t i = 0; i < varied.size(); ++i) {
+      Alignment a = p.observe(varied[i]);
+      EXPECT_EQ(a.position, static_cast<std::int64_t>(step * 6 + i)) << "step " << step << " launch " << i;
+      EXPECT_EQ(a.matched, varied[i] == t[i]);
+      EXPECT_EQ(a.substituted, varied[i] != t[i]);
+    }
+  EXPECT_EQ(p.losses(), 0u);
+}
+
+// A name of another class is no substitute: an unknown elementwise kernel where a GEMM is due is an insertion.
+TEST(Predictor, OtherClassIsNoSubstitute) {
+  const std::string g1 = "nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_bias_NNN";
+  const std::vector<std::string> t = {"embedding_kernel", "layer_norm_kernel", g1, "softmax_kernel", g1, "adam_kernel"};
+  PositionPredictor p(t);
+  for (const auto& n : t) p.observe(n);
+  p.observe("embedding_kernel");
+  p.observe("layer_norm_kernel");
+  Alignment a = p.observe("vectorized_elementwise_kernel_add");
+  EXPECT_FALSE(a.substituted);
+  EXPECT_FALSE(a.matched);
+  EXPECT_EQ(a.position, 7);  // stays at layer_norm: an extra kernel
+  a = p.observe(g1);
+  EXPECT_TRUE(a.matched);
+  EXPECT_EQ(a.position, 8);
+}
+
+}  // namespace
+}  // namespace gearshift::runtime

@@ -1,0 +1,193 @@
+#include "cupti/runtime_feed.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+
+#include "cupti/tracer.hpp"
+
+namespace gearshift::cupti {
+namespace {
+
+std::int64_t monotonic_now_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+template <typename T>
+void append_number(std::string& out, T v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, p);
+}
+
+}  // namespace
+
+void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t correlation, std::string_view name) {
+  out += "L ";
+  append_number(out, cpu_ns);
+  out += ' ';
+  append_number(out, correlation);
+  out += ' ';
+  // A name never spans lines in the protocol: newlines (never seen in real symbols) become spaces.
+  for (char c : name) out += c == '\n' || c == '\r' ? ' ' : c;
+  out += '\n';
+}
+
+void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                            std::uint32_t stream, std::uint32_t device) {
+  out += "C ";
+  append_number(out, correlation);
+  out += ' ';
+  append_number(out, start_ns);
+  out += ' ';
+  append_number(out, end_ns);
+  out += ' ';
+  append_number(out, stream);
+  out += ' ';
+  append_number(out, device);
+  out += '\n';
+}
+
+std::int64_t monotonic_offset_ns(const std::function<std::int64_t()>& other_now_ns, int tries) {
+  std::int64_t best_width = INT64_MAX, best = 0;
+  for (int i = 0; i < tries; ++i) {
+    std::int64_t a = monotonic_now_ns();
+    std::int64_t o = other_now_ns();
+    std::int64_t b = monotonic_now_ns();
+    if (b - a < best_width) {
+      best_width = b - a;
+      best = a + (b - a) / 2 - o;
+    }
+  }
+  return best;
+}
+
+RuntimeFeed::RuntimeFeed(int fd, std::function<std::int64_t()> cupti_now_ns, int period_us, std::size_t queue_capacity)
+    : fd_(fd), now_(std::move(cupti_now_ns)), period_us_(period_us < 50 ? 50 : period_us), queue_(queue_capacity) {
+  offset_ns_ = monotonic_offset_ns(now_);
+  // The writer must not take the application's signals, and a write to a closed pipe must not kill the
+  // program with SIGPIPE: the thread starts with every signal blocked (a thread-directed SIGPIPE then stays
+  // pending on it and write() returns EPIPE).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  thread_ = std::thread([this] { loop(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+RuntimeFeed::~RuntimeFeed() { stop(); }
+
+void RuntimeFeed::on_kernel_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                                     std::uint32_t stream, std::uint32_t device) noexcept {
+  try {
+    std::lock_guard lock(mu_);
+    if (!stop_ && !stats_.broken) completions_.push_back(Completion{correlation, stream, device, start_ns, end_ns});
+  } catch (...) {  // out of memory: the runtime copes with a missing completion
+  }
+}
+
+const std::string& RuntimeFeed::name_of(const char* symbol) {
+  // CUPTI's symbol pointer is stable while the kernel's module is loaded, and the same kernel keeps it:
+  // demangle once per kernel, not once per launch.
+  auto it = names_.find(symbol);
+  if (it == names_.end()) it = names_.emplace(symbol, demangle(symbol)).first;
+  return it->second;
+}
+
+void RuntimeFeed::drain(std::string& batch) {
+  // Completions first, then launches: a kernel's launch is queued before it can complete, so every C line
+  // taken here has its L line in the same batch or an earlier one.
+  std::vector<Completion> done;
+  {
+    std::lock_guard lock(mu_);
+    done.swap(completions_);
+  }
+  std::uint64_t launches = 0;
+  for (LaunchEvent e; queue_.pop(e);) {
+    if (e.symbol == nullptr) continue;  // graph launches: their kernels are not launches of the template
+    append_launch_line(batch, e.cpu_ns + offset_ns_, e.correlation, name_of(e.symbol));
+    ++launches;
+  }
+  for (const Completion& c : done)
+    append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device);
+  std::lock_guard lock(mu_);
+  stats_.launches += launches;
+  stats_.completions += done.size();
+}
+
+void RuntimeFeed::write_all(const std::string& batch) {
+  std::size_t done = 0;
+  while (done < batch.size()) {
+    ssize_t n = ::write(fd_, batch.data() + done, batch.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::lock_guard lock(mu_);
+      if (!stats_.broken)
+        std::fprintf(stderr, "gearshift-trace: note: the runtime's launch feed closed; the program runs on\n");
+      stats_.broken = true;
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void RuntimeFeed::loop() noexcept {
+  try {
+    using clock = std::chrono::steady_clock;
+    auto next_offset = clock::now() + std::chrono::seconds(1);
+    std::string batch;
+    for (;;) {
+      bool last;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::microseconds(period_us_), [this] { return stop_; });
+        last = stop_;
+      }
+      if (clock::now() >= next_offset) {  // the two clocks may drift apart slowly
+        offset_ns_ = monotonic_offset_ns(now_);
+        next_offset = clock::now() + std::chrono::seconds(1);
+      }
+      batch.clear();
+      drain(batch);
+      bool broken;
+      {
+        std::lock_guard lock(mu_);
+        broken = stats_.broken;
+      }
+      if (!batch.empty() && !broken) write_all(batch);
+      if (last) return;
+    }
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    stats_.broken = true;
+  }
+}
+
+void RuntimeFeed::stop() noexcept {
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+FeedStats RuntimeFeed::stats() const {
+  std::lock_guard lock(mu_);
+  FeedStats s = stats_;
+  s.dropped_launches = queue_.dropped();
+  return s;
+}
+
+}  // namespace gearshift::cupti

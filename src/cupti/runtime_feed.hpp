@@ -1,0 +1,87 @@
+// The injection library's side of the runtime's launch feed (protocol: src/runtime/feed.hpp): when
+// `gearshift run` names a pipe in GEARSHIFT_RUNTIME_FD, every kernel launch and every completed kernel is
+// written to it as one text line, times converted from the CUPTI clock to CLOCK_MONOTONIC:
+//   L <cpu_ns> <correlation> <demangled kernel name>
+//   C <correlation> <gpu_start_ns> <gpu_end_ns> <stream> <device>
+// The launch callback only pushes a LaunchEvent into a lock-free queue (no syscall, no allocation); a writer
+// thread of our own drains it every `period_us`, demangles names (cached by CUPTI's symbol pointer) and
+// writes whole batches. Completed kernels come from CUPTI's buffer thread and are queued under a mutex
+// (not the launch path). Nothing here throws into CUDA: the writer catches everything, and a closed pipe
+// (gearshift gone) turns the feed off quietly, with one note.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cupti/launch_queue.hpp"
+
+namespace gearshift::cupti {
+
+// Protocol lines (no trailing newline handling beyond appending '\n').
+void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t correlation, std::string_view name);
+void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                            std::uint32_t stream, std::uint32_t device);
+
+// CLOCK_MONOTONIC minus `other_now_ns()`, ns: the read of `other` bracketed by two monotonic reads, the
+// tightest of `tries` brackets kept (error ≤ half its width, well under a microsecond).
+std::int64_t monotonic_offset_ns(const std::function<std::int64_t()>& other_now_ns, int tries = 5);
+
+struct FeedStats {
+  std::uint64_t launches = 0;         // L lines written
+  std::uint64_t completions = 0;      // C lines written
+  std::uint64_t dropped_launches = 0;  // queue full
+  bool broken = false;                // the pipe was closed or failed: the feed is off
+};
+
+class RuntimeFeed {
+ public:
+  // Starts the writer thread. `fd` stays ours (closed by stop()). `cupti_now_ns` reads the clock that the
+  // launch and activity timestamps use; it is re-related to CLOCK_MONOTONIC every second.
+  RuntimeFeed(int fd, std::function<std::int64_t()> cupti_now_ns, int period_us = 500,
+              std::size_t queue_capacity = std::size_t{1} << 16);
+  ~RuntimeFeed();
+  RuntimeFeed(const RuntimeFeed&) = delete;
+  RuntimeFeed& operator=(const RuntimeFeed&) = delete;
+
+  // Hot path (launch callback): never blocks.
+  void on_launch(const LaunchEvent& e) noexcept { queue_.push(e); }
+  // CUPTI's buffer thread: one completed kernel (CUPTI clock).
+  void on_kernel_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
+                          std::uint32_t device) noexcept;
+
+  // Writes what is queued, stops the thread and closes the pipe. Idempotent.
+  void stop() noexcept;
+  FeedStats stats() const;
+
+ private:
+  struct Completion {
+    std::uint32_t correlation, stream, device;
+    std::int64_t start_ns, end_ns;
+  };
+  void loop() noexcept;
+  void drain(std::string& batch);
+  const std::string& name_of(const char* symbol);
+  void write_all(const std::string& batch);
+
+  int fd_;
+  std::function<std::int64_t()> now_;
+  int period_us_;
+  LaunchQueue queue_;
+  mutable std::mutex mu_;  // completions_, stop_, stats_
+  std::condition_variable cv_;
+  std::vector<Completion> completions_;
+  bool stop_ = false;
+  FeedStats stats_;
+  std::int64_t offset_ns_ = 0;  // writer thread only
+  std::unordered_map<const char*, std::string> names_;  // writer thread only
+  std::thread thread_;
+};
+
+}  // namespace gearshift::cupti

@@ -1,0 +1,114 @@
+#include "cupti/runtime_feed.hpp"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gearshift::cupti {
+namespace {
+
+std::int64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// A stand-in CUPTI clock: CLOCK_MONOTONIC minus 5 s.
+constexpr std::int64_t kSkew = 5'000'000'000;
+std::int64_t cupti_clock() { return mono_ns() - kSkew; }
+
+std::vector<std::string> read_lines(int fd) {
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
+  std::vector<std::string> lines;
+  std::stringstream ss(all);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  return lines;
+}
+
+TEST(RuntimeFeedLines, FormatsTheProtocol) {
+  std::string out;
+  append_launch_line(out, 123, 7, "gelu(float*)");
+  append_completion_line(out, 7, 1000, 2500, 13, 1);
+  append_launch_line(out, -1, 8, "bad\nname");
+  EXPECT_EQ(out, "L 123 7 gelu(float*)\nC 7 1000 2500 13 1\nL -1 8 bad name\n");
+}
+
+TEST(RuntimeFeedClock, OffsetRelatesTheClocksWithinAMicrosecond) {
+  std::int64_t off = monotonic_offset_ns(&cupti_clock);
+  EXPECT_NEAR(static_cast<double>(off), static_cast<double>(kSkew), 1000.0);
+}
+
+TEST(RuntimeFeed, WritesLaunchesAndCompletionsInMonotonicTime) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  static const char* const kGelu = "_Z4geluPf";
+  std::int64_t t0 = cupti_clock();
+  {
+    RuntimeFeed feed(p[1], &cupti_clock, 200);
+    feed.on_launch(LaunchEvent{1, LaunchApi::kernel, t0, kGelu});
+    feed.on_launch(LaunchEvent{2, LaunchApi::graph, t0 + 10, nullptr});  // graph launch: not a template launch
+    feed.on_launch(LaunchEvent{3, LaunchApi::kernel_ex, t0 + 20, "ampere_sgemm_128x64_nn"});
+    feed.on_kernel_complete(1, t0 + 1000, t0 + 3000, 7, 0);
+    feed.stop();
+    FeedStats st = feed.stats();
+    EXPECT_EQ(st.launches, 2u);
+    EXPECT_EQ(st.completions, 1u);
+    EXPECT_FALSE(st.broken);
+  }
+  std::vector<std::string> lines = read_lines(p[0]);
+  close(p[0]);
+  ASSERT_EQ(lines.size(), 3u);
+  // Launch lines come before the completion of the same kernel, times shifted by the clocks' offset.
+  std::int64_t cpu = 0, corr = 0;
+  char name[64] = {};
+  ASSERT_EQ(std::sscanf(lines[0].c_str(), "L %ld %ld %63[^\n]", &cpu, &corr, name), 3) << lines[0];
+  EXPECT_EQ(corr, 1);
+  EXPECT_STREQ(name, "gelu(float*)");
+  EXPECT_NEAR(static_cast<double>(cpu - t0), static_cast<double>(kSkew), 1000.0);
+  EXPECT_TRUE(lines[1].starts_with("L ")) << lines[1];
+  EXPECT_TRUE(lines[1].ends_with(" 3 ampere_sgemm_128x64_nn")) << lines[1];
+  std::int64_t c = 0, start = 0, end = 0, stream = 0, device = -1;
+  ASSERT_EQ(std::sscanf(lines[2].c_str(), "C %ld %ld %ld %ld %ld", &c, &start, &end, &stream, &device), 5);
+  EXPECT_EQ(c, 1);
+  EXPECT_EQ(end - start, 2000);
+  EXPECT_EQ(start - cpu, 1000);  // both shifted by the same offset
+  EXPECT_EQ(stream, 7);
+  EXPECT_EQ(device, 0);
+}
+
+// gearshift gone (the read end closed): no SIGPIPE kills the program, the feed turns itself off.
+TEST(RuntimeFeed, ClosedPipeTurnsTheFeedOffWithoutKillingTheProgram) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  close(p[0]);
+  RuntimeFeed feed(p[1], &cupti_clock, 100);
+  for (std::uint32_t i = 1; i <= 100; ++i) feed.on_launch(LaunchEvent{i, LaunchApi::kernel, cupti_clock(), "k"});
+  feed.stop();
+  FeedStats st = feed.stats();
+  EXPECT_TRUE(st.broken);
+  EXPECT_EQ(st.launches, 100u);  // formatted, then the write failed
+}
+
+TEST(RuntimeFeed, CountsLaunchesDroppedWhenTheQueueIsFull) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  // A period of a minute: the writer does not drain before stop(); 8 slots take 8 of 20 launches.
+  RuntimeFeed feed(p[1], &cupti_clock, 60'000'000, 8);
+  for (std::uint32_t i = 1; i <= 20; ++i) feed.on_launch(LaunchEvent{i, LaunchApi::kernel, cupti_clock(), "k"});
+  feed.stop();
+  EXPECT_EQ(feed.stats().dropped_launches, 12u);
+  EXPECT_EQ(feed.stats().launches, 8u);
+  EXPECT_EQ(read_lines(p[0]).size(), 8u);
+  close(p[0]);
+}
+
+}  // namespace
+}  // namespace gearshift::cupti

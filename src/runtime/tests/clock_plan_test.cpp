@@ -1,0 +1,52 @@
+#include "runtime/clock_plan.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gearshift::runtime {
+namespace {
+
+nlohmann::json plan_json() {
+  return nlohmann::json::parse(R"json({
+    "format": "gearshift-plan", "gpu": "h200", "period_us": 100, "switch_latency_us": 6000,
+    "positions": [
+      {"name": "gemm", "kind": "kernel", "duration_us": 40, "start_offset_us": 0, "sm_clock_mhz": 1980, "mem_clock_mhz": 3201},
+      {"name": "Memset (Device)", "kind": "memset", "duration_us": 1, "start_offset_us": 41, "sm_clock_mhz": 1500, "mem_clock_mhz": 3201},
+      {"name": "softmax", "duration_us": 30, "start_offset_us": 50, "sm_clock_mhz": 1500, "mem_clock_mhz": 3201}
+    ]})json");
+}
+
+TEST(ClockPlan, ReadsPositionsKindsAndDefaults) {
+  ClockPlan p = plan_from_json(plan_json(), "test");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_DOUBLE_EQ(p.period_ns, 100e3);
+  EXPECT_DOUBLE_EQ(p.switch_latency_ns, 6e6);
+  EXPECT_TRUE(p.positions[0].kernel);
+  EXPECT_FALSE(p.positions[1].kernel);
+  EXPECT_TRUE(p.positions[2].kernel);  // no "kind": a kernel
+  EXPECT_DOUBLE_EQ(p.positions[2].start_offset_ns, 50e3);
+  EXPECT_EQ(p.positions[1].clocks.sm_mhz, 1500);
+  EXPECT_EQ(p.change_positions(), (std::vector<std::size_t>{0, 1}));
+}
+
+TEST(ClockPlan, KernelsOnlyDropsCopiesAndKeepsOffsets) {
+  ClockPlan k = plan_from_json(plan_json(), "test").kernels_only();
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k.positions[0].name, "gemm");
+  EXPECT_EQ(k.positions[1].name, "softmax");
+  EXPECT_DOUBLE_EQ(k.positions[1].start_offset_ns, 50e3);
+  EXPECT_DOUBLE_EQ(k.period_ns, 100e3);
+}
+
+TEST(ClockPlan, BadKindIsAClearError) {
+  nlohmann::json j = plan_json();
+  j["positions"][1]["kind"] = 3;
+  try {
+    plan_from_json(j, "p.json");
+    FAIL() << "no error";
+  } catch (const PlanError& e) {
+    EXPECT_STREQ(e.what(), "p.json: positions[1]: field 'kind' has the wrong type");
+  }
+}
+
+}  // namespace
+}  // namespace gearshift::runtime
