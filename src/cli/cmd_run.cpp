@@ -1,7 +1,8 @@
 // `gearshift run --plan plan.json [--apply] -- CMD ARGS`: runs the job and applies the plan online.
 //
 // The job's in-process hook streams launches and completed-kernel activity through the pipe named by
-// GEARSHIFT_RUNTIME_FD (protocol: runtime/feed.hpp); this process predicts positions, schedules the changes
+// GEARSHIFT_RUNTIME_FD (protocol: runtime/feed.hpp); it gets the CUPTI injection library as `gearshift trace`
+// gives it; this process predicts positions, schedules the changes
 // and actuates them from its runtime thread. Default is dry-run: every intended change goes to a log. With
 // --apply it takes the GPU's lock, starts the watchdog and locks clocks through NVML; without permission it
 // warns once and continues as dry-run. Clocks are restored when the job ends (normally, by a signal that
@@ -12,14 +13,17 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include <fmt/core.h>
 
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
+#include "cli/inject_library.hpp"
 #include "cli/open_gpus.hpp"
 #include "cli/switching_args.hpp"
+#include "cupti/config.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
@@ -54,6 +58,29 @@ void read_feed(int fd, runtime::LiveRuntime& rt, const std::atomic<bool>& stop) 
   }
 }
 
+// The job's environment for the tracer: the injection library (so that an unmodified CUDA job feeds us) and,
+// with --trace-output, the trace file it also writes. Before any thread starts (setenv is not thread-safe).
+void set_tracer_env(const std::string& trace_output) {
+  try {
+    set_injection_env(find_inject_library());
+  } catch (const Exit& e) {
+    // Not fatal: the job may carry its own hook (the Python package) that writes the feed.
+    fmt::print(stderr, "gearshift run: warning: {}; the job is not traced unless it has its own gearshift hook\n",
+               e.what());
+  }
+  if (trace_output.empty()) {
+    unsetenv(cupti::kEnvOutput);  // feed only: no trace file unless asked for
+    return;
+  }
+  namespace fs = std::filesystem;
+  const std::string out = fs::absolute(trace_output).string();
+  std::error_code ec;
+  // As `gearshift trace -o`: a stale file would send the library to FILE.<pid>; only a regular file is removed.
+  if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
+  setenv(cupti::kEnvOutput, out.c_str(), 1);
+  unsetenv(cupti::kEnvChrome);
+}
+
 std::string self_exe() {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
@@ -65,7 +92,7 @@ std::string self_exe() {
 
 void add_run_command(CLI::App& app) {
   struct Opts {
-    std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown;
+    std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output;
     bool apply = false, auto_plan = false, lock_memory = false;
     SwitchingArgs switching;
     unsigned gpu = 0;
@@ -81,6 +108,8 @@ void add_run_command(CLI::App& app) {
   o->switching.add_to(cmd);
   cmd->add_option("--gpu", o->gpu, "NVML index of the GPU the job uses (default 0)");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
+  cmd->add_option("--trace-output", o->trace_output,
+                  "Also keep the job's trace (gearshift trace file, as `gearshift trace -o`); default: none");
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
   cmd->callback([o] {
     if (o->auto_plan)
@@ -123,6 +152,7 @@ void add_run_command(CLI::App& app) {
     if (fcntl(feed[0], F_SETFD, FD_CLOEXEC) != 0) throw Exit(kFailure, "cannot set up the launch feed pipe");
     // Set before any thread starts (setenv is not thread-safe).
     setenv("GEARSHIFT_RUNTIME_FD", std::to_string(feed[1]).c_str(), 1);
+    set_tracer_env(o->trace_output);
 
     runtime::LiveRuntime rt(plan, so, *act);
     std::atomic<bool> stop{false};

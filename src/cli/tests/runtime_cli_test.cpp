@@ -279,6 +279,43 @@ TEST(Run, NoPermissionWarnsOnceAndContinuesAsDryRun) {
   EXPECT_TRUE(static_cast<bool>(std::getline(in, line)));  // the fallback logged the intended changes
 }
 
+// The job gets the injection library (CUDA and NVTX), and a trace file only with --trace-output.
+TEST(Run, InjectsTheTracerIntoTheJob) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", lib = s.t.dir / "libgearshift_inject.so", keep = s.t.dir / "keep.jsonl.gz";
+  std::ofstream(lib) << "stand-in";
+  const std::string show = R"(printf 'env=%s|%s|%s\n' "$CUDA_INJECTION64_PATH" "$NVTX_INJECTION64_PATH" "${GEARSHIFT_TRACE_OUTPUT-unset}")";
+  std::vector<std::string> env = s.env;
+  env.push_back("GEARSHIFT_INJECT_LIBRARY=" + lib.string());
+  env.push_back("GEARSHIFT_TRACE_OUTPUT=/somewhere/else");  // inherited: not passed on (feed only by default)
+  std::vector<std::string> a{GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(),
+                             "--", "sh", "-c", show};
+  ASSERT_EQ(run(a, env, out), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find("env=" + lib.string() + "|" + lib.string() + "|unset\n"), std::string::npos) << slurp(out);
+
+  a.insert(a.begin() + 2, {"--trace-output", keep.string()});
+  ASSERT_EQ(run(a, env, out), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find("env=" + lib.string() + "|" + lib.string() + "|" + keep.string() + "\n"), std::string::npos)
+      << slurp(out);
+}
+
+// Without the library the job still runs (it may have its own hook), after one warning; its exit code is ours.
+TEST(Run, MissingInjectLibraryWarnsOnceAndRunsTheJob) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  std::vector<std::string> env = s.env;
+  env.push_back("GEARSHIFT_INJECT_LIBRARY=" + (s.t.dir / "missing.so").string());
+  EXPECT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(), "--", "sh", "-c",
+                 "echo job-ran; exit 7"},
+                env, out),
+            7);
+  const std::string o = slurp(out);
+  const auto first = o.find("missing.so does not exist");
+  EXPECT_NE(first, std::string::npos) << o;
+  EXPECT_EQ(o.find("missing.so does not exist", first + 1), std::string::npos) << o;
+  EXPECT_NE(o.find("job-ran"), std::string::npos) << o;
+}
+
 TEST(Run, AutoIsNotImplementedYetAndSaysSo) {
   Tmp t;
   const fs::path out = t.dir / "out.txt";
