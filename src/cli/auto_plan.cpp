@@ -66,7 +66,7 @@ void AutoPlanner::loop() {
       cv_.wait_until(g, next, [&] { return stopping_; });
       if (stopping_) return;
       full = collector_.full();
-      timed_out = seconds_since(t0_) > o_.timeout_s;
+      timed_out = seconds_since(t0_) >= o_.timeout_s;
       if (collector_.kernels() == tried_at && !timed_out) {
         next = std::chrono::steady_clock::now() + o_.attempt_period;
         continue;
