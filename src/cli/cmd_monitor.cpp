@@ -68,6 +68,9 @@ int run_monitor(const MonitorArgs& a) {
     if (csv) csv->write(s);
     if (jsonl) jsonl->write(s);
   };
+  // The sampler's and the server's threads start with the forwarded signals blocked: run_child takes them.
+  std::optional<ForwardedSignalsBlocked> blocked;
+  blocked.emplace();
   monitor::Sampler sampler(gpus.devices, opt);
 
 #if GEARSHIFT_WITH_PROMETHEUS
@@ -87,6 +90,7 @@ int run_monitor(const MonitorArgs& a) {
 
   sampler.begin("command");
   ChildExit child = run_child(a.command);
+  blocked.reset();
   monitor::WindowResult w = sampler.end("command");
 #if GEARSHIFT_WITH_PROMETHEUS
   server.reset();

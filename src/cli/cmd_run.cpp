@@ -1,25 +1,36 @@
 // `gearshift run --plan plan.json [--apply] -- CMD ARGS`: runs the job and applies the plan online.
+// `gearshift run --auto --max-slowdown PCT [--apply] -- CMD ARGS`: plans from the job's first steps, then applies.
 //
-// The job's in-process hook streams launches and completed-kernel activity through the pipe named by
-// GEARSHIFT_RUNTIME_FD (protocol: runtime/feed.hpp); this process predicts positions, schedules the changes
-// and actuates them from its runtime thread. Default is dry-run: every intended change goes to a log. With
-// --apply it takes the GPU's lock, starts the watchdog and locks clocks through NVML; without permission it
-// warns once and continues as dry-run. Clocks are restored when the job ends (normally, by a signal that
-// reached us and was forwarded, or killed), by the watchdog when this process is killed.
+// The job gets the CUPTI injection library (as `gearshift trace` gives it) and streams launches and
+// completed-kernel activity through the pipe named by GEARSHIFT_RUNTIME_FD (protocol: runtime/feed.hpp); this
+// process predicts positions, schedules the changes and actuates them from its runtime thread. With --auto the
+// feed is first only collected (auto_plan.hpp) until the plan exists. Default is dry-run: every intended change
+// goes to a log. With --apply it takes the GPU's lock, starts the watchdog and locks clocks through NVML; without
+// permission it warns once and continues as dry-run. Clocks are restored when the job ends (normally, by a
+// signal that reached us and was forwarded, or killed), by the watchdog when this process is killed.
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include <fmt/core.h>
 
+#include "cli/auto_plan.hpp"
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
+#include "cli/inject_library.hpp"
 #include "cli/open_gpus.hpp"
+#include "cli/plan_job.hpp"
 #include "cli/switching_args.hpp"
+#include "cupti/config.hpp"
+#include "gpu/spec.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
@@ -28,30 +39,95 @@ namespace gearshift::cli {
 
 namespace {
 
-// Reads feed lines until `stop` is set and the pipe is drained.
-void read_feed(int fd, runtime::LiveRuntime& rt, const std::atomic<bool>& stop) {
+// Reads feed lines until `stop` is set and the pipe is drained; each valid event goes to `sink`. Returns the
+// number of lines that were not valid events.
+template <class Sink>
+std::uint64_t read_feed(int fd, const std::atomic<bool>& stop, Sink&& sink) {
   std::string buf;
   char chunk[65536];
+  std::uint64_t bad = 0;
   for (;;) {
     pollfd p{fd, POLLIN, 0};
     int r = poll(&p, 1, 50);
-    if (r < 0 && errno != EINTR) return;
+    if (r < 0 && errno != EINTR) return bad;
     if (r <= 0) {
-      if (stop.load()) return;
+      if (stop.load()) return bad;
       continue;
     }
     ssize_t got = read(fd, chunk, sizeof chunk);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
-      if (stop.load() || got < 0) return;
+      if (stop.load() || got < 0) return bad;
       continue;
     }
     buf.append(chunk, static_cast<std::size_t>(got));
     std::size_t start = 0;
-    for (std::size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1)
-      runtime::feed_line(std::string_view(buf).substr(start, nl - start), rt);
+    for (std::size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+      if (auto e = runtime::parse_feed_line(std::string_view(buf).substr(start, nl - start))) sink(*e);
+      else ++bad;
+    }
     buf.erase(0, start);
   }
+}
+
+// The GPU spec --auto plans for: --gpu-spec, else the one named like NVML's device, else h200 (dry-run only: with
+// --apply the clocks must come from the GPU's own table).
+std::string auto_gpu_spec(const std::string& given, const OpenedGpus& opened, unsigned index, bool apply) {
+  if (!given.empty()) {
+    try {
+      return gpu::find_spec(given).name;
+    } catch (const std::invalid_argument& e) {
+      throw Exit(kUsage, std::string("--gpu-spec: ") + e.what());
+    }
+  }
+  std::string device;  // empty: NVML has no GPU of that index
+  if (index < opened.infos.size()) {
+    device = opened.infos[index].name;
+  } else {
+    try {
+      OpenedGpus g = open_gpus(false);
+      if (index < g.infos.size()) device = g.infos[index].name;
+    } catch (const Exit& e) {
+      fmt::print(stderr, "gearshift run --auto: {}; planning for h200 (pass --gpu-spec to choose)\n", e.what());
+      return "h200";
+    }
+  }
+  if (device.empty()) {
+    fmt::print(stderr, "gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)\n", index);
+    return "h200";
+  }
+  std::string name = gpu::spec_name_for_device(device);
+  if (!name.empty()) return name;
+  if (apply)
+    throw Exit(kUsage, fmt::format("GPU {} ('{}') has no spec to plan with; pass --gpu-spec (known: h200, h100, a100, "
+                                   "a40, rtx3080ti) if it is one of those",
+                                   index, device));
+  fmt::print(stderr, "gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)\n",
+             index, device);
+  return "h200";
+}
+
+// The job's environment for the tracer: the injection library (so that an unmodified CUDA job feeds us) and,
+// with --trace-output, the trace file it also writes. Before any thread starts (setenv is not thread-safe).
+void set_tracer_env(const std::string& trace_output) {
+  try {
+    set_injection_env(find_inject_library());
+  } catch (const Exit& e) {
+    // Not fatal: the job may carry its own hook (the Python package) that writes the feed.
+    fmt::print(stderr, "gearshift run: warning: {}; the job is not traced unless it has its own gearshift hook\n",
+               e.what());
+  }
+  if (trace_output.empty()) {
+    unsetenv(cupti::kEnvOutput);  // feed only: no trace file unless asked for
+    return;
+  }
+  namespace fs = std::filesystem;
+  const std::string out = fs::absolute(trace_output).string();
+  std::error_code ec;
+  // As `gearshift trace -o`: a stale file would send the library to FILE.<pid>; only a regular file is removed.
+  if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
+  setenv(cupti::kEnvOutput, out.c_str(), 1);
+  unsetenv(cupti::kEnvChrome);
 }
 
 std::string self_exe() {
@@ -65,30 +141,66 @@ std::string self_exe() {
 
 void add_run_command(CLI::App& app) {
   struct Opts {
-    std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown;
+    std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output, plan_output, gpu_spec;
     bool apply = false, auto_plan = false, lock_memory = false;
     SwitchingArgs switching;
     unsigned gpu = 0;
+    std::size_t warmup_steps = 20;
+    double warmup_timeout_s = 600;
     std::vector<std::string> cmd;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("run", "Run a training job and apply a clock plan online (dry-run unless --apply)");
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`");
-  cmd->add_flag("--auto", o->auto_plan, "Trace the first steps, plan, then apply (not implemented yet)");
-  cmd->add_option("--max-slowdown", o->max_slowdown, "With --auto: step-time budget, e.g. 0.5%");
+  cmd->add_flag("--auto", o->auto_plan, "Plan from the job's first steps (clocks untouched meanwhile), then apply");
+  cmd->add_option("--max-slowdown", o->max_slowdown, "With --auto: step-time budget, e.g. 0.5% or 0.005");
+  cmd->add_option("--warmup-steps", o->warmup_steps, "With --auto: steps to detect before planning (default 20)")
+      ->check(CLI::Range(2, 100000));
+  cmd->add_option("--warmup-timeout", o->warmup_timeout_s,
+                  "With --auto: give up planning after this many seconds, s (default 600)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-spec", o->gpu_spec,
+                  "With --auto: GPU spec to plan for (h200, h100, a100, a40, rtx3080ti; default: from NVML's name)");
+  cmd->add_option("--plan-output", o->plan_output, "With --auto: also write the plan made (plan.json)");
   cmd->add_flag("--apply", o->apply, "Lock clocks through NVML (needs root or CAP_SYS_ADMIN); default: dry-run");
   cmd->add_flag("--lock-memory", o->lock_memory, "Also lock memory clocks where the GPU supports it");
   o->switching.add_to(cmd);
   cmd->add_option("--gpu", o->gpu, "NVML index of the GPU the job uses (default 0)");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
+  cmd->add_option("--trace-output", o->trace_output,
+                  "Also keep the job's trace (gearshift trace file, as `gearshift trace -o`); default: none");
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
-  cmd->callback([o] {
-    if (o->auto_plan)
-      throw Exit(kUsage, "--auto is not implemented yet: record with `gearshift trace`, plan with `gearshift plan "
-                         "TRACE -o plan.json`, then `gearshift run --plan plan.json`");
-    if (o->plan.empty()) throw Exit(kUsage, "run needs --plan plan.json");
-    runtime::ClockPlan plan = load_plan_or_exit(o->plan);
-    runtime::SchedulerOptions so = o->switching.resolve(plan);
+  cmd->callback([o, cmd] {
+    // Every usage error before the job starts.
+    AutoOptions ao;
+    std::optional<runtime::ClockPlan> plan;  // --plan's, or --auto's once made
+    runtime::SchedulerOptions so;
+    if (o->auto_plan) {
+      if (!o->plan.empty()) throw Exit(kUsage, "--plan and --auto exclude each other: --auto makes its own plan");
+      if (o->max_slowdown.empty()) throw Exit(kUsage, "--auto needs --max-slowdown, e.g. --max-slowdown 0.5%");
+      ao.max_slowdown = parse_slowdown(o->max_slowdown);
+      ao.warmup_steps = o->warmup_steps;
+      ao.timeout_s = o->warmup_timeout_s;
+      if (o->switching.latency_ms >= 0) ao.switch_latency_ms = o->switching.latency_ms;
+      if (!o->plan_output.empty()) {
+        const auto dir = std::filesystem::absolute(o->plan_output).parent_path();
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec))
+          throw Exit(kUsage, fmt::format("--plan-output {}: directory {} does not exist", o->plan_output, dir.string()));
+        ao.plan_output = o->plan_output;
+      }
+      ao.job_name = "launch feed of `" + o->cmd[0] + "` (gearshift run --auto)";
+    } else {
+      const std::pair<bool, const char*> auto_only[] = {
+          {!o->max_slowdown.empty(), "--max-slowdown"}, {!o->plan_output.empty(), "--plan-output"},
+          {!o->gpu_spec.empty(), "--gpu-spec"},         {cmd->count("--warmup-steps") > 0, "--warmup-steps"},
+          {cmd->count("--warmup-timeout") > 0, "--warmup-timeout"}};
+      for (const auto& [given, name] : auto_only)
+        if (given) throw Exit(kUsage, fmt::format("{} is for --auto (a --plan was made with its own)", name));
+      if (o->plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
+      plan = load_plan_or_exit(o->plan);
+      so = o->switching.resolve(*plan);
+    }
 
     std::unique_ptr<runtime::DryRunActuator> dry;
     try {
@@ -105,6 +217,9 @@ void add_run_command(CLI::App& app) {
       gpus = open_gpus(false);
       if (o->gpu >= gpus.devices.size())
         throw Exit(kUsage, fmt::format("--gpu {}: only {} GPU(s)", o->gpu, gpus.devices.size()));
+    }
+    if (o->auto_plan) ao.gpu_spec = auto_gpu_spec(o->gpu_spec, gpus, o->gpu, o->apply);
+    if (o->apply) {
       const std::string uuid = gpus.infos[o->gpu].uuid;
       try {
         lock = std::make_unique<runtime::GpuLock>(uuid);
@@ -123,26 +238,59 @@ void add_run_command(CLI::App& app) {
     if (fcntl(feed[0], F_SETFD, FD_CLOEXEC) != 0) throw Exit(kFailure, "cannot set up the launch feed pipe");
     // Set before any thread starts (setenv is not thread-safe).
     setenv("GEARSHIFT_RUNTIME_FD", std::to_string(feed[1]).c_str(), 1);
+    set_tracer_env(o->trace_output);
 
-    runtime::LiveRuntime rt(plan, so, *act);
+    // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
+    std::optional<ForwardedSignalsBlocked> blocked;
+    blocked.emplace();
+    // The runtime the reader feeds; published once it exists (at once with --plan, after the warm-up with --auto).
+    std::unique_ptr<runtime::LiveRuntime> rt;
+    std::atomic<runtime::LiveRuntime*> live{nullptr};
+    std::unique_ptr<AutoPlanner> planner;
+    if (plan) {
+      rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
+      live.store(rt.get());
+    } else {
+      // Runs on the planner's thread; the main thread reads plan, so and rt only after joining it (finish()).
+      planner = std::make_unique<AutoPlanner>(ao, [&](const runtime::ClockPlan& made) {
+        plan = made;
+        so = o->switching.resolve(*plan);
+        rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
+        live.store(rt.get());
+      });
+    }
     std::atomic<bool> stop{false};
-    std::thread reader([&] { read_feed(feed[0], rt, stop); });
+    std::uint64_t bad_lines = 0;
+    std::thread reader([&] {
+      bad_lines = read_feed(feed[0], stop, [&](const runtime::FeedEvent& e) {
+        if (runtime::LiveRuntime* r = live.load()) runtime::feed_event(e, *r);
+        else if (planner) planner->add(e);
+      });
+    });
     ChildExit ce = run_child(o->cmd);
+    blocked.reset();
     close(feed[1]);
     stop.store(true);
     reader.join();
     close(feed[0]);
-    runtime::LiveStats st = rt.stop();  // restores the default clocks
+    const std::string no_plan = planner ? planner->finish() : std::string();
+    if (bad_lines > 0)
+      fmt::print(stderr, "gearshift run: {} launch feed line(s) were not valid events and were ignored\n", bad_lines);
+    if (rt) {
+      runtime::LiveStats st = rt->stop();  // restores the default clocks
+      fmt::print(stderr,
+                 "gearshift run: {} ({}), L = {} ms\n"
+                 "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
+                 "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
+                 "  kernel time at the intended clocks{} {:.2f} %\n",
+                 o->apply && act->writes_clocks() ? "applied" : "dry-run",
+                 act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
+                 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
+                 act->writes_clocks() ? "" : " (would have run)", 100 * st.in_time_fraction());
+    } else {
+      fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
+    }
     if (watchdog) watchdog->release();
-
-    fmt::print(stderr,
-               "gearshift run: {} ({}), L = {} ms\n"
-               "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
-               "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
-               "  kernel time at the intended clocks{} {:.2f} %\n",
-               o->apply && act->writes_clocks() ? "applied" : "dry-run", act->writes_clocks() ? "NVML" : o->dry_run_log,
-               o->switching.latency_ms, st.steps, st.launches, 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged,
-               st.late, act->writes_clocks() ? "" : " (would have run)", 100 * st.in_time_fraction());
     if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);
     if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->cmd[0], ce.code));
   });

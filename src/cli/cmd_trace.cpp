@@ -16,6 +16,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "cli/inject_library.hpp"
 #include "cupti/chrome_export.hpp"
 #include "cupti/config.hpp"
 #include "trace/error.hpp"
@@ -35,25 +36,6 @@ struct TraceArgs {
   int sample_ms = 10;
   std::vector<std::string> command;
 };
-
-// The injection library: $GEARSHIFT_INJECT_LIBRARY, else next to the binary (install: ../lib[/gearshift];
-// build tree: src/cli/gearshift beside src/cupti/libgearshift_inject.so).
-std::string find_inject_library() {
-  if (const char* e = std::getenv("GEARSHIFT_INJECT_LIBRARY"); e != nullptr && *e != '\0') {
-    if (!fs::exists(e)) throw Exit(kFailure, fmt::format("GEARSHIFT_INJECT_LIBRARY={} does not exist", e));
-    return fs::absolute(e).string();
-  }
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Exit(kFailure, "cannot locate the gearshift binary (/proc/self/exe); set GEARSHIFT_INJECT_LIBRARY");
-  fs::path dir = exe.parent_path();
-  for (const fs::path& c : {dir / "libgearshift_inject.so", dir / ".." / "cupti" / "libgearshift_inject.so",
-                            dir / ".." / "lib" / "gearshift" / "libgearshift_inject.so",
-                            dir / ".." / "lib" / "libgearshift_inject.so"})
-    if (fs::exists(c)) return fs::weakly_canonical(c).string();
-  throw Exit(kFailure, fmt::format("libgearshift_inject.so not found next to {} (was gearshift built with CUPTI "
-                                   "headers?); set GEARSHIFT_INJECT_LIBRARY to its path", exe.string()));
-}
 
 pid_t g_child = -1;
 
@@ -145,8 +127,7 @@ void run_trace(const TraceArgs& args) {
   // removed: `-o /dev/full` (a disk-full drill) must stay a device.
   if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
   auto set = [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); };
-  set("CUDA_INJECTION64_PATH", lib);
-  set("NVTX_INJECTION64_PATH", lib);  // forwarded to CUPTI inside the library: NVTX ranges become records
+  set_injection_env(lib);
   set(cupti::kEnvOutput, out);
   unsetenv(cupti::kEnvChrome);  // written here, after the run, from the finished file
   if (args.steps > 0) set(cupti::kEnvSteps, std::to_string(args.steps));

@@ -31,19 +31,31 @@ double parse_slowdown(const std::string& text) {
   return v;
 }
 
-PlanJobResult run_plan_job(const PlanJobOptions& o) {
-  PlanJobResult r;
-  gpu::GpuSpec spec;
+namespace {
+gpu::GpuSpec spec_or_exit(const std::string& name) {
   try {
-    spec = gpu::find_spec(o.gpu);
+    return gpu::find_spec(name);
   } catch (const std::invalid_argument& e) {
     throw Exit(kUsage, std::string(e.what()) + "; pass one of those with --gpu");
   }
+}
+}  // namespace
+
+PlanJobResult run_plan_job(const PlanJobOptions& o) {
+  spec_or_exit(o.gpu);  // a bad --gpu is reported before a long import
+  trace::Trace t;
   try {
-    r.trace = trace::import_trace(o.trace_path);
+    t = trace::import_trace(o.trace_path);
   } catch (const trace::TraceError& e) {
     throw Exit(kBadInput, std::string(e.what()));
   }
+  return plan_trace(o, std::move(t));
+}
+
+PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace) {
+  PlanJobResult r;
+  const gpu::GpuSpec spec = spec_or_exit(o.gpu);
+  r.trace = std::move(trace);
   try {
     r.iterations = trace::detect_iterations(r.trace);
   } catch (const trace::NoIterationError& e) {

@@ -37,6 +37,9 @@ struct PlanJobResult {
 
 // Throws cli::Exit with the documented exit codes on bad input or no iteration.
 PlanJobResult run_plan_job(const PlanJobOptions& o);
+// The same planning on a trace already in memory (`gearshift run --auto` collects it from the launch feed);
+// o.trace_path is not read. run_plan_job imports the file and calls this.
+PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace);
 
 void print_report(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);

@@ -5,8 +5,11 @@
 namespace gearshift::cli {
 
 void SwitchingArgs::add_to(CLI::App* cmd) {
-  cmd->add_option("--switch-latency-ms", latency_ms, "Clock-change latency L, ms (default: the plan's)");
-  cmd->add_option("--min-interval-ms", min_interval_ms, "Merge changes closer than this, ms (default: L)");
+  // Checked when given (the -1 defaults mean "not given").
+  cmd->add_option("--switch-latency-ms", latency_ms, "Clock-change latency L, ms (default: the plan's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-interval-ms", min_interval_ms, "Merge changes closer than this, ms (default: L)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 runtime::SchedulerOptions SwitchingArgs::resolve(const runtime::ClockPlan& plan) {

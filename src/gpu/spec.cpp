@@ -118,4 +118,22 @@ GpuSpec find_spec(std::string_view name) {
   throw std::invalid_argument(fmt::format("unknown GPU spec '{}' (known: {})", name, known));
 }
 
+std::string spec_name_for_device(std::string_view device_name) {
+  std::vector<std::string> words(1);
+  for (char c : device_name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) words.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!words.back().empty()) words.emplace_back();
+  }
+  // Joined runs of words: "rtx 3080 ti" is "rtx3080ti". Whole words only, so "a100" never matches "a1000".
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string joined;
+    for (std::size_t j = i; j < words.size() && !words[j].empty(); ++j) {
+      joined += words[j];
+      for (const auto& e : kEmbedded)
+        if (joined == e.name) return e.name;
+    }
+  }
+  return {};
+}
+
 }  // namespace gearshift::gpu

@@ -38,6 +38,11 @@ std::vector<std::string> spec_names();
 // Throws std::invalid_argument naming the known specs when the name is unknown.
 GpuSpec find_spec(std::string_view name);
 
+// The embedded spec name for a device name as NVML reports it ("NVIDIA H200", "NVIDIA A100-SXM4-80GB",
+// "NVIDIA GeForce RTX 3080 Ti"): a spec name equal to one or more consecutive alphanumeric words of it,
+// case-insensitive. Empty when none matches (no spec for that GPU).
+std::string spec_name_for_device(std::string_view device_name);
+
 // Parse a spec from JSON text (the data/gpus format). Throws std::invalid_argument on a bad file,
 // naming `origin` and the field.
 GpuSpec parse_spec(std::string_view json_text, std::string_view origin);

@@ -1,17 +1,41 @@
 // The launch feed: the text protocol a job's in-process hook (CUPTI injection, Python hook, test job) uses to
 // hand launches and completed-kernel activity to `gearshift run` through the pipe named by the environment
-// variable GEARSHIFT_RUNTIME_FD. One event per line, times CLOCK_MONOTONIC ns:
+// variable GEARSHIFT_RUNTIME_FD. One event per line, fields separated by one or more spaces, times
+// CLOCK_MONOTONIC ns:
 //   L <cpu_ns> <correlation> <kernel name to the end of the line>
-//   C <correlation> <gpu_start_ns> <gpu_end_ns>
+//   C <correlation> <gpu_start_ns> <gpu_end_ns> [<stream> [<device>]]
+// C's optional trailing fields are the kernel's CUDA stream id and device ordinal (absent: stream 0, device 0;
+// a line without them, the protocol's first form, stays valid). Nothing may follow them.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "runtime/live.hpp"
 
 namespace gearshift::runtime {
 
-// Feeds one line to the runtime; false when it is not a valid event (ignored).
+struct FeedEvent {
+  enum class Kind { launch, complete };
+  Kind kind = Kind::launch;
+  std::int64_t correlation = 0;
+  std::int64_t cpu_ns = 0;        // launch: CPU time of the launch call
+  std::int64_t gpu_start_ns = 0;  // complete
+  std::int64_t gpu_end_ns = 0;    // complete
+  std::int32_t stream = 0;        // complete: CUDA stream id (0 when the line omits it)
+  std::int32_t device = 0;        // complete: CUDA device ordinal (0 when the line omits it)
+  std::string_view name;          // launch: the kernel name, a view into the parsed line
+};
+
+// One line (without its '\n'); nullopt when it is not a valid event: unknown kind, a missing or non-numeric
+// field, a negative or out-of-range stream/device, or text after the last field of a C line.
+std::optional<FeedEvent> parse_feed_line(std::string_view line);
+
+// Hands a parsed event to the runtime.
+void feed_event(const FeedEvent& e, LiveRuntime& rt);
+
+// Parses and feeds one line to the runtime; false when it is not a valid event (ignored).
 bool feed_line(std::string_view line, LiveRuntime& rt);
 
 }  // namespace gearshift::runtime

@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -279,11 +281,154 @@ TEST(Run, NoPermissionWarnsOnceAndContinuesAsDryRun) {
   EXPECT_TRUE(static_cast<bool>(std::getline(in, line)));  // the fallback logged the intended changes
 }
 
-TEST(Run, AutoIsNotImplementedYetAndSaysSo) {
-  Tmp t;
-  const fs::path out = t.dir / "out.txt";
-  EXPECT_EQ(run({GEARSHIFT_BINARY, "run", "--auto", "--", "true"}, {}, out), 2);
-  EXPECT_NE(slurp(out).find("not implemented"), std::string::npos);
+// The job gets the injection library (CUDA and NVTX), and a trace file only with --trace-output.
+TEST(Run, InjectsTheTracerIntoTheJob) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", lib = s.t.dir / "libgearshift_inject.so", keep = s.t.dir / "keep.jsonl.gz";
+  std::ofstream(lib) << "stand-in";
+  const std::string show = R"(printf 'env=%s|%s|%s\n' "$CUDA_INJECTION64_PATH" "$NVTX_INJECTION64_PATH" "${GEARSHIFT_TRACE_OUTPUT-unset}")";
+  std::vector<std::string> env = s.env;
+  env.push_back("GEARSHIFT_INJECT_LIBRARY=" + lib.string());
+  env.push_back("GEARSHIFT_TRACE_OUTPUT=/somewhere/else");  // inherited: not passed on (feed only by default)
+  std::vector<std::string> a{GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(),
+                             "--", "sh", "-c", show};
+  ASSERT_EQ(run(a, env, out), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find("env=" + lib.string() + "|" + lib.string() + "|unset\n"), std::string::npos) << slurp(out);
+
+  a.insert(a.begin() + 2, {"--trace-output", keep.string()});
+  ASSERT_EQ(run(a, env, out), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find("env=" + lib.string() + "|" + lib.string() + "|" + keep.string() + "\n"), std::string::npos)
+      << slurp(out);
+}
+
+// Without the library the job still runs (it may have its own hook), after one warning; its exit code is ours.
+TEST(Run, MissingInjectLibraryWarnsOnceAndRunsTheJob) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  std::vector<std::string> env = s.env;
+  env.push_back("GEARSHIFT_INJECT_LIBRARY=" + (s.t.dir / "missing.so").string());
+  EXPECT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(), "--", "sh", "-c",
+                 "echo job-ran; exit 7"},
+                env, out),
+            7);
+  const std::string o = slurp(out);
+  const auto first = o.find("missing.so does not exist");
+  EXPECT_NE(first, std::string::npos) << o;
+  EXPECT_EQ(o.find("missing.so does not exist", first + 1), std::string::npos) << o;
+  EXPECT_NE(o.find("job-ran"), std::string::npos) << o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// `gearshift run --auto` on the synthetic job: 113 kernels per ~51 ms step, a memory-bound Adam phase at its end.
+
+std::vector<std::string> auto_argv(std::vector<std::string> opts, std::vector<std::string> job) {
+  std::vector<std::string> a{GEARSHIFT_BINARY, "run", "--auto"};
+  a.insert(a.end(), opts.begin(), opts.end());
+  a.push_back("--");
+  a.push_back(GEARSHIFT_FAKE_JOB);
+  a.insert(a.end(), job.begin(), job.end());
+  return a;
+}
+
+double number_after(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(pattern))) return -1;
+  return std::stod(m[1].str());
+}
+
+TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
+  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--apply", "--plan-output", made.string(),
+                           "--dry-run-log", s.log.string()},
+                          {"--synthetic", "80"}),
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_GE(number_after(o, R"((\d+) steps detected by)"), 10) << o;
+  EXPECT_EQ(number_after(o, R"(steps detected by [a-z -]+ \((\d+) kernels)"), 113) << o;
+  EXPECT_NE(o.find("plan for h200"), std::string::npos) << o;  // from the simulated GPU's NVML name
+  EXPECT_GT(number_after(o, R"(MODELLED saving ([0-9.]+) % energy)"), 0) << o;
+  EXPECT_GT(number_after(o, R"(clock changes (\d+) made)"), 0) << o;
+  EXPECT_GE(number_after(o, R"(prediction accuracy after the first step ([0-9.]+) %)"), 99.0) << o;
+  EXPECT_GE(number_after(o, R"(  steps (\d+),)"), 10) << o;
+  EXPECT_NE(o.find("applied (NVML)"), std::string::npos) << o;
+
+  // The plan written is the one `gearshift run --plan` reads.
+  auto j = nlohmann::json::parse(slurp(made));
+  EXPECT_EQ(j["format"], "gearshift-plan");
+  EXPECT_EQ(j["gpu"], "h200");
+  EXPECT_EQ(j["positions"].size(), 113u);
+  EXPECT_EQ(j["positions"][112]["name"], "multi_tensor_apply_kernel<AdamFunctor>");
+  EXPECT_EQ(j["positions"][0]["stream"], 7);  // the extended completion line's stream reached the plan
+  EXPECT_GT(j["predicted"]["saving_pct"].get<double>(), 0);
+  EXPECT_LE(j["predicted"]["slowdown_pct"].get<double>(), 5.0);
+
+  // Clocks were really written on the simulated GPU, and reset at the end.
+  auto log = s.clocklog();
+  ASSERT_FALSE(log.empty());
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) { return l.find("set-sm") != std::string::npos; }));
+  EXPECT_NE(log.back().find("reset-sm"), std::string::npos);
+}
+
+TEST(RunAuto, TooFewStepsSaysSoAndKeepsTheJobsExitCode) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--dry-run-log", s.log.string()}, {"--synthetic", "5", "9"}), s.env,
+                out),
+            9);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("the job ended during the warm-up"), std::string::npos) << o;
+  EXPECT_NE(o.find("565 kernels collected"), std::string::npos) << o;  // 5 steps of 113
+  EXPECT_NE(o.find("20 needed (--warmup-steps)"), std::string::npos) << o;
+  EXPECT_NE(o.find("no plan was made"), std::string::npos) << o;
+  EXPECT_EQ(slurp(s.log), "");  // no change intended
+}
+
+TEST(RunAuto, GivesUpAfterTheTimeoutAndRunsOn) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--warmup-timeout", "1", "--dry-run-log", s.log.string()},
+                          {"--noise", "2.5"}),
+                s.env, out),
+            0);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("gave up after 1 s of warm-up (--warmup-timeout)"), std::string::npos) << o;
+  EXPECT_NE(o.find("continuing as a pass-through"), std::string::npos) << o;
+  EXPECT_NE(o.find("0 steps detected"), std::string::npos) << o;
+  EXPECT_EQ(slurp(s.log), "");
+}
+
+TEST(RunAuto, UsageErrorsBeforeTheJobStarts) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", marker = s.t.dir / "job-ran";
+  auto try_run = [&](std::vector<std::string> opts) {
+    std::vector<std::string> a{GEARSHIFT_BINARY, "run"};
+    a.insert(a.end(), opts.begin(), opts.end());
+    a.insert(a.end(), {"--dry-run-log", s.log.string(), "--", "sh", "-c", "touch " + marker.string()});
+    return run(a, s.env, out);
+  };
+  struct Case {
+    std::vector<std::string> opts;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"--auto", "--max-slowdown", "abc"}, "--max-slowdown 'abc' is not a number"},
+      {{"--auto", "--max-slowdown", "150%"}, "must lie between 0% and 100%"},
+      {{"--auto"}, "--auto needs --max-slowdown"},
+      {{"--auto", "--max-slowdown", "1%", "--plan", s.plan.string()}, "--plan and --auto exclude each other"},
+      {{"--auto", "--max-slowdown", "1%", "--warmup-steps", "1"}, "--warmup-steps"},
+      {{"--auto", "--max-slowdown", "1%", "--gpu-spec", "b200"}, "unknown GPU spec 'b200'"},
+      {{"--auto", "--max-slowdown", "1%", "--plan-output", "/nonexistent/dir/p.json"}, "/nonexistent/dir does not exist"},
+      {{"--plan", s.plan.string(), "--max-slowdown", "1%"}, "--max-slowdown is for --auto"},
+      {{"--plan", s.plan.string(), "--switch-latency-ms", "-2"}, "--switch-latency-ms"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(try_run(c.opts), 2) << c.message << ": " << slurp(out);
+    EXPECT_NE(slurp(out).find(c.message), std::string::npos) << slurp(out);
+    EXPECT_FALSE(fs::exists(marker)) << c.message;
+  }
 }
 
 }  // namespace

@@ -51,4 +51,16 @@ TEST(GpuSpec, BadJsonNamesOriginAndField) {
   EXPECT_THROW(parse_spec("{", "x.json"), std::invalid_argument);
 }
 
+TEST(Spec, NameForNvmlDeviceName) {
+  EXPECT_EQ(spec_name_for_device("NVIDIA H200"), "h200");
+  EXPECT_EQ(spec_name_for_device("NVIDIA H200 SXM 141GB (simulated)"), "h200");
+  EXPECT_EQ(spec_name_for_device("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(spec_name_for_device("NVIDIA A100-SXM4-80GB"), "a100");
+  EXPECT_EQ(spec_name_for_device("NVIDIA A40"), "a40");
+  EXPECT_EQ(spec_name_for_device("NVIDIA GeForce RTX 3080 Ti"), "rtx3080ti");
+  EXPECT_EQ(spec_name_for_device("NVIDIA RTX A1000"), "");  // "a1000" is not "a100"
+  EXPECT_EQ(spec_name_for_device("NVIDIA B200"), "");
+  EXPECT_EQ(spec_name_for_device(""), "");
+}
+
 }  // namespace gearshift::gpu

@@ -1,18 +1,28 @@
-// A stand-in training job for `gearshift run` tests (no CUDA): it launches the plan's template step after step
-// through the GEARSHIFT_RUNTIME_FD feed, with the GPU simulated by the plan's durations.
-// Usage: runtime_fake_job PLAN STEPS [PIDFILE]   (STEPS < 0: until the feed closes)
+// A stand-in training job for `gearshift run` tests (no CUDA): it launches a step's kernels step after step
+// through the GEARSHIFT_RUNTIME_FD feed, with the GPU simulated by sleeping through the kernels' durations.
+// Usage:
+//   runtime_fake_job PLAN STEPS [PIDFILE]      the plan's template step (STEPS < 0: until the feed closes)
+//   runtime_fake_job --synthetic STEPS [CODE]  a toy transformer step (~51 ms: forward, backward, a memory-bound
+//                                              Adam phase, an idle gap); completions carry stream 7, device 0;
+//                                              exits with CODE (default 0)
+//   runtime_fake_job --noise SECONDS           1 ms kernels, each with a new name: nothing repeats
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "runtime/clock_plan.hpp"
 #include "runtime/live.hpp"
 
 namespace {
+
+using gearshift::runtime::monotonic_ns;
+
 bool put(int fd, const std::string& s) {
   std::size_t off = 0;
   while (off < s.size()) {
@@ -22,12 +32,100 @@ bool put(int fd, const std::string& s) {
   }
   return true;
 }
+
 void sleep_until(std::int64_t t) {
-  for (std::int64_t now; (now = gearshift::runtime::monotonic_ns()) < t;) {
+  for (std::int64_t now; (now = monotonic_ns()) < t;) {
     timespec ts{static_cast<time_t>((t - now) / 1'000'000'000), static_cast<long>((t - now) % 1'000'000'000)};
     nanosleep(&ts, nullptr);
   }
 }
+
+struct Kernel {
+  std::string name;
+  std::int64_t start_offset_ns, duration_ns;
+};
+
+struct Step {
+  std::vector<Kernel> kernels;
+  std::int64_t period_ns = 0;
+  std::string completion_suffix;  // "" (the protocol's first form) or " <stream> <device>"
+};
+
+Step from_plan(const char* path) {
+  auto plan = gearshift::runtime::load_plan(path);
+  Step s;
+  for (const auto& p : plan.positions)
+    s.kernels.push_back({p.name, static_cast<std::int64_t>(p.start_offset_ns), static_cast<std::int64_t>(p.duration_ns)});
+  s.period_ns = static_cast<std::int64_t>(plan.period_ns);
+  return s;
+}
+
+// Kernel names as PyTorch on an H200 shows them, so that the model classifies them (GEMMs compute-bound,
+// elementwise and Adam memory-bound).
+Step synthetic() {
+  Step s;
+  std::int64_t t = 0;
+  auto k = [&](const std::string& name, std::int64_t us) {
+    s.kernels.push_back({name, t, us * 1000});
+    t += us * 1000 + 10'000;  // 10 µs launch gap
+  };
+  for (int layer = 0; layer < 6; ++layer) {
+    k("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn_qkv", 400);
+    k("flash_fwd_kernel", 300);
+    k("ampere_bf16_s16816gemm_bf16_64x64_ldg8_f2f_tn_proj", 200);
+    k("layer_norm_kernel", 80);
+    k("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_tn_fc1", 500);
+    k("vectorized_elementwise_kernel<gelu>", 120);
+    k("ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_tn_fc2", 500);
+  }
+  k("cross_entropy_loss_kernel", 200);
+  for (int layer = 0; layer < 6; ++layer) {
+    k("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nt_dgrad", 900);
+    k("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn_wgrad", 900);
+    k("flash_bwd_kernel", 600);
+    k("vectorized_elementwise_kernel<gelu_backward>", 200);
+    k("layer_norm_backward_kernel", 150);
+  }
+  for (int i = 0; i < 40; ++i) k("multi_tensor_apply_kernel<AdamFunctor>", 400);
+  s.period_ns = t + 6'000'000;  // the data loader's idle gap before the next step
+  s.completion_suffix = " 7 0";
+  return s;
+}
+
+// Launches each step ahead of the GPU (as a CPU does), then reports completions as the simulated GPU ends them.
+// Returns false when the feed broke.
+bool run_steps(int fd, const Step& step, long steps) {
+  std::int64_t corr = 0;
+  for (long s = 0; steps < 0 || s < steps; ++s) {
+    const std::int64_t t0 = monotonic_ns();
+    const std::int64_t first = corr;
+    for (const auto& k : step.kernels)
+      if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " " + k.name + "\n")) return false;
+    for (std::size_t i = 0; i < step.kernels.size(); ++i) {
+      const auto start = t0 + step.kernels[i].start_offset_ns;
+      const auto end = start + step.kernels[i].duration_ns;
+      sleep_until(end);
+      if (!put(fd, "C " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(start) + " " +
+                       std::to_string(end) + step.completion_suffix + "\n"))
+        return false;
+    }
+    sleep_until(t0 + step.period_ns);
+  }
+  return true;
+}
+
+bool run_noise(int fd, double seconds) {
+  const std::int64_t until = monotonic_ns() + static_cast<std::int64_t>(seconds * 1e9);
+  for (std::int64_t corr = 0; monotonic_ns() < until; ++corr) {
+    const std::int64_t start = monotonic_ns();
+    const std::string c = std::to_string(corr);
+    if (!put(fd, "L " + std::to_string(start) + " " + c + " noise_kernel_" + c + "\n")) return false;
+    sleep_until(start + 1'000'000);
+    if (!put(fd, "C " + c + " " + std::to_string(start) + " " + std::to_string(start + 1'000'000) + "\n")) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,28 +134,20 @@ int main(int argc, char** argv) {
   const char* fdenv = std::getenv("GEARSHIFT_RUNTIME_FD");
   if (!fdenv) return 3;
   const int fd = std::atoi(fdenv);
+  if (std::strcmp(argv[1], "--noise") == 0) {
+    run_noise(fd, std::atof(argv[2]));
+    return 0;
+  }
+  if (std::strcmp(argv[1], "--synthetic") == 0) {
+    run_steps(fd, synthetic(), std::atol(argv[2]));
+    return argc > 3 ? std::atoi(argv[3]) : 0;
+  }
   if (argc > 3) {
     FILE* f = std::fopen(argv[3], "w");
     if (!f) return 4;
     std::fprintf(f, "%d\n", static_cast<int>(getpid()));
     std::fclose(f);
   }
-  auto plan = gearshift::runtime::load_plan(argv[1]);
-  const long steps = std::atol(argv[2]);
-  std::int64_t corr = 0;
-  for (long s = 0; steps < 0 || s < steps; ++s) {
-    const std::int64_t t0 = gearshift::runtime::monotonic_ns();
-    const std::int64_t first = corr;
-    for (const auto& p : plan.positions)  // the CPU launches the whole step ahead of the GPU
-      if (!put(fd, "L " + std::to_string(gearshift::runtime::monotonic_ns()) + " " + std::to_string(corr++) + " " + p.name + "\n")) return 0;
-    for (std::size_t i = 0; i < plan.positions.size(); ++i) {
-      const auto& p = plan.positions[i];
-      const auto start = t0 + static_cast<std::int64_t>(p.start_offset_ns);
-      const auto end = start + static_cast<std::int64_t>(p.duration_ns);
-      sleep_until(end);
-      if (!put(fd, "C " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(start) + " " + std::to_string(end) + "\n")) return 0;
-    }
-    sleep_until(t0 + static_cast<std::int64_t>(plan.period_ns));
-  }
+  run_steps(fd, from_plan(argv[1]), std::atol(argv[2]));
   return 0;
 }

@@ -1,0 +1,177 @@
+#include "cli/auto_plan.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+#include "cli/plan_job.hpp"
+#include "trace/iteration.hpp"
+
+namespace gearshift::cli {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+AutoPlanner::AutoPlanner(AutoOptions options, StartLive start)
+    : o_(std::move(options)),
+      start_(std::move(start)),
+      t0_(std::chrono::steady_clock::now()),
+      collector_(o_.max_kernels) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+AutoPlanner::~AutoPlanner() { finish(); }
+
+void AutoPlanner::add(const runtime::FeedEvent& e) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (state_ == State::collecting) collector_.add(e);
+}
+
+AutoPlanner::Attempt AutoPlanner::detect(trace::Trace& t) const {
+  Attempt a;
+  a.kernels = t.ops.size();
+  if (t.ops.empty()) return a;
+  try {
+    a.steps = trace::detect_iterations(t).iterations.size();
+  } catch (const trace::NoIterationError& e) {
+    a.why = e.what();
+  }
+  return a;
+}
+
+std::string AutoPlanner::progress(const Attempt& a) const {
+  if (a.kernels == 0)
+    return "no kernel came through the launch feed (no CUDA work yet, or no tracer in the job: see any warning "
+           "above)";
+  std::string s = fmt::format("{} kernels collected, {} steps detected, {} needed (--warmup-steps)", a.kernels,
+                              a.steps, o_.warmup_steps);
+  if (a.steps == 0 && !a.why.empty()) s += ": " + a.why;
+  return s;
+}
+
+void AutoPlanner::loop() {
+  std::size_t tried_at = 0;
+  auto next = t0_ + o_.attempt_period;
+  for (;;) {
+    trace::Trace t;
+    bool full = false, timed_out = false;
+    {
+      std::unique_lock<std::mutex> g(mu_);
+      cv_.wait_until(g, next, [&] { return stopping_; });
+      if (stopping_) return;
+      full = collector_.full();
+      timed_out = seconds_since(t0_) >= o_.timeout_s;
+      if (collector_.kernels() == tried_at && !timed_out) {
+        next = std::chrono::steady_clock::now() + o_.attempt_period;
+        continue;
+      }
+      if (collector_.kernels() != tried_at) t = collector_.to_trace();
+    }
+    const auto began = std::chrono::steady_clock::now();
+    Attempt a = t.ops.empty() && tried_at > 0 ? last_ : detect(t);
+    tried_at = std::max(tried_at, t.ops.size());
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      last_ = a;
+    }
+    if (a.steps >= o_.warmup_steps) {
+      plan(std::move(t), a, seconds_since(t0_));
+      return;
+    }
+    if (full || timed_out) {
+      std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
+                             : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)", o_.timeout_s);
+      std::lock_guard<std::mutex> g(mu_);
+      state_ = State::gave_up;
+      reason_ = why + ": " + progress(a) + "; the job ran on with its clocks untouched";
+      collector_ = runtime::FeedCollector(0);  // frees the records
+      fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why + ": " + progress(a));
+      return;
+    }
+    // Detection costs more as the trace grows: at least twice its last run time between attempts.
+    next = std::chrono::steady_clock::now() + std::max<std::chrono::steady_clock::duration>(
+                                                  o_.attempt_period, 2 * (std::chrono::steady_clock::now() - began));
+  }
+}
+
+bool AutoPlanner::plan(trace::Trace t, const Attempt& a, double seconds) {
+  PlanJobOptions po;
+  po.display_name = o_.job_name;
+  po.gpu = o_.gpu_spec;
+  po.max_slowdown = o_.max_slowdown;
+  po.strategy = "phase";
+  po.switch_latency_ms = o_.switch_latency_ms;
+  try {
+    PlanJobResult r = plan_trace(po, std::move(t));
+    const nlohmann::json j = plan_file_json(po, r);
+    // One conversion: the runtime reads the same plan.json that `gearshift plan -o` would have written.
+    runtime::ClockPlan cp = runtime::plan_from_json(j, "the --auto plan");
+    const auto& it = r.iterations;
+    const auto& s = *r.chosen;
+    fmt::print(stderr,
+               "gearshift run --auto: warm-up {:.1f} s, {} kernels collected, {} steps detected by {} ({} kernels, "
+               "{:.2f} ms per step, confidence {:.2f})\n",
+               seconds, a.kernels, it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,
+               it.confidence);
+    fmt::print(stderr, "gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: ",
+               r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100);
+    if (s.within_budget)
+      fmt::print(stderr,
+                 "{} phases, {} clock changes per step; MODELLED saving {:.2f} % energy per step at {:.2f} % step "
+                 "time\n",
+                 plan::phases_of(s.schedule).size(), s.sim.clock_changes, s.saving_pct, s.slowdown_pct);
+    else
+      fmt::print(stderr, "no plan fits the budget: default clocks, no changes\n");
+    if (!o_.plan_output.empty()) {
+      std::ofstream out(o_.plan_output);
+      out << j.dump(1) << "\n";
+      if (out) fmt::print(stderr, "gearshift run --auto: plan written to {}\n", o_.plan_output);
+      else fmt::print(stderr, "gearshift run --auto: warning: cannot write {}; the plan is applied all the same\n",
+                      o_.plan_output);
+    }
+    fmt::print(stderr, "gearshift run --auto: applying the plan from now on\n");
+    start_(cp);
+  } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
+    std::lock_guard<std::mutex> g(mu_);
+    state_ = State::gave_up;
+    reason_ = fmt::format("planning failed: {}; the job ran on with its clocks untouched", e.what());
+    collector_ = runtime::FeedCollector(0);
+    fmt::print(stderr, "gearshift run --auto: planning failed: {}; continuing as a pass-through\n", e.what());
+    return false;
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  state_ = State::planned;
+  collector_ = runtime::FeedCollector(0);
+  return true;
+}
+
+std::string AutoPlanner::finish() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  trace::Trace t;
+  Attempt last;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (state_ == State::planned) return {};
+    if (state_ == State::gave_up) return reason_;
+    last = last_;
+    if (collector_.kernels() != last_.kernels) t = collector_.to_trace();
+  }
+  // Still warming up when the job ended: one last look at what came, for the report.
+  Attempt a = t.ops.empty() ? last : detect(t);
+  return fmt::format("the job ended during the warm-up ({:.1f} s): {}; no plan was made and the clocks were left "
+                     "alone",
+                     seconds_since(t0_), progress(a));
+}
+
+}  // namespace gearshift::cli

@@ -1,0 +1,75 @@
+// `gearshift run --auto`: while the job warms up, collect the launch feed's kernels without touching the clocks,
+// try iteration detection on them about once a second, and when enough steps are found plan the clocks exactly
+// as `gearshift plan` does (plan_trace -> plan.json -> ClockPlan) and hand the plan to the caller, which starts
+// the live runtime. Events consumed during the warm-up are not replayed to it. Past the time or kernel cap it
+// gives up and the job runs on with its clocks untouched.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "runtime/clock_plan.hpp"
+#include "runtime/feed.hpp"
+#include "runtime/feed_collector.hpp"
+
+namespace gearshift::cli {
+
+struct AutoOptions {
+  std::size_t warmup_steps = 20;            // detected steps needed before planning
+  double max_slowdown = 0;                  // fraction
+  std::string gpu_spec = "h200";            // spec name (gpu::find_spec)
+  std::optional<double> switch_latency_ms;  // for the phase plan; default: the spec's estimate
+  std::string plan_output;                  // write plan.json here too (empty: no)
+  std::string job_name;                     // how to name the input in the plan's provenance
+  double timeout_s = 600;                   // give up after this much warm-up, s
+  std::size_t max_kernels = 1'000'000;      // and after this many kernels collected (bounds memory)
+  std::chrono::milliseconds attempt_period{1000};  // how often detection is tried
+};
+
+class AutoPlanner {
+ public:
+  // Called once, on the planner's thread, with the plan; it starts the live runtime. It must not throw.
+  using StartLive = std::function<void(const runtime::ClockPlan&)>;
+
+  AutoPlanner(AutoOptions options, StartLive start);
+  ~AutoPlanner();
+  AutoPlanner(const AutoPlanner&) = delete;
+  AutoPlanner& operator=(const AutoPlanner&) = delete;
+
+  // From the feed reader; a no-op once planned or given up.
+  void add(const runtime::FeedEvent& e);
+  // The job ended: stops the thread. Returns the line to report when no plan was made (empty when planned).
+  std::string finish();
+
+ private:
+  enum class State { collecting, planned, gave_up };
+  struct Attempt {
+    std::size_t kernels = 0, steps = 0;
+    std::string why;  // detection's message when it found nothing
+  };
+  void loop();
+  Attempt detect(trace::Trace& t) const;
+  // Plans from `t`; false (with reason_ set) when planning failed.
+  bool plan(trace::Trace t, const Attempt& a, double seconds);
+  std::string progress(const Attempt& a) const;
+
+  AutoOptions o_;
+  StartLive start_;
+  std::chrono::steady_clock::time_point t0_;
+  std::mutex mu_;  // guards the members below
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  State state_ = State::collecting;
+  runtime::FeedCollector collector_;
+  std::string reason_;  // why no plan was made
+  Attempt last_;
+  std::thread thread_;
+};
+
+}  // namespace gearshift::cli

@@ -1,0 +1,36 @@
+#include "cli/inject_library.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+
+namespace gearshift::cli {
+
+namespace fs = std::filesystem;
+
+std::string find_inject_library() {
+  if (const char* e = std::getenv("GEARSHIFT_INJECT_LIBRARY"); e != nullptr && *e != '\0') {
+    if (!fs::exists(e)) throw Exit(kFailure, fmt::format("GEARSHIFT_INJECT_LIBRARY={} does not exist", e));
+    return fs::absolute(e).string();
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Exit(kFailure, "cannot locate the gearshift binary (/proc/self/exe); set GEARSHIFT_INJECT_LIBRARY");
+  fs::path dir = exe.parent_path();
+  for (const fs::path& c : {dir / "libgearshift_inject.so", dir / ".." / "cupti" / "libgearshift_inject.so",
+                            dir / ".." / "lib" / "gearshift" / "libgearshift_inject.so",
+                            dir / ".." / "lib" / "libgearshift_inject.so"})
+    if (fs::exists(c)) return fs::weakly_canonical(c).string();
+  throw Exit(kFailure, fmt::format("libgearshift_inject.so not found next to {} (was gearshift built with CUPTI "
+                                   "headers?); set GEARSHIFT_INJECT_LIBRARY to its path", exe.string()));
+}
+
+void set_injection_env(const std::string& library) {
+  setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
+  setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);  // forwarded to CUPTI inside the library
+}
+
+}  // namespace gearshift::cli

@@ -1,0 +1,48 @@
+#include "runtime/feed_collector.hpp"
+
+#include <algorithm>
+
+namespace gearshift::runtime {
+
+void FeedCollector::add(const FeedEvent& e) {
+  if (e.kind == FeedEvent::Kind::launch) {
+    ++launches_;
+    if (full()) return;
+    auto [it, fresh] = ids_.try_emplace(std::string(e.name), static_cast<std::uint32_t>(names_.size()));
+    if (fresh) names_.emplace_back(e.name);
+    pending_[e.correlation] = {it->second, e.cpu_ns};
+    return;
+  }
+  auto it = pending_.find(e.correlation);
+  if (it == pending_.end()) {
+    ++unmatched_;
+    return;
+  }
+  if (!full() && e.gpu_end_ns >= e.gpu_start_ns) {
+    trace::OpRecord r;
+    r.kind = trace::OpKind::kernel;
+    r.name_id = it->second.name_id;
+    r.start_ns = e.gpu_start_ns;
+    r.duration_ns = e.gpu_end_ns - e.gpu_start_ns;
+    r.device = e.device;
+    r.stream = e.stream;
+    r.correlation = e.correlation;
+    r.launch_ns = it->second.cpu_ns;
+    ops_.push_back(r);
+  }
+  pending_.erase(it);
+}
+
+trace::Trace FeedCollector::to_trace() const {
+  trace::Trace t;
+  t.source = "launch feed";
+  t.format = "gearshift launch feed";
+  t.names = names_;
+  t.ops = ops_;
+  // Completions arrive in activity-buffer order, not GPU order; the trace's contract is sorted by start.
+  std::stable_sort(t.ops.begin(), t.ops.end(),
+                   [](const trace::OpRecord& a, const trace::OpRecord& b) { return a.start_ns < b.start_ns; });
+  return t;
+}
+
+}  // namespace gearshift::runtime

@@ -1,0 +1,44 @@
+// The launch feed turned into kernel records, for planning from a job's first steps (`gearshift run --auto`):
+// a launch gives the kernel's name and CPU launch time, its completion the GPU start, end, stream and device.
+// Not thread-safe: the caller serialises add() and to_trace().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/feed.hpp"
+#include "trace/record.hpp"
+
+namespace gearshift::runtime {
+
+class FeedCollector {
+ public:
+  // Kernels completed beyond `max_kernels` are counted but not kept (a bound on memory).
+  explicit FeedCollector(std::size_t max_kernels) : max_kernels_(max_kernels) {}
+
+  void add(const FeedEvent& e);
+
+  std::size_t kernels() const { return ops_.size(); }        // completed kernels kept
+  std::uint64_t launches() const { return launches_; }       // launch events seen
+  std::uint64_t unmatched() const { return unmatched_; }     // completions whose launch was not seen
+  bool full() const { return ops_.size() >= max_kernels_; }
+
+  // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read).
+  trace::Trace to_trace() const;
+
+ private:
+  struct Launch {
+    std::uint32_t name_id;
+    std::int64_t cpu_ns;
+  };
+  std::size_t max_kernels_;
+  std::unordered_map<std::string, std::uint32_t> ids_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::int64_t, Launch> pending_;  // correlation -> launch not completed yet
+  std::vector<trace::OpRecord> ops_;
+  std::uint64_t launches_ = 0, unmatched_ = 0;
+};
+
+}  // namespace gearshift::runtime
