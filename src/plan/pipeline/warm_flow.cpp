@@ -1,7 +1,8 @@
 #include "plan/pipeline/warm_flow.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <cassert>
+#include <functional>
 
 namespace gearshift::pipeline {
 
@@ -9,25 +10,137 @@ void WarmFlow::reset(int n, int source, int sink) {
   n_ = n;
   s_ = source;
   t_ = sink;
+  built_ = false;
   from_.clear();
   to_.clear();
-  res_.clear();
 }
 
-int WarmFlow::add_arc(int u, int v, std::int64_t capacity, std::int64_t initial_flow) {
-  const int id = static_cast<int>(from_.size() / 2);
-  const std::int64_t f = std::clamp<std::int64_t>(initial_flow, 0, capacity);
+int WarmFlow::add_arc(int u, int v) {
+  assert(!built_);
   from_.push_back(u);
   to_.push_back(v);
-  res_.push_back(capacity - f);
-  from_.push_back(v);
-  to_.push_back(u);
-  res_.push_back(f);
-  return id;
+  return static_cast<int>(from_.size()) - 1;
+}
+
+// Lays the residual arcs out by tail node, all at zero flow and zero capacity.
+void WarmFlow::build() {
+  const auto arcs = static_cast<int>(from_.size());
+  const auto n = static_cast<std::size_t>(n_);
+  first_.assign(n + 1, 0);
+  for (int a = 0; a < arcs; ++a) {
+    ++first_[from_[a] + 1];
+    ++first_[to_[a] + 1];
+  }
+  for (int v = 0; v < n_; ++v) first_[v + 1] += first_[v];
+  it_.assign(first_.begin(), first_.end() - 1);
+  const auto residual = static_cast<std::size_t>(2 * arcs);
+  cto_.resize(residual);
+  crev_.resize(residual);
+  cfwd_.resize(residual);
+  cres_.assign(residual, 0);
+  fwd_pos_.resize(static_cast<std::size_t>(arcs));
+  for (int a = 0; a < arcs; ++a) {
+    const int f = it_[from_[a]]++, r = it_[to_[a]]++;
+    cto_[f] = to_[a];
+    cto_[r] = from_[a];
+    crev_[f] = r;
+    crev_[r] = f;
+    cfwd_[f] = 1;
+    cfwd_[r] = 0;
+    fwd_pos_[a] = f;
+  }
+  imbalance_.assign(n, 0);
+  deficit_.clear();
+  excess_.clear();
+  level_.assign(n, -1);
+  side_.assign(n, 0);
+  built_ = true;
+}
+
+std::int64_t WarmFlow::capacity(int arc) const {
+  if (!built_) return 0;
+  const int k = fwd_pos_[static_cast<std::size_t>(arc)];
+  return cres_[k] + cres_[crev_[k]];
+}
+
+void WarmFlow::set_capacity(int arc, std::int64_t capacity) {
+  if (!built_) build();
+  const int k = fwd_pos_[static_cast<std::size_t>(arc)], r = crev_[k];
+  const std::int64_t f = cres_[r];
+  if (f <= capacity) {
+    cres_[k] = capacity - f;
+    return;
+  }
+  // The tail now sends less than it receives (excess), the head receives less than it sends (deficit).
+  cres_[k] = 0;
+  cres_[r] = capacity;
+  const std::int64_t by = f - capacity;
+  const int u = from_[static_cast<std::size_t>(arc)], v = to_[static_cast<std::size_t>(arc)];
+  if (u != s_ && u != t_) {
+    imbalance_[u] += by;
+    excess_.push_back(u);
+  }
+  if (v != s_ && v != t_) {
+    imbalance_[v] -= by;
+    deficit_.push_back(v);
+  }
+}
+
+// Restores conservation by lowering flows only, which keeps every capacity satisfied. A deficit at v is passed
+// on to the heads of v's flow-carrying out-arcs, which have larger numbers (or are the sink), so processing the
+// deficit nodes smallest first visits each once; symmetrically for excesses, largest first, towards the source.
+// Lowering out-flows creates no excess and lowering in-flows no deficit, so the two passes are independent.
+void WarmFlow::repair() {
+  auto& heap = deficit_;
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const int v = heap.back();
+    heap.pop_back();
+    for (int k = first_[v]; k < first_[v + 1] && imbalance_[v] < 0; ++k) {
+      const std::int64_t f = cres_[crev_[k]];
+      if (!cfwd_[k] || f == 0) continue;
+      const std::int64_t by = std::min(f, -imbalance_[v]);
+      cres_[k] += by;
+      cres_[crev_[k]] -= by;
+      imbalance_[v] += by;
+      const int w = cto_[k];
+      if (w != s_ && w != t_) {
+        if (imbalance_[w] >= 0) {  // not queued yet (a queued deficit node is still negative)
+          heap.push_back(w);
+          std::push_heap(heap.begin(), heap.end(), std::greater<>());
+        }
+        imbalance_[w] -= by;
+      }
+    }
+  }
+  auto& top = excess_;
+  std::make_heap(top.begin(), top.end());
+  while (!top.empty()) {
+    std::pop_heap(top.begin(), top.end());
+    const int v = top.back();
+    top.pop_back();
+    for (int k = first_[v]; k < first_[v + 1] && imbalance_[v] > 0; ++k) {
+      const std::int64_t f = cres_[k];  // flow of the forward arc u→v whose reverse is k
+      if (cfwd_[k] || f == 0) continue;
+      const std::int64_t by = std::min(f, imbalance_[v]);
+      cres_[k] -= by;
+      cres_[crev_[k]] += by;
+      imbalance_[v] -= by;
+      const int u = cto_[k];
+      if (u != s_ && u != t_) {
+        if (imbalance_[u] <= 0) {
+          top.push_back(u);
+          std::push_heap(top.begin(), top.end());
+        }
+        imbalance_[u] += by;
+      }
+    }
+  }
 }
 
 bool WarmFlow::bfs() {
-  level_.assign(static_cast<std::size_t>(n_), -1);
+  std::fill(level_.begin(), level_.end(), -1);
   queue_.clear();
   queue_.push_back(s_);
   level_[s_] = 0;
@@ -66,60 +179,14 @@ std::int64_t WarmFlow::dfs(int v, std::int64_t limit) {
 }
 
 std::int64_t WarmFlow::solve() {
-  const auto arcs = static_cast<int>(from_.size());
-  first_.assign(static_cast<std::size_t>(n_) + 1, 0);
-  for (int a = 0; a < arcs; ++a) ++first_[from_[a] + 1];
-  for (int v = 0; v < n_; ++v) first_[v + 1] += first_[v];
-  auto& pos = pos_;
-  pos.resize(static_cast<std::size_t>(arcs));
-  it_.assign(first_.begin(), first_.end() - 1);
-  for (int a = 0; a < arcs; ++a) pos[a] = it_[from_[a]]++;
-  cto_.resize(static_cast<std::size_t>(arcs));
-  crev_.resize(static_cast<std::size_t>(arcs));
-  cres_.resize(static_cast<std::size_t>(arcs));
-  cfwd_.resize(static_cast<std::size_t>(arcs));
-  fwd_pos_.resize(static_cast<std::size_t>(arcs / 2));
-  for (int a = 0; a < arcs; ++a) {
-    cto_[pos[a]] = to_[a];
-    crev_[pos[a]] = pos[a ^ 1];
-    cres_[pos[a]] = res_[a];
-    cfwd_[pos[a]] = a % 2 == 0;
-  }
-  for (int a = 0; a < arcs; a += 2) fwd_pos_[a / 2] = pos[a];
-
-  // Make the clamped initial flow conservative. Forward pass in topological order: cut outflow down to inflow;
-  // backward pass: cut inflow down to outflow. Lowering flows keeps capacities satisfied.
-  auto& in = in_;
-  auto& out = out_;
-  in.assign(static_cast<std::size_t>(n_), 0);
-  out.assign(static_cast<std::size_t>(n_), 0);
-  for (int a = 0; a < arcs; a += 2) {
-    out[from_[a]] += res_[a + 1];
-    in[to_[a]] += res_[a + 1];
-  }
-  auto lower = [&](int k, int tail, std::int64_t by) {  // k: CSR position of a forward arc
-    cres_[k] += by;
-    cres_[crev_[k]] -= by;
-    out[tail] -= by;
-    in[cto_[k]] -= by;
-  };
-  for (int v = 0; v < n_; ++v) {
-    if (v == s_ || v == t_) continue;
-    for (int k = first_[v]; k < first_[v + 1] && out[v] > in[v]; ++k)
-      if (cfwd_[k] && cres_[crev_[k]] > 0) lower(k, v, std::min(cres_[crev_[k]], out[v] - in[v]));
-  }
-  for (int v = n_ - 1; v >= 0; --v) {
-    if (v == s_ || v == t_) continue;
-    for (int k = first_[v]; k < first_[v + 1] && in[v] > out[v]; ++k)
-      if (!cfwd_[k] && cres_[k] > 0) lower(crev_[k], cto_[k], std::min(cres_[k], in[v] - out[v]));
-  }
-  while (bfs()) {
-    it_.assign(first_.begin(), first_.end() - 1);
-    dfs(s_, kInfinity);
-  }
+  if (!built_) build();
+  repair();
   std::int64_t value = 0;
   for (int k = first_[s_]; k < first_[s_ + 1]; ++k) value += cfwd_[k] ? cres_[crev_[k]] : -cres_[k];
-  side_.assign(static_cast<std::size_t>(n_), 0);
+  while (value < kInfinity && bfs()) {
+    std::copy(first_.begin(), first_.end() - 1, it_.begin());
+    value += dfs(s_, kInfinity);
+  }
   for (int v = 0; v < n_; ++v) side_[v] = level_[v] >= 0;
   return std::min(value, kInfinity);
 }
