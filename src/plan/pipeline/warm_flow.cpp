@@ -13,12 +13,14 @@ void WarmFlow::reset(int n, int source, int sink) {
   built_ = false;
   from_.clear();
   to_.clear();
+  cap_.clear();
 }
 
 int WarmFlow::add_arc(int u, int v) {
   assert(!built_);
   from_.push_back(u);
   to_.push_back(v);
+  cap_.push_back(0);
   return static_cast<int>(from_.size()) - 1;
 }
 
@@ -57,14 +59,9 @@ void WarmFlow::build() {
   built_ = true;
 }
 
-std::int64_t WarmFlow::capacity(int arc) const {
-  if (!built_) return 0;
-  const int k = fwd_pos_[static_cast<std::size_t>(arc)];
-  return cres_[k] + cres_[crev_[k]];
-}
-
 void WarmFlow::set_capacity(int arc, std::int64_t capacity) {
   if (!built_) build();
+  cap_[static_cast<std::size_t>(arc)] = capacity;
   const int k = fwd_pos_[static_cast<std::size_t>(arc)], r = crev_[k];
   const std::int64_t f = cres_[r];
   if (f <= capacity) {

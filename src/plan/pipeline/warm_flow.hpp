@@ -28,7 +28,7 @@ class WarmFlow {
   int add_arc(int u, int v);
   // Changes an arc's capacity; its flow is lowered to the new capacity when above it.
   void set_capacity(int arc, std::int64_t capacity);
-  std::int64_t capacity(int arc) const;
+  std::int64_t capacity(int arc) const { return cap_[static_cast<std::size_t>(arc)]; }
   // Restores conservation (lowering flows only), then augments to a maximum flow. Returns its value, capped at
   // kInfinity; once the value has reached kInfinity the object must be reset before another solve.
   std::int64_t solve();
@@ -45,6 +45,7 @@ class WarmFlow {
   int n_ = 0, s_ = 0, t_ = 1;
   bool built_ = false;
   std::vector<int> from_, to_;  // by arc index, as added
+  std::vector<std::int64_t> cap_;  // by arc index, so that callers can skip unchanged capacities cheaply
   // Residual arcs laid out contiguously by tail node (CSR): a forward arc and its reverse point at each other
   // through crev_; cres_ is the residual capacity, so an arc's flow is its reverse's residual capacity.
   std::vector<int> first_, cto_, crev_, fwd_pos_, it_, level_, queue_;
