@@ -4,7 +4,13 @@
 #include <cassert>
 #include <functional>
 
+
 namespace gearshift::pipeline {
+
+namespace {
+constexpr int kNone = -1;  // no tree arc: a free node or an orphan; no scan position
+constexpr int kRoot = -2;  // the tree arc of the source and of the sink
+}  // namespace
 
 void WarmFlow::reset(int n, int source, int sink) {
   n_ = n;
@@ -54,8 +60,22 @@ void WarmFlow::build() {
   imbalance_.assign(n, 0);
   deficit_.clear();
   excess_.clear();
-  level_.assign(n, -1);
   side_.assign(n, 0);
+  // Empty trees: only the source and the sink, both to be grown.
+  tree_.assign(n, kFree);
+  parent_.assign(n, kNone);
+  ts_.assign(n, 0);
+  dist_.assign(n, 0);
+  time_ = 1;
+  tree_[static_cast<std::size_t>(s_)] = kSourceTree;
+  tree_[static_cast<std::size_t>(t_)] = kSinkTree;
+  parent_[static_cast<std::size_t>(s_)] = parent_[static_cast<std::size_t>(t_)] = kRoot;
+  active_.clear();
+  queued_.assign(n, 0);
+  orphans_.clear();
+  touched_.clear();
+  activate(s_);
+  activate(t_);
   built_ = true;
 }
 
@@ -64,6 +84,7 @@ void WarmFlow::set_capacity(int arc, std::int64_t capacity) {
   cap_[static_cast<std::size_t>(arc)] = capacity;
   const int k = fwd_pos_[static_cast<std::size_t>(arc)], r = crev_[k];
   const std::int64_t f = cres_[r];
+  touched_.push_back(k);
   if (f <= capacity) {
     cres_[k] = capacity - f;
     return;
@@ -100,6 +121,7 @@ void WarmFlow::repair() {
       const std::int64_t by = std::min(f, -imbalance_[v]);
       cres_[k] += by;
       cres_[crev_[k]] -= by;
+      touched_.push_back(k);
       imbalance_[v] += by;
       const int w = cto_[k];
       if (w != s_ && w != t_) {
@@ -123,6 +145,7 @@ void WarmFlow::repair() {
       const std::int64_t by = std::min(f, imbalance_[v]);
       cres_[k] -= by;
       cres_[crev_[k]] += by;
+      touched_.push_back(crev_[k]);
       imbalance_[v] -= by;
       const int u = cto_[k];
       if (u != s_ && u != t_) {
@@ -136,55 +159,180 @@ void WarmFlow::repair() {
   }
 }
 
-bool WarmFlow::bfs() {
-  std::fill(level_.begin(), level_.end(), -1);
-  queue_.clear();
-  queue_.push_back(s_);
-  level_[s_] = 0;
-  for (std::size_t h = 0; h < queue_.size(); ++h) {
-    int v = queue_[h];
-    // Levels beyond the sink's are useless to Dinic; the last (failing) search still covers everything reachable.
-    if (level_[t_] >= 0 && level_[v] >= level_[t_]) break;
-    for (int k = first_[v]; k < first_[v + 1]; ++k) {
-      int w = cto_[k];
-      if (cres_[k] > 0 && level_[w] < 0) {
-        level_[w] = level_[v] + 1;
-        queue_.push_back(w);
-      }
-    }
+// --- Boykov–Kolmogorov search trees, kept from one solve to the next -------------------------------------
+// The source tree S holds nodes reached from the source by residual arcs, the sink tree T nodes that reach the
+// sink; parent_[v] is the CSR position of v's tree arc (p→v in p's list for S, v→p in v's list for T), so the
+// tree arc is alive while cres_[parent_[v]] > 0. Active nodes still have to scan their arcs; when a scan meets
+// the other tree, the path through both trees is augmented and the nodes below saturated tree arcs become
+// orphans, which are re-attached to their tree or freed. At the end no node is active, so no residual arc
+// leaves S: S is exactly the set reachable from the source (the minimal source side) and the flow is maximum.
+// Between solves the trees stay; a changed arc only orphans an endpoint whose tree arc it saturated and
+// re-activates both endpoints, so a step costs about the size of what changed rather than of the network.
+
+void WarmFlow::activate(int v) {
+  if (tree_[v] == kFree) return;
+  if (queued_[v]) {
+    if (v == scanning_) rescan_ = true;  // an arc scanned earlier may lead somewhere new now
+    return;
   }
-  return level_[t_] >= 0;
+  queued_[v] = 1;
+  active_.push_back(v);
 }
 
-// Blocking-flow search: pushes up to `limit` from v along level-increasing residual arcs.
-std::int64_t WarmFlow::dfs(int v, std::int64_t limit) {
-  if (v == t_) return limit;
-  std::int64_t pushed = 0;
-  for (int& k = it_[v]; k < first_[v + 1]; ++k) {
-    int w = cto_[k];
-    if (cres_[k] > 0 && level_[w] == level_[v] + 1) {
-      std::int64_t got = dfs(w, std::min(limit - pushed, cres_[k]));
-      if (got > 0) {
-        cres_[k] -= got;
-        cres_[crev_[k]] += got;
-        pushed += got;
-        if (pushed == limit) return pushed;
-      }
+int WarmFlow::parent_node(int v) const {
+  const int k = parent_[v];
+  return tree_[v] == kSourceTree ? cto_[crev_[k]] : cto_[k];
+}
+
+void WarmFlow::make_orphan(int v) {
+  parent_[v] = kNone;
+  orphans_.push_back(v);
+}
+
+// Tree arcs that a capacity change or the repair saturated, and nodes with new residual arcs.
+void WarmFlow::note_changes() {
+  ++time_;
+  for (int k : touched_) {
+    for (int z : {cto_[k], cto_[crev_[k]]}) {
+      if (parent_[z] >= 0 && cres_[parent_[z]] == 0) make_orphan(z);
+      activate(z);
     }
   }
-  return pushed;
+  touched_.clear();
+}
+
+// Distance of w to its tree's root along tree arcs, or -1 when an orphan cuts it off. Marks the nodes on the
+// way with the current time so that later checks stop early (Boykov & Kolmogorov 2004, §3.2.3 heuristics).
+int WarmFlow::origin_distance(int w) {
+  int d = 0;
+  int x = w;
+  while (true) {
+    if (ts_[x] == time_) {
+      d += dist_[x];
+      break;
+    }
+    if (parent_[x] == kRoot) {
+      ts_[x] = time_;
+      dist_[x] = 0;
+      break;
+    }
+    if (parent_[x] == kNone) return -1;
+    ++d;
+    x = parent_node(x);
+  }
+  for (int y = w, dy = d; ts_[y] != time_; y = parent_node(y), --dy) {
+    ts_[y] = time_;
+    dist_[y] = dy;
+  }
+  return d;
+}
+
+void WarmFlow::adopt() {
+  for (std::size_t h = 0; h < orphans_.size(); ++h) {
+    const int v = orphans_[h];
+    const bool in_s = tree_[v] == kSourceTree;
+    int best = kNone, best_d = 0;
+    for (int k = first_[v]; k < first_[v + 1]; ++k) {
+      const int w = cto_[k];
+      const int arc = in_s ? crev_[k] : k;  // w→v for S, v→w for T
+      if (tree_[w] != tree_[v] || cres_[arc] == 0) continue;
+      const int d = origin_distance(w);
+      if (d >= 0 && (best == kNone || d < best_d)) {
+        best = arc;
+        best_d = d;
+      }
+    }
+    if (best != kNone) {
+      parent_[v] = best;
+      ts_[v] = time_;
+      dist_[v] = best_d + 1;
+      continue;
+    }
+    // No way back to the root: v leaves its tree. Neighbours that could reach it again must rescan, and its
+    // children are orphans in turn.
+    for (int k = first_[v]; k < first_[v + 1]; ++k) {
+      const int w = cto_[k];
+      if (tree_[w] != tree_[v]) continue;
+      if (cres_[in_s ? crev_[k] : k] > 0) activate(w);
+      if (parent_[w] >= 0 && parent_node(w) == v) make_orphan(w);
+    }
+    tree_[v] = kFree;
+  }
+  orphans_.clear();
+}
+
+// Pushes the bottleneck along source → … → a → b → … → sink, where m is the residual arc a→b (a in S, b in T).
+std::int64_t WarmFlow::augment(int m) {
+  std::int64_t by = cres_[m];
+  for (int x = cto_[crev_[m]]; parent_[x] != kRoot; x = parent_node(x)) by = std::min(by, cres_[parent_[x]]);
+  for (int x = cto_[m]; parent_[x] != kRoot; x = parent_node(x)) by = std::min(by, cres_[parent_[x]]);
+  cres_[m] -= by;
+  cres_[crev_[m]] += by;
+  for (int x : {cto_[crev_[m]], cto_[m]}) {
+    while (parent_[x] != kRoot) {
+      const int k = parent_[x], up = parent_node(x);
+      cres_[k] -= by;
+      cres_[crev_[k]] += by;
+      if (cres_[k] == 0) make_orphan(x);
+      x = up;
+    }
+  }
+  ++time_;
+  return by;
 }
 
 std::int64_t WarmFlow::solve() {
   if (!built_) build();
   repair();
+  note_changes();
+  adopt();
   std::int64_t value = 0;
   for (int k = first_[s_]; k < first_[s_ + 1]; ++k) value += cfwd_[k] ? cres_[crev_[k]] : -cres_[k];
-  while (value < kInfinity && bfs()) {
-    std::copy(first_.begin(), first_.end() - 1, it_.begin());
-    value += dfs(s_, kInfinity);
+  // Active nodes in first-in first-out order; pos is the scan position in the arcs of active_[h].
+  std::size_t h = 0;
+  int pos = kNone;
+  while (h < active_.size() && value < kInfinity) {
+    const int v = active_[h];
+    if (tree_[v] == kFree) {
+      queued_[v] = 0;
+      ++h;
+      pos = kNone;
+      continue;
+    }
+    if (pos == kNone) pos = first_[v];
+    scanning_ = v;
+    rescan_ = false;
+    int meet = kNone;
+    const bool in_s = tree_[v] == kSourceTree;
+    for (; pos < first_[v + 1]; ++pos) {
+      const int w = cto_[pos];
+      const int arc = in_s ? pos : crev_[pos];  // v→w for S, w→v for T
+      if (cres_[arc] == 0) continue;
+      if (tree_[w] == kFree) {
+        tree_[w] = tree_[v];
+        parent_[w] = arc;
+        ts_[w] = ts_[v];
+        dist_[w] = dist_[v] + 1;
+        activate(w);
+      } else if (tree_[w] != tree_[v]) {
+        meet = arc;
+        break;
+      }
+    }
+    if (meet == kNone) {  // v is done: every residual arc of it stays inside its tree
+      queued_[v] = 0;
+      ++h;
+      pos = kNone;
+      continue;
+    }
+    value += augment(meet);
+    adopt();
+    // The arcs before pos need no second look unless the adoption re-activated v.
+    if (rescan_) pos = kNone;
   }
-  for (int v = 0; v < n_; ++v) side_[v] = level_[v] >= 0;
+  active_.clear();
+  scanning_ = kNone;
+  for (int v = 0; v < n_; ++v) side_[v] = tree_[v] == kSourceTree;
   return std::min(value, kInfinity);
 }
 

@@ -39,8 +39,13 @@ class WarmFlow {
  private:
   void build();
   void repair();
-  bool bfs();
-  std::int64_t dfs(int v, std::int64_t limit);
+  void activate(int v);
+  int parent_node(int v) const;
+  void make_orphan(int v);
+  void note_changes();
+  int origin_distance(int w);
+  void adopt();
+  std::int64_t augment(int m);
 
   int n_ = 0, s_ = 0, t_ = 1;
   bool built_ = false;
@@ -48,13 +53,22 @@ class WarmFlow {
   std::vector<std::int64_t> cap_;  // by arc index, so that callers can skip unchanged capacities cheaply
   // Residual arcs laid out contiguously by tail node (CSR): a forward arc and its reverse point at each other
   // through crev_; cres_ is the residual capacity, so an arc's flow is its reverse's residual capacity.
-  std::vector<int> first_, cto_, crev_, fwd_pos_, it_, level_, queue_;
+  std::vector<int> first_, cto_, crev_, fwd_pos_, it_;
   std::vector<std::int64_t> cres_;
   std::vector<char> cfwd_;
   // Inflow − outflow per node left by lowered flows, and the nodes where it is nonzero (repaired in solve()).
   std::vector<std::int64_t> imbalance_;
   std::vector<int> deficit_, excess_;
   std::vector<char> side_;
+  // Search trees (see warm_flow.cpp): tree_ is kFree / kSourceTree / kSinkTree, parent_ the CSR position of
+  // the tree arc; ts_/dist_ cache distances to the root, valid while ts_ == time_.
+  static constexpr char kFree = 0, kSourceTree = 1, kSinkTree = 2;
+  std::vector<char> tree_, queued_;
+  std::vector<int> parent_, ts_, dist_, active_, orphans_;
+  std::vector<int> touched_;  // CSR positions of forward arcs whose residual changed outside a solve
+  int time_ = 1;
+  int scanning_ = -1;
+  bool rescan_ = false;
 };
 
 }  // namespace gearshift::pipeline
