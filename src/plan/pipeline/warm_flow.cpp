@@ -64,6 +64,7 @@ void WarmFlow::build() {
   // Empty trees: only the source and the sink, both to be grown.
   tree_.assign(n, kFree);
   parent_.assign(n, kNone);
+  parent_node_.assign(n, kNone);
   ts_.assign(n, 0);
   dist_.assign(n, 0);
   time_ = 1;
@@ -179,11 +180,6 @@ void WarmFlow::activate(int v) {
   active_.push_back(v);
 }
 
-int WarmFlow::parent_node(int v) const {
-  const int k = parent_[v];
-  return tree_[v] == kSourceTree ? cto_[crev_[k]] : cto_[k];
-}
-
 void WarmFlow::make_orphan(int v) {
   parent_[v] = kNone;
   orphans_.push_back(v);
@@ -231,7 +227,7 @@ void WarmFlow::adopt() {
   for (std::size_t h = 0; h < orphans_.size(); ++h) {
     const int v = orphans_[h];
     const bool in_s = tree_[v] == kSourceTree;
-    int best = kNone, best_d = 0;
+    int best = kNone, best_node = kNone, best_d = 0;
     for (int k = first_[v]; k < first_[v + 1]; ++k) {
       const int w = cto_[k];
       const int arc = in_s ? crev_[k] : k;  // w→v for S, v→w for T
@@ -239,11 +235,13 @@ void WarmFlow::adopt() {
       const int d = origin_distance(w);
       if (d >= 0 && (best == kNone || d < best_d)) {
         best = arc;
+        best_node = w;
         best_d = d;
       }
     }
     if (best != kNone) {
       parent_[v] = best;
+      parent_node_[v] = best_node;
       ts_[v] = time_;
       dist_[v] = best_d + 1;
       continue;
@@ -254,7 +252,7 @@ void WarmFlow::adopt() {
       const int w = cto_[k];
       if (tree_[w] != tree_[v]) continue;
       if (cres_[in_s ? crev_[k] : k] > 0) activate(w);
-      if (parent_[w] >= 0 && parent_node(w) == v) make_orphan(w);
+      if (parent_[w] >= 0 && parent_node_[w] == v) make_orphan(w);
     }
     tree_[v] = kFree;
   }
@@ -311,6 +309,7 @@ std::int64_t WarmFlow::solve() {
       if (tree_[w] == kFree) {
         tree_[w] = tree_[v];
         parent_[w] = arc;
+        parent_node_[w] = v;
         ts_[w] = ts_[v];
         dist_[w] = dist_[v] + 1;
         activate(w);

@@ -40,7 +40,7 @@ class WarmFlow {
   void build();
   void repair();
   void activate(int v);
-  int parent_node(int v) const;
+  int parent_node(int v) const { return parent_node_[static_cast<std::size_t>(v)]; }
   void make_orphan(int v);
   void note_changes();
   int origin_distance(int w);
@@ -64,7 +64,7 @@ class WarmFlow {
   // the tree arc; ts_/dist_ cache distances to the root, valid while ts_ == time_.
   static constexpr char kFree = 0, kSourceTree = 1, kSinkTree = 2;
   std::vector<char> tree_, queued_;
-  std::vector<int> parent_, ts_, dist_, active_, orphans_;
+  std::vector<int> parent_, parent_node_, ts_, dist_, active_, orphans_;
   std::vector<int> touched_;  // CSR positions of forward arcs whose residual changed outside a solve
   int time_ = 1;
   int scanning_ = -1;
