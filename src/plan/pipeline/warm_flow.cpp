@@ -226,6 +226,7 @@ int WarmFlow::origin_distance(int w) {
 void WarmFlow::adopt() {
   for (std::size_t h = 0; h < orphans_.size(); ++h) {
     const int v = orphans_[h];
+    if (parent_[v] != kNone) continue;  // made a root since it was orphaned
     const bool in_s = tree_[v] == kSourceTree;
     int best = kNone, best_node = kNone, best_d = 0;
     for (int k = first_[v]; k < first_[v + 1]; ++k) {
@@ -259,11 +260,17 @@ void WarmFlow::adopt() {
   orphans_.clear();
 }
 
-// Pushes the bottleneck along source → … → a → b → … → sink, where m is the residual arc a→b (a in S, b in T).
+// Pushes the bottleneck along root → … → a → b → … → root, where m is the residual arc a→b (a in S, b in T).
+// A root other than the source or sink is a node with excess (S) or deficit (T), which bounds the push and
+// shrinks by it; such a root becomes an orphan when balanced. Returns the increase of the flow value, which
+// only a path from the source itself changes.
 std::int64_t WarmFlow::augment(int m) {
   std::int64_t by = cres_[m];
-  for (int x = cto_[crev_[m]]; parent_[x] != kRoot; x = parent_node(x)) by = std::min(by, cres_[parent_[x]]);
-  for (int x = cto_[m]; parent_[x] != kRoot; x = parent_node(x)) by = std::min(by, cres_[parent_[x]]);
+  int root_s = cto_[crev_[m]], root_t = cto_[m];
+  for (; parent_[root_s] != kRoot; root_s = parent_node(root_s)) by = std::min(by, cres_[parent_[root_s]]);
+  for (; parent_[root_t] != kRoot; root_t = parent_node(root_t)) by = std::min(by, cres_[parent_[root_t]]);
+  if (root_s != s_) by = std::min(by, imbalance_[root_s]);
+  if (root_t != t_) by = std::min(by, -imbalance_[root_t]);
   cres_[m] -= by;
   cres_[crev_[m]] += by;
   for (int x : {cto_[crev_[m]], cto_[m]}) {
@@ -275,17 +282,33 @@ std::int64_t WarmFlow::augment(int m) {
       x = up;
     }
   }
+  if (root_s != s_ && (imbalance_[root_s] -= by) == 0) make_orphan(root_s);
+  if (root_t != t_ && (imbalance_[root_t] += by) == 0) make_orphan(root_t);
   ++time_;
-  return by;
+  return root_s == s_ ? by : 0;
 }
 
-std::int64_t WarmFlow::solve() {
-  if (!built_) build();
-  repair();
-  note_changes();
-  adopt();
-  std::int64_t value = 0;
-  for (int k = first_[s_]; k < first_[s_ + 1]; ++k) value += cfwd_[k] ? cres_[crev_[k]] : -cres_[k];
+// Makes v a root of `tree` (an unbalanced node, see solve()).
+void WarmFlow::make_root(int v, char tree) {
+  if (tree_[v] != kFree && tree_[v] != tree) {
+    // Its children in the other tree reached that tree's root through v, and its neighbours there may now have
+    // a residual arc into the other tree (a path v's own scan would miss if v stops being a root before it).
+    for (int k = first_[v]; k < first_[v + 1]; ++k) {
+      const int w = cto_[k];
+      if (tree_[w] != tree_[v]) continue;
+      if (parent_[w] >= 0 && parent_node_[w] == v) make_orphan(w);
+      activate(w);
+    }
+  }
+  tree_[v] = tree;
+  parent_[v] = kRoot;
+  parent_node_[v] = kNone;
+  roots_.push_back(v);
+  activate(v);
+}
+
+// Grows the trees and augments until no node is active (or the value reaches kInfinity).
+std::int64_t WarmFlow::grow(std::int64_t value) {
   // Active nodes in first-in first-out order; pos is the scan position in the arcs of active_[h].
   std::size_t h = 0;
   int pos = kNone;
@@ -331,6 +354,45 @@ std::int64_t WarmFlow::solve() {
   }
   active_.clear();
   scanning_ = kNone;
+  return value;
+}
+
+std::int64_t WarmFlow::source_outflow() const {
+  std::int64_t value = 0;
+  for (int k = first_[s_]; k < first_[s_ + 1]; ++k) value += cfwd_[k] ? cres_[crev_[k]] : -cres_[k];
+  return value;
+}
+
+// Lowered capacities leave nodes with excess or deficit. Rather than cancelling that flow back to the source
+// and sink at once (repair(), which the next augmentations would mostly have to redo), each such node first
+// becomes a root: an excess can be pushed on to the sink, a deficit filled from the source, by the same tree
+// search. What is left is cancelled by repair(), the roots return to plain nodes, and a second search restores
+// the invariant that the source tree is exactly the set reachable from the source.
+std::int64_t WarmFlow::solve() {
+  if (!built_) build();
+  for (int v : excess_)
+    if (imbalance_[v] > 0 && parent_[v] != kRoot) make_root(v, kSourceTree);
+  for (int v : deficit_)
+    if (imbalance_[v] < 0 && parent_[v] != kRoot) make_root(v, kSinkTree);
+  excess_.clear();
+  deficit_.clear();
+  note_changes();
+  adopt();
+  std::int64_t value = grow(source_outflow());
+  if (!roots_.empty() && value < kInfinity) {
+    for (int v : roots_) {
+      if (imbalance_[v] > 0) excess_.push_back(v);
+      else if (imbalance_[v] < 0) deficit_.push_back(v);
+    }
+    repair();
+    for (int v : roots_)
+      if (parent_[v] == kRoot) make_orphan(v);
+    roots_.clear();
+    note_changes();
+    adopt();
+    value = grow(source_outflow());
+  }
+  roots_.clear();
   for (int v = 0; v < n_; ++v) side_[v] = tree_[v] == kSourceTree;
   return std::min(value, kInfinity);
 }

@@ -46,6 +46,9 @@ class WarmFlow {
   int origin_distance(int w);
   void adopt();
   std::int64_t augment(int m);
+  void make_root(int v, char tree);
+  std::int64_t grow(std::int64_t value);
+  std::int64_t source_outflow() const;
 
   int n_ = 0, s_ = 0, t_ = 1;
   bool built_ = false;
@@ -65,6 +68,7 @@ class WarmFlow {
   static constexpr char kFree = 0, kSourceTree = 1, kSinkTree = 2;
   std::vector<char> tree_, queued_;
   std::vector<int> parent_, parent_node_, ts_, dist_, active_, orphans_;
+  std::vector<int> roots_;    // unbalanced nodes made roots in this solve
   std::vector<int> touched_;  // CSR positions of forward arcs whose residual changed outside a solve
   int time_ = 1;
   int scanning_ = -1;
