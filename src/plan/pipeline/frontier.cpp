@@ -158,14 +158,18 @@ Frontier compute_frontier(const FrontierInput& in) {
     edge_arc.resize(static_cast<std::size_t>(E));
     for (int k = 0; k < E; ++k) edge_arc[k] = warm.add_arc(node_of[in.edges[k].first] + 1, node_of[in.edges[k].second]);
   }
-  std::vector<char> is_crit(n);
+  // What the warm network was last given, so that a step only passes on what changed: per operation its
+  // critical / starts-at-0 / ends-at-T bits and whether its cut terms changed since; per edge its tightness.
+  std::vector<char> is_crit(n), op_state(n, 0), op_dirty(n, 1), edge_tight(static_cast<std::size_t>(E), 0);
   auto set = [&](int arc, std::int64_t cap) {
     if (arc >= 0 && warm.capacity(arc) != cap) warm.set_capacity(arc, cap);
   };
   while (true) {
     crit.clear();
-    for (int v : cpm.topo)
-      if (cpm.critical(v, d)) crit.push_back(v);
+    for (int v : cpm.topo) {
+      is_crit[v] = cpm.critical(v, d);
+      if (is_crit[v]) crit.push_back(v);
+    }
     std::int64_t value = 0;
     if (use_boost) {
       const int source = 0, sink = 1;
@@ -199,24 +203,29 @@ Frontier compute_frontier(const FrontierInput& in) {
       value = boost_cut.solve();
     } else {
       // The same network as the Boost branch builds, as capacities (only changed ones are passed on).
-      for (int v = 0; v < n; ++v) is_crit[v] = cpm.critical(v, d);
       for (int v = 0; v < n; ++v) {
+        const char state = is_crit[v] ? static_cast<char>(1 | (cpm.es[v] == 0 ? 2 : 0) | (cpm.lf[v] == T ? 4 : 0)) : 0;
+        if (state == op_state[v] && !(is_crit[v] && op_dirty[v])) continue;
+        op_state[v] = state;
         const auto& a = op_arcs[v];
         if (!is_crit[v]) {
           for (int arc : {a.op, a.usrc, a.usnk, a.entry, a.exit}) set(arc, 0);
           continue;
         }
+        op_dirty[v] = 0;
         const std::int64_t refund = op_refund[v], up = op_up[v];
         set(a.op, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund));
         set(a.usrc, refund);
         set(a.usnk, refund);
-        set(a.entry, cpm.es[v] == 0 ? WarmFlow::kInfinity : 0);
-        set(a.exit, cpm.lf[v] == T ? WarmFlow::kInfinity : 0);
+        set(a.entry, state & 2 ? WarmFlow::kInfinity : 0);
+        set(a.exit, state & 4 ? WarmFlow::kInfinity : 0);
       }
       for (int k = 0; k < E; ++k) {
         const auto [u, w] = in.edges[k];
-        const bool tight = is_crit[u] && is_crit[w] && cpm.es[u] + d[u] == cpm.es[w];
-        set(edge_arc[k], tight ? WarmFlow::kInfinity : 0);
+        const char tight = is_crit[u] && is_crit[w] && cpm.es[u] + d[u] == cpm.es[w];
+        if (tight == edge_tight[k]) continue;
+        edge_tight[k] = tight;
+        warm.set_capacity(edge_arc[k], tight ? WarmFlow::kInfinity : 0);
       }
       value = warm.solve();
     }
@@ -242,7 +251,10 @@ Frontier compute_frontier(const FrontierInput& in) {
       break;
     }
     T = T2;
-    for (auto [v, dd] : delta) terms(v);
+    for (auto [v, dd] : delta) {
+      terms(v);
+      op_dirty[v] = 1;
+    }
     fr.changes.push_back(std::move(delta));
     record(T);
   }
