@@ -4,7 +4,6 @@
 #include <cassert>
 #include <functional>
 
-
 namespace gearshift::pipeline {
 
 namespace {

@@ -4,12 +4,15 @@
 // The frontier solver solves one min cut per unit step on a critical network that changes little between steps.
 // The network of every step is laid out once over all operations (arcs of non-critical operations get capacity
 // 0), so a step only changes the capacities of the few arcs whose operation changed duration or criticality.
-// Lowering a capacity below its flow breaks conservation at the arc's two ends; solve() repairs that locally
-// (lowering flows along flow-carrying paths towards the sink and the source, which is where the topological
-// numbering is used) and then augments with Dinic's algorithm (Dinic 1970), which needs only a few
-// augmentations from such a warm start. The minimal source side (nodes reachable from the source in the
-// residual network) is the same for every maximum flow, so the cut chosen equals the one a cold-started
-// max-flow (e.g. Boost.Graph's Boykov–Kolmogorov in min_cut.hpp) would give.
+// The flow and the Boykov–Kolmogorov search trees (Boykov & Kolmogorov, IEEE TPAMI 26(9), 2004) are kept from
+// one solve to the next, as in dynamic graph cuts (Kohli & Torr, IEEE TPAMI 29(12), 2007): a changed arc only
+// disturbs the trees around it. Lowering a capacity below its flow leaves an excess at the arc's tail and a
+// deficit at its head; those nodes become extra roots of the source and sink trees, so the same search reroutes
+// the flow, and only what cannot be rerouted is cancelled towards the source and sink (which is where the
+// topological numbering is used). The minimal source side (nodes reachable from the source in the residual
+// network) is the same for every maximum flow, so the cut chosen equals the one a cold-started max-flow (e.g.
+// Boost.Graph's Boykov–Kolmogorov in min_cut.hpp) would give; tests/warm_flow_test.cpp checks that over random
+// sequences of changes.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +32,9 @@ class WarmFlow {
   // Changes an arc's capacity; its flow is lowered to the new capacity when above it.
   void set_capacity(int arc, std::int64_t capacity);
   std::int64_t capacity(int arc) const { return cap_[static_cast<std::size_t>(arc)]; }
-  // Restores conservation (lowering flows only), then augments to a maximum flow. Returns its value, capped at
-  // kInfinity; once the value has reached kInfinity the object must be reset before another solve.
+  // Restores conservation where set_capacity() broke it, by rerouting or else cancelling flow, and augments to a
+  // maximum flow. Returns its value, capped at kInfinity; once the value has reached kInfinity the object must
+  // be reset before another solve.
   std::int64_t solve();
   std::int64_t flow(int arc) const { return cres_[crev_[fwd_pos_[static_cast<std::size_t>(arc)]]]; }
   // source_side()[v] is 1 for the nodes reachable from the source in the residual network after solve().
@@ -56,15 +60,17 @@ class WarmFlow {
   std::vector<std::int64_t> cap_;  // by arc index, so that callers can skip unchanged capacities cheaply
   // Residual arcs laid out contiguously by tail node (CSR): a forward arc and its reverse point at each other
   // through crev_; cres_ is the residual capacity, so an arc's flow is its reverse's residual capacity.
-  std::vector<int> first_, cto_, crev_, fwd_pos_, it_;
+  std::vector<int> first_, cto_, crev_, fwd_pos_, it_;  // it_: scratch for build()
   std::vector<std::int64_t> cres_;
   std::vector<char> cfwd_;
-  // Inflow − outflow per node left by lowered flows, and the nodes where it is nonzero (repaired in solve()).
+  // Inflow − outflow per node left by lowered flows, and the nodes where it may be nonzero (worklists of
+  // solve() and repair()).
   std::vector<std::int64_t> imbalance_;
   std::vector<int> deficit_, excess_;
   std::vector<char> side_;
   // Search trees (see warm_flow.cpp): tree_ is kFree / kSourceTree / kSinkTree, parent_ the CSR position of
-  // the tree arc; ts_/dist_ cache distances to the root, valid while ts_ == time_.
+  // the tree arc, parent_node_ the node at its other end; ts_/dist_ cache distances to the root, valid while
+  // ts_ == time_.
   static constexpr char kFree = 0, kSourceTree = 1, kSinkTree = 2;
   std::vector<char> tree_, queued_;
   std::vector<int> parent_, parent_node_, ts_, dist_, active_, orphans_;
