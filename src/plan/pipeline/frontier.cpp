@@ -123,73 +123,113 @@ Frontier compute_frontier(const FrontierInput& in) {
   MinCut boost_cut;
   WarmFlow warm;
   const bool use_boost = in.engine == CutEngine::kBoostBk;
-  // Flow of every arc that can appear, by identity, carried from step to step for the warm start:
-  // [0,n) operation arcs, [n,n+E) precedence arcs, then entry, exit, source→node and node→sink arcs.
   const int E = static_cast<int>(in.edges.size());
-  const int id_entry = n + E, id_exit = id_entry + n, id_usrc = id_exit + n, id_usnk = id_usrc + 2 * n;
-  std::vector<std::int64_t> carried(static_cast<std::size_t>(id_usnk + 2 * n), 0);
-  std::vector<int> last_ids;
-  std::vector<std::pair<int, int>> arc_ids;  // (warm arc index, identity)
-  // Precedence edge index by (u, position in succ list).
-  std::vector<int> edge_id(in.edges.size());
-  {
-    std::vector<int> pos(cpm.succ.start.begin(), cpm.succ.start.end() - 1);
-    for (int k = 0; k < E; ++k) edge_id[static_cast<std::size_t>(pos[in.edges[k].first]++)] = k;
-  }
   std::vector<int> node_of(n, -1);  // critical op i -> its start node; end node = start + 1
   std::vector<int> crit;
   std::vector<std::int64_t> unary;
+  // Warm engine: one network over every operation, built once, its nodes numbered in topological order
+  // (start 2 + 2k, end 3 + 2k for the k-th operation of cpm.topo). Each step only sets capacities: an arc
+  // outside this step's critical network gets 0, which leaves it out of the cut and drops its flow.
+  // Per operation: the operation arc start→end, source→end and start→sink (the refund's node terms), and
+  // entry source→start / exit end→sink where the operation can start at 0 / end at T; one arc per precedence
+  // edge end(u)→start(w).
+  struct OpArcs {
+    int op = -1, usrc = -1, usnk = -1, entry = -1, exit = -1;
+  };
+  std::vector<OpArcs> op_arcs;
+  std::vector<int> edge_arc;
+  if (!use_boost) {
+    for (int k = 0; k < n; ++k) node_of[cpm.topo[k]] = 2 + 2 * k;
+    // With every duration ≥ 1 only an operation without predecessors starts at 0 and only one without
+    // successors ends at T; zero durations allow more, so then every operation gets both arcs.
+    bool zero_duration = false;
+    for (const auto& c : in.costs) zero_duration |= c.q_min <= 0;
+    warm.reset(2 + 2 * n, 0, 1);
+    op_arcs.resize(n);
+    for (int v = 0; v < n; ++v) {
+      const int s = node_of[v], e = s + 1;
+      auto& a = op_arcs[v];
+      a.op = warm.add_arc(s, e);
+      a.usrc = warm.add_arc(0, e);
+      a.usnk = warm.add_arc(s, 1);
+      if (zero_duration || cpm.pred.start[v] == cpm.pred.start[v + 1]) a.entry = warm.add_arc(0, s);
+      if (zero_duration || cpm.succ.start[v] == cpm.succ.start[v + 1]) a.exit = warm.add_arc(e, 1);
+    }
+    edge_arc.resize(static_cast<std::size_t>(E));
+    for (int k = 0; k < E; ++k) edge_arc[k] = warm.add_arc(node_of[in.edges[k].first] + 1, node_of[in.edges[k].second]);
+  }
+  // What the warm network was last given, so that a step only passes on what changed: per operation its
+  // critical / starts-at-0 / ends-at-T bits and whether its cut terms changed since; per edge its tightness.
+  std::vector<char> is_crit(n), op_state(n, 0), op_dirty(n, 1), edge_tight(static_cast<std::size_t>(E), 0);
+  auto set = [&](int arc, std::int64_t cap) {
+    if (arc >= 0 && warm.capacity(arc) != cap) warm.set_capacity(arc, cap);
+  };
   while (true) {
     crit.clear();
-    for (int v : cpm.topo)
-      if (cpm.critical(v, d)) crit.push_back(v);
-    const int source = 0, sink = 1;
-    int nodes = 2;
-    for (int v : crit) {
-      node_of[v] = nodes;
-      nodes += 2;
+    for (int v : cpm.topo) {
+      is_crit[v] = cpm.critical(v, d);
+      if (is_crit[v]) crit.push_back(v);
     }
-    if (use_boost) boost_cut.reset(nodes, source, sink);
-    else warm.reset(nodes, source, sink);
-    arc_ids.clear();
-    auto add = [&](int u, int v, std::int64_t cap, int identity) {
-      if (use_boost) boost_cut.add_edge(u, v, cap);
-      else arc_ids.emplace_back(warm.add_arc(u, v, cap, carried[static_cast<std::size_t>(identity)]), identity);
-    };
-    unary.assign(static_cast<std::size_t>(nodes), 0);
-    for (int v : crit) {
-      const int s = node_of[v], e = s + 1;
-      const std::int64_t refund = op_refund[v], up = op_up[v];
-      // Crossing forward costs up; backward refunds `refund`: arc of capacity up − refund plus node terms.
-      add(s, e, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund), v);
-      unary[e] += refund;
-      unary[s] -= refund;
-      if (cpm.es[v] == 0) add(source, s, MinCut::kInfinity, id_entry + v);
-      if (cpm.lf[v] == T) add(e, sink, MinCut::kInfinity, id_exit + v);
-      for (int k = cpm.succ.start[v]; k < cpm.succ.start[v + 1]; ++k) {
-        int w = cpm.succ.adj[k];
-        if (cpm.critical(w, d) && cpm.es[v] + d[v] == cpm.es[w])
-          add(e, node_of[w], MinCut::kInfinity, n + edge_id[static_cast<std::size_t>(k)]);
+    std::int64_t value = 0;
+    if (use_boost) {
+      const int source = 0, sink = 1;
+      int nodes = 2;
+      for (int v : crit) {
+        node_of[v] = nodes;
+        nodes += 2;
       }
-    }
-    for (int v : crit) {
-      for (int x : {node_of[v], node_of[v] + 1}) {
-        const int local = 2 * v + (x - node_of[v]);  // node identity independent of this step's numbering
-        if (unary[x] > 0) add(source, x, unary[x], id_usrc + local);
-        else if (unary[x] < 0) add(x, sink, -unary[x], id_usnk + local);
+      boost_cut.reset(nodes, source, sink);
+      unary.assign(static_cast<std::size_t>(nodes), 0);
+      for (int v : crit) {
+        const int s = node_of[v], e = s + 1;
+        const std::int64_t refund = op_refund[v], up = op_up[v];
+        // Crossing forward costs up; backward refunds `refund`: arc of capacity up − refund plus node terms.
+        boost_cut.add_edge(s, e, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund));
+        unary[e] += refund;
+        unary[s] -= refund;
+        if (cpm.es[v] == 0) boost_cut.add_edge(source, s, MinCut::kInfinity);
+        if (cpm.lf[v] == T) boost_cut.add_edge(e, sink, MinCut::kInfinity);
+        for (int k = cpm.succ.start[v]; k < cpm.succ.start[v + 1]; ++k) {
+          int w = cpm.succ.adj[k];
+          if (cpm.critical(w, d) && cpm.es[v] + d[v] == cpm.es[w]) boost_cut.add_edge(e, node_of[w], MinCut::kInfinity);
+        }
       }
+      for (int v : crit) {
+        for (int x : {node_of[v], node_of[v] + 1}) {
+          if (unary[x] > 0) boost_cut.add_edge(source, x, unary[x]);
+          else if (unary[x] < 0) boost_cut.add_edge(x, sink, -unary[x]);
+        }
+      }
+      value = boost_cut.solve();
+    } else {
+      // The same network as the Boost branch builds, as capacities (only changed ones are passed on).
+      for (int v = 0; v < n; ++v) {
+        const char state = is_crit[v] ? static_cast<char>(1 | (cpm.es[v] == 0 ? 2 : 0) | (cpm.lf[v] == T ? 4 : 0)) : 0;
+        if (state == op_state[v] && !(is_crit[v] && op_dirty[v])) continue;
+        op_state[v] = state;
+        const auto& a = op_arcs[v];
+        if (!is_crit[v]) {
+          for (int arc : {a.op, a.usrc, a.usnk, a.entry, a.exit}) set(arc, 0);
+          continue;
+        }
+        op_dirty[v] = 0;
+        const std::int64_t refund = op_refund[v], up = op_up[v];
+        set(a.op, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund));
+        set(a.usrc, refund);
+        set(a.usnk, refund);
+        set(a.entry, state & 2 ? WarmFlow::kInfinity : 0);
+        set(a.exit, state & 4 ? WarmFlow::kInfinity : 0);
+      }
+      for (int k = 0; k < E; ++k) {
+        const auto [u, w] = in.edges[k];
+        const char tight = is_crit[u] && is_crit[w] && cpm.es[u] + d[u] == cpm.es[w];
+        if (tight == edge_tight[k]) continue;
+        edge_tight[k] = tight;
+        warm.set_capacity(edge_arc[k], tight ? WarmFlow::kInfinity : 0);
+      }
+      value = warm.solve();
     }
-    const std::int64_t value = use_boost ? boost_cut.solve() : warm.solve();
     if (value >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
-    if (!use_boost) {
-      // Arcs absent from the next network must start from zero flow if they reappear later.
-      for (int identity : last_ids) carried[static_cast<std::size_t>(identity)] = 0;
-      last_ids.clear();
-      for (auto [arc, identity] : arc_ids) {
-        carried[static_cast<std::size_t>(identity)] = warm.flow(arc);
-        last_ids.push_back(identity);
-      }
-    }
     const auto& side = use_boost ? boost_cut.source_side() : warm.source_side();
     std::vector<std::pair<int, int>> delta;
     for (int v : crit) {
@@ -211,7 +251,10 @@ Frontier compute_frontier(const FrontierInput& in) {
       break;
     }
     T = T2;
-    for (auto [v, dd] : delta) terms(v);
+    for (auto [v, dd] : delta) {
+      terms(v);
+      op_dirty[v] = 1;
+    }
     fr.changes.push_back(std::move(delta));
     record(T);
   }

@@ -27,7 +27,8 @@ struct CostTable {
 };
 
 // Max-flow engine for the per-step cut. Both give the same cut (the minimal source side is unique).
-//  kWarmDinic: Dinic warm-started from the previous step's flow (warm_flow.hpp); the default, fast.
+//  kWarmDinic: one network kept over all steps, its flow and search trees updated incrementally (warm_flow.hpp;
+//              the name is from its first version, Dinic warm-started from the previous flow); the default, fast.
 //  kBoostBk:   Boost.Graph's Boykov–Kolmogorov from scratch every step; the cross-check.
 enum class CutEngine { kWarmDinic, kBoostBk };
 
