@@ -10,7 +10,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -330,10 +329,26 @@ std::vector<std::string> auto_argv(std::vector<std::string> opts, std::vector<st
   return a;
 }
 
-double number_after(const std::string& text, const std::string& pattern) {
-  std::smatch m;
-  if (!std::regex_search(text, m, std::regex(pattern))) return -1;
-  return std::stod(m[1].str());
+// The number right after `prefix` (searched from the first `anchor`, when given); -1 when absent. Plain string
+// search: std::regex trips GCC 12's -Wmaybe-uninitialized under the sanitizer build.
+double number_after(const std::string& text, const std::string& prefix, const std::string& anchor = "") {
+  std::size_t at = anchor.empty() ? 0 : text.find(anchor);
+  if (at == std::string::npos) return -1;
+  at = text.find(prefix, at);
+  if (at == std::string::npos) return -1;
+  const char* begin = text.c_str() + at + prefix.size();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  return end == begin ? -1 : v;
+}
+
+// The whole number right before `suffix`; -1 when absent.
+double number_before(const std::string& text, const std::string& suffix) {
+  std::size_t at = text.find(suffix);
+  if (at == std::string::npos) return -1;
+  std::size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(text[b - 1]))) --b;
+  return b == at ? -1 : std::stod(text.substr(b, at - b));
 }
 
 TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
@@ -346,13 +361,13 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
             0)
       << slurp(out);
   const std::string o = slurp(out);
-  EXPECT_GE(number_after(o, R"((\d+) steps detected by)"), 10) << o;
-  EXPECT_EQ(number_after(o, R"(steps detected by [a-z -]+ \((\d+) kernels)"), 113) << o;
+  EXPECT_GE(number_before(o, " steps detected by"), 10) << o;
+  EXPECT_EQ(number_after(o, " (", "steps detected by"), 113) << o;
   EXPECT_NE(o.find("plan for h200"), std::string::npos) << o;  // from the simulated GPU's NVML name
-  EXPECT_GT(number_after(o, R"(MODELLED saving ([0-9.]+) % energy)"), 0) << o;
-  EXPECT_GT(number_after(o, R"(clock changes (\d+) made)"), 0) << o;
-  EXPECT_GE(number_after(o, R"(prediction accuracy after the first step ([0-9.]+) %)"), 99.0) << o;
-  EXPECT_GE(number_after(o, R"(  steps (\d+),)"), 10) << o;
+  EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
+  EXPECT_GT(number_after(o, "clock changes "), 0) << o;
+  EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
+  EXPECT_GE(number_after(o, "  steps "), 10) << o;
   EXPECT_NE(o.find("applied (NVML)"), std::string::npos) << o;
 
   // The plan written is the one `gearshift run --plan` reads.
