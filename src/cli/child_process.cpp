@@ -17,7 +17,9 @@ namespace gearshift::cli {
 
 namespace {
 
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
+// What a batch system or a user sends to end or poke a job: all reach the child, as if it ran unwrapped.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+constexpr std::size_t kForwardedCount = sizeof kForwarded / sizeof kForwarded[0];
 std::atomic<pid_t> g_child{0};
 std::atomic<int> g_pending{0};  // a signal that came before the child existed
 static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
@@ -86,11 +88,11 @@ ChildExit run_child(const std::vector<std::string>& argv) {
     out.error = "no command";
     return out;
   }
-  struct sigaction sa {}, old[3];
+  struct sigaction sa {}, old[kForwardedCount];
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &sa, &old[i]);
+  for (std::size_t i = 0; i < kForwardedCount; ++i) sigaction(kForwarded[i], &sa, &old[i]);
   const sigset_t set = waited_set();
   sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &set, &old_mask);
@@ -129,7 +131,7 @@ ChildExit run_child(const std::vector<std::string>& argv) {
   }
   drop_pending();
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &old[i], nullptr);
+  for (std::size_t i = 0; i < kForwardedCount; ++i) sigaction(kForwarded[i], &old[i], nullptr);
   g_pending.store(0);
   return out;
 }

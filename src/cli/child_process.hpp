@@ -1,5 +1,6 @@
-// Runs a command as a child process and forwards SIGINT, SIGTERM and SIGHUP to it, so that a wrapper such as
-// `gearshift monitor -- CMD` behaves like CMD for whoever signals it. One child at a time per process.
+// Runs a command as a child process and forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to it, so
+// that a wrapper (`gearshift monitor|run|trace -- CMD`) behaves like CMD for whoever signals it. One child at a
+// time per process.
 //
 // The wait does not rely on a signal interrupting waitpid: the forwarded signals (and SIGCHLD) are blocked in
 // the waiting thread and taken with sigtimedwait, alternating with waitpid(WNOHANG). Under ThreadSanitizer a

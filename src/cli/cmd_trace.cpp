@@ -1,20 +1,15 @@
 // `gearshift trace -o FILE [--steps N | --duration S] [--chrome FILE] -- CMD ARGS`: runs an unmodified CUDA
 // program with the CUPTI injection library (libgearshift_inject.so) and reports what was traced.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <fmt/core.h>
 
+#include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/inject_library.hpp"
 #include "cupti/chrome_export.hpp"
@@ -36,47 +31,6 @@ struct TraceArgs {
   int sample_ms = 10;
   std::vector<std::string> command;
 };
-
-pid_t g_child = -1;
-
-extern "C" void forward_signal(int sig) {
-  if (g_child > 0) kill(g_child, sig);
-}
-
-// Runs the command with `env` added; returns its exit code (128 + signal when killed by one).
-int run_child(const std::vector<std::string>& command) {
-  std::vector<char*> argv;
-  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) throw Exit(kFailure, fmt::format("fork failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "gearshift: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  g_child = pid;
-  // The user's Ctrl-C, a batch system's SIGTERM etc. go to the program; we wait for its exit.
-  const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  struct sigaction sa {};
-  sa.sa_handler = forward_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  struct sigaction old[6];
-  for (int i = 0; i < 6; ++i) sigaction(sigs[i], &sa, &old[i]);
-  int status = 0;
-  pid_t r;
-  do {
-    r = waitpid(pid, &status, 0);
-  } while (r < 0 && errno == EINTR);
-  for (int i = 0; i < 6; ++i) sigaction(sigs[i], &old[i], nullptr);
-  g_child = -1;
-  if (r < 0) throw Exit(kFailure, fmt::format("waitpid failed: {}", std::strerror(errno)));
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kFailure;
-}
 
 void report(const std::string& path, const std::string& chrome) {
   trace::Trace t;
@@ -133,7 +87,9 @@ void run_trace(const TraceArgs& args) {
   if (args.steps > 0) set(cupti::kEnvSteps, std::to_string(args.steps));
   if (args.duration_s > 0) set(cupti::kEnvDuration, fmt::format("{}", args.duration_s));
   set(cupti::kEnvSampleMs, std::to_string(args.sample_ms));
-  int code = run_child(args.command);
+  ChildExit child = run_child(args.command);
+  if (!child.started) throw Exit(child.code, fmt::format("cannot run {}: {}", args.command[0], child.error));
+  const int code = child.code;
   if (fs::exists(out)) {
     report(out, args.chrome);
     // Other CUDA processes of the same run (DDP ranks, subprocesses) wrote FILE.<pid>.

@@ -174,6 +174,26 @@ TEST(MonitorCli, ForwardsSigtermToCommand) {
   EXPECT_LT(nlohmann::json::parse(r.out)["gpus"][0]["time_s"].get<double>(), 4.0);
 }
 
+// `gearshift trace` waits for its program the same way (child_process.hpp): exit code, "cannot run", signals.
+// The programs here use no CUDA, so the injection library is named but never loaded.
+TEST(TraceCli, PassesExitCodesAndSignalsThrough) {
+  const std::string out = ::testing::TempDir() + "trace_cli.jsonl.gz";
+  const std::vector<std::string> env = {"GEARSHIFT_INJECT_LIBRARY=/bin/sh"};
+  Proc missing = gearshift({"trace", "-o", out, "--", "/nonexistent/cmd"}, env);
+  EXPECT_EQ(missing.code, 127);
+  EXPECT_NE(missing.err.find("cannot run /nonexistent/cmd"), std::string::npos) << missing.err;
+  Proc three = gearshift({"trace", "-o", out, "--", "sh", "-c", "exit 3"}, env);
+  EXPECT_EQ(three.code, 3);
+  EXPECT_NE(three.err.find("no trace written"), std::string::npos) << three.err;
+  EXPECT_NE(three.err.find("the traced program exited with code 3"), std::string::npos) << three.err;
+  // SIGTERM to gearshift reaches the program, which dies of it (not after its 5 s sleep).
+  Proc term = gearshift({"trace", "-o", out, "--", "sh", "-c", "kill -TERM $PPID; sleep 5; exit 0"}, env);
+  EXPECT_EQ(term.code, 128 + 15) << term.err;
+  // SIGUSR1 is forwarded too (the program's handler decides), as for monitor and run.
+  Proc usr = gearshift({"trace", "-o", out, "--", "sh", "-c", "trap 'exit 7' USR1; kill -USR1 $PPID; sleep 5 & wait"}, env);
+  EXPECT_EQ(usr.code, 7) << usr.err;
+}
+
 TEST(MonitorCli, LogsAndUsageErrors) {
   std::string csv = ::testing::TempDir() + "monitor_cli.csv";
   Proc r = gearshift({"monitor", "--interval-ms", "50", "--csv", csv, "--", "sleep", "0.3"}, {});
