@@ -9,7 +9,7 @@ The package is a thin layer over gearshift's C++ core (``gearshift._core``, priv
 - ``gearshift.distributed``: planning across ranks over the job's own torch.distributed group.
 - :func:`plan_ranks`: sync-aware slack across data-parallel ranks from their traces (modelled).
 
-Errors are the classes of :mod:`gearshift._errors`, re-exported here.
+Errors are the classes of :mod:`gearshift._errors`, re-exported here (with ``FeedWarning``, a warning).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import List, Sequence
 
 from ._errors import (
     AlreadyEnabledError,
+    FeedWarning,
     GearshiftError,
     GpuBusyError,
     GpuPermissionError,
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyEnabledError",
+    "FeedWarning",
     "GearshiftError",
     "GpuBusyError",
     "GpuPermissionError",

@@ -9,6 +9,11 @@ Every error gearshift raises is one of these (or a builtin ``ValueError``/``Type
 - ``WindowError`` (also ``ValueError``): ending a window that is not open, opening one whose name is open.
 - ``AlreadyEnabledError``: ``gearshift.torch.enable()`` while the runtime is already running.
 - ``PlanError``, ``TraceError``, ``NoIterationError``, ``ProfileError`` (also ``ValueError``): bad input files.
+
+Warnings (``warnings.warn``, not raised unless the program turns them into errors):
+
+- ``FeedWarning`` (``RuntimeWarning``): ``gearshift.torch.enable()`` could not attach the CUPTI launch feed, so
+  its runtime sees no kernel launches.
 """
 
 
@@ -50,3 +55,9 @@ class NoIterationError(GearshiftError, ValueError):
 
 class ProfileError(GearshiftError, ValueError):
     """A pipeline stage profile is invalid (e.g. a stage without forward and backward rows)."""
+
+
+class FeedWarning(RuntimeWarning):
+    """enable() runs, but no launch feed reaches its runtime (CUPTI missing, a profiler holds CUPTI, the
+    injection library missing, or the gearshift tracer already runs in the process). The clocks then stay at
+    their defaults. ``warnings.simplefilter("error", FeedWarning)`` makes enable() raise it instead."""

@@ -71,7 +71,7 @@ def test_step_records_even_when_the_body_raises():
 
 def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
     log = tmp_path / "dry.jsonl"
-    rt = gt.enable(plan=_plan_file(tmp_path), dry_run_log=str(log))
+    rt = gt.enable(plan=_plan_file(tmp_path), dry_run_log=str(log), launch_feed=False)
     assert gt.enabled()
     assert os.environ["GEARSHIFT_RUNTIME_FD"] == str(rt.fd)
     assert rt.writes_clocks is False
@@ -90,16 +90,17 @@ def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
 
 
 def test_launch_feed_through_the_pipe(tmp_path):
-    rt = gt.enable(plan=_plan_file(tmp_path))
+    rt = gt.enable(plan=_plan_file(tmp_path), launch_feed=False)
+    assert rt.feed_attached is False and rt.feed_error is None
     _run_fake_job(lambda line: os.write(rt.fd, (line + "\n").encode()), steps=3)
     stats = gt.disable()
     assert stats["launches"] == 9
 
 
 def test_enable_twice_raises_already_enabled(tmp_path):
-    gt.enable(plan=_plan_file(tmp_path))
+    gt.enable(plan=_plan_file(tmp_path), launch_feed=False)
     with pytest.raises(gearshift.AlreadyEnabledError):
-        gt.enable(plan=_plan_file(tmp_path))
+        gt.enable(plan=_plan_file(tmp_path), launch_feed=False)
     assert gt.disable() is not None
     assert gt.disable() is None
 
@@ -136,7 +137,7 @@ def test_apply_without_gpu_raises_no_gpu_error(tmp_path, monkeypatch):
 
 
 def test_apply_on_the_simulated_gpu_locks_and_restores(simgpu, tmp_path):
-    rt = gt.enable(plan=_plan_file(tmp_path), apply=True)
+    rt = gt.enable(plan=_plan_file(tmp_path), apply=True, launch_feed=False)
     assert rt.writes_clocks is True
     with pytest.raises(gearshift.GpuBusyError):  # one owner per GPU: a second runtime in this process
         gearshift.torch.Runtime(_plan_file(tmp_path), True, 0, "")
@@ -164,7 +165,7 @@ def test_apply_without_permission_raises_permission_error(simgpu, monkeypatch):
             os.setgid(65534)
             os.setuid(65534)
             try:
-                gt.enable(plan=plan, apply=True)
+                gt.enable(plan=plan, apply=True, launch_feed=False)
                 code = 1
             except gearshift.GpuPermissionError as e:
                 code = 0 if "may not set GPU clocks" in str(e) and isinstance(e, PermissionError) else 2

@@ -1,6 +1,8 @@
 // libgearshift_inject.so: loaded into an unmodified CUDA program by the driver (CUDA_INJECTION64_PATH calls
 // InitializeInjection at cuInit) and by NVTX (NVTX_INJECTION64_PATH calls InitializeInjectionNvtx2, which we
-// forward to the same CUPTI so that NVTX ranges become CUPTI marker records).
+// forward to the same CUPTI so that NVTX ranges become CUPTI marker records). A program may also load it
+// itself and start the runtime launch feed on its running CUDA process with gearshift_feed_attach(fd) (the
+// Python package's gearshift.torch.enable(); entry points in inject_api.h); both starts share one code path.
 //
 // Rule: the traced program must run on untouched whatever happens here. Every failure (CUPTI missing or too
 // old, another subscriber, cannot write the file) prints one warning line and leaves tracing off; no
@@ -32,6 +34,7 @@
 #include "cupti/config.hpp"
 #include "cupti/controller.hpp"
 #include "cupti/cupti_api.hpp"
+#include "cupti/inject_api.h"
 #include "cupti/launch_table.hpp"
 #include "cupti/runtime_feed.hpp"
 #include "cupti/tracer.hpp"
@@ -83,11 +86,16 @@ struct State {
   std::mutex stop_mu;  // the two flags below, and one stop at a time
   bool trace_done = false;
   bool cupti_off = false;
+  bool attached = false;  // started by gearshift_feed_attach (only such a feed may be detached)
   std::string output;
 };
 // Leaked on purpose: never destroyed, so that no static destructor (in this process or a forked child)
-// writes into the trace file. Finished explicitly by stop_tracing().
+// writes into the trace file. Finished explicitly by stop_tracing(). A start after a finished one (detach,
+// then attach again) replaces it and leaks the old one: CUPTI or a late buffer may still hold its address.
 std::atomic<State*> g_state{nullptr};
+// One start or detach at a time: the driver's InitializeInjection and the program's attach/detach calls may
+// come from different threads.
+std::mutex g_start_mu;
 
 // The hot path: every launch's API entry and exit. The launch time is the CUPTI clock (cuptiGetTimestamp), the
 // clock of the activity records too.
@@ -254,13 +262,18 @@ std::string command_line() {
   return all;
 }
 
-// The runtime feed's pipe from GEARSHIFT_RUNTIME_FD, or -1 (with a note) when it is not a pipe: a program
-// started by a traced one may inherit the variable without the descriptor, whose number may then name
-// something else entirely.
+// True when `fd` is an open pipe (or socket), the only thing the runtime feed writes to: a program started by
+// a traced one may inherit GEARSHIFT_RUNTIME_FD without the descriptor, whose number may then name something
+// else entirely.
+bool is_pipe(int fd) {
+  struct stat st {};
+  return fd >= 0 && fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+// The runtime feed's pipe from GEARSHIFT_RUNTIME_FD, or -1 (with a note) when it is not a pipe.
 int feed_pipe(int fd) {
   if (fd < 0) return -1;
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+  if (!is_pipe(fd)) {
     say("note", std::string(kEnvRuntimeFd) + "=" + std::to_string(fd) + " is not an open pipe; no launch feed");
     return -1;
   }
@@ -272,35 +285,52 @@ int feed_pipe(int fd) {
 // estimate of GPU progress on completed kernels, so staleness costs accuracy; 10 ms keeps it small.
 constexpr int kFeedFlushMs = 10;
 
-void start() {
-  std::vector<std::string> warnings;
-  TracerConfig cfg = config_from_env([](const char* k) { return std::getenv(k); }, &warnings);
-  for (const auto& w : warnings) say("note", w);
-  const int feed_fd = feed_pipe(cfg.runtime_fd);
-  if (cfg.output.empty() && feed_fd < 0) {
-    warn_untraced(std::string(kEnvOutput) + " is not set (run the program through `gearshift trace -o FILE`)");
-    return;
-  }
+// Why a start did not happen: a code of inject_api.h (what gearshift_feed_attach returns) and one line for the
+// user.
+struct StartError {
+  int code;
+  std::string why;
+};
+
+// True while a trace or feed of this process holds CUPTI. The caller holds g_start_mu.
+bool running(State* s) {
+  if (s == nullptr) return false;
+  std::lock_guard lock(s->stop_mu);
+  return !s->cupti_off;
+}
+
+// The one start path, for the driver's injection (settings from the environment) and for
+// gearshift_feed_attach (feed-only on a given pipe). `feed_fd` is a checked pipe or -1; once the feed exists
+// it owns the descriptor (`fd_taken`), before that a refusal leaves it to the caller. The caller holds
+// g_start_mu. Returns nothing once tracing and/or the feed run.
+std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attached, bool& fd_taken) {
+  fd_taken = false;
+  if (cfg.output.empty() && feed_fd < 0)
+    return StartError{GEARSHIFT_FEED_BAD_FD,
+                      std::string(kEnvOutput) + " is not set (run the program through `gearshift trace -o FILE`)"};
+  if (State* old = g_state.load(std::memory_order_acquire); running(old))
+    return StartError{GEARSHIFT_FEED_ALREADY_RUNNING,
+                      std::string("the gearshift tracer already runs in this process") +
+                          (old->attached ? " (attached by gearshift_feed_attach)"
+                                         : old->feed ? " with its launch feed (CUDA_INJECTION64_PATH, `gearshift run`)"
+                                                     : " (CUDA_INJECTION64_PATH, `gearshift trace`)")};
   SharedCupti& sc = shared_cupti();
-  if (!sc.api) {
-    warn_untraced("CUPTI unavailable: " + sc.error);
-    return;
-  }
+  if (!sc.api) return StartError{GEARSHIFT_FEED_NO_CUPTI, "CUPTI unavailable: " + sc.error};
   const CuptiApi& api = *sc.api;
   auto s = std::make_unique<State>();
   s->config = cfg;
   s->api = &api;
   s->pid = getpid();
+  s->attached = attached;
   if (CUptiResult r = api.subscribe(&s->subscriber, &on_callback, s.get()); r != CUPTI_SUCCESS) {
-    warn_untraced(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                      ? "another CUPTI client (a profiler) is already subscribed"
-                      : "cuptiSubscribe failed: " + api.describe(r));
-    return;
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      return StartError{GEARSHIFT_FEED_OTHER_SUBSCRIBER, "another CUPTI client (a profiler) is already subscribed"};
+    return StartError{GEARSHIFT_FEED_CUPTI_FAILED, "cuptiSubscribe failed: " + api.describe(r)};
   }
-  auto undo = [&](const std::string& why) {
+  auto undo = [&](int code, const std::string& why) {
     for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
     api.unsubscribe(s->subscriber);
-    warn_untraced(why);
+    return StartError{code, why};
   };
   if (!cfg.output.empty()) {
     std::string nvml_error;
@@ -315,40 +345,36 @@ void start() {
     s->config.output = s->output;
     std::string gpu = s->clocks ? s->clocks->device_name(0) : std::string();
     s->tracer = std::make_unique<Tracer>(s->config, &s->launches, "CUPTI", gpu, meta.dump());
-    if (!s->tracer->ok()) {
-      undo("cannot write the trace: " + s->tracer->error());
-      return;
-    }
+    if (!s->tracer->ok()) return undo(GEARSHIFT_FEED_CUPTI_FAILED, "cannot write the trace: " + s->tracer->error());
   }
   // Before the launch callbacks are on: they read s->feed without a lock.
-  if (feed_fd >= 0) s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); });
+  if (feed_fd >= 0) {
+    s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); });
+    fd_taken = true;
+  }
   s->pool = std::make_unique<BufferPool>(cfg.buffer_bytes, cfg.max_buffers);
   g_state.store(s.get(), std::memory_order_release);  // the buffer callbacks read it from here on
   auto fail = [&](const std::string& note, const std::string& why) {
     if (s->tracer) s->tracer->finish(false, note);
-    if (s->feed) s->feed->stop();
-    undo(why);
+    if (s->feed) s->feed->stop();  // closes feed_fd
+    StartError e = undo(GEARSHIFT_FEED_CUPTI_FAILED, why);
+    s->cupti_off = true;  // not running: a later start may try again
     s.release();  // leaked deliberately: g_state and CUPTI may still hold its address
+    return e;
   };
-  if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
-    fail("CUPTI refused activity buffers", "cuptiActivityRegisterCallbacks failed: " + api.describe(r));
-    return;
-  }
+  if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS)
+    return fail("CUPTI refused activity buffers", "cuptiActivityRegisterCallbacks failed: " + api.describe(r));
   for (CUpti_ActivityKind k : kRequiredKinds) {
-    if (CUptiResult r = api.activity_enable(k); r != CUPTI_SUCCESS) {
-      fail("CUPTI refused activity kind " + std::to_string(static_cast<int>(k)),
-           "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + api.describe(r));
-      return;
-    }
+    if (CUptiResult r = api.activity_enable(k); r != CUPTI_SUCCESS)
+      return fail("CUPTI refused activity kind " + std::to_string(static_cast<int>(k)),
+                  "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + api.describe(r));
   }
   // NVTX ranges need NVTX_INJECTION64_PATH (gearshift trace sets it); without it the kind still enables.
   s->marker_enabled = s->tracer && api.activity_enable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
   for (CUpti_CallbackId cbid : kLaunchCallbacks) {
-    if (CUptiResult r = api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS) {
-      fail("CUPTI refused a launch callback",
-           "cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
-      return;
-    }
+    if (CUptiResult r = api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
+      return fail("CUPTI refused a launch callback",
+                  "cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
   }
   // Our controller thread flushes (cuptiActivityFlushAll(0) returns partly filled buffers too); CUPTI's own
   // periodic flush (cuptiActivityFlushPeriod) returns full buffers only, which left the runtime with GPU
@@ -363,7 +389,73 @@ void start() {
                       /*flush_after_stop=*/static_cast<bool>(st->feed)},
       cfg.sample_period_ms, flush_ms, cfg.duration_s);
   st->controller.store(st->controller_owner.get(), std::memory_order_release);
-  std::atexit(at_exit);
+  // Once per process: at_exit finishes whichever start is current (a detached one is already finished).
+  static std::once_flag exit_handler;
+  std::call_once(exit_handler, [] { std::atexit(at_exit); });
+  return std::nullopt;
+}
+
+// The driver's injection: settings from the environment (`gearshift trace`, `gearshift run`).
+void start_from_env() {
+  std::vector<std::string> warnings;
+  TracerConfig cfg = config_from_env([](const char* k) { return std::getenv(k); }, &warnings);
+  for (const auto& w : warnings) say("note", w);
+  std::lock_guard lock(g_start_mu);
+  bool fd_taken = false;  // the inherited descriptor stays open when refused, as before attach existed
+  if (auto e = start(cfg, feed_pipe(cfg.runtime_fd), /*attached=*/false, fd_taken)) warn_untraced(e->why);
+}
+
+// The last refusal of gearshift_feed_attach, for gearshift_feed_error(). Leaked: read until the very end.
+std::string& feed_error() {
+  static auto* e = new std::string();
+  return *e;
+}
+
+// gearshift_feed_attach: the feed alone (no trace file, whatever GEARSHIFT_TRACE_OUTPUT says), the tuning
+// variables (buffer size, flush period, quiet) still from the environment.
+int attach(int fd) {
+  std::vector<std::string> warnings;
+  TracerConfig cfg = config_from_env([](const char* k) { return std::getenv(k); }, &warnings);
+  for (const auto& w : warnings) say("note", w);
+  cfg.output.clear();
+  cfg.chrome_output.clear();
+  cfg.runtime_fd = fd;
+  std::lock_guard lock(g_start_mu);
+  auto refuse = [](int code, const std::string& why) {
+    feed_error() = why;
+    say("warning", "launch feed not attached: " + why);
+    return code;
+  };
+  if (!is_pipe(fd)) return refuse(GEARSHIFT_FEED_BAD_FD, "fd " + std::to_string(fd) + " is not an open pipe");
+  // Our own descriptor: the caller keeps and closes its own (the Python runtime closes its write end at stop).
+  const int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (own < 0) return refuse(GEARSHIFT_FEED_BAD_FD, "cannot duplicate fd " + std::to_string(fd));
+  bool fd_taken = false;
+  std::optional<StartError> e;
+  try {
+    e = start(cfg, own, /*attached=*/true, fd_taken);
+  } catch (const std::exception& x) {
+    e = StartError{GEARSHIFT_FEED_CUPTI_FAILED, std::string("the feed failed to start: ") + x.what()};
+  }
+  if (!e) {
+    feed_error().clear();
+    return GEARSHIFT_FEED_ATTACHED;
+  }
+  if (!fd_taken) close(own);  // else the stopped feed closed it
+  return refuse(e->code, e->why);
+}
+
+// gearshift_feed_detach: ends a feed that attach started (never one of the driver's injection: that one
+// belongs to `gearshift run` or `gearshift trace`). The controller goes first, so no periodic flush races the
+// last one; stop_tracing then turns CUPTI off, flushes and has the feed write its last lines and close.
+int detach() {
+  std::lock_guard lock(g_start_mu);
+  State* s = g_state.load(std::memory_order_acquire);
+  // A forked child has the parent's state but not its threads: nothing of it to stop here.
+  if (s == nullptr || !s->attached || s->pid != getpid() || !running(s)) return 0;
+  if (Controller* c = s->controller.load(std::memory_order_acquire)) c->shutdown();
+  stop_tracing(*s, "detached", true, /*everything=*/true);
+  return 1;
 }
 
 }  // namespace
@@ -372,7 +464,7 @@ void start() {
 // Called by the CUDA driver during cuInit when this library is named by CUDA_INJECTION64_PATH.
 GEARSHIFT_EXPORT int InitializeInjection() {
   try {
-    gearshift::cupti::start();
+    gearshift::cupti::start_from_env();
   } catch (const std::exception& e) {
     gearshift::cupti::warn_untraced(std::string("tracer failed to start: ") + e.what());
   } catch (...) {
@@ -412,3 +504,24 @@ GEARSHIFT_EXPORT int gearshift_trace_stop() {
   gearshift::cupti::stop_tracing(*s, "stopped by gearshift_trace_stop()", true, false);
   return 1;
 }
+
+// Starts the runtime launch feed on a running process (the Python package's enable()): see inject_api.h.
+GEARSHIFT_EXPORT int gearshift_feed_attach(int fd) {
+  try {
+    return gearshift::cupti::attach(fd);
+  } catch (...) {
+    gearshift::cupti::say("warning", "launch feed not attached: the feed failed to start");
+    return GEARSHIFT_FEED_CUPTI_FAILED;
+  }
+}
+
+// Stops the feed that gearshift_feed_attach started; 1 when one was stopped.
+GEARSHIFT_EXPORT int gearshift_feed_detach() {
+  try {
+    return gearshift::cupti::detach();
+  } catch (...) {
+    return 0;
+  }
+}
+
+GEARSHIFT_EXPORT const char* gearshift_feed_error() { return gearshift::cupti::feed_error().c_str(); }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <cupti.h>
 
@@ -218,4 +219,282 @@ TEST(Injection, FeedDescriptorThatIsNotAPipeIsIgnoredWithANote) {
   });
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("GEARSHIFT_RUNTIME_FD=2 is not an open pipe"), std::string::npos) << r.stderr_text;
+}
+
+// --- gearshift_feed_attach / gearshift_feed_detach: the feed started on a running process (Python's enable()).
+
+namespace {
+
+struct Feed {
+  int (*attach)(int) = nullptr;
+  int (*detach)() = nullptr;
+  const char* (*error)() = nullptr;
+  void (*launch)(uint32_t, uint32_t, const char*) = nullptr;
+  void (*kernel)(const char*, uint64_t, uint64_t, uint32_t) = nullptr;
+  int (*enabled)() = nullptr;
+};
+
+// In the child: the injection library loaded by the program itself (no InitializeInjection: the driver was not
+// asked to inject it), the fake CUPTI loaded first as a program's CUDA stack would have it.
+bool load_for_attach(const std::string& mode, Feed& f) {
+  setenv("FAKE_CUPTI_MODE", mode.c_str(), 1);
+  setenv("GEARSHIFT_CUPTI_LIBRARY", GEARSHIFT_FAKE_CUPTI, 1);
+  setenv("GEARSHIFT_TRACE_SAMPLE_MS", "0", 1);
+  unsetenv("GEARSHIFT_TRACE_OUTPUT");
+  unsetenv("GEARSHIFT_RUNTIME_FD");
+  void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  if (fake == nullptr || lib == nullptr) return false;
+  f.attach = reinterpret_cast<int (*)(int)>(dlsym(lib, "gearshift_feed_attach"));
+  f.detach = reinterpret_cast<int (*)()>(dlsym(lib, "gearshift_feed_detach"));
+  f.error = reinterpret_cast<const char* (*)()>(dlsym(lib, "gearshift_feed_error"));
+  f.launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
+  f.kernel =
+      reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
+  f.enabled = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_enabled_callbacks"));
+  return f.attach && f.detach && f.error && f.launch && f.kernel && f.enabled;
+}
+
+std::string read_to_end(int fd) {
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
+  return all;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string l; std::getline(ss, l);) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+// A launch made before attach is not seen (no callback then); launches after it are, with their completions,
+// and detach writes them all and closes the library's end while the program keeps running (and keeps its own
+// end open until it is done).
+TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  auto r = in_child([&] {
+    close(p[0]);
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z6beforev");  // before attach: not fed
+    if (f.attach(p[1]) != 0) return 3;
+    if (f.enabled() != 8) return 4;  // the 8 launch callbacks
+    for (uint32_t corr = 2; corr <= 4; ++corr) {
+      f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr, "_Z4geluPf");
+      f.kernel("_Z4geluPf", 10'000'000 + corr * 1000, 10'000'700 + corr * 1000, corr);
+    }
+    if (f.detach() != 1) return 5;
+    if (f.enabled() != 0) return 6;  // callbacks off again
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 5, "_Z5afterv");  // after detach: not fed
+    if (f.detach() != 0) return 7;  // nothing attached any more
+    close(p[1]);  // the program's own end: the reader sees end of file only now
+    return 0;
+  });
+  close(p[1]);
+  std::string all = read_to_end(p[0]);
+  close(p[0]);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  auto lines = lines_of(all);
+  ASSERT_EQ(lines.size(), 6u) << all;
+  int launches = 0, completions = 0;
+  for (const auto& l : lines) {
+    if (l.starts_with("L ")) {
+      ++launches;
+      long cpu = 0, corr = 0;
+      ASSERT_EQ(std::sscanf(l.c_str(), "L %ld %ld", &cpu, &corr), 2) << l;
+      EXPECT_EQ(corr, launches + 1);
+      EXPECT_TRUE(l.ends_with(" gelu(float*)")) << l;
+    } else {
+      ++completions;
+      long corr = 0, start = 0, end = 0;
+      ASSERT_EQ(std::sscanf(l.c_str(), "C %ld %ld %ld", &corr, &start, &end), 3) << l;
+      EXPECT_EQ(corr, completions + 1);
+      EXPECT_EQ(end - start, 700);
+    }
+  }
+  EXPECT_EQ(launches, 3);
+  EXPECT_EQ(completions, 3);
+  EXPECT_EQ(all.find("before"), std::string::npos);
+  EXPECT_EQ(all.find("after"), std::string::npos);
+  EXPECT_NE(r.stderr_text.find("runtime feed: 3 launches, 3 completed kernels"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+}
+
+// The library writes to its own duplicate: its closing at detach leaves the caller's descriptor usable.
+TEST(FeedAttach, DetachLeavesTheCallersDescriptorOpen) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  auto r = in_child([&] {
+    close(p[0]);
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    if (f.attach(p[1]) != 0 || f.detach() != 1) return 3;
+    return write(p[1], "X\n", 2) == 2 ? 0 : 4;
+  });
+  close(p[1]);
+  std::string all = read_to_end(p[0]);
+  close(p[0]);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(all, "X\n");
+}
+
+TEST(FeedAttach, SecondAttachIsRefusedWithOneWarningAndTheFirstFeedRunsOn) {
+  int p[2], q[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_EQ(pipe(q), 0);
+  auto r = in_child([&] {
+    close(p[0]);
+    close(q[0]);
+    setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    if (f.attach(p[1]) != 0) return 3;
+    if (f.attach(q[1]) != 2) return 4;  // GEARSHIFT_FEED_ALREADY_RUNNING
+    if (std::string(f.error()).find("already runs") == std::string::npos) return 5;
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
+    if (f.detach() != 1) return 6;
+    close(p[1]);
+    close(q[1]);
+    return 0;
+  });
+  close(p[1]);
+  close(q[1]);
+  std::string first = read_to_end(p[0]), second = read_to_end(q[0]);
+  close(p[0]);
+  close(q[0]);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(lines_of(first).size(), 1u) << first;
+  EXPECT_TRUE(first.starts_with("L ")) << first;
+  EXPECT_EQ(second, "");
+  EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("warning: launch feed not attached: the gearshift tracer already runs in this process"),
+            std::string::npos)
+      << r.stderr_text;
+}
+
+// disable() then enable() again: a detached feed may be followed by a new one.
+TEST(FeedAttach, AttachAgainAfterDetachFeedsTheNewPipe) {
+  int p[2], q[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_EQ(pipe(q), 0);
+  auto r = in_child([&] {
+    close(p[0]);
+    close(q[0]);
+    setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    if (f.attach(p[1]) != 0) return 3;
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
+    if (f.detach() != 1) return 4;
+    if (f.attach(q[1]) != 0) return 5;
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z9layernormPfi");
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, "_Z9layernormPfi");
+    if (f.detach() != 1) return 6;
+    close(p[1]);
+    close(q[1]);
+    return 0;
+  });
+  close(p[1]);
+  close(q[1]);
+  std::string first = read_to_end(p[0]), second = read_to_end(q[0]);
+  close(p[0]);
+  close(q[0]);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  ASSERT_EQ(lines_of(first).size(), 1u) << first;
+  EXPECT_TRUE(first.ends_with(" 1 gelu(float*)\n")) << first;
+  auto l2 = lines_of(second);
+  ASSERT_EQ(l2.size(), 2u) << second;
+  EXPECT_TRUE(l2[0].ends_with(" 2 layernorm(float*, int)")) << l2[0];
+  EXPECT_TRUE(l2[1].ends_with(" 3 layernorm(float*, int)")) << l2[1];
+  EXPECT_EQ(r.stderr_text, "");
+}
+
+TEST(FeedAttach, NonPipeDescriptorIsRefused) {
+  std::string path = (fs::path(::testing::TempDir()) / "attach_not_a_pipe").string();
+  auto r = in_child([&] {
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    int file = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (f.attach(file) != 1) return 3;  // GEARSHIFT_FEED_BAD_FD
+    if (std::string(f.error()) != "fd " + std::to_string(file) + " is not an open pipe") return 8;
+    if (f.attach(-1) != 1 || f.attach(987) != 1) return 4;  // negative, closed
+    if (f.enabled() != 0) return 5;    // CUPTI never touched
+    if (f.detach() != 0) return 6;
+    return std::string(f.error()) == "fd 987 is not an open pipe" ? 0 : 7;
+  });
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(count_lines(r.stderr_text), 3) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("warning: launch feed not attached: fd -1 is not an open pipe"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(fs::file_size(path), 0u);
+}
+
+TEST(FeedAttach, MissingCuptiOrAnotherSubscriberIsRefusedWithOneWarning) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  auto missing = in_child([&] {
+    close(p[0]);
+    setenv("GEARSHIFT_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13", 1);
+    void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    auto attach = reinterpret_cast<int (*)(int)>(dlsym(lib, "gearshift_feed_attach"));
+    return attach(p[1]) == 3 ? 0 : 1;  // GEARSHIFT_FEED_NO_CUPTI
+  });
+  auto profiler = in_child([&] {
+    close(p[0]);
+    Feed f;
+    if (!load_for_attach("multiple", f)) return 2;
+    if (f.attach(p[1]) != 4) return 3;  // GEARSHIFT_FEED_OTHER_SUBSCRIBER
+    return std::string(f.error()).find("another CUPTI client") != std::string::npos ? 0 : 4;
+  });
+  close(p[1]);
+  EXPECT_EQ(read_to_end(p[0]), "");  // nothing written by a refused attach
+  close(p[0]);
+  EXPECT_EQ(missing.exit_code, 0) << missing.stderr_text;
+  EXPECT_EQ(count_lines(missing.stderr_text), 1) << missing.stderr_text;
+  EXPECT_NE(missing.stderr_text.find("launch feed not attached: CUPTI unavailable"), std::string::npos)
+      << missing.stderr_text;
+  EXPECT_EQ(profiler.exit_code, 0) << profiler.stderr_text;
+  EXPECT_EQ(count_lines(profiler.stderr_text), 1) << profiler.stderr_text;
+}
+
+// The driver injected the library (CUDA_INJECTION64_PATH, here a feed of `gearshift run`): attach refuses and
+// the existing feed keeps its pipe; detach does not stop a feed it did not start.
+TEST(FeedAttach, RefusedWhenTheDriverAlreadyInjectedTheFeed) {
+  int p[2], q[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_EQ(pipe(q), 0);
+  auto r = in_child([&] {
+    close(p[0]);
+    close(q[0]);
+    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(p[1]).c_str(), 1);
+    setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
+    void* lib = inject("ok", "");
+    unsetenv("GEARSHIFT_TRACE_OUTPUT");
+    if (lib == nullptr) return 2;
+    auto attach = reinterpret_cast<int (*)(int)>(dlsym(lib, "gearshift_feed_attach"));
+    auto detach = reinterpret_cast<int (*)()>(dlsym(lib, "gearshift_feed_detach"));
+    if (attach(q[1]) != 2) return 3;
+    if (detach() != 0) return 4;
+    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
+    close(q[1]);
+    std::exit(0);  // the injected feed ends at exit, as before
+  });
+  close(p[1]);
+  close(q[1]);
+  std::string injected = read_to_end(p[0]), attached = read_to_end(q[0]);
+  close(p[0]);
+  close(q[0]);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(lines_of(injected).size(), 1u) << injected;
+  EXPECT_EQ(attached, "");
+  EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("already runs in this process with its launch feed"), std::string::npos)
+      << r.stderr_text;
 }
