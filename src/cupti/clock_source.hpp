@@ -1,10 +1,11 @@
-// Where the tracer reads each GPU's current clocks and power. One small interface so that the minimal NVML
-// reader below can later be swapped for src/gpu's typed NVML wrapper without touching the tracer.
+// Where the tracer reads each GPU's current clocks and power: one small interface, so tests can stand in.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gearshift::cupti {
@@ -24,12 +25,12 @@ class ClockSource {
   virtual std::string device_name(int cuda_device) const = 0;  // "NVIDIA H200", empty when unknown
 };
 
-// NVML loaded at run time (dlopen libnvidia-ml.so.1): nvmlDeviceGetClockInfo(SM, MEM) and
-// nvmlDeviceGetPowerUsage (mW; NVML refreshes it about every 100 ms on H200). Read-only: never sets anything.
-// `visible` is CUDA_VISIBLE_DEVICES split at commas: entry i names CUDA device i by NVML index ("2"), UUID
-// ("GPU-...", "MIG-...") or PCI bus id; when empty, CUDA ordinal i is NVML index i (CUDA's default order
-// equals NVML's PCI order on machines of one GPU model). Returns nullptr and sets `error` when NVML cannot be
-// loaded or initialised.
-std::unique_ptr<ClockSource> open_nvml_clock_source(const std::vector<std::string>& visible, std::string* error);
+// NVML through src/gpu's wrapper (libnvidia-ml.so.1, or $GEARSHIFT_NVML_LIBRARY): nvmlDeviceGetClockInfo (SM,
+// MEM) and nvmlDeviceGetPowerUsage (mW; NVML refreshes it about every 100 ms on H200). Read-only: never sets
+// anything. `cuda_visible_devices` is CUDA_VISIBLE_DEVICES's value (none: unset, every GPU in NVML order);
+// CUDA ordinal i reads the NVML device gpu::cuda_visible_nvml_indices names. Returns nullptr and sets `error`
+// when NVML cannot be loaded or initialised, or the variable names a MIG instance.
+std::unique_ptr<ClockSource> open_nvml_clock_source(std::optional<std::string_view> cuda_visible_devices,
+                                                    std::string* error);
 
 }  // namespace gearshift::cupti

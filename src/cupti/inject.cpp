@@ -243,15 +243,6 @@ std::string claim_output(const std::string& path, pid_t pid) {
   return path + "." + std::to_string(pid);
 }
 
-std::vector<std::string> split_visible_devices() {
-  std::vector<std::string> out;
-  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (v == nullptr || *v == '\0') return out;
-  std::stringstream ss(v);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 std::string command_line() {
   std::ifstream f("/proc/self/cmdline", std::ios::binary);
@@ -334,7 +325,11 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
   };
   if (!cfg.output.empty()) {
     std::string nvml_error;
-    if (cfg.sample_period_ms > 0) s->clocks = open_nvml_clock_source(split_visible_devices(), &nvml_error);
+    if (cfg.sample_period_ms > 0) {
+      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      s->clocks = open_nvml_clock_source(visible != nullptr ? std::optional<std::string_view>(visible) : std::nullopt,
+                                         &nvml_error);
+    }
     if (cfg.sample_period_ms > 0 && !s->clocks) say("note", "no clock sampling: " + nvml_error);
     nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
                            {"cupti_api_version", api.version}, {"pid", s->pid}, {"command", command_line()},

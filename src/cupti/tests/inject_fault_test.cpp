@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -343,75 +344,74 @@ TEST(FeedAttach, DetachLeavesTheCallersDescriptorOpen) {
   EXPECT_EQ(all, "X\n");
 }
 
-TEST(FeedAttach, SecondAttachIsRefusedWithOneWarningAndTheFirstFeedRunsOn) {
+// Runs `body(first_fd, second_fd)` in a child that holds the write ends of two pipes; returns the child's
+// result and what each pipe carried.
+struct TwoFeeds {
+  ChildResult child;
+  std::string first, second;
+};
+TwoFeeds with_two_pipes(const std::function<int(int, int)>& body) {
   int p[2], q[2];
-  ASSERT_EQ(pipe(p), 0);
-  ASSERT_EQ(pipe(q), 0);
-  auto r = in_child([&] {
+  if (pipe(p) != 0 || pipe(q) != 0) throw std::runtime_error("pipe failed");
+  ChildResult r = in_child([&] {
     close(p[0]);
     close(q[0]);
     setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
-    Feed f;
-    if (!load_for_attach("ok", f)) return 2;
-    if (f.attach(p[1]) != 0) return 3;
-    if (f.attach(q[1]) != 2) return 4;  // GEARSHIFT_FEED_ALREADY_RUNNING
-    if (std::string(f.error()).find("already runs") == std::string::npos) return 5;
-    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
-    if (f.detach() != 1) return 6;
+    int rc = body(p[1], q[1]);
     close(p[1]);
     close(q[1]);
-    return 0;
+    return rc;
   });
   close(p[1]);
   close(q[1]);
-  std::string first = read_to_end(p[0]), second = read_to_end(q[0]);
+  TwoFeeds out{r, read_to_end(p[0]), read_to_end(q[0])};
   close(p[0]);
   close(q[0]);
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(lines_of(first).size(), 1u) << first;
-  EXPECT_TRUE(first.starts_with("L ")) << first;
-  EXPECT_EQ(second, "");
-  EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
-  EXPECT_NE(r.stderr_text.find("warning: launch feed not attached: the gearshift tracer already runs in this process"),
+  return out;
+}
+
+TEST(FeedAttach, SecondAttachIsRefusedWithOneWarningAndTheFirstFeedRunsOn) {
+  TwoFeeds t = with_two_pipes([](int first, int second) {
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    if (f.attach(first) != 0) return 3;
+    if (f.attach(second) != 2) return 4;  // GEARSHIFT_FEED_ALREADY_RUNNING
+    if (std::string(f.error()).find("already runs") == std::string::npos) return 5;
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
+    return f.detach() == 1 ? 0 : 6;
+  });
+  ASSERT_EQ(t.child.exit_code, 0) << t.child.stderr_text;
+  EXPECT_EQ(lines_of(t.first).size(), 1u) << t.first;
+  EXPECT_TRUE(t.first.starts_with("L ")) << t.first;
+  EXPECT_EQ(t.second, "");
+  EXPECT_EQ(count_lines(t.child.stderr_text), 1) << t.child.stderr_text;
+  EXPECT_NE(t.child.stderr_text.find(
+                "warning: launch feed not attached: the gearshift tracer already runs in this process"),
             std::string::npos)
-      << r.stderr_text;
+      << t.child.stderr_text;
 }
 
 // disable() then enable() again: a detached feed may be followed by a new one.
 TEST(FeedAttach, AttachAgainAfterDetachFeedsTheNewPipe) {
-  int p[2], q[2];
-  ASSERT_EQ(pipe(p), 0);
-  ASSERT_EQ(pipe(q), 0);
-  auto r = in_child([&] {
-    close(p[0]);
-    close(q[0]);
-    setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
+  TwoFeeds t = with_two_pipes([](int first, int second) {
     Feed f;
     if (!load_for_attach("ok", f)) return 2;
-    if (f.attach(p[1]) != 0) return 3;
+    if (f.attach(first) != 0) return 3;
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
     if (f.detach() != 1) return 4;
-    if (f.attach(q[1]) != 0) return 5;
+    if (f.attach(second) != 0) return 5;
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z9layernormPfi");
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, "_Z9layernormPfi");
-    if (f.detach() != 1) return 6;
-    close(p[1]);
-    close(q[1]);
-    return 0;
+    return f.detach() == 1 ? 0 : 6;
   });
-  close(p[1]);
-  close(q[1]);
-  std::string first = read_to_end(p[0]), second = read_to_end(q[0]);
-  close(p[0]);
-  close(q[0]);
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  ASSERT_EQ(lines_of(first).size(), 1u) << first;
-  EXPECT_TRUE(first.ends_with(" 1 gelu(float*)\n")) << first;
-  auto l2 = lines_of(second);
-  ASSERT_EQ(l2.size(), 2u) << second;
+  ASSERT_EQ(t.child.exit_code, 0) << t.child.stderr_text;
+  ASSERT_EQ(lines_of(t.first).size(), 1u) << t.first;
+  EXPECT_TRUE(t.first.ends_with(" 1 gelu(float*)\n")) << t.first;
+  auto l2 = lines_of(t.second);
+  ASSERT_EQ(l2.size(), 2u) << t.second;
   EXPECT_TRUE(l2[0].ends_with(" 2 layernorm(float*, int)")) << l2[0];
   EXPECT_TRUE(l2[1].ends_with(" 3 layernorm(float*, int)")) << l2[1];
-  EXPECT_EQ(r.stderr_text, "");
+  EXPECT_EQ(t.child.stderr_text, "");
 }
 
 TEST(FeedAttach, NonPipeDescriptorIsRefused) {
@@ -497,4 +497,46 @@ TEST(FeedAttach, RefusedWhenTheDriverAlreadyInjectedTheFeed) {
   EXPECT_EQ(count_lines(r.stderr_text), 1) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("already runs in this process with its launch feed"), std::string::npos)
       << r.stderr_text;
+}
+
+// Clock and power sampling goes through src/gpu's NVML wrapper, so the simulated GPU stands in for NVML: the
+// trace carries its name, samples with its clocks and power, and the kernel gets the sampled clocks.
+TEST(Injection, SamplesClocksAndPowerThroughTheNvmlWrapper) {
+  std::string out = out_path("sampled");
+  auto r = in_child([&] {
+    setenv("GEARSHIFT_NVML_LIBRARY", GEARSHIFT_SIMGPU_PATH, 1);
+    setenv("GEARSHIFT_SIMGPU_POWER_W", "250", 1);
+    unsetenv("GEARSHIFT_SIMGPU_STATE");
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    setenv("FAKE_CUPTI_MODE", "ok", 1);
+    setenv("GEARSHIFT_CUPTI_LIBRARY", GEARSHIFT_FAKE_CUPTI, 1);
+    setenv("GEARSHIFT_TRACE_OUTPUT", out.c_str(), 1);
+    setenv("GEARSHIFT_TRACE_SAMPLE_MS", "5", 1);
+    void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return 2;
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+    if (init == nullptr || init() != 1) return 3;
+    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t)>(dlsym(fake, "fake_cupti_launch"));
+    auto kernel = reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+    kernel("_Z4geluPf", 1'000'000, 1'002'000, 1);
+    usleep(40'000);  // a few sampling periods
+    auto stop = reinterpret_cast<int (*)()>(dlsym(lib, "gearshift_trace_stop"));
+    return stop() == 1 ? 0 : 4;
+  });
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("no clock sampling"), std::string::npos) << r.stderr_text;
+  auto tr = gearshift::trace::read_gearshift_trace(out);
+  EXPECT_EQ(tr.gpu_name, "NVIDIA H200 SXM 141GB (simulated)");
+  ASSERT_GE(tr.samples.size(), 3u);
+  for (const auto& s : tr.samples) {
+    EXPECT_EQ(s.device, 0);
+    EXPECT_EQ(s.mem_clock_mhz, 3201);
+    EXPECT_GT(s.sm_clock_mhz, 0);
+    EXPECT_EQ(s.power_mw, 250'000);
+  }
+  ASSERT_EQ(tr.kernel_count(), 1u);
+  EXPECT_EQ(tr.ops[0].sm_clock_mhz, tr.samples[0].sm_clock_mhz);
+  EXPECT_EQ(tr.ops[0].mem_clock_mhz, 3201);
 }
