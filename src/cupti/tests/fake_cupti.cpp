@@ -3,6 +3,7 @@
 // helpers that play the driver: fire a launch callback, queue activity records, complete buffers on flush.
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -20,7 +21,7 @@ CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
 std::mutex g_mu;  // g_pending: the tracer's controller thread flushes while the test adds records
 std::vector<std::vector<std::uint8_t>> g_pending;
 std::deque<std::string> g_names;  // keeps names alive (and in place) like CUPTI does
-std::uint64_t g_now = 1'000'000;
+std::atomic<std::uint64_t> g_now{1'000'000};  // read by the tracer's controller thread too
 int g_enabled_callbacks = 0;
 
 std::string mode() {
@@ -101,7 +102,7 @@ FAKE_EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char** s) {
   return CUPTI_SUCCESS;
 }
 FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
-  *t = g_now += 1000;
+  *t = g_now.fetch_add(1000) + 1000;
   return CUPTI_SUCCESS;
 }
 
