@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "trace/kernel_names.hpp"
+
 namespace gearshift::model {
 
 const char* to_string(KernelClass c) {
@@ -35,8 +37,7 @@ KernelClass classify(trace::OpKind kind, std::string_view name) {
       has(s, "sm80_") || has(s, "cublas") || has(s, "wgmma") || has(s, "volta_") || has(s, "ampere_") ||
       has(s, "turing_") || has(s, "implicit_convolve") || has(s, "cudnn::cnn") || has(s, "conv"))
     return KernelClass::gemm;
-  if (has(s, "multi_tensor_apply") || has(s, "adam") || has(s, "sgd") || has(s, "optimizer"))
-    return KernelClass::optimizer;
+  if (trace::is_optimizer_kernel(name)) return KernelClass::optimizer;
   if (has(s, "norm") || has(s, "reduce") || has(s, "softmax") || has(s, "cross_entropy") || has(s, "nll_loss") ||
       has(s, "reduction") || has(s, "welford") || has(s, "argmax") || has(s, "cub::"))
     return KernelClass::reduction_norm;

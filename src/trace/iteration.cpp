@@ -1,4 +1,5 @@
 #include "trace/iteration.hpp"
+#include "trace/kernel_names.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -334,11 +335,7 @@ class Detector {
     return scored.back().first;
   }
 
-  static bool is_optimizer(const std::string& name) {
-    for (const char* key : {"multi_tensor_apply", "Adam", "adam_", "_adam", "sgd", "SGD", "ptimizer"})
-      if (name.find(key) != std::string::npos) return true;
-    return false;
-  }
+  static bool is_optimizer(const std::string& name) { return is_optimizer_kernel(name); }
 
   // Where a step starts within the period. A training step ends with the optimizer: the boundary goes right
   // after the last optimizer kernel of the period (the block followed by the longest idle gap when there are

@@ -1,0 +1,19 @@
+#include "trace/kernel_names.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace gearshift::trace {
+
+bool is_optimizer_kernel(std::string_view name) {
+  std::string s(name);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto has = [&](std::string_view k) { return s.find(k) != std::string::npos; };
+  if (has("multi_tensor_apply") || has("optimizer") || has("sgd")) return true;
+  for (std::size_t at = s.find("adam"); at != std::string::npos; at = s.find("adam", at + 1))
+    if (at == 0 || s[at - 1] != 'h') return true;  // "hadamard" is not Adam
+  return false;
+}
+
+}  // namespace gearshift::trace

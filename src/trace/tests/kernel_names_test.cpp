@@ -1,0 +1,29 @@
+#include "trace/kernel_names.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gearshift::trace {
+namespace {
+
+TEST(KernelNames, OptimizerKernels) {
+  // PyTorch's fused AdamW (as the H200 traces name it), apex/DeepSpeed, SGD, and a plain name.
+  EXPECT_TRUE(is_optimizer_kernel(
+      "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+      "TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
+      "(at::native::ADAM_MODE)1, false>>(...)"));
+  EXPECT_TRUE(is_optimizer_kernel("multi_tensor_adam_cuda_kernel"));
+  EXPECT_TRUE(is_optimizer_kernel("void fused_adam_kernel<float>(float*, float*)"));
+  EXPECT_TRUE(is_optimizer_kernel("sgd_momentum_kernel"));
+  EXPECT_TRUE(is_optimizer_kernel("MyOptimizerStep"));
+  EXPECT_TRUE(is_optimizer_kernel("Adam"));
+}
+
+TEST(KernelNames, NotOptimizerKernels) {
+  EXPECT_FALSE(is_optimizer_kernel("nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_bias_NNN"));
+  EXPECT_FALSE(is_optimizer_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>"));
+  EXPECT_FALSE(is_optimizer_kernel("fast_hadamard_transform_kernel"));  // Hadamard, not Adam
+  EXPECT_FALSE(is_optimizer_kernel(""));
+}
+
+}  // namespace
+}  // namespace gearshift::trace
