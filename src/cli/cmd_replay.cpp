@@ -17,7 +17,7 @@ void add_replay_command(CLI::App& app) {
   struct Opts {
     std::string trace, plan, perturb, dry_run_log;
     SwitchingArgs switching;
-    double cpu_lead_ms = 2, activity_delay_ms = 1;
+    double cpu_lead_ms = 2, activity_delay_ms = 1, activity_period_ms = 0, activity_window_ms = 0;
     std::uint64_t seed = 1;
     bool json = false;
   };
@@ -29,10 +29,17 @@ void add_replay_command(CLI::App& app) {
   o->switching.add_to(cmd);
   cmd->add_option("--cpu-lead-ms", o->cpu_lead_ms, "CPU launch lead over the GPU when the trace lacks launch times, ms");
   cmd->add_option("--activity-delay-ms", o->activity_delay_ms, "Delay of activity records after a kernel ends, ms");
+  cmd->add_option("--activity-period-ms", o->activity_period_ms,
+                  "Sampled activity: completions only for kernels starting in the first --activity-window-ms of "
+                  "each period, ms (0: all)");
+  cmd->add_option("--activity-window-ms", o->activity_window_ms, "Sampled activity: window per period, ms");
   cmd->add_option("--seed", o->seed, "Perturbation seed");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Append every intended change to this JSONL file");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
+    if (o->activity_period_ms < 0 || o->activity_window_ms < 0 ||
+        (o->activity_period_ms > 0 && (o->activity_window_ms <= 0 || o->activity_window_ms > o->activity_period_ms)))
+      throw Exit(kUsage, "--activity-window-ms must be in (0, --activity-period-ms]");
     runtime::ReplayOptions ro;
     runtime::ClockPlan plan = load_plan_or_exit(o->plan);
     try {
@@ -42,6 +49,8 @@ void add_replay_command(CLI::App& app) {
     }
     ro.scheduler = o->switching.resolve(plan);
     if (o->cpu_lead_ms < 0 || o->activity_delay_ms < 0) throw Exit(kUsage, "latencies must be >= 0 ms");
+    ro.activity_period_ns = o->activity_period_ms * 1e6;
+    ro.activity_window_ns = o->activity_window_ms * 1e6;
     ro.perturb.seed = o->seed;
     ro.cpu_lead_ns = o->cpu_lead_ms * 1e6;
     ro.activity_delay_ns = o->activity_delay_ms * 1e6;

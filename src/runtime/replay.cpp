@@ -227,7 +227,9 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
         continue;
       }
       ++ic;
-      if (assigned[i] >= 0)
+      const bool recorded = o.activity_period_ns <= 0 ||
+                            std::fmod(live[i].start - live.front().start, o.activity_period_ns) < o.activity_window_ns;
+      if (assigned[i] >= 0 && recorded)
         sched.on_complete(assigned[i], static_cast<std::int64_t>(live[i].start), static_cast<std::int64_t>(live[i].end));
       take(sched.poll(static_cast<std::int64_t>(tc)));
     }

@@ -30,6 +30,11 @@ struct ReplayOptions {
   Perturbation perturb;
   double cpu_lead_ns = 2e6;        // launch = start − this when the trace has no launch times, ns
   double activity_delay_ns = 1e6;  // completion known this long after the kernel ends, ns
+  // Sampled activity (a study of recording kernel activity only part of the time, to cut CUPTI's per-kernel
+  // cost): with a period > 0 only kernels starting in the first `activity_window_ns` of each period (from the
+  // first op) report a completion, ns. 0: every kernel does.
+  double activity_period_ns = 0;
+  double activity_window_ns = 0;
 };
 
 struct ReplayResult {

@@ -120,6 +120,13 @@ TEST(Replay, BadInputs) {
   std::ofstream(bad) << "{\"format\": \"something else\"}";
   EXPECT_EQ(run({GEARSHIFT_BINARY, "replay", bad.string(), "--plan", bad.string()}, {}, out), 3);
   EXPECT_NE(slurp(out).find("not a gearshift plan"), std::string::npos) << slurp(out);
+  // A sampled-activity window must fit its period (the check comes before any file is read).
+  EXPECT_EQ(run({GEARSHIFT_BINARY, "replay", bad.string(), "--plan", bad.string(), "--activity-period-ms", "10",
+                 "--activity-window-ms", "20"},
+                {}, out),
+            2);
+  EXPECT_NE(slurp(out).find("--activity-window-ms must be in (0, --activity-period-ms]"), std::string::npos)
+      << slurp(out);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -74,6 +74,27 @@ TEST(Replay, LatencyLongerThanPhasesMergesOrDrops) {
   EXPECT_LT(r.in_time_fraction, 0.95);
 }
 
+// Kernel activity recorded only part of the time (a way to cut CUPTI's per-kernel cost). On this perfectly
+// regular trace the completions of every other step anchor the estimates exactly; with the first kernel's
+// only, the anchor goes stale and the scheduler keeps the default clocks (the plan's 1200 MHz phases missed).
+TEST(Replay, SampledActivityTradesInTimeFraction) {
+  auto t = synthetic();
+  auto p = plan_for(t, {});
+  ReplayOptions o;
+  o.scheduler.switch_latency_ns = 0.2e6;
+  const double full = replay(t, p, o).in_time_fraction;
+  o.activity_period_ns = 12.8e6 + 1e5;  // about two steps, not aligned with them
+  o.activity_window_ns = 6.4e6;         // about one of them
+  const double half = replay(t, p, o).in_time_fraction;
+  o.activity_period_ns = 1e15;          // only the first kernel's completion
+  o.activity_window_ns = 1;
+  ReplayResult first_only = replay(t, p, o);
+  EXPECT_GT(full, 0.99);
+  EXPECT_GT(half, 0.99);
+  EXPECT_LT(first_only.in_time_fraction, 0.8);
+  EXPECT_EQ(first_only.prediction_accuracy, 1.0);  // prediction needs launches only
+}
+
 TEST(Replay, PerturbedStaysAccurate) {
   auto t = synthetic();
   auto p = plan_for(t, {});
