@@ -243,7 +243,6 @@ std::string claim_output(const std::string& path, pid_t pid) {
   return path + "." + std::to_string(pid);
 }
 
-
 std::string command_line() {
   std::ifstream f("/proc/self/cmdline", std::ios::binary);
   std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -390,11 +389,17 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
   return std::nullopt;
 }
 
-// The driver's injection: settings from the environment (`gearshift trace`, `gearshift run`).
-void start_from_env() {
+// The tracer's settings from the environment; a malformed value gets one note and keeps its default.
+TracerConfig env_config() {
   std::vector<std::string> warnings;
   TracerConfig cfg = config_from_env([](const char* k) { return std::getenv(k); }, &warnings);
   for (const auto& w : warnings) say("note", w);
+  return cfg;
+}
+
+// The driver's injection: settings from the environment (`gearshift trace`, `gearshift run`).
+void start_from_env() {
+  const TracerConfig cfg = env_config();
   std::lock_guard lock(g_start_mu);
   bool fd_taken = false;  // the inherited descriptor stays open when refused, as before attach existed
   if (auto e = start(cfg, feed_pipe(cfg.runtime_fd), /*attached=*/false, fd_taken)) warn_untraced(e->why);
@@ -409,9 +414,7 @@ std::string& feed_error() {
 // gearshift_feed_attach: the feed alone (no trace file, whatever GEARSHIFT_TRACE_OUTPUT says), the tuning
 // variables (buffer size, flush period, quiet) still from the environment.
 int attach(int fd) {
-  std::vector<std::string> warnings;
-  TracerConfig cfg = config_from_env([](const char* k) { return std::getenv(k); }, &warnings);
-  for (const auto& w : warnings) say("note", w);
+  TracerConfig cfg = env_config();
   cfg.output.clear();
   cfg.chrome_output.clear();
   cfg.runtime_fd = fd;

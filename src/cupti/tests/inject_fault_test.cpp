@@ -62,16 +62,59 @@ int count_lines(const std::string& s) {
 }
 
 // In the child: point the tracer at the fake CUPTI in `mode`, load the injection library, initialise it.
-void* inject(const std::string& mode, const std::string& output) {
+void* inject(const std::string& mode, const std::string& output, const char* sample_ms = "0") {
   setenv("FAKE_CUPTI_MODE", mode.c_str(), 1);
   setenv("GEARSHIFT_CUPTI_LIBRARY", GEARSHIFT_FAKE_CUPTI, 1);
   setenv("GEARSHIFT_TRACE_OUTPUT", output.c_str(), 1);
-  setenv("GEARSHIFT_TRACE_SAMPLE_MS", "0", 1);  // no NVML in CI
+  setenv("GEARSHIFT_TRACE_SAMPLE_MS", sample_ms, 1);  // "0": no NVML in CI
   void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) return nullptr;
   auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
   if (init == nullptr || init() != 1) return nullptr;
   return lib;
+}
+
+std::string read_to_end(int fd) {
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
+  return all;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string l; std::getline(ss, l);) out.push_back(l);
+  return out;
+}
+
+// Runs `body(write_fds)` in a child that holds the write ends of `n` pipes; returns the child's result and what
+// each pipe carried (read after the child ended, so it holds everything written).
+struct PipeRun {
+  ChildResult child;
+  std::vector<std::string> text;
+};
+PipeRun with_pipes(int n, const std::function<int(const std::vector<int>&)>& body) {
+  std::vector<int> reads, writes;
+  for (int i = 0; i < n; ++i) {
+    int p[2];
+    if (pipe(p) != 0) throw std::runtime_error("pipe failed");
+    reads.push_back(p[0]);
+    writes.push_back(p[1]);
+  }
+  ChildResult r = in_child([&] {
+    for (int fd : reads) close(fd);
+    int rc = body(writes);
+    for (int fd : writes) close(fd);
+    return rc;
+  });
+  for (int fd : writes) close(fd);
+  PipeRun out{r, {}};
+  for (int fd : reads) {
+    out.text.push_back(read_to_end(fd));
+    close(fd);
+  }
+  return out;
 }
 
 std::string out_path(const std::string& name) {
@@ -162,11 +205,8 @@ TEST(Injection, TracesLaunchesAndRecordsThroughFakeCupti) {
 // `gearshift run`'s mode: no trace file, the launch feed on a pipe. Launches arrive as L lines with demangled
 // names, completed kernels as C lines after their launch; written at exit at the latest.
 TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToThePipe) {
-  int p[2];
-  ASSERT_EQ(pipe(p), 0);
-  auto r = in_child([&] {
-    close(p[0]);
-    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(p[1]).c_str(), 1);
+  PipeRun run = with_pipes(1, [](const std::vector<int>& fd) {
+    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(fd[0]).c_str(), 1);
     void* lib = inject("ok", "");
     unsetenv("GEARSHIFT_TRACE_OUTPUT");
     if (lib == nullptr) return 2;
@@ -180,15 +220,10 @@ TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToThePipe) {
     }
     std::exit(0);  // through the exit handler, as a program ends
   });
-  close(p[1]);
-  std::string all;
-  char buf[4096];
-  for (ssize_t n; (n = read(p[0], buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
-  close(p[0]);
+  const ChildResult& r = run.child;
+  const std::string& all = run.text[0];
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  std::vector<std::string> lines;
-  std::stringstream ss(all);
-  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  std::vector<std::string> lines = lines_of(all);
   ASSERT_EQ(lines.size(), 8u) << all << r.stderr_text;
   int launches = 0, completions = 0;
   for (const auto& l : lines) {
@@ -256,34 +291,17 @@ bool load_for_attach(const std::string& mode, Feed& f) {
   return f.attach && f.detach && f.error && f.launch && f.kernel && f.enabled;
 }
 
-std::string read_to_end(int fd) {
-  std::string all;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
-  return all;
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string l; std::getline(ss, l);) out.push_back(l);
-  return out;
-}
-
 }  // namespace
 
 // A launch made before attach is not seen (no callback then); launches after it are, with their completions,
 // and detach writes them all and closes the library's end while the program keeps running (and keeps its own
 // end open until it is done).
 TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
-  int p[2];
-  ASSERT_EQ(pipe(p), 0);
-  auto r = in_child([&] {
-    close(p[0]);
+  PipeRun run = with_pipes(1, [](const std::vector<int>& fd) {
     Feed f;
     if (!load_for_attach("ok", f)) return 2;
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z6beforev");  // before attach: not fed
-    if (f.attach(p[1]) != 0) return 3;
+    if (f.attach(fd[0]) != 0) return 3;
     if (f.enabled() != 8) return 4;  // the 8 launch callbacks
     for (uint32_t corr = 2; corr <= 4; ++corr) {
       f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr, "_Z4geluPf");
@@ -292,13 +310,10 @@ TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
     if (f.detach() != 1) return 5;
     if (f.enabled() != 0) return 6;  // callbacks off again
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 5, "_Z5afterv");  // after detach: not fed
-    if (f.detach() != 0) return 7;  // nothing attached any more
-    close(p[1]);  // the program's own end: the reader sees end of file only now
-    return 0;
-  });
-  close(p[1]);
-  std::string all = read_to_end(p[0]);
-  close(p[0]);
+    return f.detach() == 0 ? 0 : 7;  // nothing attached any more
+  });  // the program's own end closes only now: the reader sees end of file then
+  const ChildResult& r = run.child;
+  const std::string& all = run.text[0];
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   auto lines = lines_of(all);
   ASSERT_EQ(lines.size(), 6u) << all;
@@ -328,62 +343,31 @@ TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
 
 // The library writes to its own duplicate: its closing at detach leaves the caller's descriptor usable.
 TEST(FeedAttach, DetachLeavesTheCallersDescriptorOpen) {
-  int p[2];
-  ASSERT_EQ(pipe(p), 0);
-  auto r = in_child([&] {
-    close(p[0]);
+  PipeRun run = with_pipes(1, [](const std::vector<int>& fd) {
     Feed f;
     if (!load_for_attach("ok", f)) return 2;
-    if (f.attach(p[1]) != 0 || f.detach() != 1) return 3;
-    return write(p[1], "X\n", 2) == 2 ? 0 : 4;
+    if (f.attach(fd[0]) != 0 || f.detach() != 1) return 3;
+    return write(fd[0], "X\n", 2) == 2 ? 0 : 4;
   });
-  close(p[1]);
-  std::string all = read_to_end(p[0]);
-  close(p[0]);
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(all, "X\n");
-}
-
-// Runs `body(first_fd, second_fd)` in a child that holds the write ends of two pipes; returns the child's
-// result and what each pipe carried.
-struct TwoFeeds {
-  ChildResult child;
-  std::string first, second;
-};
-TwoFeeds with_two_pipes(const std::function<int(int, int)>& body) {
-  int p[2], q[2];
-  if (pipe(p) != 0 || pipe(q) != 0) throw std::runtime_error("pipe failed");
-  ChildResult r = in_child([&] {
-    close(p[0]);
-    close(q[0]);
-    setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
-    int rc = body(p[1], q[1]);
-    close(p[1]);
-    close(q[1]);
-    return rc;
-  });
-  close(p[1]);
-  close(q[1]);
-  TwoFeeds out{r, read_to_end(p[0]), read_to_end(q[0])};
-  close(p[0]);
-  close(q[0]);
-  return out;
+  ASSERT_EQ(run.child.exit_code, 0) << run.child.stderr_text;
+  EXPECT_EQ(run.text[0], "X\n");
 }
 
 TEST(FeedAttach, SecondAttachIsRefusedWithOneWarningAndTheFirstFeedRunsOn) {
-  TwoFeeds t = with_two_pipes([](int first, int second) {
+  PipeRun t = with_pipes(2, [](const std::vector<int>& fd) {
+    setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
     Feed f;
     if (!load_for_attach("ok", f)) return 2;
-    if (f.attach(first) != 0) return 3;
-    if (f.attach(second) != 2) return 4;  // GEARSHIFT_FEED_ALREADY_RUNNING
+    if (f.attach(fd[0]) != 0) return 3;
+    if (f.attach(fd[1]) != 2) return 4;  // GEARSHIFT_FEED_ALREADY_RUNNING
     if (std::string(f.error()).find("already runs") == std::string::npos) return 5;
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
     return f.detach() == 1 ? 0 : 6;
   });
   ASSERT_EQ(t.child.exit_code, 0) << t.child.stderr_text;
-  EXPECT_EQ(lines_of(t.first).size(), 1u) << t.first;
-  EXPECT_TRUE(t.first.starts_with("L ")) << t.first;
-  EXPECT_EQ(t.second, "");
+  EXPECT_EQ(lines_of(t.text[0]).size(), 1u) << t.text[0];
+  EXPECT_TRUE(t.text[0].starts_with("L ")) << t.text[0];
+  EXPECT_EQ(t.text[1], "");
   EXPECT_EQ(count_lines(t.child.stderr_text), 1) << t.child.stderr_text;
   EXPECT_NE(t.child.stderr_text.find(
                 "warning: launch feed not attached: the gearshift tracer already runs in this process"),
@@ -393,22 +377,23 @@ TEST(FeedAttach, SecondAttachIsRefusedWithOneWarningAndTheFirstFeedRunsOn) {
 
 // disable() then enable() again: a detached feed may be followed by a new one.
 TEST(FeedAttach, AttachAgainAfterDetachFeedsTheNewPipe) {
-  TwoFeeds t = with_two_pipes([](int first, int second) {
+  PipeRun t = with_pipes(2, [](const std::vector<int>& fd) {
+    setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
     Feed f;
     if (!load_for_attach("ok", f)) return 2;
-    if (f.attach(first) != 0) return 3;
+    if (f.attach(fd[0]) != 0) return 3;
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
     if (f.detach() != 1) return 4;
-    if (f.attach(second) != 0) return 5;
+    if (f.attach(fd[1]) != 0) return 5;
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z9layernormPfi");
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, "_Z9layernormPfi");
     return f.detach() == 1 ? 0 : 6;
   });
   ASSERT_EQ(t.child.exit_code, 0) << t.child.stderr_text;
-  ASSERT_EQ(lines_of(t.first).size(), 1u) << t.first;
-  EXPECT_TRUE(t.first.ends_with(" 1 gelu(float*)\n")) << t.first;
-  auto l2 = lines_of(t.second);
-  ASSERT_EQ(l2.size(), 2u) << t.second;
+  ASSERT_EQ(lines_of(t.text[0]).size(), 1u) << t.text[0];
+  EXPECT_TRUE(t.text[0].ends_with(" 1 gelu(float*)\n")) << t.text[0];
+  auto l2 = lines_of(t.text[1]);
+  ASSERT_EQ(l2.size(), 2u) << t.text[1];
   EXPECT_TRUE(l2[0].ends_with(" 2 layernorm(float*, int)")) << l2[0];
   EXPECT_TRUE(l2[1].ends_with(" 3 layernorm(float*, int)")) << l2[1];
   EXPECT_EQ(t.child.stderr_text, "");
@@ -465,32 +450,24 @@ TEST(FeedAttach, MissingCuptiOrAnotherSubscriberIsRefusedWithOneWarning) {
 // The driver injected the library (CUDA_INJECTION64_PATH, here a feed of `gearshift run`): attach refuses and
 // the existing feed keeps its pipe; detach does not stop a feed it did not start.
 TEST(FeedAttach, RefusedWhenTheDriverAlreadyInjectedTheFeed) {
-  int p[2], q[2];
-  ASSERT_EQ(pipe(p), 0);
-  ASSERT_EQ(pipe(q), 0);
-  auto r = in_child([&] {
-    close(p[0]);
-    close(q[0]);
-    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(p[1]).c_str(), 1);
+  PipeRun run = with_pipes(2, [](const std::vector<int>& fd) {
+    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(fd[0]).c_str(), 1);
     setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
     void* lib = inject("ok", "");
     unsetenv("GEARSHIFT_TRACE_OUTPUT");
     if (lib == nullptr) return 2;
     auto attach = reinterpret_cast<int (*)(int)>(dlsym(lib, "gearshift_feed_attach"));
     auto detach = reinterpret_cast<int (*)()>(dlsym(lib, "gearshift_feed_detach"));
-    if (attach(q[1]) != 2) return 3;
+    if (attach(fd[1]) != 2) return 3;
     if (detach() != 0) return 4;
     void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
     auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
     launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
-    close(q[1]);
+    close(fd[1]);
     std::exit(0);  // the injected feed ends at exit, as before
   });
-  close(p[1]);
-  close(q[1]);
-  std::string injected = read_to_end(p[0]), attached = read_to_end(q[0]);
-  close(p[0]);
-  close(q[0]);
+  const ChildResult& r = run.child;
+  const std::string &injected = run.text[0], &attached = run.text[1];
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(lines_of(injected).size(), 1u) << injected;
   EXPECT_EQ(attached, "");
@@ -508,14 +485,8 @@ TEST(Injection, SamplesClocksAndPowerThroughTheNvmlWrapper) {
     setenv("GEARSHIFT_SIMGPU_POWER_W", "250", 1);
     unsetenv("GEARSHIFT_SIMGPU_STATE");
     unsetenv("CUDA_VISIBLE_DEVICES");
-    setenv("FAKE_CUPTI_MODE", "ok", 1);
-    setenv("GEARSHIFT_CUPTI_LIBRARY", GEARSHIFT_FAKE_CUPTI, 1);
-    setenv("GEARSHIFT_TRACE_OUTPUT", out.c_str(), 1);
-    setenv("GEARSHIFT_TRACE_SAMPLE_MS", "5", 1);
-    void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    void* lib = inject("ok", out, "5");
     if (lib == nullptr) return 2;
-    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
-    if (init == nullptr || init() != 1) return 3;
     void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
     auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t)>(dlsym(fake, "fake_cupti_launch"));
     auto kernel = reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));

@@ -124,7 +124,7 @@ Frontier compute_frontier(const FrontierInput& in) {
   WarmFlow warm;
   const bool use_boost = in.engine == CutEngine::kBoostBk;
   const int E = static_cast<int>(in.edges.size());
-  std::vector<int> node_of(n, -1);  // critical op i -> its start node; end node = start + 1
+  std::vector<int> node_of(n, -1);  // op -> its start node (Boost: critical ops only); end node = start + 1
   std::vector<int> crit;
   std::vector<std::int64_t> unary;
   // Warm engine: one network over every operation, built once, its nodes numbered in topological order
@@ -158,9 +158,17 @@ Frontier compute_frontier(const FrontierInput& in) {
     edge_arc.resize(static_cast<std::size_t>(E));
     for (int k = 0; k < E; ++k) edge_arc[k] = warm.add_arc(node_of[in.edges[k].first] + 1, node_of[in.edges[k].second]);
   }
-  // What the warm network was last given, so that a step only passes on what changed: per operation its
-  // critical / starts-at-0 / ends-at-T bits and whether its cut terms changed since; per edge its tightness.
-  std::vector<char> is_crit(n), op_state(n, 0), op_dirty(n, 1), edge_tight(static_cast<std::size_t>(E), 0);
+  static_assert(MinCut::kInfinity == WarmFlow::kInfinity, "one infinity for both cut engines");
+  std::vector<char> is_crit(n);
+  // Crossing an operation forward costs up, backward refunds `refund`: an arc of capacity up − refund plus
+  // node terms of `refund`.
+  auto op_cap = [&](int v) {
+    const std::int64_t refund = op_refund[v], up = op_up[v];
+    return up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund);
+  };
+  // A precedence edge belongs to the critical network when both ends are critical and it has no slack.
+  auto tight = [&](int u, int w) { return is_crit[u] && is_crit[w] && cpm.es[u] + d[u] == cpm.es[w]; };
+  // The warm network is given only capacities that changed (the rest keeps its flow).
   auto set = [&](int arc, std::int64_t cap) {
     if (arc >= 0 && warm.capacity(arc) != cap) warm.set_capacity(arc, cap);
   };
@@ -182,16 +190,14 @@ Frontier compute_frontier(const FrontierInput& in) {
       unary.assign(static_cast<std::size_t>(nodes), 0);
       for (int v : crit) {
         const int s = node_of[v], e = s + 1;
-        const std::int64_t refund = op_refund[v], up = op_up[v];
-        // Crossing forward costs up; backward refunds `refund`: arc of capacity up − refund plus node terms.
-        boost_cut.add_edge(s, e, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund));
-        unary[e] += refund;
-        unary[s] -= refund;
+        boost_cut.add_edge(s, e, op_cap(v));
+        unary[e] += op_refund[v];
+        unary[s] -= op_refund[v];
         if (cpm.es[v] == 0) boost_cut.add_edge(source, s, MinCut::kInfinity);
         if (cpm.lf[v] == T) boost_cut.add_edge(e, sink, MinCut::kInfinity);
         for (int k = cpm.succ.start[v]; k < cpm.succ.start[v + 1]; ++k) {
           int w = cpm.succ.adj[k];
-          if (cpm.critical(w, d) && cpm.es[v] + d[v] == cpm.es[w]) boost_cut.add_edge(e, node_of[w], MinCut::kInfinity);
+          if (tight(v, w)) boost_cut.add_edge(e, node_of[w], MinCut::kInfinity);
         }
       }
       for (int v : crit) {
@@ -202,31 +208,19 @@ Frontier compute_frontier(const FrontierInput& in) {
       }
       value = boost_cut.solve();
     } else {
-      // The same network as the Boost branch builds, as capacities (only changed ones are passed on).
+      // The same network as the Boost branch builds, as capacities; an operation off the critical network
+      // gets 0 on all its arcs.
       for (int v = 0; v < n; ++v) {
-        const char state = is_crit[v] ? static_cast<char>(1 | (cpm.es[v] == 0 ? 2 : 0) | (cpm.lf[v] == T ? 4 : 0)) : 0;
-        if (state == op_state[v] && !(is_crit[v] && op_dirty[v])) continue;
-        op_state[v] = state;
         const auto& a = op_arcs[v];
-        if (!is_crit[v]) {
-          for (int arc : {a.op, a.usrc, a.usnk, a.entry, a.exit}) set(arc, 0);
-          continue;
-        }
-        op_dirty[v] = 0;
-        const std::int64_t refund = op_refund[v], up = op_up[v];
-        set(a.op, up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund));
-        set(a.usrc, refund);
-        set(a.usnk, refund);
-        set(a.entry, state & 2 ? WarmFlow::kInfinity : 0);
-        set(a.exit, state & 4 ? WarmFlow::kInfinity : 0);
+        const bool c = is_crit[v];
+        set(a.op, c ? op_cap(v) : 0);
+        set(a.usrc, c ? op_refund[v] : 0);
+        set(a.usnk, c ? op_refund[v] : 0);
+        set(a.entry, c && cpm.es[v] == 0 ? WarmFlow::kInfinity : 0);
+        set(a.exit, c && cpm.lf[v] == T ? WarmFlow::kInfinity : 0);
       }
-      for (int k = 0; k < E; ++k) {
-        const auto [u, w] = in.edges[k];
-        const char tight = is_crit[u] && is_crit[w] && cpm.es[u] + d[u] == cpm.es[w];
-        if (tight == edge_tight[k]) continue;
-        edge_tight[k] = tight;
-        warm.set_capacity(edge_arc[k], tight ? WarmFlow::kInfinity : 0);
-      }
+      for (int k = 0; k < E; ++k)
+        set(edge_arc[k], tight(in.edges[k].first, in.edges[k].second) ? WarmFlow::kInfinity : 0);
       value = warm.solve();
     }
     if (value >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
@@ -251,10 +245,7 @@ Frontier compute_frontier(const FrontierInput& in) {
       break;
     }
     T = T2;
-    for (auto [v, dd] : delta) {
-      terms(v);
-      op_dirty[v] = 1;
-    }
+    for (auto [v, dd] : delta) terms(v);
     fr.changes.push_back(std::move(delta));
     record(T);
   }

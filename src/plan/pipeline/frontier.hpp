@@ -27,10 +27,10 @@ struct CostTable {
 };
 
 // Max-flow engine for the per-step cut. Both give the same cut (the minimal source side is unique).
-//  kWarmDinic: one network kept over all steps, its flow and search trees updated incrementally (warm_flow.hpp;
-//              the name is from its first version, Dinic warm-started from the previous flow); the default, fast.
-//  kBoostBk:   Boost.Graph's Boykov–Kolmogorov from scratch every step; the cross-check.
-enum class CutEngine { kWarmDinic, kBoostBk };
+//  kWarm:    one network kept over all steps, its flow and search trees updated incrementally (warm_flow.hpp);
+//            the default, fast.
+//  kBoostBk: Boost.Graph's Boykov–Kolmogorov from scratch every step; the cross-check.
+enum class CutEngine { kWarm, kBoostBk };
 
 struct FrontierInput {
   int num_ops = 0;
@@ -39,7 +39,7 @@ struct FrontierInput {
   int gpus = 1;                            // GPUs charged blocking power for the whole iteration
   double unit_s = 1e-3;                    // time unit u [s]
   double blocking_power_w = 0;             // P [W] per GPU
-  CutEngine engine = CutEngine::kWarmDinic;
+  CutEngine engine = CutEngine::kWarm;
 };
 
 struct FrontierPoint {

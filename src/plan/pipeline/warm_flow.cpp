@@ -39,7 +39,7 @@ void WarmFlow::build() {
     ++first_[to_[a] + 1];
   }
   for (int v = 0; v < n_; ++v) first_[v + 1] += first_[v];
-  it_.assign(first_.begin(), first_.end() - 1);
+  std::vector<int> next(first_.begin(), first_.end() - 1);  // next free residual slot per node
   const auto residual = static_cast<std::size_t>(2 * arcs);
   cto_.resize(residual);
   crev_.resize(residual);
@@ -47,7 +47,7 @@ void WarmFlow::build() {
   cres_.assign(residual, 0);
   fwd_pos_.resize(static_cast<std::size_t>(arcs));
   for (int a = 0; a < arcs; ++a) {
-    const int f = it_[from_[a]]++, r = it_[to_[a]]++;
+    const int f = next[from_[a]]++, r = next[to_[a]]++;
     cto_[f] = to_[a];
     cto_[r] = from_[a];
     crev_[f] = r;
@@ -213,9 +213,9 @@ int WarmFlow::origin_distance(int w) {
     }
     if (parent_[x] == kNone) return -1;
     ++d;
-    x = parent_node(x);
+    x = parent_node_[x];
   }
-  for (int y = w, dy = d; ts_[y] != time_; y = parent_node(y), --dy) {
+  for (int y = w, dy = d; ts_[y] != time_; y = parent_node_[y], --dy) {
     ts_[y] = time_;
     dist_[y] = dy;
   }
@@ -266,15 +266,15 @@ void WarmFlow::adopt() {
 std::int64_t WarmFlow::augment(int m) {
   std::int64_t by = cres_[m];
   int root_s = cto_[crev_[m]], root_t = cto_[m];
-  for (; parent_[root_s] != kRoot; root_s = parent_node(root_s)) by = std::min(by, cres_[parent_[root_s]]);
-  for (; parent_[root_t] != kRoot; root_t = parent_node(root_t)) by = std::min(by, cres_[parent_[root_t]]);
+  for (; parent_[root_s] != kRoot; root_s = parent_node_[root_s]) by = std::min(by, cres_[parent_[root_s]]);
+  for (; parent_[root_t] != kRoot; root_t = parent_node_[root_t]) by = std::min(by, cres_[parent_[root_t]]);
   if (root_s != s_) by = std::min(by, imbalance_[root_s]);
   if (root_t != t_) by = std::min(by, -imbalance_[root_t]);
   cres_[m] -= by;
   cres_[crev_[m]] += by;
   for (int x : {cto_[crev_[m]], cto_[m]}) {
     while (parent_[x] != kRoot) {
-      const int k = parent_[x], up = parent_node(x);
+      const int k = parent_[x], up = parent_node_[x];
       cres_[k] -= by;
       cres_[crev_[k]] += by;
       if (cres_[k] == 0) make_orphan(x);
@@ -386,7 +386,6 @@ std::int64_t WarmFlow::solve() {
     repair();
     for (int v : roots_)
       if (parent_[v] == kRoot) make_orphan(v);
-    roots_.clear();
     note_changes();
     adopt();
     value = grow(source_outflow());

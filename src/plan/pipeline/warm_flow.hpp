@@ -44,7 +44,6 @@ class WarmFlow {
   void build();
   void repair();
   void activate(int v);
-  int parent_node(int v) const { return parent_node_[static_cast<std::size_t>(v)]; }
   void make_orphan(int v);
   void note_changes();
   int origin_distance(int w);
@@ -60,7 +59,7 @@ class WarmFlow {
   std::vector<std::int64_t> cap_;  // by arc index, so that callers can skip unchanged capacities cheaply
   // Residual arcs laid out contiguously by tail node (CSR): a forward arc and its reverse point at each other
   // through crev_; cres_ is the residual capacity, so an arc's flow is its reverse's residual capacity.
-  std::vector<int> first_, cto_, crev_, fwd_pos_, it_;  // it_: scratch for build()
+  std::vector<int> first_, cto_, crev_, fwd_pos_;
   std::vector<std::int64_t> cres_;
   std::vector<char> cfwd_;
   // Inflow − outflow per node left by lowered flows, and the nodes where it may be nonzero (worklists of

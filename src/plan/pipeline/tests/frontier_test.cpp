@@ -54,14 +54,14 @@ TEST(Frontier, TwoParallelChainsCrashTheCheaperFirst) {
   EXPECT_EQ(f.durations_at(3), (std::vector<int>{2, 3, 5}));
 }
 
-TEST(Frontier, WarmDinicAndBoostBkGiveIdenticalFrontiers) {
+TEST(Frontier, WarmAndBoostBkGiveIdenticalFrontiers) {
   std::mt19937 rng(7);
   auto g = build_dag(Schedule::k1F1B, 3, 5, 1, false);
   FrontierInput in;
   in.num_ops = static_cast<int>(g.ops.size());
   in.edges = g.edges;
   for (int i = 0; i < in.num_ops; ++i) in.costs.push_back(random_convex(rng, 4 + i % 3, 5));
-  in.engine = CutEngine::kWarmDinic;
+  in.engine = CutEngine::kWarm;
   auto a = compute_frontier(in);
   in.engine = CutEngine::kBoostBk;
   auto b = compute_frontier(in);
