@@ -56,7 +56,6 @@ std::string AutoPlanner::progress(const Attempt& a) const {
 }
 
 void AutoPlanner::loop() {
-  std::size_t tried_at = 0;
   auto next = t0_ + o_.attempt_period;
   for (;;) {
     trace::Trace t;
@@ -67,15 +66,14 @@ void AutoPlanner::loop() {
       if (stopping_) return;
       full = collector_.full();
       timed_out = seconds_since(t0_) >= o_.timeout_s;
-      if (collector_.kernels() == tried_at && !timed_out) {
+      if (collector_.kernels() == last_.kernels && !timed_out) {
         next = std::chrono::steady_clock::now() + o_.attempt_period;
         continue;
       }
-      if (collector_.kernels() != tried_at) t = collector_.to_trace();
+      if (collector_.kernels() != last_.kernels) t = collector_.to_trace();
     }
     const auto began = std::chrono::steady_clock::now();
-    Attempt a = t.ops.empty() && tried_at > 0 ? last_ : detect(t);
-    tried_at = std::max(tried_at, t.ops.size());
+    Attempt a = t.ops.empty() ? last_ : detect(t);
     {
       std::lock_guard<std::mutex> g(mu_);
       last_ = a;
@@ -87,11 +85,7 @@ void AutoPlanner::loop() {
     if (full || timed_out) {
       std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
                              : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)", o_.timeout_s);
-      std::lock_guard<std::mutex> g(mu_);
-      state_ = State::gave_up;
-      reason_ = why + ": " + progress(a) + "; the job ran on with its clocks untouched";
-      collector_ = runtime::FeedCollector(0);  // frees the records
-      fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why + ": " + progress(a));
+      give_up(why + ": " + progress(a));
       return;
     }
     // Detection costs more as the trace grows: at least twice its last run time between attempts.
@@ -100,7 +94,15 @@ void AutoPlanner::loop() {
   }
 }
 
-bool AutoPlanner::plan(trace::Trace t, const Attempt& a, double seconds) {
+void AutoPlanner::give_up(const std::string& why) {
+  std::lock_guard<std::mutex> g(mu_);
+  state_ = State::gave_up;
+  reason_ = why + "; the job ran on with its clocks untouched";
+  collector_ = runtime::FeedCollector(0);  // frees the records
+  fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why);
+}
+
+void AutoPlanner::plan(trace::Trace t, const Attempt& a, double seconds) {
   PlanJobOptions po;
   po.display_name = o_.job_name;
   po.gpu = o_.gpu_spec;
@@ -138,17 +140,12 @@ bool AutoPlanner::plan(trace::Trace t, const Attempt& a, double seconds) {
     fmt::print(stderr, "gearshift run --auto: applying the plan from now on\n");
     start_(cp);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
-    std::lock_guard<std::mutex> g(mu_);
-    state_ = State::gave_up;
-    reason_ = fmt::format("planning failed: {}; the job ran on with its clocks untouched", e.what());
-    collector_ = runtime::FeedCollector(0);
-    fmt::print(stderr, "gearshift run --auto: planning failed: {}; continuing as a pass-through\n", e.what());
-    return false;
+    give_up(std::string("planning failed: ") + e.what());
+    return;
   }
   std::lock_guard<std::mutex> g(mu_);
   state_ = State::planned;
   collector_ = runtime::FeedCollector(0);
-  return true;
 }
 
 std::string AutoPlanner::finish() {

@@ -55,8 +55,10 @@ class AutoPlanner {
   };
   void loop();
   Attempt detect(trace::Trace& t) const;
-  // Plans from `t`; false (with reason_ set) when planning failed.
-  bool plan(trace::Trace t, const Attempt& a, double seconds);
+  // Plans from `t` and starts the runtime; on failure gives up (the job runs on untouched).
+  void plan(trace::Trace t, const Attempt& a, double seconds);
+  // Ends the warm-up without a plan, saying `why`; frees the collected records.
+  void give_up(const std::string& why);
   std::string progress(const Attempt& a) const;
 
   AutoOptions o_;

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "cli/auto_plan.hpp"
 #include "cli/child_process.hpp"
@@ -99,9 +100,9 @@ std::string auto_gpu_spec(const std::string& given, const OpenedGpus& opened, un
   std::string name = gpu::spec_name_for_device(device);
   if (!name.empty()) return name;
   if (apply)
-    throw Exit(kUsage, fmt::format("GPU {} ('{}') has no spec to plan with; pass --gpu-spec (known: h200, h100, a100, "
-                                   "a40, rtx3080ti) if it is one of those",
-                                   index, device));
+    throw Exit(kUsage, fmt::format("GPU {} ('{}') has no spec to plan with; pass --gpu-spec (known: {}) if it is "
+                                   "one of those",
+                                   index, device, fmt::join(gpu::spec_names(), ", ")));
   fmt::print(stderr, "gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)\n",
              index, device);
   return "h200";
@@ -121,13 +122,7 @@ void set_tracer_env(const std::string& trace_output) {
     unsetenv(cupti::kEnvOutput);  // feed only: no trace file unless asked for
     return;
   }
-  namespace fs = std::filesystem;
-  const std::string out = fs::absolute(trace_output).string();
-  std::error_code ec;
-  // As `gearshift trace -o`: a stale file would send the library to FILE.<pid>; only a regular file is removed.
-  if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
-  setenv(cupti::kEnvOutput, out.c_str(), 1);
-  unsetenv(cupti::kEnvChrome);
+  set_trace_output_env(trace_output);
 }
 
 std::string self_exe() {
@@ -160,7 +155,8 @@ void add_run_command(CLI::App& app) {
                   "With --auto: give up planning after this many seconds, s (default 600)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gpu-spec", o->gpu_spec,
-                  "With --auto: GPU spec to plan for (h200, h100, a100, a40, rtx3080ti; default: from NVML's name)");
+                  fmt::format("With --auto: GPU spec to plan for ({}; default: from NVML's name)",
+                              fmt::join(gpu::spec_names(), ", ")));
   cmd->add_option("--plan-output", o->plan_output, "With --auto: also write the plan made (plan.json)");
   cmd->add_flag("--apply", o->apply, "Lock clocks through NVML (needs root or CAP_SYS_ADMIN); default: dry-run");
   cmd->add_flag("--lock-memory", o->lock_memory, "Also lock memory clocks where the GPU supports it");

@@ -75,15 +75,9 @@ void report(const std::string& path, const std::string& chrome) {
 void run_trace(const TraceArgs& args) {
   if (args.command.empty()) throw Exit(kUsage, "no command given: gearshift trace -o FILE -- CMD ARGS");
   std::string lib = find_inject_library();
-  std::string out = fs::absolute(args.output).string();
-  std::error_code ec;
-  // The injected library claims the path; a stale file would send it to FILE.<pid>. Only a regular file is
-  // removed: `-o /dev/full` (a disk-full drill) must stay a device.
-  if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
   auto set = [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); };
   set_injection_env(lib);
-  set(cupti::kEnvOutput, out);
-  unsetenv(cupti::kEnvChrome);  // written here, after the run, from the finished file
+  const std::string out = set_trace_output_env(args.output);  // Chrome JSON: written here from the finished file
   if (args.steps > 0) set(cupti::kEnvSteps, std::to_string(args.steps));
   if (args.duration_s > 0) set(cupti::kEnvDuration, fmt::format("{}", args.duration_s));
   set(cupti::kEnvSampleMs, std::to_string(args.sample_ms));
@@ -94,6 +88,7 @@ void run_trace(const TraceArgs& args) {
     report(out, args.chrome);
     // Other CUDA processes of the same run (DDP ranks, subprocesses) wrote FILE.<pid>.
     fs::path p(out);
+    std::error_code ec;
     for (const auto& e : fs::directory_iterator(p.parent_path(), ec))
       if (e.path().filename().string().starts_with(p.filename().string() + "."))
         fmt::print("  also written   {} (another CUDA process of this run)\n", e.path().string());

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "cupti/config.hpp"
 
 namespace gearshift::cli {
 
@@ -26,6 +27,15 @@ std::string find_inject_library() {
     if (fs::exists(c)) return fs::weakly_canonical(c).string();
   throw Exit(kFailure, fmt::format("libgearshift_inject.so not found next to {} (was gearshift built with CUPTI "
                                    "headers?); set GEARSHIFT_INJECT_LIBRARY to its path", exe.string()));
+}
+
+std::string set_trace_output_env(const std::string& path) {
+  const std::string out = fs::absolute(path).string();
+  std::error_code ec;
+  if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
+  setenv(cupti::kEnvOutput, out.c_str(), 1);
+  unsetenv(cupti::kEnvChrome);
+  return out;
 }
 
 void set_injection_env(const std::string& library) {

@@ -14,4 +14,10 @@ std::string find_inject_library();
 // Call before any thread starts: setenv is not thread-safe.
 void set_injection_env(const std::string& library);
 
+// Names the trace file the library writes (GEARSHIFT_TRACE_OUTPUT, made absolute) and clears the Chrome output
+// (gearshift writes that itself from the finished file). A stale regular file at `path` is removed first: the
+// library would otherwise claim FILE.<pid>; anything else (`-o /dev/full`, a disk-full drill) is left alone.
+// Returns the absolute path. Before any thread starts.
+std::string set_trace_output_env(const std::string& path);
+
 }  // namespace gearshift::cli
