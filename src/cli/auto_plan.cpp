@@ -33,12 +33,14 @@ void AutoPlanner::add(const runtime::FeedEvent& e) {
   if (state_ == State::collecting) collector_.add(e);
 }
 
-AutoPlanner::Attempt AutoPlanner::detect(trace::Trace& t) const {
+AutoPlanner::Attempt AutoPlanner::detect(const trace::Trace& t, std::optional<trace::IterationAnalysis>* an) const {
   Attempt a;
   a.kernels = t.ops.size();
   if (t.ops.empty()) return a;
   try {
-    a.steps = trace::detect_iterations(t).iterations.size();
+    trace::IterationAnalysis found = trace::detect_iterations(t);
+    a.steps = found.iterations.size();
+    if (an != nullptr) *an = std::move(found);
   } catch (const trace::NoIterationError& e) {
     a.why = e.what();
   }
@@ -70,16 +72,18 @@ void AutoPlanner::loop() {
         next = std::chrono::steady_clock::now() + o_.attempt_period;
         continue;
       }
-      if (collector_.kernels() != last_.kernels) t = collector_.to_trace();
+      if (collector_.kernels() != last_.kernels) t = collector_.snapshot();
     }
     const auto began = std::chrono::steady_clock::now();
-    Attempt a = t.ops.empty() ? last_ : detect(t);
+    runtime::FeedCollector::sort_by_start(t);  // outside the lock: the feed reader keeps adding meanwhile
+    std::optional<trace::IterationAnalysis> an;  // kept for planning: detection is the costly part
+    Attempt a = t.ops.empty() ? last_ : detect(t, &an);
     {
       std::lock_guard<std::mutex> g(mu_);
       last_ = a;
     }
     if (a.steps >= o_.warmup_steps) {
-      plan(std::move(t), a, seconds_since(t0_));
+      plan(std::move(t), std::move(an), a, seconds_since(t0_));
       return;
     }
     if (full || timed_out) {
@@ -102,7 +106,8 @@ void AutoPlanner::give_up(const std::string& why) {
   fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why);
 }
 
-void AutoPlanner::plan(trace::Trace t, const Attempt& a, double seconds) {
+void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
+                       double seconds) {
   PlanJobOptions po;
   po.display_name = o_.job_name;
   po.gpu = o_.gpu_spec;
@@ -110,7 +115,7 @@ void AutoPlanner::plan(trace::Trace t, const Attempt& a, double seconds) {
   po.strategy = "phase";
   po.switch_latency_ms = o_.switch_latency_ms;
   try {
-    PlanJobResult r = plan_trace(po, std::move(t));
+    PlanJobResult r = plan_trace(po, std::move(t), std::move(an));
     const nlohmann::json j = plan_file_json(po, r);
     // One conversion: the runtime reads the same plan.json that `gearshift plan -o` would have written.
     runtime::ClockPlan cp = runtime::plan_from_json(j, "the --auto plan");
@@ -162,8 +167,9 @@ std::string AutoPlanner::finish() {
     if (state_ == State::planned) return {};
     if (state_ == State::gave_up) return reason_;
     last = last_;
-    if (collector_.kernels() != last_.kernels) t = collector_.to_trace();
+    if (collector_.kernels() != last_.kernels) t = collector_.snapshot();
   }
+  runtime::FeedCollector::sort_by_start(t);
   // Still warming up when the job ended: one last look at what came, for the report.
   Attempt a = t.ops.empty() ? last : detect(t);
   return fmt::format("the job ended during the warm-up ({:.1f} s): {}; no plan was made and the clocks were left "

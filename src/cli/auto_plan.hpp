@@ -17,6 +17,7 @@
 #include "runtime/clock_plan.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
+#include "trace/iteration.hpp"
 
 namespace gearshift::cli {
 
@@ -54,9 +55,10 @@ class AutoPlanner {
     std::string why;  // detection's message when it found nothing
   };
   void loop();
-  Attempt detect(trace::Trace& t) const;
+  // Runs iteration detection on `t` (sorted by start); the analysis goes to `*an` (when given) if it found steps.
+  Attempt detect(const trace::Trace& t, std::optional<trace::IterationAnalysis>* an = nullptr) const;
   // Plans from `t` and starts the runtime; on failure gives up (the job runs on untouched).
-  void plan(trace::Trace t, const Attempt& a, double seconds);
+  void plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a, double seconds);
   // Ends the warm-up without a plan, saying `why`; frees the collected records.
   void give_up(const std::string& why);
   std::string progress(const Attempt& a) const;

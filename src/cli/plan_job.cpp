@@ -52,12 +52,13 @@ PlanJobResult run_plan_job(const PlanJobOptions& o) {
   return plan_trace(o, std::move(t));
 }
 
-PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace) {
+PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
+                         std::optional<trace::IterationAnalysis> iterations) {
   PlanJobResult r;
   const gpu::GpuSpec spec = spec_or_exit(o.gpu);
   r.trace = std::move(trace);
   try {
-    r.iterations = trace::detect_iterations(r.trace);
+    r.iterations = iterations ? std::move(*iterations) : trace::detect_iterations(r.trace);
   } catch (const trace::NoIterationError& e) {
     throw Exit(kNoIteration, fmt::format("{}: {}", o.display_name, e.what()));
   }

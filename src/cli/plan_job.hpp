@@ -39,7 +39,9 @@ struct PlanJobResult {
 PlanJobResult run_plan_job(const PlanJobOptions& o);
 // The same planning on a trace already in memory (`gearshift run --auto` collects it from the launch feed);
 // o.trace_path is not read. run_plan_job imports the file and calls this.
-PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace);
+// `iterations`: the trace's iteration analysis when the caller already ran it (run --auto), else it is run here.
+PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
+                         std::optional<trace::IterationAnalysis> iterations = std::nullopt);
 
 void print_report(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);

@@ -33,15 +33,24 @@ void FeedCollector::add(const FeedEvent& e) {
   pending_.erase(it);
 }
 
-trace::Trace FeedCollector::to_trace() const {
+trace::Trace FeedCollector::snapshot() const {
   trace::Trace t;
   t.source = "launch feed";
   t.format = "gearshift launch feed";
   t.names = names_;
   t.ops = ops_;
+  return t;
+}
+
+void FeedCollector::sort_by_start(trace::Trace& t) {
   // Completions arrive in activity-buffer order, not GPU order; the trace's contract is sorted by start.
   std::stable_sort(t.ops.begin(), t.ops.end(),
                    [](const trace::OpRecord& a, const trace::OpRecord& b) { return a.start_ns < b.start_ns; });
+}
+
+trace::Trace FeedCollector::to_trace() const {
+  trace::Trace t = snapshot();
+  sort_by_start(t);
   return t;
 }
 

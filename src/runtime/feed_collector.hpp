@@ -25,8 +25,12 @@ class FeedCollector {
   std::uint64_t unmatched() const { return unmatched_; }     // completions whose launch was not seen
   bool full() const { return ops_.size() >= max_kernels_; }
 
-  // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read).
+  // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read):
+  // snapshot() then sort_by_start(). A caller that serialises add() under a lock takes only the snapshot under
+  // it and sorts outside, so the feed is not held up by the sort.
   trace::Trace to_trace() const;
+  trace::Trace snapshot() const;              // the kept kernels in arrival order
+  static void sort_by_start(trace::Trace& t);  // completions arrive in activity-buffer order
 
  private:
   struct Launch {
