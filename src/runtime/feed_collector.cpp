@@ -8,8 +8,11 @@ void FeedCollector::add(const FeedEvent& e) {
   if (e.kind == FeedEvent::Kind::launch) {
     ++launches_;
     if (full()) return;
-    auto [it, fresh] = ids_.try_emplace(std::string(e.name), static_cast<std::uint32_t>(names_.size()));
-    if (fresh) names_.emplace_back(e.name);
+    auto it = ids_.find(e.name);  // a string is built only for a name seen the first time
+    if (it == ids_.end()) {
+      it = ids_.emplace(std::string(e.name), static_cast<std::uint32_t>(names_.size())).first;
+      names_.emplace_back(e.name);
+    }
     pending_[e.correlation] = {it->second, e.cpu_ns};
     return;
   }

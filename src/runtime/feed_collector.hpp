@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/feed.hpp"
+#include "runtime/string_map.hpp"
 #include "trace/record.hpp"
 
 namespace gearshift::runtime {
@@ -38,7 +39,7 @@ class FeedCollector {
     std::int64_t cpu_ns;
   };
   std::size_t max_kernels_;
-  std::unordered_map<std::string, std::uint32_t> ids_;
+  StringMap<std::uint32_t> ids_;
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Launch> pending_;  // correlation -> launch not completed yet
   std::vector<trace::OpRecord> ops_;

@@ -28,7 +28,7 @@ model::KernelClass PositionPredictor::class_of(std::string_view name) const {
 Alignment PositionPredictor::observe(std::string_view name) {
   const std::int32_t id = id_of(name);
   if (id >= 0) return observe(id, class_[static_cast<std::size_t>(id)]);
-  auto it = foreign_.find(std::string(name));
+  auto it = foreign_.find(name);
   if (it == foreign_.end()) {
     if (foreign_.size() >= 4096) foreign_.clear();  // bounded: a job of ever-new names gets no substitutions cached
     it = foreign_.emplace(std::string(name), model::classify(trace::OpKind::kernel, name)).first;
@@ -37,7 +37,7 @@ Alignment PositionPredictor::observe(std::string_view name) {
 }
 
 std::int32_t PositionPredictor::id_of(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   return it == ids_.end() ? -1 : it->second;
 }
 

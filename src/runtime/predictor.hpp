@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/kernel_class.hpp"
+#include "runtime/string_map.hpp"
 
 namespace gearshift::runtime {
 
@@ -77,8 +78,8 @@ class PositionPredictor {
   std::vector<std::int32_t> seq_;                       // template ids
   std::vector<std::vector<std::size_t>> where_;         // id -> template positions
   std::vector<model::KernelClass> class_;               // id -> kernel class
-  std::unordered_map<std::string, model::KernelClass> foreign_;  // classes of names not in the template
-  std::unordered_map<std::string, std::int32_t> ids_;
+  StringMap<model::KernelClass> foreign_;  // classes of names not in the template
+  StringMap<std::int32_t> ids_;
   std::deque<std::int32_t> hist_;
   std::vector<Hyp> hyps_, next_;
   PredictorState state_ = PredictorState::searching;
