@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 extern char** environ;
 
@@ -19,7 +20,7 @@ namespace {
 
 // What a batch system or a user sends to end or poke a job: all reach the child, as if it ran unwrapped.
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-constexpr std::size_t kForwardedCount = sizeof kForwarded / sizeof kForwarded[0];
+constexpr std::size_t kForwardedCount = std::size(kForwarded);
 std::atomic<pid_t> g_child{0};
 std::atomic<int> g_pending{0};  // a signal that came before the child existed
 static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
