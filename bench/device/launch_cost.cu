@@ -1,6 +1,10 @@
-// CPU cost of one kernel launch, with and without gearshift's injection library: launches an empty kernel in
-// batches of 256 (few enough that the launch queue never fills and blocks), times only the launch loop, and
-// prints the median per-launch time over the batches as one JSON line. Build: nvcc -O2 -o launch_cost launch_cost.cu
+// Cost of one kernel launch, with and without gearshift's injection library, on both sides:
+//  - CPU: an empty kernel launched in batches of 256 (few enough that the launch queue never fills and
+//    blocks); only the launch loop is timed; median per-launch time over the batches.
+//  - GPU: 256 empty kernels queued behind a 2 ms spin kernel (so the CPU's launch rate cannot starve the GPU),
+//    timed with CUDA events around them; median per-kernel GPU time over the batches. Tracing instrumentation
+//    that adds GPU work per kernel (activity timestamps) shows up here.
+// Prints one JSON line. Build: nvcc -O2 -o launch_cost launch_cost.cu
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -11,6 +15,17 @@
 
 __global__ void empty_kernel() {}
 
+__global__ void spin_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 int main(int argc, char** argv) {
   const int batches = argc > 1 ? std::atoi(argv[1]) : 2000;
   constexpr int kBatch = 256;
@@ -20,19 +35,37 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < 4 * kBatch; ++i) empty_kernel<<<1, 1>>>();
   cudaDeviceSynchronize();
-  std::vector<double> per_launch_ns;
-  per_launch_ns.reserve(batches);
+  std::vector<double> cpu_ns;
+  cpu_ns.reserve(batches);
   for (int b = 0; b < batches; ++b) {
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1>>>();
     auto t1 = std::chrono::steady_clock::now();
-    per_launch_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / kBatch);
+    cpu_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / kBatch);
     cudaDeviceSynchronize();
   }
+  // ~2 ms at the H200's boost clock (1.98 GHz); only needs to outlast launching one batch (~1.5 ms traced).
+  const long long spin_cycles = 4'000'000;
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<double> gpu_ns;
+  const int gpu_batches = std::max(1, batches / 10);
+  for (int b = 0; b < gpu_batches; ++b) {
+    spin_kernel<<<1, 1>>>(spin_cycles);
+    cudaEventRecord(e0);
+    for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1>>>();
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    gpu_ns.push_back(1e6 * ms / kBatch);
+  }
   if (cudaGetLastError() != cudaSuccess) return 1;
-  std::sort(per_launch_ns.begin(), per_launch_ns.end());
-  std::printf("{\"launches\": %d, \"median_ns_per_launch\": %.1f, \"p10_ns\": %.1f, \"p90_ns\": %.1f}\n",
-              batches * kBatch, per_launch_ns[per_launch_ns.size() / 2], per_launch_ns[per_launch_ns.size() / 10],
-              per_launch_ns[per_launch_ns.size() * 9 / 10]);
+  std::sort(cpu_ns.begin(), cpu_ns.end());
+  std::printf("{\"launches\": %d, \"median_ns_per_launch\": %.1f, \"p10_ns\": %.1f, \"p90_ns\": %.1f, "
+              "\"gpu_median_ns_per_kernel\": %.1f}\n",
+              batches * kBatch, cpu_ns[cpu_ns.size() / 2], cpu_ns[cpu_ns.size() / 10], cpu_ns[cpu_ns.size() * 9 / 10],
+              median(gpu_ns));
   return 0;
 }

@@ -6,6 +6,14 @@ so that a slow drift of the GPU's state does not favour either side.
 
   overhead.py --gearshift BIN --mode trace --pairs 5 --out DIR -- <train_gpt.py args>
   overhead.py --gearshift BIN --mode run --plan plan.json --pairs 5 --out DIR -- <train_gpt.py args>
+
+With --variant NAME:KEY=VALUE,KEY=VALUE (repeatable) each round runs the plain job and every variant (the
+wrapped run with those environment variables added, e.g. the injection library's GEARSHIFT_FEED_* tuning), in
+an order rotated every round, and reports each variant's median ratio to the same round's plain run. The key
+WRAP picks how a variant runs the job: WRAP=gearshift (default, through --mode), WRAP=none (the job alone with
+the variables, e.g. CUDA_INJECTION64_PATH only), WRAP=cat (the job with GEARSHIFT_RUNTIME_FD=3 open on a pipe
+that `cat` drains: the injection library's feed without the gearshift process). RUNARGS=A+B adds arguments A B
+to `gearshift run` (e.g. RUNARGS=--gpu-progress+activity).
 """
 import argparse
 import json
@@ -35,42 +43,80 @@ def main():
     p.add_argument("--tag", default="")
     p.add_argument("--inject", help="libgearshift_inject.so to name in CUDA_INJECTION64_PATH for the wrapped run "
                                     "(gearshift builds whose `run` does not set it itself)")
+    p.add_argument("--variant", action="append", default=[],
+                   help="NAME:KEY=VALUE,... a wrapped run with these environment variables (repeatable)")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     a = p.parse_args()
     args = [x for x in a.rest if x != "--"]
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_gpt.py")
     base = [sys.executable, script] + args
     tag = a.tag or a.mode
-    pairs = []
-    for i in range(a.pairs):
+    variants = [parse_variant(v) for v in a.variant] or [(tag, {})]
+
+    def wrapped(name, i, how, runargs):
+        if how == "none":
+            return base
+        if how == "cat":
+            return ["bash", "-c", 'exec "$@" 3> >(cat > /dev/null)', "bash"] + base
         if a.mode == "trace":
-            wrapped = [a.gearshift, "trace", "-o", os.path.join(a.out, f"overhead_{i}.jsonl.gz"), "--"] + base
-        else:
-            wrapped = [a.gearshift, "run", "--plan", a.plan, "--switch-latency-ms", a.switch_latency_ms,
-                       "--dry-run-log", os.path.join(a.out, f"{tag}_dry_{i}.jsonl"), "--"] + base
-        env = dict(os.environ, CUDA_INJECTION64_PATH=a.inject) if a.inject and a.mode == "run" else None
-        if i % 2 == 0:
-            plain, _ = run(base)
-            wrap, log = run(wrapped, env)
-        else:
-            wrap, log = run(wrapped, env)
-            plain, _ = run(base)
-        ratio = wrap["median_step_s"] / plain["median_step_s"]
-        summary = [l for l in log.splitlines() if l.startswith(("gearshift run", "  ", "gearshift-trace"))]
-        pairs.append({"plain_s": plain["median_step_s"], "wrapped_s": wrap["median_step_s"], "ratio": ratio,
-                      "plain_first": i % 2 == 0, "gearshift_output": summary})
-        print(f"pair {i}: plain {plain['median_step_s']*1e3:.3f} ms, {a.mode} {wrap['median_step_s']*1e3:.3f} ms, "
-              f"overhead {100*(ratio-1):+.3f} %", flush=True)
-        if i == 0:
-            print("\n".join(summary[-12:]), flush=True)
-    ratios = [x["ratio"] for x in pairs]
-    med = statistics.median(ratios)
-    out = {"mode": a.mode, "pairs": pairs, "median_overhead_pct": 100 * (med - 1),
-           "min_pct": 100 * (min(ratios) - 1), "max_pct": 100 * (max(ratios) - 1), "config": plain}
-    print(json.dumps({"mode": a.mode, "tag": tag, "median_overhead_pct": out["median_overhead_pct"],
-                      "min_pct": out["min_pct"], "max_pct": out["max_pct"]}), flush=True)
-    with open(os.path.join(a.out, f"overhead_{tag}.json"), "w") as f:
-        json.dump(out, f, indent=1)
+            return [a.gearshift, "trace", "-o", os.path.join(a.out, f"overhead_{i}.jsonl.gz"), "--"] + base
+        return [a.gearshift, "run", "--plan", a.plan, "--switch-latency-ms", a.switch_latency_ms,
+                "--dry-run-log", os.path.join(a.out, f"{name}_dry_{i}.jsonl")] + runargs + ["--"] + base
+
+    rounds = {name: [] for name, _ in variants}
+    for i in range(a.pairs):
+        # Plain first in even rounds, last in odd ones; the variants rotate so none always follows plain.
+        k = i % len(variants)
+        order = [None] + variants[k:] + variants[:k]
+        if i % 2 == 1:
+            order = order[1:] + order[:1]
+        times, logs = {}, {}
+        for v in order:
+            if v is None:
+                times[None], _ = run(base)
+                continue
+            name, extra = v
+            how = extra.get("WRAP", "gearshift")
+            runargs = [x for x in extra.get("RUNARGS", "").split("+") if x]
+            env = dict(os.environ, **{k: x for k, x in extra.items() if k not in ("WRAP", "RUNARGS")})
+            if a.inject and (a.mode == "run" or how == "cat"):
+                env["CUDA_INJECTION64_PATH"] = a.inject
+            if how == "cat":
+                env["GEARSHIFT_RUNTIME_FD"] = "3"
+            times[name], logs[name] = run(wrapped(name, i, how, runargs), env)
+        plain = times[None]
+        for name, _ in variants:
+            w = times[name]
+            ratio = w["median_step_s"] / plain["median_step_s"]
+            summary = [l for l in logs[name].splitlines() if l.startswith(("gearshift run", "  ", "gearshift-trace"))]
+            rounds[name].append({"plain_s": plain["median_step_s"], "wrapped_s": w["median_step_s"], "ratio": ratio,
+                                 "plain_first": i % 2 == 0, "gearshift_output": summary,
+                                 "plain_steps_s": plain["step_times_s"], "wrapped_steps_s": w["step_times_s"]})
+            print(f"round {i}: plain {plain['median_step_s']*1e3:.3f} ms, {name} {w['median_step_s']*1e3:.3f} ms, "
+                  f"overhead {100*(ratio-1):+.3f} %", flush=True)
+            if i == 0:
+                print("\n".join(summary[-12:]), flush=True)
+    for name, extra in variants:
+        ratios = [x["ratio"] for x in rounds[name]]
+        med = statistics.median(ratios)
+        out = {"mode": a.mode, "variant": name, "env": extra, "pairs": rounds[name],
+               "median_overhead_pct": 100 * (med - 1), "min_pct": 100 * (min(ratios) - 1),
+               "max_pct": 100 * (max(ratios) - 1), "config": plain}
+        print(json.dumps({"mode": a.mode, "tag": name, "env": extra, "median_overhead_pct": out["median_overhead_pct"],
+                          "min_pct": out["min_pct"], "max_pct": out["max_pct"]}), flush=True)
+        with open(os.path.join(a.out, f"overhead_{name}.json"), "w") as f:
+            json.dump(out, f, indent=1)
+
+
+def parse_variant(text):
+    name, _, rest = text.partition(":")
+    env = {}
+    for kv in filter(None, rest.split(",")):
+        k, eq, v = kv.partition("=")
+        if not eq:
+            raise SystemExit(f"--variant {text}: expected NAME:KEY=VALUE,...")
+        env[k] = v
+    return name, env
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "cli/auto_plan.hpp"
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
+#include "cli/gpu_progress.hpp"
 #include "cli/inject_library.hpp"
 #include "cli/open_gpus.hpp"
 #include "cli/plan_job.hpp"
@@ -142,6 +144,7 @@ void add_run_command(CLI::App& app) {
     unsigned gpu = 0;
     std::size_t warmup_steps = 20;
     double warmup_timeout_s = 600;
+    GpuProgress progress = GpuProgress::sync;
     std::vector<std::string> cmd;
   };
   auto o = std::make_shared<Opts>();
@@ -165,6 +168,12 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--dry-run-log", o->dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
   cmd->add_option("--trace-output", o->trace_output,
                   "Also keep the job's trace (gearshift trace file, as `gearshift trace -o`); default: none");
+  cmd->add_option("--gpu-progress", o->progress,
+                  "How the runtime follows the GPU: sync (the job's synchronizes; kernel activity only sampled; "
+                  "default) or activity (every kernel's activity record: fresher, costs the job 1-2 % on small "
+                  "kernels)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, GpuProgress>{{"sync", GpuProgress::sync},
+                                                                             {"activity", GpuProgress::activity}}));
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     // Every usage error before the job starts.
@@ -196,6 +205,7 @@ void add_run_command(CLI::App& app) {
       if (o->plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
       plan = load_plan_or_exit(o->plan);
       so = o->switching.resolve(*plan);
+      so.anchor_on_completions = o->progress == GpuProgress::activity;
     }
 
     std::unique_ptr<runtime::DryRunActuator> dry;
@@ -229,11 +239,16 @@ void add_run_command(CLI::App& app) {
       act = nvml_act.get();
     }
 
-    int feed[2];
-    if (pipe(feed) != 0) throw Exit(kFailure, "cannot create the launch feed pipe");
-    if (fcntl(feed[0], F_SETFD, FD_CLOEXEC) != 0) throw Exit(kFailure, "cannot set up the launch feed pipe");
+    int feed[2], control[2];
+    if (pipe(feed) != 0 || pipe(control) != 0) throw Exit(kFailure, "cannot create the launch feed pipes");
+    // Our ends stay ours (CLOEXEC); the job inherits the feed's write end and the control pipe's read end.
+    if (fcntl(feed[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(control[1], F_SETFD, FD_CLOEXEC) != 0)
+      throw Exit(kFailure, "cannot set up the launch feed pipes");
+    ProgressControl progress(o->progress, control[1]);
     // Set before any thread starts (setenv is not thread-safe).
-    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(feed[1]).c_str(), 1);
+    setenv(cupti::kEnvRuntimeFd, std::to_string(feed[1]).c_str(), 1);
+    setenv(cupti::kEnvControlFd, std::to_string(control[0]).c_str(), 1);
+    ProgressControl::set_job_env(o->progress, /*collect_first=*/o->auto_plan);
     set_tracer_env(o->trace_output);
 
     // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
@@ -251,7 +266,9 @@ void add_run_command(CLI::App& app) {
       planner = std::make_unique<AutoPlanner>(ao, [&](const runtime::ClockPlan& made) {
         plan = made;
         so = o->switching.resolve(*plan);
+        so.anchor_on_completions = progress.anchor_on_completions();
         rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
+        progress.plan_ready(*rt);
         live.store(rt.get());
       });
     }
@@ -259,7 +276,9 @@ void add_run_command(CLI::App& app) {
     std::uint64_t bad_lines = 0;
     std::thread reader([&] {
       bad_lines = read_feed(feed[0], stop, [&](const runtime::FeedEvent& e) {
-        if (runtime::LiveRuntime* r = live.load()) runtime::feed_event(e, *r);
+        runtime::LiveRuntime* r = live.load();
+        progress.on_event(e, r);
+        if (r != nullptr) runtime::feed_event(e, *r);
         else if (planner) planner->add(e);
       });
     });
@@ -269,6 +288,7 @@ void add_run_command(CLI::App& app) {
     stop.store(true);
     reader.join();
     close(feed[0]);
+    close(control[0]);
     const std::string no_plan = planner ? planner->finish() : std::string();
     if (bad_lines > 0)
       fmt::print(stderr, "gearshift run: {} launch feed line(s) were not valid events and were ignored\n", bad_lines);
@@ -278,11 +298,12 @@ void add_run_command(CLI::App& app) {
                  "gearshift run: {} ({}), L = {} ms\n"
                  "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
                  "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
-                 "  kernel time at the intended clocks{} {:.2f} %\n",
+                 "  kernel time at the intended clocks{} {:.2f} %\n"
+                 "  {}\n",
                  o->apply && act->writes_clocks() ? "applied" : "dry-run",
                  act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
                  100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
-                 act->writes_clocks() ? "" : " (would have run)", 100 * st.in_time_fraction());
+                 act->writes_clocks() ? "" : " (would have run)", 100 * st.in_time_fraction(), progress.summary());
     } else {
       fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
     }

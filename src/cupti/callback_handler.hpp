@@ -19,6 +19,20 @@ inline constexpr std::array<CUpti_CallbackId, 8> kLaunchCallbacks = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,            CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
+// Synchronizations that wait for every kernel launched before them (of the context, or of the stream: in a
+// one-stream job the same): their return tells the runtime that the GPU got that far. Event synchronizes
+// are left out (they wait only for work before the event's record).
+inline constexpr std::array<CUpti_CallbackId, 3> kSyncCallbacks = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+};
+
+constexpr bool is_sync_api(CUpti_CallbackId cbid) noexcept {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz;
+}
+
 constexpr LaunchApi launch_api_of(CUpti_CallbackId cbid) noexcept {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -49,6 +63,25 @@ inline bool on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti
   out.cpu_ns = now_ns();
   out.symbol = api == LaunchApi::graph ? nullptr : data->symbolName;
   table.record(out.correlation, api, out.cpu_ns);
+  return true;
+}
+
+// A synchronize's entry and exit (cbid in kSyncCallbacks): the entry time is kept in CUPTI's per-call
+// correlationData; on a successful return fills `out` (cpu_ns = entry, sync_exit_ns = return) and returns true.
+template <typename NowNs>
+inline bool on_sync_api(CUpti_CallbackId cbid, const CUpti_CallbackData* data, NowNs&& now_ns,
+                        LaunchEvent& out) noexcept {
+  if (data == nullptr || !is_sync_api(cbid) || data->correlationData == nullptr) return false;
+  if (data->callbackSite == CUPTI_API_ENTER) {
+    *data->correlationData = static_cast<std::uint64_t>(now_ns());
+    return false;
+  }
+  const auto* rc = static_cast<const CUresult*>(data->functionReturnValue);
+  if (rc != nullptr && *rc != CUDA_SUCCESS) return false;  // it did not wait for the GPU
+  out = LaunchEvent{};
+  out.correlation = data->correlationId;
+  out.cpu_ns = static_cast<std::int64_t>(*data->correlationData);
+  out.sync_exit_ns = now_ns();
   return true;
 }
 

@@ -52,6 +52,18 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
   integer(kEnvFlushMs, c.flush_period_ms, 0, 600'000);
   integer(kEnvMaxRecords, c.max_records, 1, 1'000'000'000'000);
   integer(kEnvRuntimeFd, c.runtime_fd, 0, 1'000'000);
+  integer(kEnvControlFd, c.control_fd, 0, 1'000'000);
+  integer(kEnvFeedFlushMs, c.feed_flush_ms, 1, 60'000);
+  integer(kEnvFeedPeriodUs, c.feed_period_us, 50, 1'000'000);
+  integer(kEnvFeedActivityPeriodMs, c.feed_activity_period_ms, 0, 60'000);
+  integer(kEnvFeedActivityWindowMs, c.feed_activity_window_ms, 0, 60'000);
+  if (c.feed_activity_period_ms > 0 && c.feed_activity_window_ms > c.feed_activity_period_ms) {
+    warn(kEnvFeedActivityWindowMs, std::to_string(c.feed_activity_window_ms),
+         ("at most " + std::string(kEnvFeedActivityPeriodMs) + " (" + std::to_string(c.feed_activity_period_ms) +
+          "), so every kernel is recorded")
+             .c_str());
+    c.feed_activity_period_ms = c.feed_activity_window_ms = 0;
+  }
   if (std::string v = str(kEnvDuration); !v.empty()) {
     double d = 0;
     if (!parse_number(v, d) || !std::isfinite(d) || d < 0) warn(kEnvDuration, v, "a number of seconds >= 0");

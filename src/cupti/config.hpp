@@ -24,6 +24,14 @@ inline constexpr const char* kEnvQuiet = "GEARSHIFT_TRACE_QUIET";           // 1
 inline constexpr const char* kEnvAllRanges = "GEARSHIFT_TRACE_ALL_RANGES";  // 1: every NVTX range + graph spans
 // Set by `gearshift run`: the write end of the runtime's launch feed (a pipe; protocol in src/runtime/feed.hpp).
 inline constexpr const char* kEnvRuntimeFd = "GEARSHIFT_RUNTIME_FD";
+// Set by `gearshift run`: the read end of the runtime's control pipe (feed_control.hpp).
+inline constexpr const char* kEnvControlFd = "GEARSHIFT_RUNTIME_CONTROL_FD";
+// The runtime feed's tuning (no trace file only; a trace records every kernel and keeps its own flush period):
+inline constexpr const char* kEnvFeedFlushMs = "GEARSHIFT_FEED_FLUSH_MS";  // flush period, ms (default 10)
+inline constexpr const char* kEnvFeedPeriodUs = "GEARSHIFT_FEED_PERIOD_US";  // writer period, µs (default 500)
+// Sampled kernel activity: completions only for kernels launched in the first WINDOW ms of every PERIOD ms.
+inline constexpr const char* kEnvFeedActivityPeriodMs = "GEARSHIFT_FEED_ACTIVITY_PERIOD_MS";  // 0: every kernel
+inline constexpr const char* kEnvFeedActivityWindowMs = "GEARSHIFT_FEED_ACTIVITY_WINDOW_MS";  // 0: none
 
 struct TracerConfig {
   std::string output;                 // empty: tracing is off
@@ -42,6 +50,18 @@ struct TracerConfig {
   // and "cuda.graph_launch#G" GPU spans.
   bool all_ranges = false;
   int runtime_fd = -1;                // >= 0: write the runtime's launch feed to this pipe
+  int control_fd = -1;                // >= 0: read the runtime's commands from this pipe (with the feed only)
+  // How often CUPTI hands completed kernels to the feed: the runtime anchors its estimate of GPU progress on
+  // them, so staleness costs in-time accuracy.
+  int feed_flush_ms = 10;
+  // How often the feed's writer thread drains the launch queue into the pipe: the runtime sees a launch at
+  // most this late.
+  int feed_period_us = 500;
+  // Sampled kernel activity for the feed (CUPTI's per-kernel cost only inside the windows): on for the first
+  // window_ms of every period_ms; period 0 = every kernel; window 0 < period = no kernel activity at all
+  // (measures the launch callbacks alone; the runtime then has no GPU progress).
+  int feed_activity_period_ms = 0;
+  int feed_activity_window_ms = 0;
 };
 
 // Reads the variables above through `getenv`. A malformed value keeps its default and adds a warning.

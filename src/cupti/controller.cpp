@@ -7,13 +7,15 @@
 namespace gearshift::cupti {
 
 Controller::Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
-                       int flush_period_ms, double duration_s)
+                       int flush_period_ms, double duration_s, ActivityWindows windows, bool activity_on)
     : tracer_(tracer),
       clocks_(clocks),
       hooks_(std::move(hooks)),
       sample_ms_(sample_period_ms),
       flush_ms_(flush_period_ms),
       duration_s_(duration_s),
+      windows_(windows),
+      activity_on_(activity_on),
       start_ns_(hooks_.now_ns ? hooks_.now_ns() : 0) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -29,6 +31,11 @@ void Controller::shutdown() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+ActivityWindows Controller::windows() const {
+  std::lock_guard lock(mu_);
+  return windows_;
+}
+
 void Controller::sample_now() {
   if (tracer_ == nullptr || clocks_ == nullptr || !hooks_.now_ns) return;
   for (int d = 0; d < clocks_->device_count(); ++d) {
@@ -41,25 +48,56 @@ void Controller::loop() {
   // Everything below calls into CUPTI/NVML and the writer: an exception must not end the process.
   try {
     using clock = std::chrono::steady_clock;
-    const auto tick = std::chrono::milliseconds(std::max(1, sample_ms_ > 0 ? std::min(sample_ms_, 50) : 50));
-    auto next_flush = clock::now() + std::chrono::milliseconds(flush_ms_);
+    using ms = std::chrono::milliseconds;
+    const auto tick = ms(std::max(1, sample_ms_ > 0 ? std::min(sample_ms_, 50) : 50));
+    const auto far = clock::time_point::max();
+    auto next_flush = flush_ms_ > 0 && hooks_.flush ? clock::now() + ms(flush_ms_) : far;
     auto next_sample = clock::now();
+    // Kernel activity: on in every kernel's mode, else on only in the first window_ms of each period (from
+    // `origin`); re-evaluated at next_toggle and whenever the runtime sends new windows.
+    auto origin = clock::now();
+    auto next_toggle = hooks_.kernel_activity ? origin : far;
     for (;;) {
       {
         std::unique_lock lock(mu_);
-        if (cv_.wait_until(lock, std::min(next_sample, clock::now() + tick), [this] { return quit_; })) return;
+        auto wake = std::min({next_sample, next_flush, next_toggle, clock::now() + tick});
+        if (cv_.wait_until(lock, wake, [this] { return quit_; })) return;
       }
       auto now = clock::now();
+      if (hooks_.control && hooks_.kernel_activity) {
+        if (std::optional<ActivityWindows> w = hooks_.control()) {
+          std::lock_guard lock(mu_);
+          windows_ = *w;
+          origin = now;
+          next_toggle = now;
+        }
+      }
+      if (now >= next_toggle) {
+        bool want = true;
+        next_toggle = far;
+        if (windows_.sampled()) {
+          const auto period = ms(windows_.period_ms);
+          const auto period_start = origin + period * ((now - origin) / period);
+          want = now < period_start + ms(windows_.window_ms);
+          next_toggle = want ? period_start + ms(windows_.window_ms) : period_start + period;
+          if (windows_.window_ms == 0) next_toggle = far;
+        }
+        if (want != activity_on_) {
+          hooks_.kernel_activity(want);
+          activity_on_ = want;
+          if (want) windows_opened_.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
       if (sample_ms_ > 0 && now >= next_sample && !stopped_) {
         sample_now();
-        next_sample += std::chrono::milliseconds(sample_ms_);
-        if (next_sample < now) next_sample = now + std::chrono::milliseconds(sample_ms_);  // fell behind
+        next_sample += ms(sample_ms_);
+        if (next_sample < now) next_sample = now + ms(sample_ms_);  // fell behind
       } else if (sample_ms_ <= 0 || stopped_) {
         next_sample = now + tick;
       }
-      if (flush_ms_ > 0 && now >= next_flush && hooks_.flush) {
+      if (now >= next_flush) {
         hooks_.flush();
-        next_flush = now + std::chrono::milliseconds(flush_ms_);
+        next_flush = now + ms(flush_ms_);
       }
       if (tracer_ == nullptr || stopped_) continue;  // nothing (more) to stop: flushing for the runtime feed
       std::optional<std::string> reason = tracer_->stop_reason();

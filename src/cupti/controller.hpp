@@ -1,13 +1,17 @@
 // The tracer's own thread: samples clocks and power every `sample_period_ms`, asks CUPTI to flush its
-// buffers every `flush_period_ms`, and stops the trace once the tracer says so (steps reached, record cap,
-// write error) or `duration_s` has passed. It never runs on the application's threads.
+// buffers every `flush_period_ms`, turns kernel activity on for the first `window_ms` of every `period_ms`
+// (sampled activity for the runtime feed: CUPTI's per-kernel cost only inside the windows), and stops the
+// trace once the tracer says so (steps reached, record cap, write error) or `duration_s` has passed. It never
+// runs on the application's threads.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <optional>
 #include <thread>
 
 #include "cupti/clock_source.hpp"
@@ -20,14 +24,28 @@ struct ControllerHooks {
   std::function<void()> flush;                      // cuptiActivityFlushAll(0); may be empty
   std::function<void(const std::string&)> stop;     // stop tracing with this reason; called at most once
   bool flush_after_stop = false;  // keep flushing after the stop (the runtime feed still needs activity)
+  std::function<void(bool)> kernel_activity = {};   // kernel activity records on/off; may be empty
+  // New activity windows from the runtime (feed_control.hpp), polled every tick; may be empty.
+  std::function<std::optional<struct ActivityWindows>()> control = {};
+};
+
+// Sampled kernel activity: on for the first `window_ms` of every `period_ms`. period_ms = 0: not sampled
+// (activity stays as the caller set it). window_ms = 0 < period_ms: off for good (a measurement of the launch
+// callbacks alone). window_ms >= period_ms: always on.
+struct ActivityWindows {
+  int period_ms = 0;
+  int window_ms = 0;
+  bool sampled() const { return period_ms > 0 && window_ms < period_ms; }
 };
 
 class Controller {
  public:
   // `tracer` may be null (the runtime feed without a trace file: periodic flushes only); `clocks` may be null
   // (no sampling); both must outlive the controller.
+  // `windows`: the kernel activity to keep (with the kernel_activity hook); `activity_on`: whether the caller
+  // left kernel activity on.
   Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
-             int flush_period_ms, double duration_s);
+             int flush_period_ms, double duration_s, ActivityWindows windows = {}, bool activity_on = true);
   ~Controller();  // shutdown()
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -37,6 +55,11 @@ class Controller {
   // Takes one sample of every device now (also used at the start and the end of a trace).
   void sample_now();
 
+  // Activity windows opened so far (sampled activity only).
+  std::uint64_t windows_opened() const { return windows_opened_.load(std::memory_order_relaxed); }
+  // The activity windows in force (changed by the control hook).
+  ActivityWindows windows() const;
+
  private:
   void loop();
 
@@ -45,11 +68,14 @@ class Controller {
   ControllerHooks hooks_;
   int sample_ms_, flush_ms_;
   double duration_s_;
+  ActivityWindows windows_;  // guarded by mu_ for windows(); written by the controller thread only
+  bool activity_on_;
   std::int64_t start_ns_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool quit_ = false;
   bool stopped_ = false;
+  std::atomic<std::uint64_t> windows_opened_{0};
   std::thread thread_;
 };
 

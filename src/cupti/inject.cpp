@@ -33,6 +33,7 @@
 #include "cupti/clock_source.hpp"
 #include "cupti/config.hpp"
 #include "cupti/controller.hpp"
+#include "cupti/feed_control.hpp"
 #include "cupti/cupti_api.hpp"
 #include "cupti/inject_api.h"
 #include "cupti/launch_table.hpp"
@@ -77,6 +78,7 @@ struct State {
   std::unique_ptr<ClockSource> clocks;
   std::unique_ptr<Tracer> tracer;      // null: no trace file (the runtime feed only)
   std::unique_ptr<RuntimeFeed> feed;   // null: no runtime feed; never reset once set (callbacks read it)
+  std::unique_ptr<FeedControl> control;  // the runtime's commands (with the feed only); read by the controller
   // Owned here, read through the atomic: the controller's own thread may stop the trace (and read it) while
   // start() is still storing it.
   std::unique_ptr<Controller> controller_owner;
@@ -105,10 +107,10 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API || userdata == nullptr) return;
     State* s = static_cast<State*>(userdata);
     LaunchEvent e;
-    if (on_driver_api(s->launches, cbid, static_cast<const CUpti_CallbackData*>(data), [s] { return s->api->now_ns(); },
-                      e) &&
-        s->feed)
-      s->feed->on_launch(e);
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    auto now = [s] { return s->api->now_ns(); };
+    if (on_driver_api(s->launches, cbid, cb, now, e) || on_sync_api(cbid, cb, now, e))
+      if (s->feed) s->feed->on_launch(e);
   } catch (...) {
   }
 }
@@ -182,6 +184,16 @@ void finish_trace_file(State& s, const std::string& reason, bool complete) {
   }
 }
 
+// ", kernel activity in the first W of every P ms (N windows)" for a feed with sampled activity, else "".
+std::string sampled_note(const State& s) {
+  Controller* ctl = s.controller.load(std::memory_order_acquire);
+  if (s.tracer || ctl == nullptr) return "";
+  const ActivityWindows w = ctl->windows();
+  if (!w.sampled()) return "";
+  return ", kernel activity in the first " + std::to_string(w.window_ms) + " of every " + std::to_string(w.period_ms) +
+         " ms at the end (" + std::to_string(ctl->windows_opened()) + " windows)";
+}
+
 // Ends the trace file (steps reached, duration, gearshift_trace_stop(), exit) and, with `everything` or when
 // no runtime feed needs CUPTI, turns CUPTI off: callbacks and activity off, last buffers flushed, the feed's
 // last lines written. The program runs on. Safe from the controller thread, the exit handler and
@@ -193,6 +205,8 @@ void stop_tracing(State& s, const std::string& reason, bool complete, bool every
     const bool turn_off = !s.cupti_off && (everything || !s.feed);
     if (turn_off) {
       for (CUpti_CallbackId cbid : kLaunchCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+      if (s.feed)
+        for (CUpti_CallbackId cbid : kSyncCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
       for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
       if (s.marker_enabled) api.activity_disable(CUPTI_ACTIVITY_KIND_MARKER);
     }
@@ -205,8 +219,9 @@ void stop_tracing(State& s, const std::string& reason, bool complete, bool every
         FeedStats fs = s.feed->stats();
         if (!s.config.quiet || fs.dropped_launches > 0)
           say("note", "runtime feed: " + std::to_string(fs.launches) + " launches, " + std::to_string(fs.completions) +
-                          " completed kernels sent, " + std::to_string(fs.dropped_launches) + " launches dropped (queue full)" +
-                          (fs.broken ? ", closed early by the runtime" : ""));
+                          " completed kernels, " + std::to_string(fs.syncs) + " synchronizations sent, " +
+                          std::to_string(fs.dropped_launches) + " launches dropped (queue full)" +
+                          (fs.broken ? ", closed early by the runtime" : "") + sampled_note(s));
       }
       api.unsubscribe(s.subscriber);
       s.cupti_off = true;
@@ -271,9 +286,16 @@ int feed_pipe(int fd) {
   return fd;
 }
 
-// How often CUPTI hands completed activity to us while the runtime feed is on: the runtime anchors its
-// estimate of GPU progress on completed kernels, so staleness costs accuracy; 10 ms keeps it small.
-constexpr int kFeedFlushMs = 10;
+// The feed's sampled kernel activity from the configuration; none for a trace file, which records every kernel.
+ActivityWindows feed_windows(const TracerConfig& cfg, bool tracing) {
+  ActivityWindows w{cfg.feed_activity_period_ms, cfg.feed_activity_window_ms};
+  if (!w.sampled()) return {};
+  if (tracing) {
+    say("note", std::string(kEnvFeedActivityPeriodMs) + " ignored: a trace file records every kernel");
+    return {};
+  }
+  return w;
+}
 
 // Why a start did not happen: a code of inject_api.h (what gearshift_feed_attach returns) and one line for the
 // user.
@@ -342,8 +364,9 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
     if (!s->tracer->ok()) return undo(GEARSHIFT_FEED_CUPTI_FAILED, "cannot write the trace: " + s->tracer->error());
   }
   // Before the launch callbacks are on: they read s->feed without a lock.
+  if (feed_fd >= 0 && cfg.control_fd >= 0 && !s->tracer) s->control = std::make_unique<FeedControl>(cfg.control_fd);
   if (feed_fd >= 0) {
-    s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); });
+    s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); }, cfg.feed_period_us);
     fd_taken = true;
   }
   s->pool = std::make_unique<BufferPool>(cfg.buffer_bytes, cfg.max_buffers);
@@ -358,7 +381,11 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
   };
   if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS)
     return fail("CUPTI refused activity buffers", "cuptiActivityRegisterCallbacks failed: " + api.describe(r));
+  // A trace records every kernel, copy and memset; the feed alone needs completed kernels only, and with
+  // sampled activity the controller turns them on and off (window 0: never on).
+  const ActivityWindows windows = feed_windows(cfg, s->tracer != nullptr);
   for (CUpti_ActivityKind k : kRequiredKinds) {
+    if (!s->tracer && (k != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || windows.sampled())) continue;
     if (CUptiResult r = api.activity_enable(k); r != CUPTI_SUCCESS)
       return fail("CUPTI refused activity kind " + std::to_string(static_cast<int>(k)),
                   "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + api.describe(r));
@@ -370,18 +397,32 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
       return fail("CUPTI refused a launch callback",
                   "cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
   }
+  // The feed also reports synchronizations (the runtime's GPU progress without kernel activity).
+  if (s->feed)
+    for (CUpti_CallbackId cbid : kSyncCallbacks)
+      if (CUptiResult r = api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
+        return fail("CUPTI refused a synchronize callback",
+                    "cannot enable synchronize callback " + std::to_string(cbid) + ": " + api.describe(r));
   // Our controller thread flushes (cuptiActivityFlushAll(0) returns partly filled buffers too); CUPTI's own
   // periodic flush (cuptiActivityFlushPeriod) returns full buffers only, which left the runtime with GPU
   // progress tens of steps old on an H200.
-  const int flush_ms = s->feed ? (cfg.flush_period_ms > 0 ? std::min(cfg.flush_period_ms, kFeedFlushMs) : kFeedFlushMs)
-                               : cfg.flush_period_ms;
+  const int flush_ms =
+      s->feed ? (cfg.flush_period_ms > 0 ? std::min(cfg.flush_period_ms, cfg.feed_flush_ms) : cfg.feed_flush_ms)
+              : cfg.flush_period_ms;
   State* st = s.release();
-  st->controller_owner = std::make_unique<Controller>(
-      st->tracer.get(), st->clocks.get(),
-      ControllerHooks{[st] { return st->api->now_ns(); }, [st] { st->api->activity_flush_all(0); },
-                      [st](const std::string& reason) { stop_tracing(*st, reason, true, false); },
-                      /*flush_after_stop=*/static_cast<bool>(st->feed)},
-      cfg.sample_period_ms, flush_ms, cfg.duration_s);
+  ControllerHooks hooks{[st] { return st->api->now_ns(); }, [st] { st->api->activity_flush_all(0); },
+                        [st](const std::string& reason) { stop_tracing(*st, reason, true, false); },
+                        /*flush_after_stop=*/static_cast<bool>(st->feed)};
+  if (!st->tracer) {  // the feed alone: its kernel activity may be sampled, from the start or on command
+    hooks.kernel_activity = [st](bool on) {
+      if (on) st->api->activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      else st->api->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    };
+    if (st->control) hooks.control = [st] { return st->control->poll(); };
+  }
+  st->controller_owner =
+      std::make_unique<Controller>(st->tracer.get(), st->clocks.get(), std::move(hooks), cfg.sample_period_ms,
+                                   flush_ms, cfg.duration_s, windows, /*activity_on=*/!windows.sampled());
   st->controller.store(st->controller_owner.get(), std::memory_order_release);
   // Once per process: at_exit finishes whichever start is current (a detached one is already finished).
   static std::once_flag exit_handler;
@@ -399,7 +440,11 @@ TracerConfig env_config() {
 
 // The driver's injection: settings from the environment (`gearshift trace`, `gearshift run`).
 void start_from_env() {
-  const TracerConfig cfg = env_config();
+  TracerConfig cfg = env_config();
+  if (cfg.control_fd >= 0 && !is_pipe(cfg.control_fd)) {
+    say("note", std::string(kEnvControlFd) + "=" + std::to_string(cfg.control_fd) + " is not an open pipe; ignored");
+    cfg.control_fd = -1;
+  }
   std::lock_guard lock(g_start_mu);
   bool fd_taken = false;  // the inherited descriptor stays open when refused, as before attach existed
   if (auto e = start(cfg, feed_pipe(cfg.runtime_fd), /*attached=*/false, fd_taken)) warn_untraced(e->why);
@@ -418,6 +463,7 @@ int attach(int fd) {
   cfg.output.clear();
   cfg.chrome_output.clear();
   cfg.runtime_fd = fd;
+  cfg.control_fd = -1;  // the caller's own runtime has no control pipe
   std::lock_guard lock(g_start_mu);
   auto refuse = [](int code, const std::string& why) {
     feed_error() = why;

@@ -14,11 +14,14 @@
 
 namespace gearshift::cupti {
 
+// A kernel launch, or (sync_exit_ns >= 0) a device/stream synchronization that returned: every kernel
+// launched before it had finished by then (the runtime's cheap sign of GPU progress).
 struct LaunchEvent {
-  std::uint32_t correlation = 0;  // CUPTI correlation id of the launch call
+  std::uint32_t correlation = 0;  // CUPTI correlation id of the launch (or synchronize) call
   LaunchApi api = LaunchApi::unknown;
-  std::int64_t cpu_ns = -1;       // CUPTI timestamp at the launch call (cuptiGetTimestamp), ns
+  std::int64_t cpu_ns = -1;       // CUPTI timestamp at the launch call / on entering the synchronize, ns
   const char* symbol = nullptr;   // CUPTI's kernel symbol name (mangled; null for graph launches); owned by CUPTI
+  std::int64_t sync_exit_ns = -1;  // synchronize: CUPTI timestamp when it returned, ns; -1: a launch
 };
 
 class LaunchQueue {

@@ -41,6 +41,16 @@ void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t cor
   out += '\n';
 }
 
+void append_sync_line(std::string& out, std::uint32_t correlation, std::int64_t enter_ns, std::int64_t exit_ns) {
+  out += "S ";
+  append_number(out, correlation);
+  out += ' ';
+  append_number(out, enter_ns);
+  out += ' ';
+  append_number(out, exit_ns);
+  out += '\n';
+}
+
 void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
                             std::uint32_t stream, std::uint32_t device) {
   out += "C ";
@@ -111,7 +121,13 @@ void RuntimeFeed::drain(std::string& batch) {
     done.swap(completions_);
   }
   std::uint64_t launches = 0;
+  std::uint64_t syncs = 0;
   for (LaunchEvent e; queue_.pop(e);) {
+    if (e.sync_exit_ns >= 0) {
+      append_sync_line(batch, e.correlation, e.cpu_ns + offset_ns_, e.sync_exit_ns + offset_ns_);
+      ++syncs;
+      continue;
+    }
     if (e.symbol == nullptr) continue;  // graph launches: their kernels are not launches of the template
     append_launch_line(batch, e.cpu_ns + offset_ns_, e.correlation, name_of(e.symbol));
     ++launches;
@@ -120,6 +136,7 @@ void RuntimeFeed::drain(std::string& batch) {
     append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device);
   std::lock_guard lock(mu_);
   stats_.launches += launches;
+  stats_.syncs += syncs;
   stats_.completions += done.size();
 }
 

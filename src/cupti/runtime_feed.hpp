@@ -3,6 +3,7 @@
 // written to it as one text line, times converted from the CUPTI clock to CLOCK_MONOTONIC:
 //   L <cpu_ns> <correlation> <demangled kernel name>
 //   C <correlation> <gpu_start_ns> <gpu_end_ns> <stream> <device>
+//   S <correlation> <enter_ns> <exit_ns>        (a device/stream synchronize that returned)
 // The launch callback only pushes a LaunchEvent into a lock-free queue (no syscall, no allocation); a writer
 // thread of our own drains it every `period_us`, demangles names (cached by CUPTI's symbol pointer) and
 // writes whole batches. Completed kernels come from CUPTI's buffer thread and are queued under a mutex
@@ -26,6 +27,7 @@ namespace gearshift::cupti {
 
 // Protocol lines (no trailing newline handling beyond appending '\n').
 void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t correlation, std::string_view name);
+void append_sync_line(std::string& out, std::uint32_t correlation, std::int64_t enter_ns, std::int64_t exit_ns);
 void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
                             std::uint32_t stream, std::uint32_t device);
 
@@ -36,6 +38,7 @@ std::int64_t monotonic_offset_ns(const std::function<std::int64_t()>& other_now_
 struct FeedStats {
   std::uint64_t launches = 0;         // L lines written
   std::uint64_t completions = 0;      // C lines written
+  std::uint64_t syncs = 0;            // S lines written
   std::uint64_t dropped_launches = 0;  // queue full
   bool broken = false;                // the pipe was closed or failed: the feed is off
 };

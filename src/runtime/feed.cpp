@@ -51,12 +51,22 @@ std::optional<FeedEvent> parse_feed_line(std::string_view line) {
     if (!small_id(line, e.device) || !only_spaces(line)) return std::nullopt;
     return e;
   }
+  if (kind == 'S') {
+    e.kind = FeedEvent::Kind::sync;
+    if (!number(line, e.correlation) || !number(line, e.gpu_start_ns) || !number(line, e.gpu_end_ns) ||
+        !only_spaces(line) || e.gpu_end_ns < e.gpu_start_ns)
+      return std::nullopt;
+    return e;
+  }
   return std::nullopt;
 }
 
 void feed_event(const FeedEvent& e, LiveRuntime& rt) {
-  if (e.kind == FeedEvent::Kind::launch) rt.on_launch(e.name, e.correlation, e.cpu_ns);
-  else rt.on_complete(e.correlation, e.gpu_start_ns, e.gpu_end_ns);
+  switch (e.kind) {
+    case FeedEvent::Kind::launch: rt.on_launch(e.name, e.correlation, e.cpu_ns); break;
+    case FeedEvent::Kind::complete: rt.on_complete(e.correlation, e.gpu_start_ns, e.gpu_end_ns); break;
+    case FeedEvent::Kind::sync: rt.on_sync(e.correlation, e.gpu_start_ns, e.gpu_end_ns); break;
+  }
 }
 
 bool feed_line(std::string_view line, LiveRuntime& rt) {

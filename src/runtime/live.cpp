@@ -38,32 +38,53 @@ LiveRuntime::LiveRuntime(const ClockPlan& plan, SchedulerOptions options, Actuat
 
 LiveRuntime::~LiveRuntime() { stop(); }
 
-void LiveRuntime::on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) noexcept {
+void LiveRuntime::push(Event e) noexcept {
   try {
     std::lock_guard<std::mutex> g(mu_);
-    queue_.push_back({true, correlation, cpu_ns, 0, std::string(name)});
+    queue_.push_back(std::move(e));
   } catch (...) {
-    return;  // out of memory: this launch is lost, the predictor treats it as missing
+    return;  // out of memory: this event is lost (a lost launch is a missing one to the predictor)
   }
   cv_.notify_one();
 }
 
-void LiveRuntime::on_complete(std::int64_t correlation, std::int64_t start, std::int64_t end) noexcept {
+void LiveRuntime::on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) noexcept {
   try {
-    std::lock_guard<std::mutex> g(mu_);
-    queue_.push_back({false, correlation, start, end, {}});
-  } catch (...) {
-    return;
+    push({Event::Kind::launch, correlation, cpu_ns, 0, std::string(name)});
+  } catch (...) {  // the name's copy
   }
-  cv_.notify_one();
+}
+
+void LiveRuntime::on_complete(std::int64_t correlation, std::int64_t start, std::int64_t end) noexcept {
+  push({Event::Kind::complete, correlation, start, end, {}});
+}
+
+void LiveRuntime::on_sync(std::int64_t correlation, std::int64_t enter, std::int64_t exit) noexcept {
+  push({Event::Kind::sync, correlation, enter, exit, {}});
+}
+
+void LiveRuntime::set_anchor_on_completions(bool on) noexcept {
+  push({Event::Kind::anchor_on_completions, 0, on ? 1 : 0, 0, {}});
 }
 
 void LiveRuntime::handle(Event& e) {
   const auto n = static_cast<std::int64_t>(pred_.size());
-  if (e.launch) {
+  if (e.kind == Event::Kind::anchor_on_completions) {
+    sched_.set_anchor_on_completions(e.a != 0);
+    return;
+  }
+  if (e.kind == Event::Kind::sync) {
+    // Events arrive in the order the job made them: the latest launch is the last one before the synchronize.
+    ++stats_.syncs;
+    sched_.on_sync(last_launch_abs_, e.a, e.b);
+    return;
+  }
+  if (e.kind == Event::Kind::launch) {
     const std::int64_t expected = pred_.next_position();
     Alignment a = pred_.observe(e.name);
-    sched_.on_launch(a.position, a.state == PredictorState::locked);
+    const bool locked = a.state == PredictorState::locked;
+    sched_.on_launch(a.position, locked);
+    last_launch_abs_ = locked && (a.matched || a.substituted) ? a.position : -1;
     ++stats_.launches;
     if (a.state == PredictorState::locked) {
       if (first_abs_ < 0) first_abs_ = a.position;

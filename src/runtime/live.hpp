@@ -30,6 +30,7 @@ struct LiveStats {
   std::uint64_t changes = 0, dropped = 0, merged = 0, late = 0;
   double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
   std::uint64_t losses = 0;
+  std::uint64_t syncs = 0;          // synchronizes seen (GPU progress without kernel activity)
   double prediction_accuracy() const { return scored ? static_cast<double>(predicted) / static_cast<double>(scored) : 0; }
   double in_time_fraction() const { return kernel_ns > 0 ? in_time_ns / kernel_ns : 0; }
 };
@@ -46,16 +47,23 @@ class LiveRuntime {
   // Cheap, thread-safe, never throw (may be called from a CUDA callback).
   void on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) noexcept;
   void on_complete(std::int64_t correlation, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns) noexcept;
+  // A device/stream synchronize the job called (feed.hpp's S line): every kernel launched before it (smaller
+  // correlation) had finished when it returned.
+  void on_sync(std::int64_t correlation, std::int64_t enter_ns, std::int64_t exit_ns) noexcept;
+  // From now on completed kernels anchor the estimate (or stop doing so): `gearshift run` turns this on when
+  // it asks the job for every kernel's activity because the job does not synchronize.
+  void set_anchor_on_completions(bool on) noexcept;
 
   // Stops the thread after it handled every queued event, restores the default clocks, returns the figures.
   LiveStats stop();
 
  private:
   struct Event {
-    bool launch;
-    std::int64_t correlation, a, b;  // launch: cpu_ns; complete: start, end
+    enum class Kind { launch, complete, sync, anchor_on_completions } kind;
+    std::int64_t correlation, a, b;  // launch: cpu_ns; complete: start, end; sync: entered, returned; a: on
     std::string name;
   };
+  void push(Event e) noexcept;
   void loop();
   void handle(Event& e);
 
@@ -73,6 +81,7 @@ class LiveRuntime {
   std::vector<std::pair<std::int64_t, std::int64_t>> corr_pos_;  // ring: correlation -> absolute position
   std::vector<std::pair<double, model::ClockPair>> landings_;
   std::int64_t first_abs_ = -1, last_abs_ = -1;
+  std::int64_t last_launch_abs_ = -1;  // position of the latest launch (-1: not placed)
   LiveStats stats_;
   bool stopped_ = false;
 };

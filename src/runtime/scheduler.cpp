@@ -38,11 +38,13 @@ std::int64_t ActuationScheduler::next_change_at_or_after(std::int64_t abs) const
   return (step + 1) * n + static_cast<std::int64_t>(changes_.front());
 }
 
+double ActuationScheduler::duration(std::int64_t abs) const {
+  return plan_.positions[static_cast<std::size_t>(mod(abs, static_cast<std::int64_t>(plan_.size())))].duration_ns;
+}
+
 std::optional<double> ActuationScheduler::estimate_start_ns(std::int64_t abs) const {
   if (anchor_abs_ < 0) return std::nullopt;
-  const double anchor_end_offset =
-      offset(anchor_abs_) + plan_.positions[static_cast<std::size_t>(mod(anchor_abs_, static_cast<std::int64_t>(plan_.size())))].duration_ns;
-  return anchor_end_ns_ + (offset(abs) - anchor_end_offset);
+  return anchor_end_ns_ + (offset(abs) - (offset(anchor_abs_) + duration(anchor_abs_)));
 }
 
 void ActuationScheduler::on_launch(std::int64_t abs, bool locked) {
@@ -57,12 +59,31 @@ void ActuationScheduler::on_launch(std::int64_t abs, bool locked) {
   if (abs < last_launch_ - static_cast<std::int64_t>(plan_.size())) last_launch_ = abs;  // renumbered after relock
 }
 
-void ActuationScheduler::on_complete(std::int64_t abs, std::int64_t /*gpu_start_ns*/, std::int64_t gpu_end_ns) {
-  if (abs < 0) return;
-  // The latest completion defines where the GPU is; an older one arriving late says nothing new.
-  if (static_cast<double>(gpu_end_ns) < anchor_end_ns_ && anchor_abs_ >= 0 && abs <= anchor_abs_) return;
+void ActuationScheduler::anchor(std::int64_t abs, double end_ns) {
+  // The latest sign defines where the GPU is; an older one arriving late says nothing new.
+  if (end_ns < anchor_end_ns_ && anchor_abs_ >= 0 && abs <= anchor_abs_) return;
   anchor_abs_ = abs;
-  anchor_end_ns_ = static_cast<double>(gpu_end_ns);
+  anchor_end_ns_ = end_ns;
+}
+
+void ActuationScheduler::on_complete(std::int64_t abs, std::int64_t /*gpu_start_ns*/, std::int64_t gpu_end_ns) {
+  if (abs < 0 || !o_.anchor_on_completions) return;
+  anchor(abs, static_cast<double>(gpu_end_ns));
+}
+
+void ActuationScheduler::on_sync(std::int64_t abs, std::int64_t enter_ns, std::int64_t exit_ns) {
+  if (abs < 0) return;
+  const auto enter = static_cast<double>(enter_ns), exit = static_cast<double>(exit_ns);
+  if (exit - enter >= kSyncWaitedNs) {
+    anchor(abs, exit);  // it waited: the GPU finished abs as it returned
+    return;
+  }
+  // The GPU was idle on entry: abs ended by then, at the estimate if that is earlier.
+  if (anchor_abs_ > abs) return;
+  double end = enter;
+  if (anchor_abs_ >= 0) end = std::min(end, *estimate_start_ns(abs) + duration(abs));
+  anchor_abs_ = abs;
+  anchor_end_ns_ = end;
 }
 
 std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {

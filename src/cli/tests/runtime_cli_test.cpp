@@ -133,6 +133,28 @@ TEST(Replay, BadInputs) {
 // `gearshift run` with the simulated GPU.
 
 // Four 5 ms kernels per 25 ms step: two at 1200 MHz, two at the default.
+// The number right after `prefix` (searched from the first `anchor`, when given); -1 when absent. Plain string
+// search: std::regex trips GCC 12's -Wmaybe-uninitialized under the sanitizer build.
+double number_after(const std::string& text, const std::string& prefix, const std::string& anchor = "") {
+  std::size_t at = anchor.empty() ? 0 : text.find(anchor);
+  if (at == std::string::npos) return -1;
+  at = text.find(prefix, at);
+  if (at == std::string::npos) return -1;
+  const char* begin = text.c_str() + at + prefix.size();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  return end == begin ? -1 : v;
+}
+
+// The whole number right before `suffix`; -1 when absent.
+double number_before(const std::string& text, const std::string& suffix) {
+  std::size_t at = text.find(suffix);
+  if (at == std::string::npos) return -1;
+  std::size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(text[b - 1]))) --b;
+  return b == at ? -1 : std::stod(text.substr(b, at - b));
+}
+
 void write_plan(const fs::path& p) {
   nlohmann::json j = {{"format", "gearshift-plan"}, {"version", 1}, {"gpu", "h200"}, {"switch_latency_us", 1000},
                       {"period_us", 25000}};
@@ -218,6 +240,63 @@ TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
   EXPECT_GE(n, 6);
   EXPECT_GE(low, 3);
   EXPECT_NE(slurp(out).find("dry-run"), std::string::npos);
+}
+
+// The default GPU progress: the fake job synchronizes at each step's end and those anchor the runtime; the
+// job is told to record kernel activity only in sampled windows, and the summary says so.
+TEST(Run, DefaultFollowsTheJobsSynchronizesAndSamplesKernelActivity) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", env_out = s.t.dir / "env.txt";
+  ASSERT_EQ(run(s.run_argv("6", false), s.env, out), 0) << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("GPU progress from the job's 6 synchronizes; kernel activity sampled (200 of every 5000 ms)"),
+            std::string::npos)
+      << o;
+  EXPECT_GE(number_after(o, "clock changes "), 6) << o;
+  // What the job's injection library is told.
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(), "--", "/bin/sh",
+                 "-c", "echo $GEARSHIFT_FEED_ACTIVITY_PERIOD_MS $GEARSHIFT_FEED_ACTIVITY_WINDOW_MS > " + env_out.string() +
+                           "; test -n \"$GEARSHIFT_RUNTIME_CONTROL_FD\""},
+                s.env, out),
+            0)
+      << slurp(out);
+  EXPECT_EQ(slurp(env_out), "5000 200\n");
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(), "--gpu-progress",
+                 "activity", "--", "/bin/sh", "-c", "echo x$GEARSHIFT_FEED_ACTIVITY_PERIOD_MS > " + env_out.string()},
+                s.env, out),
+            0)
+      << slurp(out);
+  EXPECT_EQ(slurp(env_out), "x\n");
+  EXPECT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--gpu-progress", "events", "--", "/bin/true"},
+                s.env, out),
+            2);
+}
+
+// Kernel activity anchors with --gpu-progress activity: a job that never synchronizes still gets its changes.
+TEST(Run, GpuProgressActivityAnchorsOnCompletedKernels) {
+  SimEnv s;
+  s.env.push_back("FAKE_JOB_NO_SYNC=1");
+  const fs::path out = s.t.dir / "out.txt";
+  auto argv = s.run_argv("6", false);
+  argv.insert(argv.begin() + 2, {"--gpu-progress", "activity"});
+  ASSERT_EQ(run(argv, s.env, out), 0) << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("GPU progress from every kernel's activity (--gpu-progress activity)"), std::string::npos) << o;
+  EXPECT_GE(number_after(o, "clock changes "), 6) << o;
+}
+
+// By default a job that never synchronizes gets nothing changed until 2 s of its launches passed without a
+// synchronize; then the runtime anchors on every kernel's activity (and asks the job for it).
+TEST(Run, WithoutSynchronizesFallsBackToKernelActivity) {
+  SimEnv s;
+  s.env.push_back("FAKE_JOB_NO_SYNC=1");
+  const fs::path out = s.t.dir / "out.txt";
+  ASSERT_EQ(run(s.run_argv("120", false), s.env, out), 0) << slurp(out);  // 120 steps of 25 ms: 3 s
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("the job did not synchronize (0 synchronizes seen; none for 2 s while launching)"),
+            std::string::npos)
+      << o;
+  EXPECT_GE(number_after(o, "clock changes "), 10) << o;  // after the fallback, about 40 steps with 2 each
 }
 
 TEST(Run, KillNineOfTheJobRestoresWithinOneSecond) {
@@ -334,28 +413,6 @@ std::vector<std::string> auto_argv(std::vector<std::string> opts, std::vector<st
   a.push_back(GEARSHIFT_FAKE_JOB);
   a.insert(a.end(), job.begin(), job.end());
   return a;
-}
-
-// The number right after `prefix` (searched from the first `anchor`, when given); -1 when absent. Plain string
-// search: std::regex trips GCC 12's -Wmaybe-uninitialized under the sanitizer build.
-double number_after(const std::string& text, const std::string& prefix, const std::string& anchor = "") {
-  std::size_t at = anchor.empty() ? 0 : text.find(anchor);
-  if (at == std::string::npos) return -1;
-  at = text.find(prefix, at);
-  if (at == std::string::npos) return -1;
-  const char* begin = text.c_str() + at + prefix.size();
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  return end == begin ? -1 : v;
-}
-
-// The whole number right before `suffix`; -1 when absent.
-double number_before(const std::string& text, const std::string& suffix) {
-  std::size_t at = text.find(suffix);
-  if (at == std::string::npos) return -1;
-  std::size_t b = at;
-  while (b > 0 && std::isdigit(static_cast<unsigned char>(text[b - 1]))) --b;
-  return b == at ? -1 : std::stod(text.substr(b, at - b));
 }
 
 TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
+#include <vector>
 #include <thread>
 
 #include "cupti/controller.hpp"
@@ -91,4 +93,55 @@ TEST(Controller, StopsWhenTheTracerAsks) {
   a.name = "k";
   t.add(a);
   EXPECT_TRUE(eventually([&] { return stops.load() == 1; }));
+}
+
+// Sampled kernel activity: on for the window, off for the rest of each period, alternating; a command from the
+// runtime (the control hook) replaces the windows: "every kernel" turns activity on for good.
+TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
+  std::mutex mu;
+  std::vector<bool> toggles;
+  std::atomic<bool> send{false};
+  ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
+  hooks.kernel_activity = [&](bool on) {
+    std::lock_guard lock(mu);
+    toggles.push_back(on);
+  };
+  hooks.control = [&]() -> std::optional<ActivityWindows> {
+    if (send.exchange(false)) return ActivityWindows{0, 0};
+    return std::nullopt;
+  };
+  auto count = [&] {
+    std::lock_guard lock(mu);
+    return toggles.size();
+  };
+  Controller ctl(nullptr, nullptr, hooks, 1, 0, 0, ActivityWindows{20, 5}, /*activity_on=*/false);
+  ASSERT_TRUE(eventually([&] { return count() >= 6; }));
+  {
+    std::lock_guard lock(mu);
+    for (std::size_t i = 0; i < toggles.size(); ++i) EXPECT_EQ(toggles[i], i % 2 == 0) << i;  // on, off, on, ...
+  }
+  EXPECT_GE(ctl.windows_opened(), 3u);
+  send = true;
+  ASSERT_TRUE(eventually([&] { return ctl.windows().period_ms == 0; }));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return toggles.back();
+  }));
+  const std::size_t after = count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // three former periods: no toggle any more
+  EXPECT_EQ(count(), after);
+  ctl.shutdown();
+}
+
+// Window 0: kernel activity off for good (the launch callbacks alone).
+TEST(Controller, WindowZeroTurnsActivityOffOnce) {
+  std::atomic<int> on{0}, off{0};
+  ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
+  hooks.kernel_activity = [&](bool v) { ++(v ? on : off); };
+  Controller ctl(nullptr, nullptr, hooks, 1, 0, 0, ActivityWindows{10, 0}, /*activity_on=*/true);
+  ASSERT_TRUE(eventually([&] { return off.load() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ctl.shutdown();
+  EXPECT_EQ(off.load(), 1);
+  EXPECT_EQ(on.load(), 0);
 }

@@ -128,6 +128,20 @@ FAKE_EXPORT void fake_cupti_launch_named(uint32_t cbid, uint32_t correlation, co
   d.callbackSite = CUPTI_API_EXIT;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
+// A synchronize (cuCtxSynchronize) as the driver reports it: entry, then exit with `result`; the entry/exit
+// pair shares one correlationData slot, as in CUPTI.
+FAKE_EXPORT void fake_cupti_sync(uint32_t correlation, int result) {
+  uint64_t slot = 0;
+  CUresult rc = static_cast<CUresult>(result);
+  CUpti_CallbackData d{};
+  d.callbackSite = CUPTI_API_ENTER;
+  d.correlationId = correlation;
+  d.correlationData = &slot;
+  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, &d);
+  d.callbackSite = CUPTI_API_EXIT;
+  d.functionReturnValue = &rc;
+  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, &d);
+}
 FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation) {
   std::lock_guard lock(g_mu);
   g_names.emplace_back(name);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -92,21 +93,29 @@ Step synthetic() {
   return s;
 }
 
-// Launches each step ahead of the GPU (as a CPU does), then reports completions as the simulated GPU ends them.
-// Returns false when the feed broke.
+// Launches each step ahead of the GPU (as a CPU does), then reports completions as the simulated GPU ends them,
+// and synchronizes at the step's end (an S line: entered after the launches, returned with the last kernel)
+// unless FAKE_JOB_NO_SYNC=1. Returns false when the feed broke.
 bool run_steps(int fd, const Step& step, long steps) {
+  const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
   std::int64_t corr = 0;
   for (long s = 0; steps < 0 || s < steps; ++s) {
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
     for (const auto& k : step.kernels)
       if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " " + k.name + "\n")) return false;
+    const std::int64_t entered = monotonic_ns();
     for (std::size_t i = 0; i < step.kernels.size(); ++i) {
       const auto start = t0 + step.kernels[i].start_offset_ns;
       const auto end = start + step.kernels[i].duration_ns;
       sleep_until(end);
       if (!put(fd, "C " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(start) + " " +
                        std::to_string(end) + step.completion_suffix + "\n"))
+        return false;
+    }
+    if (sync && !step.kernels.empty()) {
+      const std::int64_t returned = std::max(entered, t0 + step.kernels.back().start_offset_ns + step.kernels.back().duration_ns);
+      if (!put(fd, "S " + std::to_string(corr++) + " " + std::to_string(entered) + " " + std::to_string(returned) + "\n"))
         return false;
     }
     sleep_until(t0 + step.period_ns);

@@ -53,6 +53,20 @@ TEST(FeedParse, CompletionLineOldAndExtendedForms) {
   EXPECT_FALSE(parse_feed_line(""));
 }
 
+TEST(FeedParse, SyncLine) {
+  auto e = parse_feed_line("S 12 1000 2500");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, FeedEvent::Kind::sync);
+  EXPECT_EQ(e->correlation, 12);
+  EXPECT_EQ(e->gpu_start_ns, 1000);
+  EXPECT_EQ(e->gpu_end_ns, 2500);
+  EXPECT_TRUE(parse_feed_line("S 12 1000 1000 "));
+  EXPECT_FALSE(parse_feed_line("S 12 1000"));
+  EXPECT_FALSE(parse_feed_line("S 12 2500 1000"));  // returned before it was entered
+  EXPECT_FALSE(parse_feed_line("S 12 1000 2500 3"));  // a field too many
+  EXPECT_FALSE(parse_feed_line("S x 1000 2500"));
+}
+
 // Two names alternating on stream 5 of device 1, completions in reverse order within each step.
 TEST(FeedCollector, BuildsSortedKernelRecordsFromLaunchesAndCompletions) {
   FeedCollector c(1000);
@@ -68,6 +82,7 @@ TEST(FeedCollector, BuildsSortedKernelRecordsFromLaunchesAndCompletions) {
     corr += 3;
   }
   c.add(*parse_feed_line("C 999 1 2"));  // no launch seen: counted, not kept
+  c.add(*parse_feed_line("S 1000 5 6"));  // a synchronize: no kernel, not unmatched
   EXPECT_EQ(c.launches(), 18u);
   EXPECT_EQ(c.kernels(), 18u);
   EXPECT_EQ(c.unmatched(), 1u);

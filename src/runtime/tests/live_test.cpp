@@ -96,17 +96,50 @@ TEST(Live, FollowsKernelLaunchesOfAPlanWithMemsetPositions) {
   EXPECT_EQ(st.predicted, 116u);
 }
 
+// Without kernel activity anchoring (sampled activity only measures), the job's synchronizes are the runtime's
+// GPU progress: with them it leaves the default clocks for the plan's phase, without them it holds the defaults.
+TEST(Live, SynchronizesAnchorWhenCompletionsDoNot) {
+  ClockPlan plan = plan4();
+  for (const bool syncs : {false, true}) {
+    CountingActuator act;
+    LiveStats st;
+    {
+      LiveRuntime rt(plan, {.switch_latency_ns = 1e6, .anchor_on_completions = false}, act);
+      // Times 10 s ahead of now: every boundary lies in the future, so what is issued does not depend on how
+      // fast this thread runs.
+      const std::int64_t t0 = monotonic_ns() + 10'000'000'000;
+      for (int s = 0; s < 5; ++s) {
+        for (int i = 0; i < 4; ++i) {
+          const std::int64_t corr = s * 10 + i;
+          rt.on_launch(std::string(1, static_cast<char>('a' + i)), corr, t0 + s * 4'000'000 + i * 10'000);
+          rt.on_complete(corr, t0 + s * 4'000'000 + i * 1'000'000, t0 + s * 4'000'000 + (i + 1) * 1'000'000);
+        }
+        if (syncs) rt.on_sync(s * 10 + 5, t0 + s * 4'000'000 + 50'000, t0 + (s + 1) * 4'000'000);
+      }
+      st = rt.stop();
+    }
+    EXPECT_EQ(st.syncs, syncs ? 5u : 0u);
+    EXPECT_EQ(st.steps, 5u);
+    if (syncs) EXPECT_GE(act.applied.load(), 1) << "anchored: the phase's clocks are requested";
+    else EXPECT_EQ(act.applied.load(), 0) << "no anchor: the default clocks hold";
+    EXPECT_EQ(act.restored.load(), 1);
+  }
+}
+
 TEST(Feed, ParsesLaunchAndCompletionLines) {
   auto plan = plan4();
   CountingActuator act;
   LiveRuntime rt(plan, {}, act);
   EXPECT_TRUE(feed_line("L 100 7 a kernel name with spaces", rt));
   EXPECT_TRUE(feed_line("C 7 100 200", rt));
+  EXPECT_TRUE(feed_line("S 8 300 400", rt));
   EXPECT_FALSE(feed_line("C 7 100", rt));
   EXPECT_FALSE(feed_line("L 100 x a", rt));
   EXPECT_FALSE(feed_line("X 1 2 3", rt));
   EXPECT_FALSE(feed_line("", rt));
-  EXPECT_EQ(rt.stop().launches, 1u);
+  LiveStats st = rt.stop();
+  EXPECT_EQ(st.launches, 1u);
+  EXPECT_EQ(st.syncs, 1u);
 }
 
 }  // namespace

@@ -102,4 +102,49 @@ TEST(Scheduler, SearchingRequestsDefaults) {
 }
 
 }  // namespace
+
+// A synchronize that waited for the GPU anchors the last kernel launched before it at its return.
+TEST(Scheduler, SyncThatWaitedAnchorsAtItsReturn) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6});
+  s.on_launch(0, true);
+  s.on_launch(1, true);
+  s.on_sync(1, 5'000'000, 21'000'000);  // waited 16 ms: position 1 ended at 21 ms
+  ASSERT_TRUE(s.estimate_start_ns(2));
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 21e6);
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(4), 41e6);  // next step's position 0
+}
+
+// One that returned at once found the GPU idle: the kernel ended by its entry, at the estimate when that is
+// earlier; the estimate is never pushed later than the entry.
+TEST(Scheduler, SyncThatDidNotWaitBoundsTheEnd) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6});
+  s.on_launch(1, true);
+  s.on_sync(1, 30'000'000, 30'005'000);  // no anchor yet: position 1 ended by 30 ms
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 30e6);
+  s.on_complete(0, 0, 10'000'000);  // older sign: ignored (position 0 <= 1, ends earlier)
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 30e6);
+
+  ActuationScheduler t(p, {.switch_latency_ns = 3e6});
+  t.on_launch(1, true);
+  t.on_complete(0, 0, 10'000'000);           // estimate: position 1 ends at 20 ms
+  t.on_sync(1, 30'000'000, 30'005'000);      // idle since <= 30 ms: the 20 ms estimate stands
+  EXPECT_DOUBLE_EQ(*t.estimate_start_ns(2), 20e6);
+  t.on_sync(0, 31'000'000, 31'001'000);      // a position before the anchor says nothing new
+  EXPECT_DOUBLE_EQ(*t.estimate_start_ns(2), 20e6);
+}
+
+// With anchor_on_completions off (kernel activity sampled only to measure), completions do not anchor.
+TEST(Scheduler, CompletionsCanBeLeftOutOfTheAnchor) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6, .anchor_on_completions = false});
+  s.on_launch(1, true);
+  s.on_complete(0, 0, 10'000'000);
+  EXPECT_FALSE(s.estimate_start_ns(2));
+  EXPECT_TRUE(s.poll(10'000'000).empty());  // no anchor: the default clocks hold (already requested)
+  s.on_sync(1, 5'000'000, 20'000'000);
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 20e6);
+}
+
 }  // namespace gearshift::runtime

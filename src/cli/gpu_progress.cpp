@@ -1,0 +1,76 @@
+#include "cli/gpu_progress.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <fmt/core.h>
+
+#include "cupti/config.hpp"
+
+namespace gearshift::cli {
+
+ProgressControl::ProgressControl(GpuProgress mode, int control_fd) : mode_(mode), fd_(control_fd) {
+  // Never block on a job that stopped reading (its pipe buffer is full): a lost command only costs overhead.
+  if (fd_ >= 0) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+}
+
+ProgressControl::~ProgressControl() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void ProgressControl::set_job_env(GpuProgress mode, bool collect_first) {
+  if (mode != GpuProgress::sync || collect_first) return;
+  if (std::getenv(cupti::kEnvFeedActivityPeriodMs) != nullptr) return;  // the user's own sampling
+  setenv(cupti::kEnvFeedActivityPeriodMs, std::to_string(kAuditPeriodMs).c_str(), 1);
+  setenv(cupti::kEnvFeedActivityWindowMs, std::to_string(kAuditWindowMs).c_str(), 1);
+}
+
+void ProgressControl::send(int period_ms, int window_ms) {
+  std::lock_guard lock(write_mu_);
+  if (fd_ < 0) return;
+  const std::string line = fmt::format("A {} {}\n", period_ms, window_ms);
+  if (write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    fmt::print(stderr, "gearshift run: note: could not tell the job to change its kernel activity\n");
+}
+
+void ProgressControl::fall_back(runtime::LiveRuntime& rt) {
+  if (switched_.exchange(true)) return;
+  send(0, 0);
+  rt.set_anchor_on_completions(true);
+}
+
+void ProgressControl::on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt) {
+  if (e.kind == runtime::FeedEvent::Kind::sync) {
+    ++syncs_;
+    last_sync_or_start_ns_ = e.gpu_end_ns;
+    return;
+  }
+  if (e.kind != runtime::FeedEvent::Kind::launch || mode_ != GpuProgress::sync || rt == nullptr || switched_) return;
+  if (last_sync_or_start_ns_ < 0) last_sync_or_start_ns_ = e.cpu_ns;
+  if (e.cpu_ns - last_sync_or_start_ns_ > kNoSyncFallbackNs) fall_back(*rt);
+}
+
+void ProgressControl::plan_ready(runtime::LiveRuntime& rt) {
+  if (mode_ != GpuProgress::sync) return;
+  if (syncs_.load() == 0) {
+    switched_ = true;  // every kernel's activity is still on: keep it, anchor on it
+    rt.set_anchor_on_completions(true);
+    return;
+  }
+  send(kAuditPeriodMs, kAuditWindowMs);
+}
+
+std::string ProgressControl::summary() const {
+  if (mode_ == GpuProgress::activity) return "GPU progress from every kernel's activity (--gpu-progress activity)";
+  if (switched_)
+    return fmt::format("GPU progress from every kernel's activity: the job did not synchronize ({} synchronizes "
+                       "seen; none for {} s while launching)",
+                       syncs_.load(), kNoSyncFallbackNs / 1'000'000'000);
+  return fmt::format("GPU progress from the job's {} synchronizes; kernel activity sampled ({} of every {} ms): the "
+                     "in-time fraction is measured on those kernels",
+                     syncs_.load(), kAuditWindowMs, kAuditPeriodMs);
+}
+
+}  // namespace gearshift::cli

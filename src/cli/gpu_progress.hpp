@@ -1,0 +1,70 @@
+// How `gearshift run` learns where the GPU is, and what that costs the job (--gpu-progress).
+//
+//  - sync (default): the job's own device/stream synchronizes (torch.cuda.synchronize, loss.item()) anchor the
+//    runtime's estimate; kernel activity is recorded only in short windows (kAuditWindowMs of every
+//    kAuditPeriodMs) that measure the in-time fraction. Measured on an H200 (docs/benchmarks.md, 2026-11-30
+//    session 3): recording every kernel's activity cost GPT-2 small 1-2 % of its step time, the launch and
+//    synchronize callbacks alone were within the run-to-run noise.
+//  - activity: every kernel's activity record anchors the estimate (GPU progress at most ~10 ms old) at that
+//    cost.
+// A job that does not synchronize gives sync mode nothing to anchor on: after kNoSyncFallbackNs of launches
+// without one, the job is asked (control pipe, cupti/feed_control.hpp) for every kernel's activity and the
+// runtime anchors on it from then on. `run --auto` collects every kernel until its plan exists (it needs their
+// durations), then samples.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "runtime/feed.hpp"
+#include "runtime/live.hpp"
+
+namespace gearshift::cli {
+
+enum class GpuProgress { sync, activity };
+
+inline constexpr int kAuditPeriodMs = 5000;
+inline constexpr int kAuditWindowMs = 200;
+inline constexpr std::int64_t kNoSyncFallbackNs = 2'000'000'000;
+
+class ProgressControl {
+ public:
+  // `control_fd`: the write end of the control pipe (ours; non-blocking; closed by the destructor); -1: none.
+  ProgressControl(GpuProgress mode, int control_fd);
+  ~ProgressControl();
+  ProgressControl(const ProgressControl&) = delete;
+  ProgressControl& operator=(const ProgressControl&) = delete;
+
+  // The job's environment before it starts (setenv: before any thread). `collect_first`: --auto, every kernel
+  // until plan_ready(). Variables the user set are kept.
+  static void set_job_env(GpuProgress mode, bool collect_first);
+
+  // Whether completed kernels anchor a runtime started now.
+  bool anchor_on_completions() const { return mode_ == GpuProgress::activity || switched_.load(); }
+
+  // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). Falls back to
+  // every kernel's activity when a live job in sync mode launches for kNoSyncFallbackNs without synchronizing.
+  void on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt);
+
+  // --auto: the plan exists and its runtime `rt` starts (the planner's thread). In sync mode with
+  // synchronizes seen during the warm-up, sampling starts; without any, every kernel's activity stays on.
+  void plan_ready(runtime::LiveRuntime& rt);
+
+  // One line for the exit summary.
+  std::string summary() const;
+
+ private:
+  void send(int period_ms, int window_ms);
+  void fall_back(runtime::LiveRuntime& rt);
+
+  GpuProgress mode_;
+  int fd_;
+  std::mutex write_mu_;
+  std::atomic<std::uint64_t> syncs_{0};
+  std::atomic<bool> switched_{false};
+  std::int64_t last_sync_or_start_ns_ = -1;  // reader thread only: CPU time of the last S (or first L) line
+};
+
+}  // namespace gearshift::cli

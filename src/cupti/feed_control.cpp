@@ -1,0 +1,67 @@
+#include "cupti/feed_control.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+
+namespace gearshift::cupti {
+
+namespace {
+bool field(std::string_view& s, int& v) {
+  if (s.empty() || s.front() != ' ') return false;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || v < 0) return false;
+  s.remove_prefix(static_cast<std::size_t>(p - s.data()));
+  return true;
+}
+}  // namespace
+
+std::optional<ActivityWindows> parse_control_line(std::string_view line) {
+  if (!line.starts_with('A')) return std::nullopt;
+  line.remove_prefix(1);
+  ActivityWindows w;
+  if (!field(line, w.period_ms) || !field(line, w.window_ms)) return std::nullopt;
+  if (line.find_first_not_of(' ') != std::string_view::npos) return std::nullopt;
+  if (w.period_ms > 0 && w.window_ms > w.period_ms) return std::nullopt;
+  return w;
+}
+
+FeedControl::FeedControl(int fd) : fd_(fd) {
+  if (fd_ >= 0) {
+    fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    fcntl(fd_, F_SETFD, FD_CLOEXEC);  // programs this one execs must not read our commands
+  }
+}
+
+FeedControl::~FeedControl() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::optional<ActivityWindows> FeedControl::poll() {
+  std::optional<ActivityWindows> last;
+  char chunk[512];
+  while (fd_ >= 0) {
+    ssize_t n = read(fd_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n <= 0) {  // end of file (gearshift gone) or an error: nothing more will come
+      close(fd_);
+      fd_ = -1;
+      break;
+    }
+    buf_.append(chunk, static_cast<std::size_t>(n));
+    if (buf_.size() > 4096 && buf_.find('\n') == std::string::npos) buf_.clear();  // no line that long is valid
+  }
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = buf_.find('\n', start)) != std::string::npos; start = nl + 1) {
+    if (auto w = parse_control_line(std::string_view(buf_).substr(start, nl - start))) last = w;
+    else ++invalid_;
+  }
+  buf_.erase(0, start);
+  return last;
+}
+
+}  // namespace gearshift::cupti
