@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cupti.h>
+#include <driver_types.h>
 
 #include <array>
 
@@ -21,16 +22,23 @@ inline constexpr std::array<CUpti_CallbackId, 8> kLaunchCallbacks = {
 
 // Synchronizations that wait for every kernel launched before them (of the context, or of the stream: in a
 // one-stream job the same): their return tells the runtime that the GPU got that far. Event synchronizes
-// are left out (they wait only for work before the event's record).
-inline constexpr std::array<CUpti_CallbackId, 3> kSyncCallbacks = {
-    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
-};
+// are left out (they wait only for work before the event's record). Both API levels: PyTorch calls the
+// runtime's (whose driver calls are internal and may differ between CUDA versions: CUDA 13's
+// cudaDeviceSynchronize is cuCtxSynchronize_v2), other frameworks the driver's. A driver synchronize inside a
+// runtime one is the same wait and is not reported twice.
+inline constexpr std::array<CUpti_CallbackId, 4> kSyncDriverCallbacks = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz};
+inline constexpr std::array<CUpti_CallbackId, 4> kSyncRuntimeCallbacks = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000};
 
-constexpr bool is_sync_api(CUpti_CallbackId cbid) noexcept {
-  return cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
-         cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz;
+constexpr bool is_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) noexcept {
+  const auto& ids = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kSyncRuntimeCallbacks : kSyncDriverCallbacks;
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return false;
+  for (CUpti_CallbackId id : ids)
+    if (id == cbid) return true;
+  return false;
 }
 
 constexpr LaunchApi launch_api_of(CUpti_CallbackId cbid) noexcept {
@@ -66,18 +74,31 @@ inline bool on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti
   return true;
 }
 
-// A synchronize's entry and exit (cbid in kSyncCallbacks): the entry time is kept in CUPTI's per-call
-// correlationData; on a successful return fills `out` (cpu_ns = entry, sync_exit_ns = return) and returns true.
+// A synchronize's entry and exit (a cbid of kSync*Callbacks in its domain): the entry time is kept in CUPTI's
+// per-call correlationData; on a successful return fills `out` (cpu_ns = entry, sync_exit_ns = return) and
+// returns true. A driver synchronize while this thread is inside a runtime one is skipped (the same wait).
 template <typename NowNs>
-inline bool on_sync_api(CUpti_CallbackId cbid, const CUpti_CallbackData* data, NowNs&& now_ns,
-                        LaunchEvent& out) noexcept {
-  if (data == nullptr || !is_sync_api(cbid) || data->correlationData == nullptr) return false;
+inline bool on_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data,
+                        NowNs&& now_ns, LaunchEvent& out) noexcept {
+  thread_local int inside_runtime_sync = 0;
+  if (data == nullptr || !is_sync_api(domain, cbid) || data->correlationData == nullptr) return false;
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (!runtime && inside_runtime_sync > 0) return false;
   if (data->callbackSite == CUPTI_API_ENTER) {
+    if (runtime) ++inside_runtime_sync;
     *data->correlationData = static_cast<std::uint64_t>(now_ns());
     return false;
   }
-  const auto* rc = static_cast<const CUresult*>(data->functionReturnValue);
-  if (rc != nullptr && *rc != CUDA_SUCCESS) return false;  // it did not wait for the GPU
+  if (runtime && inside_runtime_sync > 0) --inside_runtime_sync;
+  bool ok = true;
+  if (runtime) {
+    const auto* rc = static_cast<const cudaError_t*>(data->functionReturnValue);
+    ok = rc == nullptr || *rc == cudaSuccess;
+  } else {
+    const auto* rc = static_cast<const CUresult*>(data->functionReturnValue);
+    ok = rc == nullptr || *rc == CUDA_SUCCESS;
+  }
+  if (!ok) return false;  // it did not wait for the GPU
   out = LaunchEvent{};
   out.correlation = data->correlationId;
   out.cpu_ns = static_cast<std::int64_t>(*data->correlationData);

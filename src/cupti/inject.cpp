@@ -104,13 +104,15 @@ std::mutex g_start_mu;
 void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) noexcept {
   try {
-    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || userdata == nullptr) return;
+    if (userdata == nullptr) return;
     State* s = static_cast<State*>(userdata);
     LaunchEvent e;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     auto now = [s] { return s->api->now_ns(); };
-    if (on_driver_api(s->launches, cbid, cb, now, e) || on_sync_api(cbid, cb, now, e))
-      if (s->feed) s->feed->on_launch(e);
+    const bool fed = domain == CUPTI_CB_DOMAIN_DRIVER_API ? on_driver_api(s->launches, cbid, cb, now, e) ||
+                                                                on_sync_api(domain, cbid, cb, now, e)
+                                                          : on_sync_api(domain, cbid, cb, now, e);
+    if (fed && s->feed) s->feed->on_launch(e);
   } catch (...) {
   }
 }
@@ -205,8 +207,10 @@ void stop_tracing(State& s, const std::string& reason, bool complete, bool every
     const bool turn_off = !s.cupti_off && (everything || !s.feed);
     if (turn_off) {
       for (CUpti_CallbackId cbid : kLaunchCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-      if (s.feed)
-        for (CUpti_CallbackId cbid : kSyncCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+      if (s.feed) {
+        for (CUpti_CallbackId cbid : kSyncDriverCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+        for (CUpti_CallbackId cbid : kSyncRuntimeCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+      }
       for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
       if (s.marker_enabled) api.activity_disable(CUPTI_ACTIVITY_KIND_MARKER);
     }
@@ -398,11 +402,17 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
                   "cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
   }
   // The feed also reports synchronizations (the runtime's GPU progress without kernel activity).
-  if (s->feed)
-    for (CUpti_CallbackId cbid : kSyncCallbacks)
-      if (CUptiResult r = api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
-        return fail("CUPTI refused a synchronize callback",
-                    "cannot enable synchronize callback " + std::to_string(cbid) + ": " + api.describe(r));
+  if (s->feed) {
+    auto enable_syncs = [&](CUpti_CallbackDomain domain, const auto& ids) -> std::optional<CUptiResult> {
+      for (CUpti_CallbackId cbid : ids)
+        if (CUptiResult r = api.enable_callback(1, s->subscriber, domain, cbid); r != CUPTI_SUCCESS) return r;
+      return std::nullopt;
+    };
+    if (auto r = enable_syncs(CUPTI_CB_DOMAIN_DRIVER_API, kSyncDriverCallbacks))
+      return fail("CUPTI refused a synchronize callback", "cannot enable the synchronize callbacks: " + api.describe(*r));
+    if (auto r = enable_syncs(CUPTI_CB_DOMAIN_RUNTIME_API, kSyncRuntimeCallbacks))
+      return fail("CUPTI refused a synchronize callback", "cannot enable the synchronize callbacks: " + api.describe(*r));
+  }
   // Our controller thread flushes (cuptiActivityFlushAll(0) returns partly filled buffers too); CUPTI's own
   // periodic flush (cuptiActivityFlushPeriod) returns full buffers only, which left the runtime with GPU
   // progress tens of steps old on an H200.

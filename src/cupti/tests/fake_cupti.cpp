@@ -128,19 +128,30 @@ FAKE_EXPORT void fake_cupti_launch_named(uint32_t cbid, uint32_t correlation, co
   d.callbackSite = CUPTI_API_EXIT;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
-// A synchronize (cuCtxSynchronize) as the driver reports it: entry, then exit with `result`; the entry/exit
-// pair shares one correlationData slot, as in CUPTI.
-FAKE_EXPORT void fake_cupti_sync(uint32_t correlation, int result) {
-  uint64_t slot = 0;
-  CUresult rc = static_cast<CUresult>(result);
-  CUpti_CallbackData d{};
-  d.callbackSite = CUPTI_API_ENTER;
-  d.correlationId = correlation;
-  d.correlationData = &slot;
-  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, &d);
-  d.callbackSite = CUPTI_API_EXIT;
-  d.functionReturnValue = &rc;
-  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, &d);
+// A synchronize as CUPTI reports it: entry, then exit with `result`; each entry/exit pair shares one
+// correlationData slot. nested = 0: cuCtxSynchronize alone; 1: cudaDeviceSynchronize (runtime) around
+// cuCtxSynchronize_v2 (driver, correlation + 1000), as CUDA 13's runtime makes it.
+FAKE_EXPORT void fake_cupti_sync(uint32_t correlation, int result, int nested) {
+  auto call = [](CUpti_CallbackDomain dom, CUpti_CallbackId id, CUpti_CallbackData& d, CUpti_ApiCallbackSite site) {
+    d.callbackSite = site;
+    if (g_callback != nullptr) g_callback(g_userdata, dom, id, &d);
+  };
+  uint64_t rslot = 0, dslot = 0;
+  CUresult drc = static_cast<CUresult>(result);
+  cudaError_t rrc = result == 0 ? cudaSuccess : cudaErrorLaunchFailure;
+  CUpti_CallbackData r{}, d{};
+  r.correlationId = correlation;
+  r.correlationData = &rslot;
+  r.functionReturnValue = &rrc;
+  d.correlationId = nested ? correlation + 1000 : correlation;
+  d.correlationData = &dslot;
+  d.functionReturnValue = &drc;
+  const CUpti_CallbackId rid = CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
+  const CUpti_CallbackId did = nested ? CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2 : CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize;
+  if (nested) call(CUPTI_CB_DOMAIN_RUNTIME_API, rid, r, CUPTI_API_ENTER);
+  call(CUPTI_CB_DOMAIN_DRIVER_API, did, d, CUPTI_API_ENTER);
+  call(CUPTI_CB_DOMAIN_DRIVER_API, did, d, CUPTI_API_EXIT);
+  if (nested) call(CUPTI_CB_DOMAIN_RUNTIME_API, rid, r, CUPTI_API_EXIT);
 }
 FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation) {
   std::lock_guard lock(g_mu);

@@ -268,7 +268,7 @@ struct Feed {
   void (*launch)(uint32_t, uint32_t, const char*) = nullptr;
   void (*kernel)(const char*, uint64_t, uint64_t, uint32_t) = nullptr;
   int (*enabled)() = nullptr;
-  void (*sync)(uint32_t, int) = nullptr;
+  void (*sync)(uint32_t, int, int) = nullptr;
 };
 
 // In the child: the injection library loaded by the program itself (no InitializeInjection: the driver was not
@@ -289,7 +289,7 @@ bool load_for_attach(const std::string& mode, Feed& f) {
   f.kernel =
       reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
   f.enabled = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_enabled_callbacks"));
-  f.sync = reinterpret_cast<void (*)(uint32_t, int)>(dlsym(fake, "fake_cupti_sync"));
+  f.sync = reinterpret_cast<void (*)(uint32_t, int, int)>(dlsym(fake, "fake_cupti_sync"));
   return f.attach && f.detach && f.error && f.launch && f.kernel && f.enabled && f.sync;
 }
 
@@ -304,13 +304,14 @@ TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
     if (!load_for_attach("ok", f)) return 2;
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z6beforev");  // before attach: not fed
     if (f.attach(fd[0]) != 0) return 3;
-    if (f.enabled() != 11) return 4;  // the 8 launch and 3 synchronize callbacks
+    if (f.enabled() != 16) return 4;  // the 8 launch and 4 + 4 (driver, runtime) synchronize callbacks
     for (uint32_t corr = 2; corr <= 4; ++corr) {
       f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr, "_Z4geluPf");
       f.kernel("_Z4geluPf", 10'000'000 + corr * 1000, 10'000'700 + corr * 1000, corr);
     }
-    f.sync(9, CUDA_ERROR_LAUNCH_FAILED);  // did not wait for the GPU: not fed
-    f.sync(10, CUDA_SUCCESS);
+    f.sync(9, CUDA_ERROR_LAUNCH_FAILED, 0);  // did not wait for the GPU: not fed
+    f.sync(10, CUDA_SUCCESS, 0);             // the driver's
+    f.sync(11, CUDA_SUCCESS, 1);             // the runtime's around the driver's: reported once, as the runtime's
     if (f.detach() != 1) return 5;
     if (f.enabled() != 0) return 6;  // callbacks off again
     f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 5, "_Z5afterv");  // after detach: not fed
@@ -320,15 +321,15 @@ TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
   const std::string& all = run.text[0];
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   auto lines = lines_of(all);
-  ASSERT_EQ(lines.size(), 7u) << all;
+  ASSERT_EQ(lines.size(), 8u) << all;
   int launches = 0, completions = 0, syncs = 0;
   for (const auto& l : lines) {
     if (l.starts_with("S ")) {
       ++syncs;
       long corr = 0, enter = 0, exit = 0;
       ASSERT_EQ(std::sscanf(l.c_str(), "S %ld %ld %ld", &corr, &enter, &exit), 3) << l;
-      EXPECT_EQ(corr, 10);
-      EXPECT_EQ(exit - enter, 1000);  // the fake clock ticks 1 µs per read
+      EXPECT_EQ(corr, 10 + syncs - 1);
+      EXPECT_EQ(exit - enter, 1000);  // the fake clock ticks 1 µs per read (the driver's inner reads none)
     } else if (l.starts_with("L ")) {
       ++launches;
       long cpu = 0, corr = 0;
@@ -345,10 +346,10 @@ TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
   }
   EXPECT_EQ(launches, 3);
   EXPECT_EQ(completions, 3);
-  EXPECT_EQ(syncs, 1);
+  EXPECT_EQ(syncs, 2);
   EXPECT_EQ(all.find("before"), std::string::npos);
   EXPECT_EQ(all.find("after"), std::string::npos);
-  EXPECT_NE(r.stderr_text.find("runtime feed: 3 launches, 3 completed kernels, 1 synchronizations sent"),
+  EXPECT_NE(r.stderr_text.find("runtime feed: 3 launches, 3 completed kernels, 2 synchronizations sent"),
             std::string::npos)
       << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
