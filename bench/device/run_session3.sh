@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 5 on one GPU with the runtime's default GPU progress (the job's synchronizes; kernel activity sampled
 # 200 of every 5000 ms), dry-run only (docs/benchmarks.md, "session 3"). Usage:
-#   [SECTIONS="gpt2 accum gpt3xl"] [PAIRS=5] run_session3.sh BIN OUT
+#   [SECTIONS="gpt2 accum gpt3xl"] [PAIRS=5] [GPT2_ACTIVITY=1] [ACCUM_SYNC="1 0"] run_session3.sh BIN OUT
 #  gpt2, gpt3xl: trace 8 steps, plan (phase, L = 6 ms, 0.5 %), then PAIRS rounds of plain vs `gearshift run --plan`
 #                (overhead.py; gpt2 also with --gpu-progress activity), 30 steps each, synchronized every step.
 #  accum:        GPT-2 medium, gradient accumulation x2, sequence length drawn from 512/768/1024: one run of 40
@@ -34,7 +34,7 @@ for w in $SECTIONS; do
   read -r -a A <<< "${W[$w]}"
   plan "$w" || { log "$w: plan failed"; continue; }
   if [[ $w == accum ]]; then
-    for sync in 1 0; do
+    for sync in ${ACCUM_SYNC:-1 0}; do
       log "accum: run --plan, 40 steps, --sync-every $sync"
       "$GS" run --plan "$OUT/accum.plan.json" --switch-latency-ms 6 --dry-run-log "$OUT/accum.dry.jsonl" -- \
         python3 "$HERE/train_gpt.py" "${A[@]}" --steps 40 --warmup 3 --sync-every $sync > /dev/null 2> "$OUT/accum.sync$sync.err"
@@ -44,7 +44,7 @@ for w in $SECTIONS; do
     continue
   fi
   V=(--variant "${w}_sync:")
-  [[ $w == gpt2 ]] && V+=(--variant "${w}_activity:RUNARGS=--gpu-progress+activity")
+  [[ $w == gpt2 && ${GPT2_ACTIVITY:-1} == 1 ]] && V+=(--variant "${w}_activity:RUNARGS=--gpu-progress+activity")
   log "$w: step-time overhead, $PAIRS rounds"
   python3 "$HERE/overhead.py" --gearshift "$GS" --mode run --plan "$OUT/$w.plan.json" --pairs "$PAIRS" --out "$OUT" \
     "${V[@]}" -- "${A[@]}" --steps 30 --warmup 5
