@@ -298,12 +298,15 @@ void add_run_command(CLI::App& app) {
                  "gearshift run: {} ({}), L = {} ms\n"
                  "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
                  "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
-                 "  kernel time at the intended clocks{} {:.2f} %\n"
+                 "  kernel time at the intended clocks{} {}\n"
                  "  {}\n",
                  o->apply && act->writes_clocks() ? "applied" : "dry-run",
                  act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
                  100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
-                 act->writes_clocks() ? "" : " (would have run)", 100 * st.in_time_fraction(), progress.summary());
+                 act->writes_clocks() ? "" : " (would have run)",
+                 st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
+                                  : std::string("not measured (no kernel activity recorded while the plan ran)"),
+                 progress.summary());
     } else {
       fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
     }

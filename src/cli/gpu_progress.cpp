@@ -23,8 +23,9 @@ ProgressControl::~ProgressControl() {
 void ProgressControl::set_job_env(GpuProgress mode, bool collect_first) {
   if (mode != GpuProgress::sync || collect_first) return;
   if (std::getenv(cupti::kEnvFeedActivityPeriodMs) != nullptr) return;  // the user's own sampling
+  // No kernel activity until the runtime follows the job (on_event then sends the windows).
   setenv(cupti::kEnvFeedActivityPeriodMs, std::to_string(kAuditPeriodMs).c_str(), 1);
-  setenv(cupti::kEnvFeedActivityWindowMs, std::to_string(kAuditWindowMs).c_str(), 1);
+  setenv(cupti::kEnvFeedActivityWindowMs, "0", 1);
 }
 
 void ProgressControl::send(int period_ms, int window_ms) {
@@ -45,6 +46,8 @@ void ProgressControl::on_event(const runtime::FeedEvent& e, runtime::LiveRuntime
   if (e.kind == runtime::FeedEvent::Kind::sync) {
     ++syncs_;
     last_sync_or_start_ns_ = e.gpu_end_ns;
+    if (mode_ == GpuProgress::sync && rt != nullptr && !switched_ && !sampling_.exchange(true))
+      send(kAuditPeriodMs, kAuditWindowMs);
     return;
   }
   if (e.kind != runtime::FeedEvent::Kind::launch || mode_ != GpuProgress::sync || rt == nullptr || switched_) return;
@@ -59,7 +62,7 @@ void ProgressControl::plan_ready(runtime::LiveRuntime& rt) {
     rt.set_anchor_on_completions(true);
     return;
   }
-  send(kAuditPeriodMs, kAuditWindowMs);
+  if (!sampling_.exchange(true)) send(kAuditPeriodMs, kAuditWindowMs);
 }
 
 std::string ProgressControl::summary() const {

@@ -1,8 +1,9 @@
 // How `gearshift run` learns where the GPU is, and what that costs the job (--gpu-progress).
 //
 //  - sync (default): the job's own device/stream synchronizes (torch.cuda.synchronize, loss.item()) anchor the
-//    runtime's estimate; kernel activity is recorded only in short windows (kAuditWindowMs of every
-//    kAuditPeriodMs) that measure the in-time fraction. Measured on an H200 (docs/benchmarks.md, 2026-11-30
+//    runtime's estimate; kernel activity is off until the runtime follows the job (its first synchronize while
+//    live), then recorded only in short windows (kAuditWindowMs of every kAuditPeriodMs, counted from then)
+//    that measure the in-time fraction. Measured on an H200 (docs/benchmarks.md, 2026-11-30
 //    session 3): recording every kernel's activity cost GPT-2 small 1-2 % of its step time, the launch and
 //    synchronize callbacks alone were within the run-to-run noise.
 //  - activity: every kernel's activity record anchors the estimate (GPU progress at most ~10 ms old) at that
@@ -44,8 +45,9 @@ class ProgressControl {
   // Whether completed kernels anchor a runtime started now.
   bool anchor_on_completions() const { return mode_ == GpuProgress::activity || switched_.load(); }
 
-  // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). Falls back to
-  // every kernel's activity when a live job in sync mode launches for kNoSyncFallbackNs without synchronizing.
+  // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In sync mode the
+  // first synchronize while live starts the sampled windows; a live job that launches for kNoSyncFallbackNs
+  // without synchronizing gets every kernel's activity instead.
   void on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt);
 
   // --auto: the plan exists and its runtime `rt` starts (the planner's thread). In sync mode with
@@ -64,6 +66,7 @@ class ProgressControl {
   std::mutex write_mu_;
   std::atomic<std::uint64_t> syncs_{0};
   std::atomic<bool> switched_{false};
+  std::atomic<bool> sampling_{false};  // the sampled windows were asked for
   std::int64_t last_sync_or_start_ns_ = -1;  // reader thread only: CPU time of the last S (or first L) line
 };
 

@@ -246,8 +246,10 @@ TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
 // job is told to record kernel activity only in sampled windows, and the summary says so.
 TEST(Run, DefaultFollowsTheJobsSynchronizesAndSamplesKernelActivity) {
   SimEnv s;
-  const fs::path out = s.t.dir / "out.txt", env_out = s.t.dir / "env.txt";
+  const fs::path out = s.t.dir / "out.txt", env_out = s.t.dir / "env.txt", control = s.t.dir / "control.txt";
+  s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
   ASSERT_EQ(run(s.run_argv("6", false), s.env, out), 0) << slurp(out);
+  EXPECT_EQ(slurp(control), "A 5000 200\n");  // windows asked for once, at the first synchronize while live
   const std::string o = slurp(out);
   EXPECT_NE(o.find("GPU progress from the job's 6 synchronizes; kernel activity sampled (200 of every 5000 ms)"),
             std::string::npos)
@@ -260,7 +262,7 @@ TEST(Run, DefaultFollowsTheJobsSynchronizesAndSamplesKernelActivity) {
                 s.env, out),
             0)
       << slurp(out);
-  EXPECT_EQ(slurp(env_out), "5000 200\n");
+  EXPECT_EQ(slurp(env_out), "5000 0\n");  // no kernel activity until the runtime follows the job
   ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(), "--gpu-progress",
                  "activity", "--", "/bin/sh", "-c", "echo x$GEARSHIFT_FEED_ACTIVITY_PERIOD_MS > " + env_out.string()},
                 s.env, out),
@@ -289,9 +291,11 @@ TEST(Run, GpuProgressActivityAnchorsOnCompletedKernels) {
 // synchronize; then the runtime anchors on every kernel's activity (and asks the job for it).
 TEST(Run, WithoutSynchronizesFallsBackToKernelActivity) {
   SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", control = s.t.dir / "control.txt";
   s.env.push_back("FAKE_JOB_NO_SYNC=1");
-  const fs::path out = s.t.dir / "out.txt";
+  s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
   ASSERT_EQ(run(s.run_argv("120", false), s.env, out), 0) << slurp(out);  // 120 steps of 25 ms: 3 s
+  EXPECT_EQ(slurp(control), "A 0 0\n");  // every kernel's activity asked for
   const std::string o = slurp(out);
   EXPECT_NE(o.find("the job did not synchronize (0 synchronizes seen; none for 2 s while launching)"),
             std::string::npos)
@@ -417,7 +421,8 @@ std::vector<std::string> auto_argv(std::vector<std::string> opts, std::vector<st
 
 TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   SimEnv s;
-  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
+  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json", control = s.t.dir / "control.txt";
+  s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
   ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--apply", "--plan-output", made.string(),
                            "--dry-run-log", s.log.string()},
                           {"--synthetic", "80"}),
@@ -433,6 +438,8 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
   EXPECT_GE(number_after(o, "  steps "), 10) << o;
   EXPECT_NE(o.find("applied (NVML)"), std::string::npos) << o;
+  // Every kernel's activity while collecting (nothing in the job's environment), sampled once planned.
+  EXPECT_EQ(slurp(control), "A 5000 200\n");
 
   // The plan written is the one `gearshift run --plan` reads.
   auto j = nlohmann::json::parse(slurp(made));

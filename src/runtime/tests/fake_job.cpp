@@ -6,6 +6,7 @@
 //                                              Adam phase, an idle gap); completions carry stream 7, device 0;
 //                                              exits with CODE (default 0)
 //   runtime_fake_job --noise SECONDS           1 ms kernels, each with a new name: nothing repeats
+#include <fcntl.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,6 +97,22 @@ Step synthetic() {
 // Launches each step ahead of the GPU (as a CPU does), then reports completions as the simulated GPU ends them,
 // and synchronizes at the step's end (an S line: entered after the launches, returned with the last kernel)
 // unless FAKE_JOB_NO_SYNC=1. Returns false when the feed broke.
+// FAKE_JOB_CONTROL_LOG=FILE: appends what arrived on the runtime's control pipe (GEARSHIFT_RUNTIME_CONTROL_FD)
+// to FILE after each step, as the injection library would read it.
+void log_control() {
+  static const char* path = std::getenv("FAKE_JOB_CONTROL_LOG");
+  static const char* fd_env = std::getenv("GEARSHIFT_RUNTIME_CONTROL_FD");
+  if (path == nullptr || fd_env == nullptr) return;
+  const int fd = std::atoi(fd_env);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  char buf[256];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+    if (FILE* f = std::fopen(path, "a")) {
+      std::fwrite(buf, 1, static_cast<std::size_t>(n), f);
+      std::fclose(f);
+    }
+}
+
 bool run_steps(int fd, const Step& step, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
   std::int64_t corr = 0;
@@ -118,6 +135,7 @@ bool run_steps(int fd, const Step& step, long steps) {
       if (!put(fd, "S " + std::to_string(corr++) + " " + std::to_string(entered) + " " + std::to_string(returned) + "\n"))
         return false;
     }
+    log_control();
     sleep_until(t0 + step.period_ns);
   }
   return true;
