@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -144,6 +143,7 @@ void add_run_command(CLI::App& app) {
     unsigned gpu = 0;
     std::size_t warmup_steps = 20;
     double warmup_timeout_s = 600;
+    std::string progress_name = "sync";
     GpuProgress progress = GpuProgress::sync;
     std::vector<std::string> cmd;
   };
@@ -168,15 +168,16 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--dry-run-log", o->dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
   cmd->add_option("--trace-output", o->trace_output,
                   "Also keep the job's trace (gearshift trace file, as `gearshift trace -o`); default: none");
-  cmd->add_option("--gpu-progress", o->progress,
+  cmd->add_option("--gpu-progress", o->progress_name,
                   "How the runtime follows the GPU: sync (the job's synchronizes; kernel activity only sampled; "
                   "default) or activity (every kernel's activity record: fresher, costs the job 1-2 % on small "
                   "kernels)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, GpuProgress>{{"sync", GpuProgress::sync},
-                                                                             {"activity", GpuProgress::activity}}));
+      ->check(CLI::IsMember({"sync", "activity"}))
+      ->type_name("sync|activity");
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     // Every usage error before the job starts.
+    o->progress = o->progress_name == "activity" ? GpuProgress::activity : GpuProgress::sync;
     AutoOptions ao;
     std::optional<runtime::ClockPlan> plan;  // --plan's, or --auto's once made
     runtime::SchedulerOptions so;

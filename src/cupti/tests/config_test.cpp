@@ -45,6 +45,37 @@ TEST(TracerConfig, MalformedValuesKeepDefaultsAndWarn) {
   EXPECT_TRUE(c.output.empty());
 }
 
+// The runtime feed's tuning: the control pipe, flush and writer periods, sampled kernel activity; a window
+// longer than its period is refused as a whole (every kernel recorded), with a warning.
+TEST(TracerConfig, FeedTuning) {
+  std::vector<std::string> w;
+  auto c = parse({{kEnvControlFd, "7"}, {kEnvFeedFlushMs, "50"}, {kEnvFeedPeriodUs, "5000"},
+                  {kEnvFeedActivityPeriodMs, "5000"}, {kEnvFeedActivityWindowMs, "200"}},
+                 &w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(c.control_fd, 7);
+  EXPECT_EQ(c.feed_flush_ms, 50);
+  EXPECT_EQ(c.feed_period_us, 5000);
+  EXPECT_EQ(c.feed_activity_period_ms, 5000);
+  EXPECT_EQ(c.feed_activity_window_ms, 200);
+
+  auto d = parse({}, &w);
+  EXPECT_EQ(d.control_fd, -1);
+  EXPECT_EQ(d.feed_flush_ms, 10);
+  EXPECT_EQ(d.feed_period_us, 500);
+  EXPECT_EQ(d.feed_activity_period_ms, 0);
+
+  auto bad = parse({{kEnvFeedActivityPeriodMs, "100"}, {kEnvFeedActivityWindowMs, "200"}, {kEnvFeedPeriodUs, "10"}}, &w);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("GEARSHIFT_FEED_PERIOD_US='10'"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("GEARSHIFT_FEED_ACTIVITY_WINDOW_MS='200' is not at most GEARSHIFT_FEED_ACTIVITY_PERIOD_MS (100)"),
+            std::string::npos)
+      << w[1];
+  EXPECT_EQ(bad.feed_activity_period_ms, 0);
+  EXPECT_EQ(bad.feed_activity_window_ms, 0);
+  EXPECT_EQ(bad.feed_period_us, 500);
+}
+
 TEST(TracerConfig, StepMarkers) {
   EXPECT_TRUE(is_step_marker("gearshift.step"));
   EXPECT_TRUE(is_step_marker("ProfilerStep#12"));
