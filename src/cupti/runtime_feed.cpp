@@ -30,11 +30,17 @@ void append_number(std::string& out, T v) {
 
 }  // namespace
 
+namespace {
+// "<kind> <v1> <v2> ..." (no newline).
+template <typename... T>
+void append_fields(std::string& out, char kind, T... values) {
+  out += kind;
+  ((out += ' ', append_number(out, values)), ...);
+}
+}  // namespace
+
 void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t correlation, std::string_view name) {
-  out += "L ";
-  append_number(out, cpu_ns);
-  out += ' ';
-  append_number(out, correlation);
+  append_fields(out, 'L', cpu_ns, correlation);
   out += ' ';
   // A name never spans lines in the protocol: newlines (never seen in real symbols) become spaces.
   for (char c : name) out += c == '\n' || c == '\r' ? ' ' : c;
@@ -42,27 +48,13 @@ void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t cor
 }
 
 void append_sync_line(std::string& out, std::uint32_t correlation, std::int64_t enter_ns, std::int64_t exit_ns) {
-  out += "S ";
-  append_number(out, correlation);
-  out += ' ';
-  append_number(out, enter_ns);
-  out += ' ';
-  append_number(out, exit_ns);
+  append_fields(out, 'S', correlation, enter_ns, exit_ns);
   out += '\n';
 }
 
 void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
                             std::uint32_t stream, std::uint32_t device) {
-  out += "C ";
-  append_number(out, correlation);
-  out += ' ';
-  append_number(out, start_ns);
-  out += ' ';
-  append_number(out, end_ns);
-  out += ' ';
-  append_number(out, stream);
-  out += ' ';
-  append_number(out, device);
+  append_fields(out, 'C', correlation, start_ns, end_ns, stream, device);
   out += '\n';
 }
 

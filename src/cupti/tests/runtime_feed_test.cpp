@@ -38,7 +38,8 @@ TEST(RuntimeFeedLines, FormatsTheProtocol) {
   append_launch_line(out, 123, 7, "gelu(float*)");
   append_completion_line(out, 7, 1000, 2500, 13, 1);
   append_launch_line(out, -1, 8, "bad\nname");
-  EXPECT_EQ(out, "L 123 7 gelu(float*)\nC 7 1000 2500 13 1\nL -1 8 bad name\n");
+  append_sync_line(out, 9, 3000, 4200);
+  EXPECT_EQ(out, "L 123 7 gelu(float*)\nC 7 1000 2500 13 1\nL -1 8 bad name\nS 9 3000 4200\n");
 }
 
 TEST(RuntimeFeedClock, OffsetRelatesTheClocksWithinAMicrosecond) {
@@ -56,17 +57,20 @@ TEST(RuntimeFeed, WritesLaunchesAndCompletionsInMonotonicTime) {
     feed.on_launch(LaunchEvent{1, LaunchApi::kernel, t0, kGelu});
     feed.on_launch(LaunchEvent{2, LaunchApi::graph, t0 + 10, nullptr});  // graph launch: not a template launch
     feed.on_launch(LaunchEvent{3, LaunchApi::kernel_ex, t0 + 20, "ampere_sgemm_128x64_nn"});
+    feed.on_launch(LaunchEvent{4, LaunchApi::unknown, t0 + 30, nullptr, t0 + 5000});  // a synchronize
     feed.on_kernel_complete(1, t0 + 1000, t0 + 3000, 7, 0);
     feed.stop();
     FeedStats st = feed.stats();
     EXPECT_EQ(st.launches, 2u);
+    EXPECT_EQ(st.syncs, 1u);
     EXPECT_EQ(st.completions, 1u);
     EXPECT_FALSE(st.broken);
   }
   std::vector<std::string> lines = read_lines(p[0]);
   close(p[0]);
-  ASSERT_EQ(lines.size(), 3u);
-  // Launch lines come before the completion of the same kernel, times shifted by the clocks' offset.
+  ASSERT_EQ(lines.size(), 4u);
+  // Launch lines come before the completion of the same kernel, times shifted by the clocks' offset; the
+  // synchronize keeps its place among the launches.
   std::int64_t cpu = 0, corr = 0;
   char name[64] = {};
   ASSERT_EQ(std::sscanf(lines[0].c_str(), "L %ld %ld %63[^\n]", &cpu, &corr, name), 3) << lines[0];
@@ -75,8 +79,13 @@ TEST(RuntimeFeed, WritesLaunchesAndCompletionsInMonotonicTime) {
   EXPECT_NEAR(static_cast<double>(cpu - t0), static_cast<double>(kSkew), 1000.0);
   EXPECT_TRUE(lines[1].starts_with("L ")) << lines[1];
   EXPECT_TRUE(lines[1].ends_with(" 3 ampere_sgemm_128x64_nn")) << lines[1];
+  std::int64_t sc = 0, enter = 0, exit = 0;
+  ASSERT_EQ(std::sscanf(lines[2].c_str(), "S %ld %ld %ld", &sc, &enter, &exit), 3) << lines[2];
+  EXPECT_EQ(sc, 4);
+  EXPECT_EQ(enter - cpu, 30);
+  EXPECT_EQ(exit - enter, 4970);
   std::int64_t c = 0, start = 0, end = 0, stream = 0, device = -1;
-  ASSERT_EQ(std::sscanf(lines[2].c_str(), "C %ld %ld %ld %ld %ld", &c, &start, &end, &stream, &device), 5);
+  ASSERT_EQ(std::sscanf(lines[3].c_str(), "C %ld %ld %ld %ld %ld", &c, &start, &end, &stream, &device), 5);
   EXPECT_EQ(c, 1);
   EXPECT_EQ(end - start, 2000);
   EXPECT_EQ(start - cpu, 1000);  // both shifted by the same offset
