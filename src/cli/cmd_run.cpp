@@ -171,13 +171,14 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--gpu-progress", o->progress_name,
                   "How the runtime follows the GPU: sync (the job's synchronizes; kernel activity only sampled; "
                   "default) or activity (every kernel's activity record: fresher, costs the job 1-2 % on small "
-                  "kernels)")
+                  "kernels; implied by --trace-output)")
       ->check(CLI::IsMember({"sync", "activity"}))
       ->type_name("sync|activity");
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     // Every usage error before the job starts.
-    o->progress = o->progress_name == "activity" ? GpuProgress::activity : GpuProgress::sync;
+    // A trace file records every kernel's activity anyway: the runtime may as well anchor on it.
+    o->progress = o->progress_name == "activity" || !o->trace_output.empty() ? GpuProgress::activity : GpuProgress::sync;
     AutoOptions ao;
     std::optional<runtime::ClockPlan> plan;  // --plan's, or --auto's once made
     runtime::SchedulerOptions so;
@@ -260,6 +261,7 @@ void add_run_command(CLI::App& app) {
     std::atomic<runtime::LiveRuntime*> live{nullptr};
     std::unique_ptr<AutoPlanner> planner;
     if (plan) {
+      progress.set_template_kernels(plan->kernels_only().size());
       rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
       live.store(rt.get());
     } else {
@@ -268,6 +270,7 @@ void add_run_command(CLI::App& app) {
         plan = made;
         so = o->switching.resolve(*plan);
         so.anchor_on_completions = progress.anchor_on_completions();
+        progress.set_template_kernels(plan->kernels_only().size());
         rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
         progress.plan_ready(*rt);
         live.store(rt.get());
@@ -289,7 +292,6 @@ void add_run_command(CLI::App& app) {
     stop.store(true);
     reader.join();
     close(feed[0]);
-    close(control[0]);
     const std::string no_plan = planner ? planner->finish() : std::string();
     if (bad_lines > 0)
       fmt::print(stderr, "gearshift run: {} launch feed line(s) were not valid events and were ignored\n", bad_lines);
@@ -311,6 +313,9 @@ void add_run_command(CLI::App& app) {
     } else {
       fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
     }
+    // Only now: until here the planner (finish) or the reader may still write a command, and a pipe without a
+    // reader would answer with SIGPIPE.
+    close(control[0]);
     if (watchdog) watchdog->release();
     if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);
     if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->cmd[0], ce.code));

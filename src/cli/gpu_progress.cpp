@@ -45,14 +45,14 @@ void ProgressControl::fall_back(runtime::LiveRuntime& rt) {
 void ProgressControl::on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt) {
   if (e.kind == runtime::FeedEvent::Kind::sync) {
     ++syncs_;
-    last_sync_or_start_ns_ = e.gpu_end_ns;
+    launches_since_sync_ = 0;
     if (mode_ == GpuProgress::sync && rt != nullptr && !switched_ && !sampling_.exchange(true))
       send(kAuditPeriodMs, kAuditWindowMs);
     return;
   }
   if (e.kind != runtime::FeedEvent::Kind::launch || mode_ != GpuProgress::sync || rt == nullptr || switched_) return;
-  if (last_sync_or_start_ns_ < 0) last_sync_or_start_ns_ = e.cpu_ns;
-  if (e.cpu_ns - last_sync_or_start_ns_ > kNoSyncFallbackNs) fall_back(*rt);
+  const std::size_t n = template_kernels_.load();
+  if (n > 0 && ++launches_since_sync_ > kNoSyncFallbackSteps * n) fall_back(*rt);
 }
 
 void ProgressControl::plan_ready(runtime::LiveRuntime& rt) {
@@ -66,11 +66,12 @@ void ProgressControl::plan_ready(runtime::LiveRuntime& rt) {
 }
 
 std::string ProgressControl::summary() const {
-  if (mode_ == GpuProgress::activity) return "GPU progress from every kernel's activity (--gpu-progress activity)";
+  if (mode_ == GpuProgress::activity)
+    return "GPU progress from every kernel's activity (--gpu-progress activity, or a trace file being written)";
   if (switched_)
     return fmt::format("GPU progress from every kernel's activity: the job did not synchronize ({} synchronizes "
-                       "seen; none for {} s while launching)",
-                       syncs_.load(), kNoSyncFallbackNs / 1'000'000'000);
+                       "seen; none in {} steps of launches)",
+                       syncs_.load(), kNoSyncFallbackSteps);
   return fmt::format("GPU progress from the job's {} synchronizes; kernel activity sampled ({} of every {} ms): the "
                      "in-time fraction is measured on those kernels",
                      syncs_.load(), kAuditWindowMs, kAuditPeriodMs);

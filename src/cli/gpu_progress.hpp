@@ -8,9 +8,10 @@
 //    synchronize callbacks alone were within the run-to-run noise.
 //  - activity: every kernel's activity record anchors the estimate (GPU progress at most ~10 ms old) at that
 //    cost.
-// A job that does not synchronize gives sync mode nothing to anchor on: after kNoSyncFallbackNs of launches
-// without one, the job is asked (control pipe, cupti/feed_control.hpp) for every kernel's activity and the
-// runtime anchors on it from then on. `run --auto` collects every kernel until its plan exists (it needs their
+// A job that does not synchronize (or too rarely: the scheduler drops an anchor two steps old) gives sync mode
+// nothing to anchor on: after two template steps of launches without one, the job is asked (control pipe,
+// cupti/feed_control.hpp) for every kernel's activity and the runtime anchors on it from then on (one way:
+// synchronizes that resume later are not switched back to). `run --auto` collects every kernel until its plan exists (it needs their
 // durations), then samples.
 #pragma once
 
@@ -28,7 +29,7 @@ enum class GpuProgress { sync, activity };
 
 inline constexpr int kAuditPeriodMs = 5000;
 inline constexpr int kAuditWindowMs = 200;
-inline constexpr std::int64_t kNoSyncFallbackNs = 2'000'000'000;
+inline constexpr std::uint64_t kNoSyncFallbackSteps = 2;
 
 class ProgressControl {
  public:
@@ -45,9 +46,12 @@ class ProgressControl {
   // Whether completed kernels anchor a runtime started now.
   bool anchor_on_completions() const { return mode_ == GpuProgress::activity || switched_.load(); }
 
+  // The plan's kernels per step (before its runtime goes live).
+  void set_template_kernels(std::size_t n) { template_kernels_ = n; }
+
   // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In sync mode the
-  // first synchronize while live starts the sampled windows; a live job that launches for kNoSyncFallbackNs
-  // without synchronizing gets every kernel's activity instead.
+  // first synchronize while live starts the sampled windows; a live job that launches kNoSyncFallbackSteps
+  // template steps without synchronizing gets every kernel's activity instead.
   void on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt);
 
   // --auto: the plan exists and its runtime `rt` starts (the planner's thread). In sync mode with
@@ -67,7 +71,8 @@ class ProgressControl {
   std::atomic<std::uint64_t> syncs_{0};
   std::atomic<bool> switched_{false};
   std::atomic<bool> sampling_{false};  // the sampled windows were asked for
-  std::int64_t last_sync_or_start_ns_ = -1;  // reader thread only: CPU time of the last S (or first L) line
+  std::atomic<std::size_t> template_kernels_{0};
+  std::uint64_t launches_since_sync_ = 0;  // reader thread only: live launches since the last S line
 };
 
 }  // namespace gearshift::cli

@@ -74,22 +74,34 @@ inline bool on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti
   return true;
 }
 
+// Set while this thread is inside a runtime synchronize (whose driver synchronize is the same wait). Entry
+// sets it, exit clears it (no nesting among synchronizes).
+inline bool& inside_runtime_sync() noexcept {
+  thread_local bool inside = false;
+  return inside;
+}
+
+// Marks an entry time in CUPTI's per-call correlationData: an exit whose entry was not seen (callbacks
+// enabled during the call) finds no mark and is skipped. CUPTI times are < 2^63 ns.
+inline constexpr std::uint64_t kSyncEntryMark = std::uint64_t{1} << 63;
+
 // A synchronize's entry and exit (a cbid of kSync*Callbacks in its domain): the entry time is kept in CUPTI's
 // per-call correlationData; on a successful return fills `out` (cpu_ns = entry, sync_exit_ns = return) and
 // returns true. A driver synchronize while this thread is inside a runtime one is skipped (the same wait).
 template <typename NowNs>
 inline bool on_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data,
                         NowNs&& now_ns, LaunchEvent& out) noexcept {
-  thread_local int inside_runtime_sync = 0;
   if (data == nullptr || !is_sync_api(domain, cbid) || data->correlationData == nullptr) return false;
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  if (!runtime && inside_runtime_sync > 0) return false;
+  if (!runtime && inside_runtime_sync()) return false;
   if (data->callbackSite == CUPTI_API_ENTER) {
-    if (runtime) ++inside_runtime_sync;
-    *data->correlationData = static_cast<std::uint64_t>(now_ns());
+    if (runtime) inside_runtime_sync() = true;
+    *data->correlationData = static_cast<std::uint64_t>(now_ns()) | kSyncEntryMark;
     return false;
   }
-  if (runtime && inside_runtime_sync > 0) --inside_runtime_sync;
+  if (runtime) inside_runtime_sync() = false;
+  const std::uint64_t entry = *data->correlationData;
+  if ((entry & kSyncEntryMark) == 0) return false;  // its entry came before the callbacks were on
   bool ok = true;
   if (runtime) {
     const auto* rc = static_cast<const cudaError_t*>(data->functionReturnValue);
@@ -101,7 +113,7 @@ inline bool on_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
   if (!ok) return false;  // it did not wait for the GPU
   out = LaunchEvent{};
   out.correlation = data->correlationId;
-  out.cpu_ns = static_cast<std::int64_t>(*data->correlationData);
+  out.cpu_ns = static_cast<std::int64_t>(entry & ~kSyncEntryMark);
   out.sync_exit_ns = now_ns();
   return true;
 }

@@ -29,9 +29,8 @@ struct ControllerHooks {
   std::function<std::optional<struct ActivityWindows>()> control = {};
 };
 
-// Sampled kernel activity: on for the first `window_ms` of every `period_ms`. period_ms = 0: not sampled
-// (activity stays as the caller set it). window_ms = 0 < period_ms: off for good (a measurement of the launch
-// callbacks alone). window_ms >= period_ms: always on.
+// Sampled kernel activity: on for the first `window_ms` of every `period_ms`. Not sampled (period_ms = 0, or
+// window_ms >= period_ms): always on. window_ms = 0 < period_ms: off.
 struct ActivityWindows {
   int period_ms = 0;
   int window_ms = 0;
@@ -55,7 +54,7 @@ class Controller {
   // Takes one sample of every device now (also used at the start and the end of a trace).
   void sample_now();
 
-  // Activity windows opened so far (sampled activity only).
+  // Times kernel activity was turned on by the windows (a window that opens while it is on is not counted).
   std::uint64_t windows_opened() const { return windows_opened_.load(std::memory_order_relaxed); }
   // The activity windows in force (changed by the control hook).
   ActivityWindows windows() const;

@@ -99,8 +99,8 @@ std::atomic<State*> g_state{nullptr};
 // come from different threads.
 std::mutex g_start_mu;
 
-// The hot path: every launch's API entry and exit. The launch time is the CUPTI clock (cuptiGetTimestamp), the
-// clock of the activity records too.
+// The hot path: every launch's API entry and exit, and (with the feed) every synchronize's. Times are the CUPTI
+// clock (cuptiGetTimestamp), the clock of the activity records too.
 void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) noexcept {
   try {
@@ -186,6 +186,16 @@ void finish_trace_file(State& s, const std::string& reason, bool complete) {
   }
 }
 
+// Turns the synchronize callbacks (both API levels) on or off; returns how many CUPTI refused.
+int set_sync_callbacks(const State& s, bool on) {
+  int refused = 0;
+  for (CUpti_CallbackId cbid : kSyncDriverCallbacks)
+    refused += s.api->enable_callback(on ? 1 : 0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) != CUPTI_SUCCESS;
+  for (CUpti_CallbackId cbid : kSyncRuntimeCallbacks)
+    refused += s.api->enable_callback(on ? 1 : 0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid) != CUPTI_SUCCESS;
+  return refused;
+}
+
 // ", kernel activity in the first W of every P ms (N windows)" for a feed with sampled activity, else "".
 std::string sampled_note(const State& s) {
   Controller* ctl = s.controller.load(std::memory_order_acquire);
@@ -207,10 +217,7 @@ void stop_tracing(State& s, const std::string& reason, bool complete, bool every
     const bool turn_off = !s.cupti_off && (everything || !s.feed);
     if (turn_off) {
       for (CUpti_CallbackId cbid : kLaunchCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-      if (s.feed) {
-        for (CUpti_CallbackId cbid : kSyncDriverCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-        for (CUpti_CallbackId cbid : kSyncRuntimeCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
-      }
+      if (s.feed) set_sync_callbacks(s, false);
       for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
       if (s.marker_enabled) api.activity_disable(CUPTI_ACTIVITY_KIND_MARKER);
     }
@@ -401,18 +408,13 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
       return fail("CUPTI refused a launch callback",
                   "cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
   }
-  // The feed also reports synchronizations (the runtime's GPU progress without kernel activity).
-  if (s->feed) {
-    auto enable_syncs = [&](CUpti_CallbackDomain domain, const auto& ids) -> std::optional<CUptiResult> {
-      for (CUpti_CallbackId cbid : ids)
-        if (CUptiResult r = api.enable_callback(1, s->subscriber, domain, cbid); r != CUPTI_SUCCESS) return r;
-      return std::nullopt;
-    };
-    if (auto r = enable_syncs(CUPTI_CB_DOMAIN_DRIVER_API, kSyncDriverCallbacks))
-      return fail("CUPTI refused a synchronize callback", "cannot enable the synchronize callbacks: " + api.describe(*r));
-    if (auto r = enable_syncs(CUPTI_CB_DOMAIN_RUNTIME_API, kSyncRuntimeCallbacks))
-      return fail("CUPTI refused a synchronize callback", "cannot enable the synchronize callbacks: " + api.describe(*r));
-  }
+  // The feed also reports synchronizations (the runtime's GPU progress without kernel activity). Best effort:
+  // a CUPTI older than the headers may not know a callback id (cuCtxSynchronize_v2 is CUDA 13's).
+  if (s->feed)
+    if (int refused = set_sync_callbacks(*s, true); refused > 0)
+      say("note", "CUPTI refused " + std::to_string(refused) + " of " +
+                      std::to_string(kSyncDriverCallbacks.size() + kSyncRuntimeCallbacks.size()) +
+                      " synchronize callbacks; those synchronizes are not reported to the runtime");
   // Our controller thread flushes (cuptiActivityFlushAll(0) returns partly filled buffers too); CUPTI's own
   // periodic flush (cuptiActivityFlushPeriod) returns full buffers only, which left the runtime with GPU
   // progress tens of steps old on an H200.
@@ -455,9 +457,14 @@ void start_from_env() {
     say("note", std::string(kEnvControlFd) + "=" + std::to_string(cfg.control_fd) + " is not an open pipe; ignored");
     cfg.control_fd = -1;
   }
+  const int control_fd = cfg.control_fd;
   std::lock_guard lock(g_start_mu);
   bool fd_taken = false;  // the inherited descriptor stays open when refused, as before attach existed
   if (auto e = start(cfg, feed_pipe(cfg.runtime_fd), /*attached=*/false, fd_taken)) warn_untraced(e->why);
+  // The control pipe's read end when no feed took it (refused, or a trace file: every kernel recorded anyway):
+  // not ours to keep, nor for programs this one execs.
+  State* now = g_state.load(std::memory_order_acquire);
+  if (control_fd >= 0 && (now == nullptr || !now->control)) close(control_fd);
 }
 
 // The last refusal of gearshift_feed_attach, for gearshift_feed_error(). Leaked: read until the very end.

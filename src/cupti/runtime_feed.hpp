@@ -39,7 +39,7 @@ struct FeedStats {
   std::uint64_t launches = 0;         // L lines written
   std::uint64_t completions = 0;      // C lines written
   std::uint64_t syncs = 0;            // S lines written
-  std::uint64_t dropped_launches = 0;  // queue full
+  std::uint64_t dropped_launches = 0;  // queue full (launches and synchronizes)
   bool broken = false;                // the pipe was closed or failed: the feed is off
 };
 

@@ -9,6 +9,7 @@ namespace gearshift::runtime {
 
 namespace {
 constexpr std::size_t kRing = 1 << 16;  // correlations remembered until their activity record arrives
+constexpr std::size_t kRecent = 256;     // launches a synchronize may be queued behind (other threads' launches)
 }
 
 std::int64_t monotonic_ns() noexcept {
@@ -74,9 +75,14 @@ void LiveRuntime::handle(Event& e) {
     return;
   }
   if (e.kind == Event::Kind::sync) {
-    // Events arrive in the order the job made them: the latest launch is the last one before the synchronize.
     ++stats_.syncs;
-    sched_.on_sync(last_launch_abs_, e.a, e.b);
+    std::int64_t abs = -1;
+    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
+      if (it->first < e.correlation) {
+        abs = it->second;
+        break;
+      }
+    sched_.on_sync(abs, e.a, e.b);
     return;
   }
   if (e.kind == Event::Kind::launch) {
@@ -84,7 +90,8 @@ void LiveRuntime::handle(Event& e) {
     Alignment a = pred_.observe(e.name);
     const bool locked = a.state == PredictorState::locked;
     sched_.on_launch(a.position, locked);
-    last_launch_abs_ = locked && (a.matched || a.substituted) ? a.position : -1;
+    if (recent_.size() >= kRecent) recent_.erase(recent_.begin(), recent_.begin() + kRecent / 2);
+    recent_.emplace_back(e.correlation, locked && (a.matched || a.substituted) ? a.position : -1);
     ++stats_.launches;
     if (a.state == PredictorState::locked) {
       if (first_abs_ < 0) first_abs_ = a.position;

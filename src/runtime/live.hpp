@@ -81,7 +81,9 @@ class LiveRuntime {
   std::vector<std::pair<std::int64_t, std::int64_t>> corr_pos_;  // ring: correlation -> absolute position
   std::vector<std::pair<double, model::ClockPair>> landings_;
   std::int64_t first_abs_ = -1, last_abs_ = -1;
-  std::int64_t last_launch_abs_ = -1;  // position of the latest launch (-1: not placed)
+  // The latest launches (correlation, position or -1), newest last: a synchronize anchors the last one with a
+  // smaller correlation (launches from other threads may be queued during its wait).
+  std::vector<std::pair<std::int64_t, std::int64_t>> recent_;
   LiveStats stats_;
   bool stopped_ = false;
 };

@@ -79,11 +79,9 @@ void ActuationScheduler::on_sync(std::int64_t abs, std::int64_t enter_ns, std::i
     return;
   }
   // The GPU was idle on entry: abs ended by then, at the estimate if that is earlier.
-  if (anchor_abs_ > abs) return;
   double end = enter;
   if (anchor_abs_ >= 0) end = std::min(end, *estimate_start_ns(abs) + duration(abs));
-  anchor_abs_ = abs;
-  anchor_end_ns_ = end;
+  anchor(abs, end);
 }
 
 std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {

@@ -283,24 +283,24 @@ TEST(Run, GpuProgressActivityAnchorsOnCompletedKernels) {
   argv.insert(argv.begin() + 2, {"--gpu-progress", "activity"});
   ASSERT_EQ(run(argv, s.env, out), 0) << slurp(out);
   const std::string o = slurp(out);
-  EXPECT_NE(o.find("GPU progress from every kernel's activity (--gpu-progress activity)"), std::string::npos) << o;
+  EXPECT_NE(o.find("GPU progress from every kernel's activity (--gpu-progress activity"), std::string::npos) << o;
   EXPECT_GE(number_after(o, "clock changes "), 6) << o;
 }
 
-// By default a job that never synchronizes gets nothing changed until 2 s of its launches passed without a
-// synchronize; then the runtime anchors on every kernel's activity (and asks the job for it).
+// By default a job that never synchronizes gets nothing changed until two steps of its launches passed without
+// a synchronize; then the runtime anchors on every kernel's activity (and asks the job for it).
 TEST(Run, WithoutSynchronizesFallsBackToKernelActivity) {
   SimEnv s;
   const fs::path out = s.t.dir / "out.txt", control = s.t.dir / "control.txt";
   s.env.push_back("FAKE_JOB_NO_SYNC=1");
   s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
-  ASSERT_EQ(run(s.run_argv("120", false), s.env, out), 0) << slurp(out);  // 120 steps of 25 ms: 3 s
+  ASSERT_EQ(run(s.run_argv("12", false), s.env, out), 0) << slurp(out);
   EXPECT_EQ(slurp(control), "A 0 0\n");  // every kernel's activity asked for
   const std::string o = slurp(out);
-  EXPECT_NE(o.find("the job did not synchronize (0 synchronizes seen; none for 2 s while launching)"),
+  EXPECT_NE(o.find("the job did not synchronize (0 synchronizes seen; none in 2 steps of launches)"),
             std::string::npos)
       << o;
-  EXPECT_GE(number_after(o, "clock changes "), 10) << o;  // after the fallback, about 40 steps with 2 each
+  EXPECT_GE(number_after(o, "clock changes "), 10) << o;  // about 9 steps after the fallback, 2 changes each
 }
 
 TEST(Run, KillNineOfTheJobRestoresWithinOneSecond) {

@@ -76,6 +76,10 @@ TEST(CallbackHandler, SynchronizesGiveOneEventAtTheirReturn) {
   EXPECT_FALSE(call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2, d, CUPTI_API_EXIT, e));
   EXPECT_TRUE(call(CUPTI_CB_DOMAIN_RUNTIME_API, rid, r, CUPTI_API_EXIT, e));
   EXPECT_EQ(e.correlation, 20u);
+  // An exit whose entry was not seen (callbacks turned on during the call) is skipped.
+  uint64_t fresh = 0;
+  d.correlationData = &fresh;
+  EXPECT_FALSE(call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, d, CUPTI_API_EXIT, e));
   // Outside the runtime's again: the driver's own are reported.
   EXPECT_FALSE(call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, d, CUPTI_API_ENTER, e));
   EXPECT_TRUE(call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, d, CUPTI_API_EXIT, e));

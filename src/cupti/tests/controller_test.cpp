@@ -100,11 +100,13 @@ TEST(Controller, StopsWhenTheTracerAsks) {
 TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
   std::mutex mu;
   std::vector<bool> toggles;
+  std::vector<std::chrono::steady_clock::time_point> at;
   std::atomic<bool> send{false};
   ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
   hooks.kernel_activity = [&](bool on) {
     std::lock_guard lock(mu);
     toggles.push_back(on);
+    at.push_back(std::chrono::steady_clock::now());
   };
   hooks.control = [&]() -> std::optional<ActivityWindows> {
     if (send.exchange(false)) return ActivityWindows{0, 0};
@@ -119,6 +121,11 @@ TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
   {
     std::lock_guard lock(mu);
     for (std::size_t i = 0; i < toggles.size(); ++i) EXPECT_EQ(toggles[i], i % 2 == 0) << i;  // on, off, on, ...
+    // On for the 5 ms window, off for the other 15 ms of each period (summed over the first windows, so that
+    // a late wake-up of this loaded test machine does not decide it).
+    std::chrono::steady_clock::duration on{}, off{};
+    for (std::size_t i = 0; i + 1 < 6; ++i) (i % 2 == 0 ? on : off) += at[i + 1] - at[i];
+    EXPECT_LT(on, off);
   }
   EXPECT_GE(ctl.windows_opened(), 3u);
   send = true;

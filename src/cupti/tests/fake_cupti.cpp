@@ -1,5 +1,6 @@
 // A stand-in libcupti for CI (no GPU, no driver): the functions the tracer resolves, with behaviour chosen by
-// $FAKE_CUPTI_MODE ("ok", "multiple": another subscriber already holds CUPTI, "old": API version 10), plus
+// $FAKE_CUPTI_MODE ("ok", "multiple": another subscriber already holds CUPTI, "old": API version 10, "cuda12":
+// callback ids newer than CUDA 12 refused), plus
 // helpers that play the driver: fire a launch callback, queue activity records, complete buffers on flush.
 #include <cupti.h>
 
@@ -55,8 +56,10 @@ FAKE_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
   g_callback = nullptr;
   return CUPTI_SUCCESS;
 }
-FAKE_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain,
-                                            CUpti_CallbackId) {
+FAKE_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
+                                            CUpti_CallbackId cbid) {
+  if (mode() == "cuda12" && domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2)
+    return CUPTI_ERROR_INVALID_PARAMETER;
   g_enabled_callbacks += enable != 0 ? 1 : -1;
   return CUPTI_SUCCESS;
 }
