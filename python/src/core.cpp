@@ -32,6 +32,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
+#include "trace/line_split.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -227,13 +228,8 @@ class Runtime {
     for (;;) {
       ssize_t n = read(read_fd_, chunk, sizeof chunk);
       if (n <= 0) break;
-      buf.append(chunk, static_cast<std::size_t>(n));
-      std::size_t start = 0, nl;
-      while ((nl = buf.find('\n', start)) != std::string::npos) {
-        gearshift::runtime::feed_line(std::string_view(buf).substr(start, nl - start), *rt_);
-        start = nl + 1;
-      }
-      buf.erase(0, start);
+      gearshift::trace::for_each_line(buf, std::string_view(chunk, static_cast<std::size_t>(n)),
+                                      [&](std::string_view l) { gearshift::runtime::feed_line(l, *rt_); });
     }
   }
 

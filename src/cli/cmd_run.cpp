@@ -36,6 +36,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
+#include "trace/line_split.hpp"
 
 namespace gearshift::cli {
 
@@ -62,13 +63,10 @@ std::uint64_t read_feed(int fd, const std::atomic<bool>& stop, Sink&& sink) {
       if (stop.load() || got < 0) return bad;
       continue;
     }
-    buf.append(chunk, static_cast<std::size_t>(got));
-    std::size_t start = 0;
-    for (std::size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-      if (auto e = runtime::parse_feed_line(std::string_view(buf).substr(start, nl - start))) sink(*e);
+    trace::for_each_line(buf, std::string_view(chunk, static_cast<std::size_t>(got)), [&](std::string_view l) {
+      if (auto e = runtime::parse_feed_line(l)) sink(*e);
       else ++bad;
-    }
-    buf.erase(0, start);
+    });
   }
 }
 

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <charconv>
 
+#include "trace/line_split.hpp"
+
 namespace gearshift::cupti {
 
 namespace {
@@ -52,15 +54,12 @@ std::optional<ActivityWindows> FeedControl::poll() {
       fd_ = -1;
       break;
     }
-    buf_.append(chunk, static_cast<std::size_t>(n));
-    if (buf_.size() > 4096 && buf_.find('\n') == std::string::npos) buf_.clear();  // no line that long is valid
+    trace::for_each_line(buf_, std::string_view(chunk, static_cast<std::size_t>(n)), [&](std::string_view l) {
+      if (auto w = parse_control_line(l)) last = w;
+      else ++invalid_;
+    });
+    if (buf_.size() > 4096) buf_.clear();  // an unfinished line that long is no valid command
   }
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = buf_.find('\n', start)) != std::string::npos; start = nl + 1) {
-    if (auto w = parse_control_line(std::string_view(buf_).substr(start, nl - start))) last = w;
-    else ++invalid_;
-  }
-  buf_.erase(0, start);
   return last;
 }
 
