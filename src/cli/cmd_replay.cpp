@@ -15,7 +15,7 @@ namespace gearshift::cli {
 
 void add_replay_command(CLI::App& app) {
   struct Opts {
-    std::string trace, plan, perturb, dry_run_log;
+    std::string trace, plan, perturb, dry_run_log, progress = "activity";
     SwitchingArgs switching;
     double cpu_lead_ms = 2, activity_delay_ms = 1, activity_period_ms = 0, activity_window_ms = 0;
     std::uint64_t seed = 1;
@@ -33,6 +33,11 @@ void add_replay_command(CLI::App& app) {
                   "Sampled activity: completions only for kernels starting in the first --activity-window-ms of "
                   "each period, ms (0: all)");
   cmd->add_option("--activity-window-ms", o->activity_window_ms, "Sampled activity: window per period, ms");
+  cmd->add_option("--gpu-progress", o->progress,
+                  "activity (default: every kernel's completion anchors) or sync (one synchronize at the end of "
+                  "each step anchors, as `gearshift run`'s default uses the job's)")
+      ->check(CLI::IsMember({"sync", "activity"}))
+      ->type_name("sync|activity");
   cmd->add_option("--seed", o->seed, "Perturbation seed");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Append every intended change to this JSONL file");
   cmd->add_flag("--json", o->json, "Print one JSON object");
@@ -52,6 +57,7 @@ void add_replay_command(CLI::App& app) {
     ro.activity_period_ns = o->activity_period_ms * 1e6;
     ro.activity_window_ns = o->activity_window_ms * 1e6;
     ro.perturb.seed = o->seed;
+    ro.sync_each_step = o->progress == "sync";
     ro.cpu_lead_ns = o->cpu_lead_ms * 1e6;
     ro.activity_delay_ns = o->activity_delay_ms * 1e6;
     trace::Trace t;

@@ -89,7 +89,7 @@ void LiveRuntime::handle(Event& e) {
     const std::int64_t expected = pred_.next_position();
     Alignment a = pred_.observe(e.name);
     const bool locked = a.state == PredictorState::locked;
-    sched_.on_launch(a.position, locked);
+    sched_.on_launch(a.position, locked, e.a);
     if (recent_.size() >= kRecent) recent_.erase(recent_.begin(), recent_.begin() + kRecent / 2);
     recent_.emplace_back(e.correlation, locked && (a.matched || a.substituted) ? a.position : -1);
     ++stats_.launches;

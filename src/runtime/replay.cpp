@@ -161,8 +161,38 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
   }
   for (std::size_t i = 1; i < live.size(); ++i) live[i].launch = std::max(live[i].launch, live[i - 1].launch);
 
-  // Virtual-time event loop: launches, activity records, scheduler wake-ups.
-  ActuationScheduler sched(plan, o.scheduler);
+  // Synchronizes at the steps' ends: (returned, entered, index of the step's last launch), by return time.
+  struct Sync {
+    double exit, enter;
+    std::size_t last;
+  };
+  std::vector<Sync> syncs;
+  if (o.sync_each_step) {
+    std::vector<std::size_t> last_of;  // per step: index of its last launch
+    std::vector<double> end_of;
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const std::int64_t st = live[i].truth_step;
+      if (st < 0) continue;
+      if (static_cast<std::size_t>(st) >= last_of.size()) {
+        last_of.resize(static_cast<std::size_t>(st) + 1, SIZE_MAX);
+        end_of.resize(static_cast<std::size_t>(st) + 1, 0);
+      }
+      auto& l = last_of[static_cast<std::size_t>(st)];
+      if (l == SIZE_MAX || live[i].launch >= live[l].launch) l = i;
+      end_of[static_cast<std::size_t>(st)] = std::max(end_of[static_cast<std::size_t>(st)], live[i].end);
+    }
+    for (std::size_t st = 0; st < last_of.size(); ++st) {
+      if (last_of[st] == SIZE_MAX) continue;
+      const double enter = live[last_of[st]].launch + 10e3;
+      syncs.push_back({std::max(end_of[st], enter + 1e3), enter, last_of[st]});
+    }
+    std::sort(syncs.begin(), syncs.end(), [](const Sync& a, const Sync& b) { return a.exit < b.exit; });
+  }
+  SchedulerOptions so = o.scheduler;
+  if (o.sync_each_step) so.anchor_on_completions = false;
+
+  // Virtual-time event loop: launches, activity records, synchronizes, scheduler wake-ups.
+  ActuationScheduler sched(plan, so);
   std::vector<std::size_t> by_done(live.size());
   for (std::size_t i = 0; i < live.size(); ++i) by_done[i] = i;
   std::stable_sort(by_done.begin(), by_done.end(), [&](std::size_t a, std::size_t b) { return live[a].end < live[b].end; });
@@ -182,22 +212,29 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
       if (actuator) actuator->apply(c, tmpl.size());
     }
   };
-  std::size_t il = 0, ic = 0;
+  std::size_t il = 0, ic = 0, is = 0;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   while (il < live.size() || ic < by_done.size()) {
     const double tl = il < live.size() ? live[il].launch : kInf;
     const double tc = ic < by_done.size() ? live[by_done[ic]].end + o.activity_delay_ns : kInf;
+    const double ts = is < syncs.size() ? syncs[is].exit : kInf;
     auto w = sched.next_wakeup_ns();
     const double tw = w ? static_cast<double>(*w) : kInf;
-    if (tw < tl && tw < tc) {
+    if (tw < tl && tw < tc && tw < ts) {
       take(sched.poll(*w));
+      continue;
+    }
+    if (ts < tl && ts < tc) {
+      const Sync& y = syncs[is++];
+      sched.on_sync(assigned[y.last], static_cast<std::int64_t>(y.enter), static_cast<std::int64_t>(y.exit));
+      take(sched.poll(static_cast<std::int64_t>(ts)));
       continue;
     }
     if (tl <= tc) {
       ReplayOp& op = live[il];
       const std::int64_t expected = pred.next_position();
       Alignment a = pred.observe(op.id, op.cls);
-      sched.on_launch(a.position, a.state == PredictorState::locked);
+      sched.on_launch(a.position, a.state == PredictorState::locked, static_cast<std::int64_t>(tl));
       if (a.state == PredictorState::locked && (a.matched || a.substituted)) assigned[il] = a.position;
       if (a.state == PredictorState::locked) {
         if (first_abs < 0) first_abs = a.position;

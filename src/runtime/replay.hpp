@@ -35,6 +35,10 @@ struct ReplayOptions {
   // first op) report a completion, ns. 0: every kernel does.
   double activity_period_ns = 0;
   double activity_window_ns = 0;
+  // GPU progress from one synchronize at the end of every step (a job that synchronizes each step, as
+  // `gearshift run --gpu-progress sync` uses it): entered 10 µs after the step's last launch, returned when its
+  // last kernel ends (at once when that ended before); completions then do not anchor.
+  bool sync_each_step = false;
 };
 
 struct ReplayResult {

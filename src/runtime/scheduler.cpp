@@ -47,7 +47,7 @@ std::optional<double> ActuationScheduler::estimate_start_ns(std::int64_t abs) co
   return anchor_end_ns_ + (offset(abs) - (offset(anchor_abs_) + duration(anchor_abs_)));
 }
 
-void ActuationScheduler::on_launch(std::int64_t abs, bool locked) {
+void ActuationScheduler::on_launch(std::int64_t abs, bool locked, std::int64_t cpu_ns) {
   if (!locked) {
     locked_ = false;
     synced_ = false;
@@ -57,6 +57,11 @@ void ActuationScheduler::on_launch(std::int64_t abs, bool locked) {
   locked_ = true;
   last_launch_ = std::max(last_launch_, abs);
   if (abs < last_launch_ - static_cast<std::int64_t>(plan_.size())) last_launch_ = abs;  // renumbered after relock
+  if (abs == after_sync_abs_ && cpu_ns >= 0) {
+    anchor_abs_ = abs;
+    anchor_end_ns_ = std::max(static_cast<double>(cpu_ns), after_sync_exit_ns_) + kLaunchToStartNs + duration(abs);
+  }
+  if (abs >= after_sync_abs_) after_sync_abs_ = -1;
 }
 
 void ActuationScheduler::anchor(std::int64_t abs, double end_ns) {
@@ -74,6 +79,10 @@ void ActuationScheduler::on_complete(std::int64_t abs, std::int64_t /*gpu_start_
 void ActuationScheduler::on_sync(std::int64_t abs, std::int64_t enter_ns, std::int64_t exit_ns) {
   if (abs < 0) return;
   const auto enter = static_cast<double>(enter_ns), exit = static_cast<double>(exit_ns);
+  if (abs + 1 > last_launch_) {  // nothing launched since: the next launch finds the GPU idle
+    after_sync_abs_ = abs + 1;
+    after_sync_exit_ns_ = exit;
+  }
   if (exit - enter >= kSyncWaitedNs) {
     anchor(abs, exit);  // it waited: the GPU finished abs as it returned
     return;

@@ -37,6 +37,9 @@ struct SchedulerOptions {
 // A synchronize that returned this long after it was entered waited for the GPU: the last kernel launched
 // before it ended about when it returned. Shorter: the GPU was already idle when it was entered.
 inline constexpr double kSyncWaitedNs = 20e3;
+// A kernel launched on an idle GPU starts about this long after its launch call was entered (the launch's own
+// CPU time; 3.5-4.7 µs per launch on an H200, docs/benchmarks.md).
+inline constexpr double kLaunchToStartNs = 5e3;
 
 
 struct ClockChange {
@@ -56,8 +59,11 @@ class ActuationScheduler {
  public:
   ActuationScheduler(const ClockPlan& plan, SchedulerOptions options);
 
-  // The predictor placed a launch at absolute position `abs` (-1 / locked=false: searching).
-  void on_launch(std::int64_t abs, bool locked);
+  // The predictor placed a launch at absolute position `abs` (-1 / locked=false: searching), entered at `cpu_ns`
+  // (same clock as `now`; < 0: unknown). The first launch after a synchronize anchors: the synchronized GPU
+  // is idle, so that kernel starts as it is launched (kLaunchToStartNs later), whatever the job did between
+  // its steps.
+  void on_launch(std::int64_t abs, bool locked, std::int64_t cpu_ns = -1);
   // A kernel at absolute position `abs` ran on the GPU from start to end (ns, same clock as `now`).
   void on_complete(std::int64_t abs, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns);
   // A synchronize entered at `enter_ns` returned at `exit_ns`; `abs` is the position of the last kernel
@@ -89,6 +95,8 @@ class ActuationScheduler {
   bool synced_ = false;               // cursor valid for the current lock
   std::int64_t last_launch_ = -1;
   std::int64_t anchor_abs_ = -1;
+  std::int64_t after_sync_abs_ = -1;   // the position a synchronize left the GPU idle before
+  double after_sync_exit_ns_ = 0;
   double anchor_end_ns_ = 0;
   std::int64_t cursor_ = 0;           // next change boundary (absolute position) not yet handled
   model::ClockPair requested_;

@@ -106,6 +106,14 @@ TEST_P(ReplayShipped, AccurateAndReportsInTimeFraction) {
   EXPECT_GE(p["prediction_accuracy"].get<double>(), 0.99) << GetParam();
   EXPECT_GT(p["perturbed"]["dropped"].get<int>() + p["perturbed"]["inserted"].get<int>(), 0);
   std::printf("%s perturbed L=6 ms: %s\n", GetParam().c_str(), p.dump().c_str());
+  // Anchored only by one synchronize per step, the same launches are placed as well; the boundaries, estimated
+  // up to a step from their anchor, are met less often (modelled; docs/benchmarks.md).
+  auto y = replay({"--switch-latency-ms", "6", "--gpu-progress", "sync"});
+  EXPECT_EQ(y["prediction_accuracy"].get<double>(), replay({"--switch-latency-ms", "6"})["prediction_accuracy"].get<double>());
+  EXPECT_GT(y["changes"].get<int>(), 0);
+  EXPECT_GT(y["in_time_fraction"].get<double>(), 0.3) << GetParam();
+  EXPECT_LE(y["in_time_fraction"].get<double>(), in_time[2] + 1e-9) << GetParam();
+  std::printf("%s sync L=6 ms: %s\n", GetParam().c_str(), y.dump().c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Traces, ReplayShipped,

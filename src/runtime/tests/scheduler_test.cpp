@@ -135,6 +135,28 @@ TEST(Scheduler, SyncThatDidNotWaitBoundsTheEnd) {
   EXPECT_DOUBLE_EQ(*t.estimate_start_ns(2), 20e6);
 }
 
+// After a synchronize the GPU is idle: the next launch starts as it is launched, whatever gap the job left
+// between its steps (the template's gap is not assumed). Only the first launch after it, and only when nothing
+// was launched in between.
+TEST(Scheduler, FirstLaunchAfterASynchronizeAnchors) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6});
+  for (int i = 0; i < 4; ++i) s.on_launch(i, true, i * 1000);
+  s.on_sync(3, 1'000'000, 40'000'000);  // waited: position 3 ended at 40 ms; next step's 0 estimated at 40 ms
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(4), 40e6);
+  s.on_launch(4, true, 52'000'000);  // the job spent 12 ms between steps
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(4), 52e6 + kLaunchToStartNs);
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(6), 72e6 + kLaunchToStartNs);
+  s.on_launch(5, true, 90'000'000);  // not the first after the synchronize: no anchor
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(6), 72e6 + kLaunchToStartNs);
+
+  ActuationScheduler t(p, {.switch_latency_ns = 3e6});
+  for (int i = 0; i < 5; ++i) t.on_launch(i, true, i * 1000);  // position 4 launched before the synchronize
+  t.on_sync(3, 1'000'000, 40'000'000);
+  t.on_launch(5, true, 52'000'000);
+  EXPECT_DOUBLE_EQ(*t.estimate_start_ns(5), 50e6);  // the synchronize's anchor only
+}
+
 // With anchor_on_completions off (kernel activity sampled only to measure), completions do not anchor.
 TEST(Scheduler, CompletionsCanBeLeftOutOfTheAnchor) {
   auto p = plan4();
