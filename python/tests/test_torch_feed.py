@@ -101,7 +101,7 @@ def test_enable_attaches_the_feed_and_the_runtime_counts_the_launches(tmp_path):
     assert out["attached"] is True, err
     assert out["feed_error"] is None
     assert out["warnings"] == []
-    assert out["callbacks"] == 8  # the launch callbacks CUPTI was asked for
+    assert out["callbacks"] == 16  # the 8 launch and 8 synchronize callbacks CUPTI was asked for
     assert out["stats"]["launches"] == 15  # 5 steps x 3 kernels; the launch made before enable() is not fed
     assert out["stats"]["steps"] >= 3
     assert out["attached_after"] is False
