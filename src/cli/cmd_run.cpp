@@ -248,7 +248,7 @@ void add_run_command(CLI::App& app) {
     // Set before any thread starts (setenv is not thread-safe).
     setenv(cupti::kEnvRuntimeFd, std::to_string(feed[1]).c_str(), 1);
     setenv(cupti::kEnvControlFd, std::to_string(control[0]).c_str(), 1);
-    ProgressControl::set_job_env(o->progress, /*collect_first=*/o->auto_plan);
+    progress.set_job_env(/*collect_first=*/o->auto_plan);
     set_tracer_env(o->trace_output);
 
     // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.

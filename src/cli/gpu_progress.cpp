@@ -20,9 +20,14 @@ ProgressControl::~ProgressControl() {
   if (fd_ >= 0) close(fd_);
 }
 
-void ProgressControl::set_job_env(GpuProgress mode, bool collect_first) {
-  if (mode != GpuProgress::sync || collect_first) return;
-  if (std::getenv(cupti::kEnvFeedActivityPeriodMs) != nullptr) return;  // the user's own sampling
+void ProgressControl::set_job_env(bool collect_first) {
+  if (mode_ != GpuProgress::sync) return;
+  if (std::getenv(cupti::kEnvFeedActivityPeriodMs) != nullptr) {  // the user's own sampling
+    sampling_ = true;
+    user_sampling_ = true;
+    return;
+  }
+  if (collect_first) return;
   // No kernel activity until the runtime follows the job (on_event then sends the windows).
   setenv(cupti::kEnvFeedActivityPeriodMs, std::to_string(kAuditPeriodMs).c_str(), 1);
   setenv(cupti::kEnvFeedActivityWindowMs, "0", 1);
@@ -72,9 +77,11 @@ std::string ProgressControl::summary() const {
     return fmt::format("GPU progress from every kernel's activity: the job did not synchronize ({} synchronizes "
                        "seen; none in {} steps of launches)",
                        syncs_.load(), kNoSyncFallbackSteps);
-  return fmt::format("GPU progress from the job's {} synchronizes; kernel activity sampled ({} of every {} ms): the "
-                     "in-time fraction is measured on those kernels",
-                     syncs_.load(), kAuditWindowMs, kAuditPeriodMs);
+  const std::string sampled = user_sampling_ ? std::string("as GEARSHIFT_FEED_ACTIVITY_* say")
+                                             : fmt::format("{} of every {} ms", kAuditWindowMs, kAuditPeriodMs);
+  return fmt::format("GPU progress from the job's {} synchronizes; kernel activity sampled ({}): the in-time "
+                     "fraction is measured on those kernels",
+                     syncs_.load(), sampled);
 }
 
 }  // namespace gearshift::cli

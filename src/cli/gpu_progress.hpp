@@ -40,8 +40,8 @@ class ProgressControl {
   ProgressControl& operator=(const ProgressControl&) = delete;
 
   // The job's environment before it starts (setenv: before any thread). `collect_first`: --auto, every kernel
-  // until plan_ready(). Variables the user set are kept.
-  static void set_job_env(GpuProgress mode, bool collect_first);
+  // until plan_ready(). Sampling variables the user set are kept, and no window command overrides them.
+  void set_job_env(bool collect_first);
 
   // Whether completed kernels anchor a runtime started now.
   bool anchor_on_completions() const { return mode_ == GpuProgress::activity || switched_.load(); }
@@ -71,6 +71,7 @@ class ProgressControl {
   std::atomic<std::uint64_t> syncs_{0};
   std::atomic<bool> switched_{false};
   std::atomic<bool> sampling_{false};  // the sampled windows were asked for
+  bool user_sampling_ = false;         // the user's GEARSHIFT_FEED_ACTIVITY_* settings are in force
   std::atomic<std::size_t> template_kernels_{0};
   std::uint64_t launches_since_sync_ = 0;  // reader thread only: live launches since the last S line
 };
