@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/kernel_class.hpp"
+
 namespace gearshift::runtime {
 
 namespace {
@@ -16,6 +18,8 @@ model::ClockPair max_of(const model::ClockPair& a, const model::ClockPair& b) {
 ActuationScheduler::ActuationScheduler(const ClockPlan& plan, SchedulerOptions options)
     : plan_(plan), o_(options), changes_(plan.change_positions()), requested_(plan.default_clocks) {
   if (o_.horizon_positions < 0) o_.horizon_positions = static_cast<std::int64_t>(plan.size());
+  for (const auto& p : plan.positions)
+    anchors_.push_back(model::classify(trace::OpKind::kernel, p.name) != model::KernelClass::communication);
 }
 
 double ActuationScheduler::offset(std::int64_t abs) const {
@@ -73,6 +77,7 @@ void ActuationScheduler::anchor(std::int64_t abs, double end_ns) {
 
 void ActuationScheduler::on_complete(std::int64_t abs, std::int64_t /*gpu_start_ns*/, std::int64_t gpu_end_ns) {
   if (abs < 0 || !o_.anchor_on_completions) return;
+  if (!anchors_[static_cast<std::size_t>(mod(abs, static_cast<std::int64_t>(plan_.size())))]) return;
   anchor(abs, static_cast<double>(gpu_end_ns));
 }
 

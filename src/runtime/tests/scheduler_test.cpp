@@ -157,6 +157,17 @@ TEST(Scheduler, FirstLaunchAfterASynchronizeAnchors) {
   EXPECT_DOUBLE_EQ(*t.estimate_start_ns(5), 50e6);  // the synchronize's anchor only
 }
 
+// A collective's completion does not anchor (its own stream; it ends when the other ranks let it).
+TEST(Scheduler, CollectiveCompletionDoesNotAnchor) {
+  auto p = plan4();
+  p.positions[1].name = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6});
+  s.on_launch(1, true);
+  s.on_complete(0, 0, 10'000'000);
+  s.on_complete(1, 10'000'000, 35'000'000);  // waited for the other rank: says nothing of the compute stream
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 20e6);
+}
+
 // With anchor_on_completions off (kernel activity sampled only to measure), completions do not anchor.
 TEST(Scheduler, CompletionsCanBeLeftOutOfTheAnchor) {
   auto p = plan4();
