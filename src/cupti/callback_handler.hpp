@@ -34,8 +34,8 @@ inline constexpr std::array<CUpti_CallbackId, 4> kSyncRuntimeCallbacks = {
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000};
 
 constexpr bool is_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) noexcept {
-  const auto& ids = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kSyncRuntimeCallbacks : kSyncDriverCallbacks;
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return false;
+  const auto& ids = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kSyncRuntimeCallbacks : kSyncDriverCallbacks;
   for (CUpti_CallbackId id : ids)
     if (id == cbid) return true;
   return false;

@@ -109,9 +109,9 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
     LaunchEvent e;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     auto now = [s] { return s->api->now_ns(); };
-    const bool fed = domain == CUPTI_CB_DOMAIN_DRIVER_API ? on_driver_api(s->launches, cbid, cb, now, e) ||
-                                                                on_sync_api(domain, cbid, cb, now, e)
-                                                          : on_sync_api(domain, cbid, cb, now, e);
+    // Callback ids are per domain: a runtime id may equal a driver launch id.
+    const bool fed = (domain == CUPTI_CB_DOMAIN_DRIVER_API && on_driver_api(s->launches, cbid, cb, now, e)) ||
+                     on_sync_api(domain, cbid, cb, now, e);
     if (fed && s->feed) s->feed->on_launch(e);
   } catch (...) {
   }

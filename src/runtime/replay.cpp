@@ -163,28 +163,23 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
 
   // Synchronizes at the steps' ends: (returned, entered, index of the step's last launch), by return time.
   struct Sync {
-    double exit, enter;
-    std::size_t last;
+    double exit = 0, enter = 0;
+    std::size_t last = SIZE_MAX;
   };
-  std::vector<Sync> syncs;
+  std::vector<Sync> syncs;  // per step first, then sorted
   if (o.sync_each_step) {
-    std::vector<std::size_t> last_of;  // per step: index of its last launch
-    std::vector<double> end_of;
     for (std::size_t i = 0; i < live.size(); ++i) {
-      const std::int64_t st = live[i].truth_step;
-      if (st < 0) continue;
-      if (static_cast<std::size_t>(st) >= last_of.size()) {
-        last_of.resize(static_cast<std::size_t>(st) + 1, SIZE_MAX);
-        end_of.resize(static_cast<std::size_t>(st) + 1, 0);
-      }
-      auto& l = last_of[static_cast<std::size_t>(st)];
-      if (l == SIZE_MAX || live[i].launch >= live[l].launch) l = i;
-      end_of[static_cast<std::size_t>(st)] = std::max(end_of[static_cast<std::size_t>(st)], live[i].end);
+      if (live[i].truth_step < 0) continue;
+      const auto st = static_cast<std::size_t>(live[i].truth_step);
+      if (st >= syncs.size()) syncs.resize(st + 1);
+      Sync& y = syncs[st];
+      if (y.last == SIZE_MAX || live[i].launch >= live[y.last].launch) y.last = i;
+      y.exit = std::max(y.exit, live[i].end);
     }
-    for (std::size_t st = 0; st < last_of.size(); ++st) {
-      if (last_of[st] == SIZE_MAX) continue;
-      const double enter = live[last_of[st]].launch + 10e3;
-      syncs.push_back({std::max(end_of[st], enter + 1e3), enter, last_of[st]});
+    std::erase_if(syncs, [](const Sync& y) { return y.last == SIZE_MAX; });
+    for (Sync& y : syncs) {
+      y.enter = live[y.last].launch + 10e3;
+      y.exit = std::max(y.exit, y.enter + 1e3);  // the GPU already idle: it returns at once
     }
     std::sort(syncs.begin(), syncs.end(), [](const Sync& a, const Sync& b) { return a.exit < b.exit; });
   }
