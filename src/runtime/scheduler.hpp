@@ -10,11 +10,11 @@
 // Anchors:
 //  - a completed kernel (its GPU end, from kernel activity), unless it is a collective (NCCL): that runs on
 //    its own stream beside the compute stream whose kernels the template's offsets time, and ends when the
-//    other ranks let it (replay of the DDP rank 1 trace: in-time 70.2 -> 72.7 %, the other traces unchanged);
+//    other ranks let it (modelled, replay of the DDP rank 1 trace: in-time 70.2 -> 72.7 %, others unchanged);
 //  - a synchronize the job called: every kernel launched before it was done when it returned;
 //  - the first launch after a synchronize: the GPU is idle then, so that kernel starts as it is launched.
 // Taking any launch that the estimate placed before its own launch time as an anchor was tried and not kept:
-// on the DDP traces it lowered the replayed in-time fraction (97.4 -> 94.7 % on rank 0; template gaps absorb
+// on the DDP traces it lowered the replayed (modelled) in-time fraction (97.4 -> 94.7 % on rank 0; gaps absorb
 // such delays).
 //
 // All times are ns on one clock (wall clock live, virtual time in replay). Not thread-safe: the runtime
