@@ -194,7 +194,7 @@ class Runtime:
         """Detaches the launch feed, stops the runtime and restores default clocks.
 
         Returns its counts: ``launches`` (launch events received, fed or from CUPTI), ``syncs`` (device/stream
-        synchronizes received: GPU progress), ``steps``, ``changes``
+        synchronizes received: GPU progress), ``markers`` (stream markers received: idem), ``steps``, ``changes``
         (clock changes), ``dropped``, ``prediction_accuracy`` and ``in_time_fraction`` (fractions),
         ``dry_run_changes``. Calling it again returns the same dict.
         """

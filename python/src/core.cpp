@@ -213,6 +213,7 @@ class Runtime {
     nb::dict d;
     d["launches"] = s.launches;
     d["syncs"] = s.syncs;
+    d["markers"] = s.markers;
     d["steps"] = s.steps;
     d["changes"] = s.changes;
     d["dropped"] = s.dropped;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/gpu_progress.hpp"
 #include "cli/switching_args.hpp"
 #include "runtime/replay.hpp"
 #include "trace/error.hpp"
@@ -18,6 +19,7 @@ void add_replay_command(CLI::App& app) {
     std::string trace, plan, perturb, dry_run_log, progress = "activity";
     SwitchingArgs switching;
     double cpu_lead_ms = 2, activity_delay_ms = 1, activity_period_ms = 0, activity_window_ms = 0;
+    double marker_period_us = kMarkerPeriodUs;
     std::uint64_t seed = 1;
     bool json = false;
   };
@@ -34,10 +36,15 @@ void add_replay_command(CLI::App& app) {
                   "each period, ms (0: all)");
   cmd->add_option("--activity-window-ms", o->activity_window_ms, "Sampled activity: window per period, ms");
   cmd->add_option("--gpu-progress", o->progress,
-                  "activity (default: every kernel's completion anchors) or sync (one synchronize at the end of "
-                  "each step anchors, as `gearshift run`'s default uses the job's)")
-      ->check(CLI::IsMember({"sync", "activity"}))
-      ->type_name("sync|activity");
+                  "activity (default: every kernel's completion anchors), sync (one synchronize at the end of "
+                  "each step anchors) or markers (that, and a stream marker every --marker-period-us, as "
+                  "`gearshift run`'s default)")
+      ->check(CLI::IsMember({"markers", "sync", "activity"}))
+      ->type_name("markers|sync|activity");
+  cmd->add_option("--marker-period-us", o->marker_period_us,
+                  fmt::format("With --gpu-progress markers: one marker at most every this long, µs (default {})",
+                              kMarkerPeriodUs))
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "Perturbation seed");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Append every intended change to this JSONL file");
   cmd->add_flag("--json", o->json, "Print one JSON object");
@@ -57,7 +64,8 @@ void add_replay_command(CLI::App& app) {
     ro.activity_period_ns = o->activity_period_ms * 1e6;
     ro.activity_window_ns = o->activity_window_ms * 1e6;
     ro.perturb.seed = o->seed;
-    ro.sync_each_step = o->progress == "sync";
+    ro.sync_each_step = o->progress == "sync" || o->progress == "markers";
+    if (o->progress == "markers") ro.marker_period_ns = o->marker_period_us * 1e3;
     ro.cpu_lead_ns = o->cpu_lead_ms * 1e6;
     ro.activity_delay_ns = o->activity_delay_ms * 1e6;
     trace::Trace t;

@@ -141,8 +141,8 @@ void add_run_command(CLI::App& app) {
     unsigned gpu = 0;
     std::size_t warmup_steps = 20;
     double warmup_timeout_s = 600;
-    std::string progress_name = "sync";
-    GpuProgress progress = GpuProgress::sync;
+    std::string progress_name = "markers";
+    GpuProgress progress = GpuProgress::markers;
     std::vector<std::string> cmd;
   };
   auto o = std::make_shared<Opts>();
@@ -167,16 +167,17 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--trace-output", o->trace_output,
                   "Also keep the job's trace (gearshift trace file, as `gearshift trace -o`); default: none");
   cmd->add_option("--gpu-progress", o->progress_name,
-                  "How the runtime follows the GPU: sync (the job's synchronizes; kernel activity only sampled; "
-                  "default) or activity (every kernel's activity record: fresher, costs the job 1-2 % on small "
-                  "kernels; implied by --trace-output)")
-      ->check(CLI::IsMember({"sync", "activity"}))
-      ->type_name("sync|activity");
+                  "How the runtime follows the GPU: markers (a GPU write to host memory after one kernel every "
+                  "5 ms, and the job's synchronizes; default), sync (the job's synchronizes only) or activity "
+                  "(every kernel's activity record: costs the job 1-2 % on small kernels; implied by "
+                  "--trace-output)")
+      ->check(CLI::IsMember({"markers", "sync", "activity"}))
+      ->type_name("markers|sync|activity");
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     // Every usage error before the job starts.
     // A trace file records every kernel's activity anyway: the runtime may as well anchor on it.
-    o->progress = o->progress_name == "activity" || !o->trace_output.empty() ? GpuProgress::activity : GpuProgress::sync;
+    o->progress = !o->trace_output.empty() ? GpuProgress::activity : parse_gpu_progress(o->progress_name);
     AutoOptions ao;
     std::optional<runtime::ClockPlan> plan;  // --plan's, or --auto's once made
     runtime::SchedulerOptions so;

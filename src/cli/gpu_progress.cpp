@@ -4,12 +4,20 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <stdexcept>
 
 #include <fmt/core.h>
 
 #include "cupti/config.hpp"
 
 namespace gearshift::cli {
+
+GpuProgress parse_gpu_progress(const std::string& name) {
+  if (name == "markers") return GpuProgress::markers;
+  if (name == "sync") return GpuProgress::sync;
+  if (name == "activity") return GpuProgress::activity;
+  throw std::invalid_argument("--gpu-progress " + name + ": expected markers, sync or activity");
+}
 
 ProgressControl::ProgressControl(GpuProgress mode, int control_fd) : mode_(mode), fd_(control_fd) {
   // Never block on a job that stopped reading (its pipe buffer is full): a lost command only costs overhead.
@@ -21,7 +29,11 @@ ProgressControl::~ProgressControl() {
 }
 
 void ProgressControl::set_job_env(bool collect_first) {
-  if (mode_ != GpuProgress::sync) return;
+  if (mode_ == GpuProgress::activity) return;
+  if (mode_ == GpuProgress::markers) {
+    if (std::getenv(cupti::kEnvFeedMarkerUs) != nullptr) user_markers_ = true;  // the user's period (0: none)
+    else if (!collect_first) setenv(cupti::kEnvFeedMarkerUs, std::to_string(kMarkerPeriodUs).c_str(), 1);
+  }
   if (std::getenv(cupti::kEnvFeedActivityPeriodMs) != nullptr) {  // the user's own sampling
     sampling_ = true;
     user_sampling_ = true;
@@ -33,55 +45,62 @@ void ProgressControl::set_job_env(bool collect_first) {
   setenv(cupti::kEnvFeedActivityWindowMs, "0", 1);
 }
 
-void ProgressControl::send(int period_ms, int window_ms) {
+void ProgressControl::send(const std::string& line) {
   std::lock_guard lock(write_mu_);
   if (fd_ < 0) return;
-  const std::string line = fmt::format("A {} {}\n", period_ms, window_ms);
   if (write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-    fmt::print(stderr, "gearshift run: note: could not tell the job to change its kernel activity\n");
+    fmt::print(stderr, "gearshift run: note: could not tell the job to change its kernel activity or markers\n");
+}
+
+void ProgressControl::start_sampling() {
+  if (!switched_ && !sampling_.exchange(true)) send(fmt::format("A {} {}\n", kAuditPeriodMs, kAuditWindowMs));
 }
 
 void ProgressControl::fall_back(runtime::LiveRuntime& rt) {
   if (switched_.exchange(true)) return;
-  send(0, 0);
+  send("A 0 0\n");
   rt.set_anchor_on_completions(true);
 }
 
 void ProgressControl::on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt) {
-  if (e.kind == runtime::FeedEvent::Kind::sync) {
-    ++syncs_;
-    launches_since_sync_ = 0;
-    if (mode_ == GpuProgress::sync && rt != nullptr && !switched_ && !sampling_.exchange(true))
-      send(kAuditPeriodMs, kAuditWindowMs);
+  using Kind = runtime::FeedEvent::Kind;
+  if (e.kind == Kind::sync || e.kind == Kind::marker) {
+    ++(e.kind == Kind::sync ? syncs_ : markers_);
+    launches_since_anchor_ = 0;
+    if (mode_ != GpuProgress::activity && rt != nullptr) start_sampling();
     return;
   }
-  if (e.kind != runtime::FeedEvent::Kind::launch || mode_ != GpuProgress::sync || rt == nullptr || switched_) return;
+  if (e.kind != Kind::launch || mode_ == GpuProgress::activity || rt == nullptr || switched_) return;
+  // Only launches of the job's steps count: a model's initialisation launches thousands of kernels before
+  // its first synchronize (measured: GPT-2 small fell back to every kernel's activity before its first step).
+  if (!rt->locked()) return;
   const std::size_t n = template_kernels_.load();
-  if (n > 0 && ++launches_since_sync_ > kNoSyncFallbackSteps * n) fall_back(*rt);
+  if (n > 0 && ++launches_since_anchor_ > kNoSyncFallbackSteps * n) fall_back(*rt);
 }
 
 void ProgressControl::plan_ready(runtime::LiveRuntime& rt) {
-  if (mode_ != GpuProgress::sync) return;
-  if (syncs_.load() == 0) {
+  if (mode_ == GpuProgress::activity) return;
+  if (mode_ == GpuProgress::markers && !user_markers_) send(fmt::format("M {}\n", kMarkerPeriodUs));
+  if (mode_ == GpuProgress::sync && syncs_.load() == 0) {
     switched_ = true;  // every kernel's activity is still on: keep it, anchor on it
     rt.set_anchor_on_completions(true);
     return;
   }
-  if (!sampling_.exchange(true)) send(kAuditPeriodMs, kAuditWindowMs);
+  start_sampling();
 }
 
 std::string ProgressControl::summary() const {
   if (mode_ == GpuProgress::activity)
     return "GPU progress from every kernel's activity (--gpu-progress activity, or a trace file being written)";
   if (switched_)
-    return fmt::format("GPU progress from every kernel's activity: the job did not synchronize ({} synchronizes "
-                       "seen; none in {} steps of launches)",
-                       syncs_.load(), kNoSyncFallbackSteps);
+    return fmt::format("GPU progress from every kernel's activity: no other sign of it ({} synchronizes, {} stream "
+                       "markers seen; none in {} steps of launches)",
+                       syncs_.load(), markers_.load(), kNoSyncFallbackSteps);
   const std::string sampled = user_sampling_ ? std::string("as GEARSHIFT_FEED_ACTIVITY_* say")
                                              : fmt::format("{} of every {} ms", kAuditWindowMs, kAuditPeriodMs);
-  return fmt::format("GPU progress from the job's {} synchronizes; kernel activity sampled ({}): the in-time "
-                     "fraction is measured on those kernels",
-                     syncs_.load(), sampled);
+  return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers; kernel activity sampled "
+                     "({}): the in-time fraction is measured on those kernels",
+                     syncs_.load(), markers_.load(), sampled);
 }
 
 }  // namespace gearshift::cli

@@ -118,6 +118,38 @@ inline bool on_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
   return true;
 }
 
+// Marks a launch that carries a stream marker (stream_marker.hpp) in CUPTI's per-call correlationData, with
+// its entry time below: the exit callback then writes the marker on the launch's stream.
+inline constexpr std::uint64_t kMarkerClaimMark = std::uint64_t{1} << 62;
+
+// The stream a launch (a cbid of kLaunchCallbacks) was made on, from its parameters; `per_thread` for the
+// _ptsz variants (their stream 0 is the calling thread's default stream, CU_STREAM_PER_THREAD). False for
+// any other callback id or missing parameters.
+inline bool launch_stream(CUpti_CallbackId cbid, const CUpti_CallbackData* data, CUstream& stream,
+                          bool& per_thread) noexcept {
+  if (data == nullptr || data->functionParams == nullptr) return false;
+  const void* p = data->functionParams;
+  per_thread = false;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: per_thread = true; [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: stream = static_cast<const cuLaunchKernel_params*>(p)->hStream; return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: per_thread = true; [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: {
+      const CUlaunchConfig* c = static_cast<const cuLaunchKernelEx_params*>(p)->config;
+      if (c == nullptr) return false;
+      stream = c->hStream;
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: per_thread = true; [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      stream = static_cast<const cuLaunchCooperativeKernel_params*>(p)->hStream;
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: per_thread = true; [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch: stream = static_cast<const cuGraphLaunch_params*>(p)->hStream; return true;
+    default: return false;
+  }
+}
+
 // Without a clock (launch times unknown): tests and the table-only benchmark.
 inline bool on_driver_api(LaunchTable& table, CUpti_CallbackId cbid, const CUpti_CallbackData* data) noexcept {
   LaunchEvent unused;

@@ -57,6 +57,7 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
   integer(kEnvFeedPeriodUs, c.feed_period_us, 50, 1'000'000);
   integer(kEnvFeedActivityPeriodMs, c.feed_activity_period_ms, 0, 60'000);
   integer(kEnvFeedActivityWindowMs, c.feed_activity_window_ms, 0, 60'000);
+  integer(kEnvFeedMarkerUs, c.feed_marker_us, 0, 60'000'000);
   if (c.feed_activity_period_ms > 0 && c.feed_activity_window_ms > c.feed_activity_period_ms) {
     warn(kEnvFeedActivityWindowMs, std::to_string(c.feed_activity_window_ms),
          ("at most " + std::string(kEnvFeedActivityPeriodMs) + " (" + std::to_string(c.feed_activity_period_ms) +

@@ -32,6 +32,8 @@ inline constexpr const char* kEnvFeedPeriodUs = "GEARSHIFT_FEED_PERIOD_US";  // 
 // Sampled kernel activity: completions only for kernels launched in the first WINDOW ms of every PERIOD ms.
 inline constexpr const char* kEnvFeedActivityPeriodMs = "GEARSHIFT_FEED_ACTIVITY_PERIOD_MS";  // 0: every kernel
 inline constexpr const char* kEnvFeedActivityWindowMs = "GEARSHIFT_FEED_ACTIVITY_WINDOW_MS";  // 0: none
+// Stream markers (stream_marker.hpp): one after a kernel launched at least this long after the last was seen.
+inline constexpr const char* kEnvFeedMarkerUs = "GEARSHIFT_FEED_MARKER_US";  // µs; 0: none (default)
 
 struct TracerConfig {
   std::string output;                 // empty: tracing is off
@@ -62,6 +64,8 @@ struct TracerConfig {
   // (measures the launch callbacks alone; the runtime then has no GPU progress).
   int feed_activity_period_ms = 0;
   int feed_activity_window_ms = 0;
+  // Stream markers for the feed, period in µs (0: none; the runtime may turn them on over the control pipe).
+  int feed_marker_us = 0;
 };
 
 // Reads the variables above through `getenv`. A malformed value keeps its default and adds a warning.

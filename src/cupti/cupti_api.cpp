@@ -5,14 +5,10 @@
 
 #include <cstdlib>
 
+#include "cupti/dl_symbol.hpp"
+
 namespace gearshift::cupti {
 namespace {
-
-template <typename F>
-bool resolve(void* h, const char* name, F& out) {
-  out = reinterpret_cast<F>(dlsym(h, name));
-  return out != nullptr;
-}
 
 std::vector<std::string> glob_paths(const std::string& pattern) {
   std::vector<std::string> out;

@@ -21,14 +21,25 @@ bool field(std::string_view& s, int& v) {
 }
 }  // namespace
 
-std::optional<ActivityWindows> parse_control_line(std::string_view line) {
-  if (!line.starts_with('A')) return std::nullopt;
+std::optional<ControlCommand> parse_control_line(std::string_view line) {
+  if (line.empty()) return std::nullopt;
+  const char kind = line.front();
   line.remove_prefix(1);
-  ActivityWindows w;
-  if (!field(line, w.period_ms) || !field(line, w.window_ms)) return std::nullopt;
+  ControlCommand c;
+  if (kind == 'A') {
+    ActivityWindows w;
+    if (!field(line, w.period_ms) || !field(line, w.window_ms)) return std::nullopt;
+    if (w.period_ms > 0 && w.window_ms > w.period_ms) return std::nullopt;
+    c.windows = w;
+  } else if (kind == 'M') {
+    int us = 0;
+    if (!field(line, us)) return std::nullopt;
+    c.marker_period_us = us;
+  } else {
+    return std::nullopt;
+  }
   if (line.find_first_not_of(' ') != std::string_view::npos) return std::nullopt;
-  if (w.period_ms > 0 && w.window_ms > w.period_ms) return std::nullopt;
-  return w;
+  return c;
 }
 
 FeedControl::FeedControl(int fd) : fd_(fd) {
@@ -42,8 +53,8 @@ FeedControl::~FeedControl() {
   if (fd_ >= 0) close(fd_);
 }
 
-std::optional<ActivityWindows> FeedControl::poll() {
-  std::optional<ActivityWindows> last;
+ControlCommand FeedControl::poll() {
+  ControlCommand last;
   char chunk[512];
   while (fd_ >= 0) {
     ssize_t n = read(fd_, chunk, sizeof chunk);
@@ -55,8 +66,12 @@ std::optional<ActivityWindows> FeedControl::poll() {
       break;
     }
     trace::for_each_line(buf_, std::string_view(chunk, static_cast<std::size_t>(n)), [&](std::string_view l) {
-      if (auto w = parse_control_line(l)) last = w;
-      else ++invalid_;
+      if (auto c = parse_control_line(l)) {
+        if (c->windows) last.windows = c->windows;
+        if (c->marker_period_us) last.marker_period_us = c->marker_period_us;
+      } else {
+        ++invalid_;
+      }
     });
     if (buf_.size() > 4096) buf_.clear();  // an unfinished line that long is no valid command
   }

@@ -2,9 +2,10 @@
 // GEARSHIFT_RUNTIME_CONTROL_FD and writes one command per line:
 //   A <period_ms> <window_ms>   kernel activity: every kernel (period 0), none (window 0), or only kernels
 //                               launched in the first window_ms of every period_ms
+//   M <period_us>               stream markers (stream_marker.hpp): one every period_us at most; 0: none
 // (so that `run --auto` collects every kernel until its plan exists, then only samples, and the runtime can
-// ask for every kernel again when the job never synchronizes). The injection library's controller thread
-// polls it; nothing here blocks.
+// ask for every kernel again when it gets no other sign of GPU progress). The injection library's controller
+// thread polls it; nothing here blocks.
 #pragma once
 
 #include <optional>
@@ -15,8 +16,15 @@
 
 namespace gearshift::cupti {
 
+// What the runtime asked for; an empty field: nothing new of that kind.
+struct ControlCommand {
+  std::optional<ActivityWindows> windows;  // A
+  std::optional<int> marker_period_us;     // M
+  bool empty() const { return !windows && !marker_period_us; }
+};
+
 // One command line (without '\n'); nullopt when it is not a valid command.
-std::optional<ActivityWindows> parse_control_line(std::string_view line);
+std::optional<ControlCommand> parse_control_line(std::string_view line);
 
 class FeedControl {
  public:
@@ -26,9 +34,9 @@ class FeedControl {
   FeedControl(const FeedControl&) = delete;
   FeedControl& operator=(const FeedControl&) = delete;
 
-  // Reads what has arrived; the last valid command among the complete lines, if any. Invalid lines are
-  // counted and skipped; end of file or an error stops further reads.
-  std::optional<ActivityWindows> poll();
+  // Reads what has arrived; of each kind, the last valid command among the complete lines. Invalid lines
+  // are counted and skipped; end of file or an error stops further reads.
+  ControlCommand poll();
   int invalid_lines() const { return invalid_; }
 
  private:

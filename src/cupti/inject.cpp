@@ -34,10 +34,13 @@
 #include "cupti/config.hpp"
 #include "cupti/controller.hpp"
 #include "cupti/feed_control.hpp"
+#include "cupti/cuda_driver.hpp"
 #include "cupti/cupti_api.hpp"
 #include "cupti/inject_api.h"
 #include "cupti/launch_table.hpp"
+#include "cupti/marker_issuer.hpp"
 #include "cupti/runtime_feed.hpp"
+#include "cupti/stream_marker.hpp"
 #include "cupti/tracer.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -79,6 +82,10 @@ struct State {
   std::unique_ptr<Tracer> tracer;      // null: no trace file (the runtime feed only)
   std::unique_ptr<RuntimeFeed> feed;   // null: no runtime feed; never reset once set (callbacks read it)
   std::unique_ptr<FeedControl> control;  // the runtime's commands (with the feed only); read by the controller
+  // Stream markers (with the feed only, when the driver has what they need); never reset once set.
+  std::unique_ptr<StreamMarkers> markers;
+  std::unique_ptr<MarkerIssuer> issuer;
+  std::string markers_unavailable;  // why there are none
   // Owned here, read through the atomic: the controller's own thread may stop the trace (and read it) while
   // start() is still storing it.
   std::unique_ptr<Controller> controller_owner;
@@ -99,6 +106,32 @@ std::atomic<State*> g_state{nullptr};
 // come from different threads.
 std::mutex g_start_mu;
 
+// Stream markers on the launch path: on a launch's entry claim the marker when one is due (its entry time
+// kept in CUPTI's per-call correlationData), on that launch's exit write it on the launch's stream.
+void mark_launch(State& s, CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const LaunchEvent* launch) noexcept {
+  if (cb == nullptr || cb->correlationData == nullptr || launch_api_of(cbid) == LaunchApi::unknown) return;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    // Graph launches have no L line (their kernels are not the template's launches): nothing to anchor. The
+    // slot is written either way: only a claim may leave the mark for the exit.
+    const bool claimed = launch != nullptr && launch->api != LaunchApi::graph && launch->symbol != nullptr &&
+                         s.markers->claim(launch->cpu_ns);
+    *cb->correlationData = claimed ? static_cast<std::uint64_t>(launch->cpu_ns) | kMarkerClaimMark : 0;
+    return;
+  }
+  const std::uint64_t d = *cb->correlationData;
+  if ((d & kMarkerClaimMark) == 0) return;
+  *cb->correlationData = 0;
+  const auto claim_ns = static_cast<std::int64_t>(d & ~kMarkerClaimMark);
+  CUstream stream = nullptr;
+  bool per_thread = false;
+  if (!launch_stream(cbid, cb, stream, per_thread)) {
+    s.markers->abandon(claim_ns);
+    return;
+  }
+  const auto* rc = static_cast<const CUresult*>(cb->functionReturnValue);
+  s.issuer->after_launch(stream, per_thread, rc == nullptr || *rc == CUDA_SUCCESS, cb->correlationId, claim_ns);
+}
+
 // The hot path: every launch's API entry and exit, and (with the feed) every synchronize's. Times are the CUPTI
 // clock (cuptiGetTimestamp), the clock of the activity records too.
 void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -113,6 +146,8 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
     const bool fed = (domain == CUPTI_CB_DOMAIN_DRIVER_API && on_driver_api(s->launches, cbid, cb, now, e)) ||
                      on_sync_api(domain, cbid, cb, now, e);
     if (fed && s->feed) s->feed->on_launch(e);
+    if (s->issuer && domain == CUPTI_CB_DOMAIN_DRIVER_API)
+      mark_launch(*s, cbid, cb, fed && e.sync_exit_ns < 0 ? &e : nullptr);
   } catch (...) {
   }
 }
@@ -206,6 +241,16 @@ std::string sampled_note(const State& s) {
          " ms at the end (" + std::to_string(ctl->windows_opened()) + " windows)";
 }
 
+// ", N stream markers (M seen)" when any were issued or asked for and failed, else "".
+std::string markers_note(const State& s) {
+  if (!s.markers) return s.markers_unavailable.empty() ? "" : ", no stream markers: " + s.markers_unavailable;
+  const MarkerStats m = s.markers->stats();
+  const std::string problem = s.issuer->problem();
+  if (m.issued == 0 && problem.empty()) return "";
+  return ", " + std::to_string(m.issued) + " stream markers (" + std::to_string(m.seen) + " seen)" +
+         (problem.empty() ? "" : "; markers off: " + problem);
+}
+
 // Ends the trace file (steps reached, duration, gearshift_trace_stop(), exit) and, with `everything` or when
 // no runtime feed needs CUPTI, turns CUPTI off: callbacks and activity off, last buffers flushed, the feed's
 // last lines written. The program runs on. Safe from the controller thread, the exit handler and
@@ -232,7 +277,7 @@ void stop_tracing(State& s, const std::string& reason, bool complete, bool every
           say("note", "runtime feed: " + std::to_string(fs.launches) + " launches, " + std::to_string(fs.completions) +
                           " completed kernels, " + std::to_string(fs.syncs) + " synchronizations sent, " +
                           std::to_string(fs.dropped_launches) + " launches dropped (queue full)" +
-                          (fs.broken ? ", closed early by the runtime" : "") + sampled_note(s));
+                          (fs.broken ? ", closed early by the runtime" : "") + sampled_note(s) + markers_note(s));
       }
       api.unsubscribe(s.subscriber);
       s.cupti_off = true;
@@ -379,6 +424,17 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
   if (feed_fd >= 0) {
     s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); }, cfg.feed_period_us);
     fd_taken = true;
+    // Stream markers need the driver's functions; a trace file records every kernel's activity anyway.
+    if (!s->tracer) {
+      if (std::optional<CudaDriver> driver = load_cuda_driver(&s->markers_unavailable)) {
+        s->markers = std::make_unique<StreamMarkers>();
+        s->issuer = std::make_unique<MarkerIssuer>(*driver, *s->markers);
+        s->markers->set_period_ns(std::int64_t{cfg.feed_marker_us} * 1000);
+        s->feed->set_markers(s->markers.get());
+      } else if (cfg.feed_marker_us > 0) {
+        say("note", "no stream markers: " + s->markers_unavailable);
+      }
+    }
   }
   s->pool = std::make_unique<BufferPool>(cfg.buffer_bytes, cfg.max_buffers);
   g_state.store(s.get(), std::memory_order_release);  // the buffer callbacks read it from here on
@@ -430,7 +486,12 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
       if (on) st->api->activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
       else st->api->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     };
-    if (st->control) hooks.control = [st] { return st->control->poll(); };
+    if (st->control)
+      hooks.control = [st]() -> std::optional<ActivityWindows> {
+        ControlCommand c = st->control->poll();
+        if (c.marker_period_us && st->markers) st->markers->set_period_ns(std::int64_t{*c.marker_period_us} * 1000);
+        return c.windows;
+      };
   }
   st->controller_owner =
       std::make_unique<Controller>(st->tracer.get(), st->clocks.get(), std::move(hooks), cfg.sample_period_ms,

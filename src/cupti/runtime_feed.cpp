@@ -52,6 +52,12 @@ void append_sync_line(std::string& out, std::uint32_t correlation, std::int64_t 
   out += '\n';
 }
 
+void append_marker_line(std::string& out, std::uint32_t correlation, std::int64_t not_before_ns,
+                        std::int64_t seen_ns) {
+  append_fields(out, 'M', correlation, not_before_ns, seen_ns);
+  out += '\n';
+}
+
 void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
                             std::uint32_t stream, std::uint32_t device) {
   append_fields(out, 'C', correlation, start_ns, end_ns, stream, device);
@@ -126,9 +132,16 @@ void RuntimeFeed::drain(std::string& batch) {
   }
   for (const Completion& c : done)
     append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device);
+  std::uint64_t markers = 0;
+  if (StreamMarkers* m = markers_.load(std::memory_order_acquire))
+    if (std::optional<MarkerSeen> seen = m->poll(now_())) {
+      append_marker_line(batch, seen->correlation, seen->not_before_ns + offset_ns_, seen->seen_ns + offset_ns_);
+      ++markers;
+    }
   std::lock_guard lock(mu_);
   stats_.launches += launches;
   stats_.syncs += syncs;
+  stats_.markers += markers;
   stats_.completions += done.size();
 }
 

@@ -4,6 +4,7 @@
 //   L <cpu_ns> <correlation> <demangled kernel name>
 //   C <correlation> <gpu_start_ns> <gpu_end_ns> <stream> <device>
 //   S <correlation> <enter_ns> <exit_ns>        (a device/stream synchronize that returned)
+//   M <correlation> <not_before_ns> <seen_ns>   (a stream marker arrived: stream_marker.hpp)
 // The launch callback only pushes a LaunchEvent into a lock-free queue (no syscall, no allocation); a writer
 // thread of our own drains it every `period_us`, demangles names (cached by CUPTI's symbol pointer) and
 // writes whole batches. Completed kernels come from CUPTI's buffer thread and are queued under a mutex
@@ -11,6 +12,7 @@
 // (gearshift gone) turns the feed off quietly, with one note.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -22,12 +24,14 @@
 #include <vector>
 
 #include "cupti/launch_queue.hpp"
+#include "cupti/stream_marker.hpp"
 
 namespace gearshift::cupti {
 
 // Protocol lines (no trailing newline handling beyond appending '\n').
 void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t correlation, std::string_view name);
 void append_sync_line(std::string& out, std::uint32_t correlation, std::int64_t enter_ns, std::int64_t exit_ns);
+void append_marker_line(std::string& out, std::uint32_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns);
 void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
                             std::uint32_t stream, std::uint32_t device);
 
@@ -39,6 +43,7 @@ struct FeedStats {
   std::uint64_t launches = 0;         // L lines written
   std::uint64_t completions = 0;      // C lines written
   std::uint64_t syncs = 0;            // S lines written
+  std::uint64_t markers = 0;          // M lines written
   std::uint64_t dropped_launches = 0;  // queue full (launches and synchronizes)
   bool broken = false;                // the pipe was closed or failed: the feed is off
 };
@@ -55,6 +60,9 @@ class RuntimeFeed {
 
   // Hot path (launch callback): never blocks.
   void on_launch(const LaunchEvent& e) noexcept { queue_.push(e); }
+  // Stream markers to poll at every wake-up (after the launches, so that a marker's L line goes first); null:
+  // none. Set before the launch callbacks are on; `markers` must outlive the feed.
+  void set_markers(StreamMarkers* markers) noexcept { markers_.store(markers, std::memory_order_release); }
   // CUPTI's buffer thread: one completed kernel (CUPTI clock).
   void on_kernel_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
                           std::uint32_t device) noexcept;
@@ -83,6 +91,7 @@ class RuntimeFeed {
   bool stop_ = false;
   FeedStats stats_;
   std::int64_t offset_ns_ = 0;  // writer thread only
+  std::atomic<StreamMarkers*> markers_{nullptr};
   std::unordered_map<const char*, std::string> names_;  // writer thread only
   std::thread thread_;
 };

@@ -51,8 +51,8 @@ std::optional<FeedEvent> parse_feed_line(std::string_view line) {
     if (!small_id(line, e.device) || !only_spaces(line)) return std::nullopt;
     return e;
   }
-  if (kind == 'S') {
-    e.kind = FeedEvent::Kind::sync;
+  if (kind == 'S' || kind == 'M') {
+    e.kind = kind == 'S' ? FeedEvent::Kind::sync : FeedEvent::Kind::marker;
     if (!number(line, e.correlation) || !number(line, e.gpu_start_ns) || !number(line, e.gpu_end_ns) ||
         !only_spaces(line) || e.gpu_end_ns < e.gpu_start_ns)
       return std::nullopt;
@@ -66,6 +66,7 @@ void feed_event(const FeedEvent& e, LiveRuntime& rt) {
     case FeedEvent::Kind::launch: rt.on_launch(e.name, e.correlation, e.cpu_ns); break;
     case FeedEvent::Kind::complete: rt.on_complete(e.correlation, e.gpu_start_ns, e.gpu_end_ns); break;
     case FeedEvent::Kind::sync: rt.on_sync(e.correlation, e.gpu_start_ns, e.gpu_end_ns); break;
+    case FeedEvent::Kind::marker: rt.on_marker(e.correlation, e.gpu_start_ns, e.gpu_end_ns); break;
   }
 }
 

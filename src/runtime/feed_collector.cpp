@@ -16,7 +16,7 @@ void FeedCollector::add(const FeedEvent& e) {
     pending_[e.correlation] = {it->second, e.cpu_ns};
     return;
   }
-  if (e.kind == FeedEvent::Kind::sync) return;  // no kernel of its own: nothing to record
+  if (e.kind == FeedEvent::Kind::sync || e.kind == FeedEvent::Kind::marker) return;  // no kernel of its own
   auto it = pending_.find(e.correlation);
   if (it == pending_.end()) {
     ++unmatched_;

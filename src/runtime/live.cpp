@@ -64,6 +64,10 @@ void LiveRuntime::on_sync(std::int64_t correlation, std::int64_t enter, std::int
   push({Event::Kind::sync, correlation, enter, exit, {}});
 }
 
+void LiveRuntime::on_marker(std::int64_t correlation, std::int64_t not_before, std::int64_t seen) noexcept {
+  push({Event::Kind::marker, correlation, not_before, seen, {}});
+}
+
 void LiveRuntime::set_anchor_on_completions(bool on) noexcept {
   push({Event::Kind::anchor_on_completions, 0, on ? 1 : 0, 0, {}});
 }
@@ -89,6 +93,7 @@ void LiveRuntime::handle(Event& e) {
     const std::int64_t expected = pred_.next_position();
     Alignment a = pred_.observe(e.name);
     const bool locked = a.state == PredictorState::locked;
+    locked_.store(locked, std::memory_order_relaxed);
     sched_.on_launch(a.position, locked, e.a);
     if (recent_.size() >= kRecent) recent_.erase(recent_.begin(), recent_.begin() + kRecent / 2);
     recent_.emplace_back(e.correlation, locked && (a.matched || a.substituted) ? a.position : -1);
@@ -107,8 +112,13 @@ void LiveRuntime::handle(Event& e) {
     return;
   }
   auto& slot = corr_pos_[static_cast<std::size_t>(std::max<std::int64_t>(e.correlation, 0)) % kRing];
+  if (e.kind == Event::Kind::marker) ++stats_.markers;
   if (slot.first != e.correlation || slot.second < 0) return;
   const std::int64_t abs = slot.second;
+  if (e.kind == Event::Kind::marker) {
+    sched_.on_marker(abs, e.a, e.b);
+    return;
+  }
   sched_.on_complete(abs, e.a, e.b);
   if (first_abs_ >= 0 && abs >= first_abs_ + n && e.b > e.a) {
     const auto& want = plan_.positions[static_cast<std::size_t>(abs % n)].clocks;

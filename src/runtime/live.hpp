@@ -31,6 +31,7 @@ struct LiveStats {
   double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
   std::uint64_t losses = 0;
   std::uint64_t syncs = 0;          // synchronizes seen (GPU progress without kernel activity)
+  std::uint64_t markers = 0;        // stream markers seen (idem)
   double prediction_accuracy() const { return scored ? static_cast<double>(predicted) / static_cast<double>(scored) : 0; }
   double in_time_fraction() const { return kernel_ns > 0 ? in_time_ns / kernel_ns : 0; }
 };
@@ -50,17 +51,23 @@ class LiveRuntime {
   // A device/stream synchronize the job called (feed.hpp's S line): every kernel launched before it (smaller
   // correlation) had finished when it returned.
   void on_sync(std::int64_t correlation, std::int64_t enter_ns, std::int64_t exit_ns) noexcept;
+  // A stream marker after the kernel launched with `correlation` (feed.hpp's M line): it ended between
+  // `not_before_ns` and `seen_ns`.
+  void on_marker(std::int64_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns) noexcept;
   // From now on completed kernels anchor the estimate (or stop doing so): `gearshift run` turns this on when
   // it asks the job for every kernel's activity because the job does not synchronize.
   void set_anchor_on_completions(bool on) noexcept;
+  // Whether the predictor follows the job's steps (locked) as of the last launch handled: any thread.
+  bool locked() const noexcept { return locked_.load(std::memory_order_relaxed); }
 
   // Stops the thread after it handled every queued event, restores the default clocks, returns the figures.
   LiveStats stop();
 
  private:
   struct Event {
-    enum class Kind { launch, complete, sync, anchor_on_completions } kind;
-    std::int64_t correlation, a, b;  // launch: cpu_ns; complete: start, end; sync: entered, returned; a: on
+    enum class Kind { launch, complete, sync, marker, anchor_on_completions } kind;
+    // launch: a = cpu_ns; complete: start, end; sync: entered, returned; marker: not yet, seen; a: on
+    std::int64_t correlation, a, b;
     std::string name;
   };
   void push(Event e) noexcept;
@@ -85,6 +92,7 @@ class LiveRuntime {
   // smaller correlation (launches from other threads may be queued during its wait).
   std::vector<std::pair<std::int64_t, std::int64_t>> recent_;
   LiveStats stats_;
+  std::atomic<bool> locked_{false};
   bool stopped_ = false;
 };
 

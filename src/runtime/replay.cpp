@@ -209,12 +209,24 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
   };
   std::size_t il = 0, ic = 0, is = 0;
   constexpr double kInf = std::numeric_limits<double>::infinity();
+  // The outstanding stream marker: the launch it follows, when it is seen, the poll before; the next claim.
+  std::size_t marked = SIZE_MAX;
+  double marker_seen = kInf, marker_not_before = 0, next_marker = 0;
   while (il < live.size() || ic < by_done.size()) {
     const double tl = il < live.size() ? live[il].launch : kInf;
     const double tc = ic < by_done.size() ? live[by_done[ic]].end + o.activity_delay_ns : kInf;
     const double ts = is < syncs.size() ? syncs[is].exit : kInf;
+    const double tm = marker_seen;
     auto w = sched.next_wakeup_ns();
     const double tw = w ? static_cast<double>(*w) : kInf;
+    if (tm < tl && tm < tc && tm < ts && tm <= tw) {
+      sched.on_marker(assigned[marked], static_cast<std::int64_t>(marker_not_before), static_cast<std::int64_t>(tm));
+      marked = SIZE_MAX;
+      marker_seen = kInf;
+      next_marker = tm + o.marker_period_ns;
+      take(sched.poll(static_cast<std::int64_t>(tm)));
+      continue;
+    }
     if (tw < tl && tw < tc && tw < ts) {
       take(sched.poll(*w));
       continue;
@@ -246,6 +258,12 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
                        static_cast<long long>(op.truth_pos), static_cast<long long>(a.position % n), a.matched ? 1 : 0,
                        static_cast<int>(a.state), op.id);
         if (expected >= 0 && run_of[static_cast<std::size_t>(expected % n)] == run_of[static_cast<std::size_t>(op.truth_pos)]) ++next_right;
+      }
+      if (o.marker_period_ns > 0 && marked == SIZE_MAX && op.kernel && tl >= next_marker) {
+        marked = il;
+        const double poll = std::max(o.marker_poll_ns, 1.0);
+        marker_seen = std::ceil(std::max(op.end, tl) / poll) * poll;
+        marker_not_before = std::max(marker_seen - poll, tl);
       }
       launched[il] = true;
       ++il;

@@ -39,6 +39,11 @@ struct ReplayOptions {
   // `gearshift run --gpu-progress sync` uses it): entered 10 µs after the step's last launch, returned when its
   // last kernel ends (at once when that ended before); completions then do not anchor.
   bool sync_each_step = false;
+  // Stream markers (with sync_each_step, as `gearshift run --gpu-progress markers`): the first kernel launched
+  // at least marker_period_ns after the last marker was seen carries one; the feed's writer, polling every
+  // marker_poll_ns (on a grid from time 0), sees it at the first poll after the kernel ends. 0: none. ns.
+  double marker_period_ns = 0;
+  double marker_poll_ns = 500e3;
 };
 
 struct ReplayResult {

@@ -81,6 +81,11 @@ void ActuationScheduler::on_complete(std::int64_t abs, std::int64_t /*gpu_start_
   anchor(abs, static_cast<double>(gpu_end_ns));
 }
 
+void ActuationScheduler::on_marker(std::int64_t abs, std::int64_t not_before_ns, std::int64_t seen_ns) {
+  if (abs < 0 || !anchors_[static_cast<std::size_t>(mod(abs, static_cast<std::int64_t>(plan_.size())))]) return;
+  anchor(abs, 0.5 * (static_cast<double>(std::min(not_before_ns, seen_ns)) + static_cast<double>(seen_ns)));
+}
+
 void ActuationScheduler::on_sync(std::int64_t abs, std::int64_t enter_ns, std::int64_t exit_ns) {
   if (abs < 0) return;
   const auto enter = static_cast<double>(enter_ns), exit = static_cast<double>(exit_ns);

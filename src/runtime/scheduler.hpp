@@ -12,7 +12,10 @@
 //    its own stream beside the compute stream whose kernels the template's offsets time, and ends when the
 //    other ranks let it (modelled, replay of the DDP rank 1 trace: in-time 70.2 -> 72.7 %, others unchanged);
 //  - a synchronize the job called: every kernel launched before it was done when it returned;
-//  - the first launch after a synchronize: the GPU is idle then, so that kernel starts as it is launched.
+//  - the first launch after a synchronize: the GPU is idle then, so that kernel starts as it is launched;
+//  - a stream marker (cupti/stream_marker.hpp): a value the GPU wrote to host memory after a kernel, seen by a
+//    poll; the kernel ended between the poll before and the poll that saw it (the midpoint is taken). Unlike
+//    completions, markers anchor whatever anchor_on_completions says: the runtime asks for them to anchor.
 // Taking any launch that the estimate placed before its own launch time as an anchor was tried and not kept:
 // on the DDP traces it lowered the replayed (modelled) in-time fraction (97.4 -> 94.7 % on rank 0; gaps absorb
 // such delays).
@@ -76,6 +79,9 @@ class ActuationScheduler {
   // A synchronize entered at `enter_ns` returned at `exit_ns`; `abs` is the position of the last kernel
   // launched before it (-1: not placed).
   void on_sync(std::int64_t abs, std::int64_t enter_ns, std::int64_t exit_ns);
+  // A stream marker after the kernel at `abs` was not yet written at `not_before_ns` and was at `seen_ns`
+  // (ns, same clock as `now`): the kernel ended in between. Collectives' markers are ignored (see anchors).
+  void on_marker(std::int64_t abs, std::int64_t not_before_ns, std::int64_t seen_ns);
   // The changes to issue now (at most a few); call at each event and at next_wakeup_ns().
   std::vector<ClockChange> poll(std::int64_t now_ns);
   // When poll should run next without a new event; nullopt: only on the next event.

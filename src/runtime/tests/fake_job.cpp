@@ -99,23 +99,40 @@ Step synthetic() {
 // unless FAKE_JOB_NO_SYNC=1. Returns false when the feed broke.
 // FAKE_JOB_CONTROL_LOG=FILE: appends what arrived on the runtime's control pipe (GEARSHIFT_RUNTIME_CONTROL_FD)
 // to FILE after each step, as the injection library would read it.
+// Stream markers as the injection library sends them: with GEARSHIFT_FEED_MARKER_US > 0 (or an "M <us>"
+// command), an M line after the first kernel that ends at least that long after the last marker.
+std::int64_t g_marker_ns = -1;
+
 void log_control() {
   static const char* path = std::getenv("FAKE_JOB_CONTROL_LOG");
   static const char* fd_env = std::getenv("GEARSHIFT_RUNTIME_CONTROL_FD");
-  if (path == nullptr || fd_env == nullptr) return;
+  if (fd_env == nullptr) return;
   const int fd = std::atoi(fd_env);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   char buf[256];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+    const std::string got(buf, static_cast<std::size_t>(n));
+    if (auto m = got.rfind("M "); m != std::string::npos && (m == 0 || got[m - 1] == '\n'))
+      g_marker_ns = std::atoll(got.c_str() + m + 2) * 1000;
+    if (path == nullptr) continue;
     if (FILE* f = std::fopen(path, "a")) {
       std::fwrite(buf, 1, static_cast<std::size_t>(n), f);
       std::fclose(f);
     }
+  }
 }
 
+// FAKE_JOB_INIT_KERNELS=N: first N launches of kernels outside the template, without a synchronize (a model's
+// initialisation).
 bool run_steps(int fd, const Step& step, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
-  std::int64_t corr = 0;
+  if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
+  std::int64_t corr = 0, last_marker = 0;
+  const long init = std::getenv("FAKE_JOB_INIT_KERNELS") ? std::atol(std::getenv("FAKE_JOB_INIT_KERNELS")) : 0;
+  for (long i = 0; i < init; ++i)
+    if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " init_kernel_" +
+                     std::to_string(i % 7) + "\n"))
+      return false;
   for (long s = 0; steps < 0 || s < steps; ++s) {
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
@@ -129,6 +146,12 @@ bool run_steps(int fd, const Step& step, long steps) {
       if (!put(fd, "C " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(start) + " " +
                        std::to_string(end) + step.completion_suffix + "\n"))
         return false;
+      if (g_marker_ns > 0 && end >= last_marker + g_marker_ns) {
+        last_marker = end;
+        if (!put(fd, "M " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(end) + " " +
+                         std::to_string(end) + "\n"))
+          return false;
+      }
     }
     if (sync && !step.kernels.empty()) {
       const std::int64_t returned = std::max(entered, t0 + step.kernels.back().start_offset_ns + step.kernels.back().duration_ns);

@@ -180,4 +180,22 @@ TEST(Scheduler, CompletionsCanBeLeftOutOfTheAnchor) {
   EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 20e6);
 }
 
+// A stream marker anchors at the midpoint of the polls around its write, also when completions do not anchor;
+// a collective's marker does not.
+TEST(Scheduler, MarkerAnchorsBetweenItsPolls) {
+  auto p = plan4();
+  p.positions[3].name = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6, .anchor_on_completions = false});
+  s.on_launch(3, true);
+  s.on_marker(0, 10'000'000, 11'000'000);  // position 0 ended in (10, 11] ms
+  ASSERT_TRUE(s.estimate_start_ns(2));
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 20.5e6);
+  s.on_marker(1, 22'000'000, 22'400'000);
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 22.2e6);
+  s.on_marker(3, 60'000'000, 60'000'000);  // the collective ended when the other rank let it
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 22.2e6);
+  s.on_marker(-1, 70'000'000, 70'000'000);  // not placed
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 22.2e6);
+}
+
 }  // namespace gearshift::runtime

@@ -1,0 +1,168 @@
+// The CUDA side of stream markers against stand-in driver functions: where the marker is written, what is
+// skipped (captures, failed launches), what turns markers off; and reading a launch's stream from CUPTI's
+// callback parameters.
+#include "cupti/marker_issuer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cupti/callback_handler.hpp"
+
+namespace gearshift::cupti {
+namespace {
+
+// The stand-in driver's state (the driver functions are plain function pointers: no captures).
+struct FakeDriver {
+  std::uint64_t host[8] = {};
+  CUresult alloc_result = CUDA_SUCCESS, write_result = CUDA_SUCCESS;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  int allocs = 0;
+  int mode_exchanges = 0;
+  std::vector<std::pair<CUstream, cuuint64_t>> writes;
+};
+FakeDriver* g_fake = nullptr;
+
+CudaDriver fake_driver() {
+  CudaDriver d;
+  d.stream_is_capturing = [](CUstream, CUstreamCaptureStatus* s) {
+    *s = g_fake->capture;
+    return CUDA_SUCCESS;
+  };
+  d.stream_write_value64 = [](CUstream s, CUdeviceptr p, cuuint64_t v, unsigned) {
+    if (g_fake->write_result != CUDA_SUCCESS) return g_fake->write_result;
+    EXPECT_EQ(p, reinterpret_cast<CUdeviceptr>(g_fake->host));
+    g_fake->writes.emplace_back(s, v);
+    return CUDA_SUCCESS;
+  };
+  d.mem_host_alloc = [](void** p, size_t, unsigned flags) {
+    ++g_fake->allocs;
+    EXPECT_TRUE(flags & CU_MEMHOSTALLOC_DEVICEMAP);
+    if (g_fake->alloc_result != CUDA_SUCCESS) return g_fake->alloc_result;
+    *p = g_fake->host;
+    return CUDA_SUCCESS;
+  };
+  d.mem_host_get_device_pointer = [](CUdeviceptr* dp, void* p, unsigned) {
+    *dp = reinterpret_cast<CUdeviceptr>(p);
+    return CUDA_SUCCESS;
+  };
+  d.thread_exchange_stream_capture_mode = [](CUstreamCaptureMode*) {
+    ++g_fake->mode_exchanges;
+    return CUDA_SUCCESS;
+  };
+  d.get_error_name = [](CUresult, const char** s) {
+    *s = "CUDA_ERROR_NOT_SUPPORTED";
+    return CUDA_SUCCESS;
+  };
+  return d;
+}
+
+class MarkerIssuerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { g_fake = &fake; }
+  void TearDown() override { g_fake = nullptr; }
+  FakeDriver fake;
+};
+
+TEST_F(MarkerIssuerTest, WritesTheClaimedMarkerOnTheLaunchStream) {
+  StreamMarkers m;
+  m.set_period_ns(1'000'000);
+  MarkerIssuer issuer(fake_driver(), m);
+  auto* stream = reinterpret_cast<CUstream>(0x1234);
+  ASSERT_TRUE(m.claim(0));
+  issuer.after_launch(stream, false, true, 77, 0);
+  ASSERT_EQ(fake.writes.size(), 1u);
+  EXPECT_EQ(fake.writes[0].first, stream);
+  EXPECT_EQ(fake.writes[0].second, 1u);
+  EXPECT_EQ(fake.allocs, 1);
+  EXPECT_EQ(fake.mode_exchanges, 2);  // relaxed for the allocation, then restored
+  fake.host[0] = 1;  // the GPU wrote it
+  auto seen = m.poll(500'000);
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->correlation, 77u);
+  // The second marker: the same word, the next number; a _ptsz launch on stream 0 writes on the per-thread stream.
+  ASSERT_TRUE(m.claim(1'500'000));
+  issuer.after_launch(nullptr, true, true, 78, 1'500'000);
+  ASSERT_EQ(fake.writes.size(), 2u);
+  EXPECT_EQ(fake.writes[1].first, CU_STREAM_PER_THREAD);
+  EXPECT_EQ(fake.writes[1].second, 2u);
+  EXPECT_EQ(fake.allocs, 1);
+  EXPECT_EQ(issuer.problem(), "");
+}
+
+TEST_F(MarkerIssuerTest, SkipsCapturingStreamsAndFailedLaunches) {
+  StreamMarkers m;
+  m.set_period_ns(1'000'000);
+  MarkerIssuer issuer(fake_driver(), m);
+  fake.capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  ASSERT_TRUE(m.claim(0));
+  issuer.after_launch(nullptr, false, true, 1, 0);
+  fake.capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  ASSERT_TRUE(m.claim(2'000'000));
+  issuer.after_launch(nullptr, false, /*launched=*/false, 2, 2'000'000);
+  EXPECT_TRUE(fake.writes.empty());
+  EXPECT_EQ(m.stats().abandoned, 2u);
+  EXPECT_TRUE(m.claim(4'000'000));  // still on
+}
+
+TEST_F(MarkerIssuerTest, ARefusedWriteTurnsMarkersOffForGood) {
+  StreamMarkers m;
+  m.set_period_ns(1'000'000);
+  MarkerIssuer issuer(fake_driver(), m);
+  fake.write_result = CUDA_ERROR_NOT_SUPPORTED;
+  ASSERT_TRUE(m.claim(0));
+  issuer.after_launch(nullptr, false, true, 1, 0);
+  EXPECT_EQ(issuer.problem(), "cuStreamWriteValue64 failed: CUDA_ERROR_NOT_SUPPORTED (code 801)");
+  m.set_period_ns(1'000'000);  // the runtime asks again: still off
+  EXPECT_FALSE(m.claim(10'000'000));
+}
+
+TEST_F(MarkerIssuerTest, ARefusedAllocationTurnsMarkersOff) {
+  StreamMarkers m;
+  m.set_period_ns(1'000'000);
+  MarkerIssuer issuer(fake_driver(), m);
+  fake.alloc_result = CUDA_ERROR_OUT_OF_MEMORY;
+  ASSERT_TRUE(m.claim(0));
+  issuer.after_launch(nullptr, false, true, 1, 0);
+  EXPECT_TRUE(fake.writes.empty());
+  EXPECT_TRUE(issuer.problem().starts_with("cuMemHostAlloc failed: ")) << issuer.problem();
+  EXPECT_FALSE(m.claim(10'000'000));
+}
+
+TEST(LaunchStream, ReadsTheStreamOfEveryLaunchKind) {
+  auto* s = reinterpret_cast<CUstream>(0x99);
+  CUpti_CallbackData d{};
+  CUstream got = nullptr;
+  bool per_thread = true;
+  cuLaunchKernel_params k{};
+  k.hStream = s;
+  d.functionParams = &k;
+  ASSERT_TRUE(launch_stream(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, got, per_thread));
+  EXPECT_EQ(got, s);
+  EXPECT_FALSE(per_thread);
+  ASSERT_TRUE(launch_stream(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &d, got, per_thread));
+  EXPECT_TRUE(per_thread);
+  CUlaunchConfig cfg{};
+  cfg.hStream = s;
+  cuLaunchKernelEx_params ex{};
+  ex.config = &cfg;
+  d.functionParams = &ex;
+  got = nullptr;
+  ASSERT_TRUE(launch_stream(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &d, got, per_thread));
+  EXPECT_EQ(got, s);
+  ex.config = nullptr;
+  EXPECT_FALSE(launch_stream(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &d, got, per_thread));
+  cuGraphLaunch_params g{};
+  g.hStream = s;
+  d.functionParams = &g;
+  got = nullptr;
+  ASSERT_TRUE(launch_stream(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, &d, got, per_thread));
+  EXPECT_EQ(got, s);
+  EXPECT_TRUE(per_thread);
+  EXPECT_FALSE(launch_stream(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc, &d, got, per_thread));
+  d.functionParams = nullptr;
+  EXPECT_FALSE(launch_stream(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, got, per_thread));
+}
+
+}  // namespace
+}  // namespace gearshift::cupti
