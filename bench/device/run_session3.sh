@@ -49,7 +49,7 @@ for w in $SECTIONS; do
     if (( ${ACCUM_PAIRS:-0} > 0 )); then
       log "accum: step-time overhead, $ACCUM_PAIRS rounds"
       python3 "$HERE/overhead.py" --gearshift "$GS" --mode run --plan "$OUT/accum.plan.json" --pairs "$ACCUM_PAIRS" \
-        --out "$OUT" --variant "accum_sync:" -- "${A[@]}" --steps "$STEPS" --warmup 5
+        --out "$OUT" --variant "accum_default:" -- "${A[@]}" --steps "$STEPS" --warmup 5
       rm -f "$OUT"/*_dry_*.jsonl
     fi
     continue

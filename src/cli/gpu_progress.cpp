@@ -29,10 +29,13 @@ ProgressControl::~ProgressControl() {
 }
 
 void ProgressControl::set_job_env(bool collect_first) {
-  if (mode_ == GpuProgress::activity) return;
-  if (mode_ == GpuProgress::markers) {
-    if (std::getenv(cupti::kEnvFeedMarkerUs) != nullptr) user_markers_ = true;  // the user's period (0: none)
-    else if (!collect_first) setenv(cupti::kEnvFeedMarkerUs, std::to_string(kMarkerPeriodUs).c_str(), 1);
+  if (mode_ != GpuProgress::markers) {
+    setenv(cupti::kEnvFeedMarkerUs, "0", 1);  // what the mode says, whatever the environment had
+    if (mode_ == GpuProgress::activity) return;
+  } else if (std::getenv(cupti::kEnvFeedMarkerUs) != nullptr) {
+    user_markers_ = true;  // the user's period (0: none)
+  } else if (!collect_first) {
+    setenv(cupti::kEnvFeedMarkerUs, std::to_string(kMarkerPeriodUs).c_str(), 1);
   }
   if (std::getenv(cupti::kEnvFeedActivityPeriodMs) != nullptr) {  // the user's own sampling
     sampling_ = true;

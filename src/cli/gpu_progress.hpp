@@ -10,8 +10,9 @@
 // In markers and sync mode kernel activity is off until the runtime follows the job (its first anchor while
 // live), then recorded only in short windows (kAuditWindowMs of every kAuditPeriodMs, counted from then) that
 // measure the in-time fraction; those completions never anchor.
-// A job that gives no anchor (no synchronize, and markers unavailable) for two template steps of launches that
-// the runtime placed (while its predictor follows the job: not the model's initialisation) is
+// A job that gives no anchor (no synchronize, and markers unavailable) for two template steps of launches made
+// while the runtime's predictor follows the job (as of the last launch it handled: not the model's
+// initialisation) is
 // asked (control pipe, cupti/feed_control.hpp) for every kernel's activity and the runtime anchors on it from
 // then on (one way). `run --auto` collects every kernel until its plan exists (it needs their durations),
 // then samples.

@@ -20,10 +20,11 @@ std::optional<CudaDriver> load_cuda_driver(std::string* error) {
     return std::nullopt;
   }
   CudaDriver d;
-  // The _v2 names are what cuda.h's macros call since CUDA 11/12 (cuStreamWriteValue64, cuMemHostGetDevicePointer).
+  // The _v2 names are what cuda.h's macros call since CUDA 11/12 (cuStreamWriteValue64, cuMemHostRegister,
+  // cuMemHostGetDevicePointer).
   const bool all = resolve(h, "cuStreamIsCapturing", d.stream_is_capturing) &&
                    resolve(h, "cuStreamWriteValue64_v2", d.stream_write_value64) &&
-                   resolve(h, "cuMemHostAlloc", d.mem_host_alloc) &&
+                   resolve(h, "cuMemHostRegister_v2", d.mem_host_register) &&
                    resolve(h, "cuMemHostGetDevicePointer_v2", d.mem_host_get_device_pointer) &&
                    resolve(h, "cuThreadExchangeStreamCaptureMode", d.thread_exchange_stream_capture_mode) &&
                    resolve(h, "cuGetErrorName", d.get_error_name);

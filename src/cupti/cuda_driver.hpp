@@ -13,7 +13,7 @@ namespace gearshift::cupti {
 struct CudaDriver {
   CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;        // cuStreamIsCapturing
   CUresult (*stream_write_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned) = nullptr;  // cuStreamWriteValue64_v2
-  CUresult (*mem_host_alloc)(void**, size_t, unsigned) = nullptr;                     // cuMemHostAlloc
+  CUresult (*mem_host_register)(void*, size_t, unsigned) = nullptr;                   // cuMemHostRegister_v2
   CUresult (*mem_host_get_device_pointer)(CUdeviceptr*, void*, unsigned) = nullptr;   // cuMemHostGetDevicePointer_v2
   CUresult (*thread_exchange_stream_capture_mode)(CUstreamCaptureMode*) = nullptr;    // cuThreadExchangeStreamCaptureMode
   CUresult (*get_error_name)(CUresult, const char**) = nullptr;                       // cuGetErrorName

@@ -114,12 +114,14 @@ void mark_launch(State& s, CUpti_CallbackId cbid, const CUpti_CallbackData* cb, 
     // Graph launches have no L line (their kernels are not the template's launches): nothing to anchor. The
     // slot is written either way: only a claim may leave the mark for the exit.
     const bool claimed = launch != nullptr && launch->api != LaunchApi::graph && launch->symbol != nullptr &&
-                         s.markers->claim(launch->cpu_ns);
+                         s.markers->claim(launch->cpu_ns, launch->correlation);
     *cb->correlationData = claimed ? static_cast<std::uint64_t>(launch->cpu_ns) | kMarkerClaimMark : 0;
     return;
   }
   const std::uint64_t d = *cb->correlationData;
-  if ((d & kMarkerClaimMark) == 0) return;
+  // The mark alone is not proof (a slot CUPTI did not clear, an exit whose entry came before the callbacks
+  // were on): only the launch that holds the claim may issue or give it back.
+  if ((d & kMarkerClaimMark) == 0 || !s.markers->claimed_by(cb->correlationId)) return;
   *cb->correlationData = 0;
   const auto claim_ns = static_cast<std::int64_t>(d & ~kMarkerClaimMark);
   CUstream stream = nullptr;
@@ -148,6 +150,8 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
     if (fed && s->feed) s->feed->on_launch(e);
     if (s->issuer && domain == CUPTI_CB_DOMAIN_DRIVER_API)
       mark_launch(*s, cbid, cb, fed && e.sync_exit_ns < 0 ? &e : nullptr);
+    if (s->issuer && domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+      s->issuer->context_destroying();
   } catch (...) {
   }
 }
@@ -471,6 +475,12 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
       say("note", "CUPTI refused " + std::to_string(refused) + " of " +
                       std::to_string(kSyncDriverCallbacks.size() + kSyncRuntimeCallbacks.size()) +
                       " synchronize callbacks; those synchronizes are not reported to the runtime");
+  // Markers stop before any context goes (its page registration may go with it); without that warning, none.
+  if (s->issuer && api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) != CUPTI_SUCCESS) {
+    s->markers->disable();
+    s->markers_unavailable = "CUPTI refused the context-destruction callback";
+  }
   // Our controller thread flushes (cuptiActivityFlushAll(0) returns partly filled buffers too); CUPTI's own
   // periodic flush (cuptiActivityFlushPeriod) returns full buffers only, which left the runtime with GPU
   // progress tens of steps old on an H200.

@@ -1,68 +1,78 @@
 #include "cupti/marker_issuer.hpp"
 
+#include <sys/mman.h>
+
 namespace gearshift::cupti {
+
+namespace {
+constexpr std::size_t kPage = 4096;
+}
+
+void MarkerIssuer::fail(const char* call, CUresult r) noexcept {
+  m_.disable();
+  if (failed_.exchange(true, std::memory_order_acq_rel)) return;  // the first reason is kept
+  try {
+    problem_ = std::string(call) + " failed: " + d_.describe(r);
+  } catch (...) {
+  }
+  problem_set_.store(true, std::memory_order_release);
+}
 
 bool MarkerIssuer::ensure_word() noexcept {
   if (host_ != nullptr) return true;
-  // Relaxed capture mode around the allocation: another thread's graph capture in global mode must not be
-  // invalidated by it (cuMemHostAlloc is one of the calls such a capture forbids).
+  // Relaxed capture mode around the registration: another thread's graph capture in global mode must not be
+  // invalidated by it (page-locking is among the calls such a capture forbids). Without it: no marker now.
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  const bool exchanged = d_.thread_exchange_stream_capture_mode(&mode) == CUDA_SUCCESS;
-  void* p = nullptr;
-  CUresult r = d_.mem_host_alloc(&p, 64, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-  const char* call = "cuMemHostAlloc";
+  if (d_.thread_exchange_stream_capture_mode(&mode) != CUDA_SUCCESS) return false;
+  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  const char* call = "mmap";
   CUdeviceptr dev = 0;
-  if (r == CUDA_SUCCESS) {
-    r = d_.mem_host_get_device_pointer(&dev, p, 0);
-    call = "cuMemHostGetDevicePointer";
-  }
-  if (exchanged) d_.thread_exchange_stream_capture_mode(&mode);
-  if (r != CUDA_SUCCESS) {
-    try {
-      problem_ = std::string(call) + " failed: " + d_.describe(r);
-    } catch (...) {
+  bool registered = false;
+  if (p != MAP_FAILED) {
+    r = d_.mem_host_register(p, kPage, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+    call = "cuMemHostRegister";
+    registered = r == CUDA_SUCCESS;
+    if (registered) {
+      r = d_.mem_host_get_device_pointer(&dev, p, 0);
+      call = "cuMemHostGetDevicePointer";
     }
-    failed_.store(true, std::memory_order_release);
-    m_.disable();
+  }
+  d_.thread_exchange_stream_capture_mode(&mode);
+  if (r != CUDA_SUCCESS) {
+    if (p != MAP_FAILED && !registered) munmap(p, kPage);  // a registered page stays (one page, left to CUDA)
+    fail(call, r);
     return false;
   }
-  host_ = static_cast<std::uint64_t*>(p);
-  *host_ = 0;
+  host_ = static_cast<std::uint64_t*>(p);  // zero-filled by mmap
   device_ = dev;
-  m_.set_word(host_);  // never freed: the writer thread may read it until the process ends
+  m_.set_word(host_);  // never unmapped: the writer thread may read it until the process ends
   return true;
 }
 
 void MarkerIssuer::after_launch(CUstream stream, bool per_thread, bool launched, std::uint32_t correlation,
                                 std::int64_t claim_ns) noexcept {
-  if (!launched || !ensure_word()) {
-    m_.abandon(claim_ns);
-    return;
-  }
   if (per_thread && stream == nullptr) stream = CU_STREAM_PER_THREAD;
+  // The capture check first: no registration during the user's own capture either.
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (d_.stream_is_capturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+  if (!launched || d_.stream_is_capturing(stream, &capture) != CUDA_SUCCESS ||
+      capture != CU_STREAM_CAPTURE_STATUS_NONE || !ensure_word()) {
     m_.abandon(claim_ns);
     return;
   }
   const std::uint64_t seq = m_.next_sequence();
   if (CUresult r = d_.stream_write_value64(stream, device_, seq, CU_STREAM_WRITE_VALUE_DEFAULT); r != CUDA_SUCCESS) {
-    if (!failed_.load(std::memory_order_acquire)) {
-      try {
-        problem_ = "cuStreamWriteValue64 failed: " + d_.describe(r);
-      } catch (...) {
-      }
-      failed_.store(true, std::memory_order_release);
-    }
-    m_.disable();
+    fail("cuStreamWriteValue64", r);
     m_.abandon(claim_ns);
     return;
   }
   m_.issued(correlation, seq, claim_ns);
 }
 
+void MarkerIssuer::context_destroying() noexcept { m_.disable(); }
+
 std::string MarkerIssuer::problem() const {
-  return failed_.load(std::memory_order_acquire) ? problem_ : std::string();
+  return problem_set_.load(std::memory_order_acquire) ? problem_ : std::string();
 }
 
 }  // namespace gearshift::cupti

@@ -1,11 +1,14 @@
 // The CUDA side of stream markers (stream_marker.hpp): writes the claimed marker on a launch's stream with
-// cuStreamWriteValue64 into one pinned, mapped host word (allocated at the first marker, from the launching
-// thread, whose context is current). Called from the launch callback's exit: never throws, never blocks
-// beyond the two driver calls (cuStreamIsCapturing, cuStreamWriteValue64: ~µs).
+// cuStreamWriteValue64 into one host word: a page of our own (mmap, never unmapped, so that the feed's writer
+// may read it until the process ends whatever CUDA does), page-locked and mapped for the GPU at the first
+// marker (cuMemHostRegister from the launching thread, whose context is current). Called from the launch
+// callback's exit: never throws, never blocks beyond the two driver calls (cuStreamIsCapturing,
+// cuStreamWriteValue64: ~µs).
 //
 // A stream being captured into a CUDA graph gets no marker (it would become a node of the user's graph), nor
-// does a launch that failed. A driver that refuses the allocation or the write turns markers off for good,
-// with one line for the exit note (problem()).
+// does a launch that failed. A driver that refuses the registration or the write turns markers off for good,
+// with one line for the exit note (problem()). So does the destruction of any CUDA context (the
+// registration may die with it: a write through a stale mapping would fault the user's context).
 #pragma once
 
 #include <cuda.h>
@@ -27,11 +30,15 @@ class MarkerIssuer {
   // `claim_ns`: when it was claimed (CUPTI clock).
   void after_launch(CUstream stream, bool per_thread, bool launched, std::uint32_t correlation,
                     std::int64_t claim_ns) noexcept;
-  // Why markers went off ("" while they work).
+  // A CUDA context is about to be destroyed (CUPTI's resource callback): markers off for good, quietly (at
+  // process exit this is the normal end).
+  void context_destroying() noexcept;
+  // Why markers went off ("" while they work, or after context_destroying()).
   std::string problem() const;
 
  private:
   bool ensure_word() noexcept;
+  void fail(const char* call, CUresult r) noexcept;
 
   CudaDriver d_;
   StreamMarkers& m_;
@@ -39,7 +46,8 @@ class MarkerIssuer {
   std::uint64_t* host_ = nullptr;
   CUdeviceptr device_ = 0;
   std::atomic<bool> failed_{false};
-  std::string problem_;  // written once, before failed_ is set
+  std::string problem_;  // written once, by whoever set failed_ first, before problem_set_
+  std::atomic<bool> problem_set_{false};
 };
 
 }  // namespace gearshift::cupti

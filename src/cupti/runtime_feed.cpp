@@ -118,6 +118,10 @@ void RuntimeFeed::drain(std::string& batch) {
     std::lock_guard lock(mu_);
     done.swap(completions_);
   }
+  // The marker before the launches: its launch was queued before it was issued, so once seen here its L line is
+  // in the queue drained below (polled after the drain, a marker issued and written in between would go first).
+  std::optional<MarkerSeen> seen;
+  if (StreamMarkers* m = markers_.load(std::memory_order_acquire)) seen = m->poll(now_());
   std::uint64_t launches = 0;
   std::uint64_t syncs = 0;
   for (LaunchEvent e; queue_.pop(e);) {
@@ -133,11 +137,10 @@ void RuntimeFeed::drain(std::string& batch) {
   for (const Completion& c : done)
     append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device);
   std::uint64_t markers = 0;
-  if (StreamMarkers* m = markers_.load(std::memory_order_acquire))
-    if (std::optional<MarkerSeen> seen = m->poll(now_())) {
-      append_marker_line(batch, seen->correlation, seen->not_before_ns + offset_ns_, seen->seen_ns + offset_ns_);
-      ++markers;
-    }
+  if (seen) {
+    append_marker_line(batch, seen->correlation, seen->not_before_ns + offset_ns_, seen->seen_ns + offset_ns_);
+    ++markers;
+  }
   std::lock_guard lock(mu_);
   stats_.launches += launches;
   stats_.syncs += syncs;

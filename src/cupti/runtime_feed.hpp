@@ -60,7 +60,8 @@ class RuntimeFeed {
 
   // Hot path (launch callback): never blocks.
   void on_launch(const LaunchEvent& e) noexcept { queue_.push(e); }
-  // Stream markers to poll at every wake-up (after the launches, so that a marker's L line goes first); null:
+  // Stream markers to poll at every wake-up (its M line after the launches drained then, so that a marker's
+  // L line goes first); null:
   // none. Set before the launch callbacks are on; `markers` must outlive the feed.
   void set_markers(StreamMarkers* markers) noexcept { markers_.store(markers, std::memory_order_release); }
   // CUPTI's buffer thread: one completed kernel (CUPTI clock).

@@ -19,16 +19,22 @@ void StreamMarkers::abandon(std::int64_t now_ns) noexcept {
 }
 
 std::optional<MarkerSeen> StreamMarkers::poll(std::int64_t now_ns) noexcept {
-  const std::int64_t previous = last_poll_ns_;
-  last_poll_ns_ = now_ns;
   const std::uint64_t* w = word_.load(std::memory_order_acquire);
-  if (w == nullptr || state_.load(std::memory_order_acquire) != kOutstanding) return std::nullopt;
-  // Written by the GPU, not by a thread of ours: an atomic read of the aligned word.
-  if (__atomic_load_n(w, __ATOMIC_ACQUIRE) < seq_.load(std::memory_order_relaxed)) {
-    if (now_ns - issued_ns_ > kGiveUpNs) abandon(now_ns);
+  if (w == nullptr || state_.load(std::memory_order_acquire) != kOutstanding) {
+    last_miss_ns_ = INT64_MIN;  // a poll before the issue says nothing about when the marker was written
     return std::nullopt;
   }
-  MarkerSeen seen{correlation_, std::max(previous, issued_ns_), now_ns};
+  // Written by the GPU, not by a thread of ours: an atomic read of the aligned word.
+  if (__atomic_load_n(w, __ATOMIC_ACQUIRE) < seq_.load(std::memory_order_relaxed)) {
+    last_miss_ns_ = now_ns;
+    if (now_ns - issued_ns_ > kGiveUpNs) {
+      last_miss_ns_ = INT64_MIN;
+      abandon(now_ns);
+    }
+    return std::nullopt;
+  }
+  MarkerSeen seen{correlation_, std::max(last_miss_ns_, issued_ns_), now_ns};
+  last_miss_ns_ = INT64_MIN;
   seen_count_.fetch_add(1, std::memory_order_relaxed);
   next_ns_.store(now_ns + period_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   state_.store(kIdle, std::memory_order_release);

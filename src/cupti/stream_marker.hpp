@@ -8,7 +8,7 @@
 // previous read and this one. One marker is outstanding at a time; the next may be claimed `period` after the
 // last was seen.
 //
-// This class is the state machine only (no CUDA: tested in CI); cupti/cuda_driver.hpp issues the writes.
+// This class is the state machine only (no CUDA: tested in CI); cupti/marker_issuer.hpp issues the writes.
 // Thread-safety: claim/issued/abandon from any launch thread (at most one claim succeeds at a time), poll from
 // the feed's writer thread, set_period from the controller thread.
 #pragma once
@@ -49,13 +49,28 @@ class StreamMarkers {
   }
   std::int64_t period_ns() const noexcept { return period_ns_.load(std::memory_order_relaxed); }
 
-  // Launch entry (hot path: two relaxed loads when nothing is due): true when this launch is to carry the
-  // marker; then exactly one of issued() or abandon() must follow.
-  bool claim(std::int64_t now_ns) noexcept {
+  // Launch entry (hot path: two relaxed loads when nothing is due): true when the launch with `correlation`
+  // is to carry the marker; then exactly one of issued() or abandon() must follow.
+  bool claim(std::int64_t now_ns, std::uint32_t correlation) noexcept {
     const std::int64_t p = period_ns_.load(std::memory_order_relaxed);
     if (p <= 0 || now_ns < next_ns_.load(std::memory_order_relaxed)) return false;
     int idle = kIdle;
-    return state_.compare_exchange_strong(idle, kClaimed, std::memory_order_acquire, std::memory_order_relaxed);
+    if (!state_.compare_exchange_strong(idle, kClaimed, std::memory_order_acquire, std::memory_order_relaxed))
+      return false;
+    // The first check may have read a next_ns_ older than the marker seen just before our claim; disable()
+    // may have come in between too.
+    if (now_ns < next_ns_.load(std::memory_order_relaxed) || disabled_.load(std::memory_order_relaxed)) {
+      state_.store(kIdle, std::memory_order_release);
+      return false;
+    }
+    claimed_correlation_.store(correlation, std::memory_order_relaxed);
+    return true;
+  }
+  // True while the launch with `correlation` holds the claim (its exit may then issue or abandon): an exit
+  // whose entry did not claim (callbacks turned on during the call, a stale per-call slot) finds false.
+  bool claimed_by(std::uint32_t correlation) const noexcept {
+    return state_.load(std::memory_order_acquire) == kClaimed &&
+           claimed_correlation_.load(std::memory_order_relaxed) == correlation;
   }
   // The claimer: the sequence number to write (increasing from 1).
   std::uint64_t next_sequence() noexcept { return seq_.load(std::memory_order_relaxed) + 1; }
@@ -79,11 +94,14 @@ class StreamMarkers {
   std::atomic<std::int64_t> next_ns_{0};  // no claim before this time
   std::atomic<int> state_{kIdle};
   std::atomic<std::uint64_t> seq_{0};     // the last sequence number issued
+  std::atomic<std::uint32_t> claimed_correlation_{0};
   // The outstanding marker: written by the claimer before state_ becomes kOutstanding (release), read by
   // the poller after it saw kOutstanding (acquire).
   std::uint32_t correlation_ = 0;
   std::int64_t issued_ns_ = 0;
-  std::int64_t last_poll_ns_ = 0;  // poller only
+  // Poller only: the last poll that found the outstanding marker not yet written (INT64_MIN: none since it
+  // was issued); the marker was written after it.
+  std::int64_t last_miss_ns_ = INT64_MIN;
   std::atomic<std::uint64_t> issued_count_{0}, seen_count_{0}, abandoned_count_{0};
 };
 

@@ -285,7 +285,7 @@ TEST(Run, DefaultFollowsSynchronizesAndMarkersAndSamplesKernelActivity) {
                 s.env, out),
             0)
       << slurp(out);
-  EXPECT_EQ(slurp(env_out), "x\n");  // sync: no markers
+  EXPECT_EQ(slurp(env_out), "x0\n");  // sync: no markers
   ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(), "--gpu-progress",
                  "activity", "--", "/bin/sh", "-c", "echo x$GEARSHIFT_FEED_ACTIVITY_PERIOD_MS > " + env_out.string()},
                 s.env, out),

@@ -117,15 +117,23 @@ FAKE_EXPORT void fake_cupti_launch(uint32_t cbid, uint32_t correlation) {
   d.correlationId = correlation;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
-// A kernel launch as the driver reports it: symbolName is the mangled kernel name (kept alive here).
+// A kernel launch as the driver reports it (cuLaunchKernel's parameters on stream 0x5, a successful return, one
+// correlationData slot for entry and exit): symbolName is the mangled kernel name (kept alive here).
 FAKE_EXPORT void fake_cupti_launch_named(uint32_t cbid, uint32_t correlation, const char* symbol) {
   {
     std::lock_guard lock(g_mu);
     g_names.emplace_back(symbol);
   }
+  uint64_t slot = 0;
+  cuLaunchKernel_params params{};
+  params.hStream = reinterpret_cast<CUstream>(0x5);
+  CUresult rc = CUDA_SUCCESS;
   CUpti_CallbackData d{};
   d.callbackSite = CUPTI_API_ENTER;
   d.correlationId = correlation;
+  d.correlationData = &slot;
+  d.functionParams = &params;
+  d.functionReturnValue = &rc;
   d.symbolName = g_names.back().c_str();
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
   d.callbackSite = CUPTI_API_EXIT;

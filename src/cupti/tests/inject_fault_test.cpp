@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <chrono>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cupti.h>
@@ -244,6 +247,53 @@ TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToThePipe) {
   EXPECT_EQ(completions, 4);
   EXPECT_NE(r.stderr_text.find("runtime feed: 4 launches, 4 completed kernels"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+}
+
+// Stream markers through the library: with the process's driver (here the stand-in libcuda.so.1) the launch
+// callback claims a launch at its entry, writes the marker at its exit, and the feed's writer sends an M line
+// for it once the word holds its number, after the launch's L line.
+TEST(Injection, FeedSendsStreamMarkersAfterTheirLaunches) {
+  PipeRun run = with_pipes(1, [](const std::vector<int>& fd) {
+    void* cuda = dlopen(GEARSHIFT_FAKE_CUDA, RTLD_NOW | RTLD_GLOBAL);
+    if (cuda == nullptr) return 5;
+    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(fd[0]).c_str(), 1);
+    setenv("GEARSHIFT_FEED_MARKER_US", "1", 1);
+    void* lib = inject("ok", "");
+    unsetenv("GEARSHIFT_TRACE_OUTPUT");
+    if (lib == nullptr) return 2;
+    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    if (fake == nullptr) return 3;
+    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
+    auto writes = reinterpret_cast<int (*)()>(dlsym(cuda, "fake_cuda_writes"));
+    for (uint32_t corr = 1; corr <= 6; ++corr) {
+      launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr, "_Z4geluPf");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the writer polls every 500 µs
+    }
+    if (writes() < 2) return 4;
+    std::exit(0);
+  });
+  const ChildResult& r = run.child;
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  std::set<long> launched;
+  int markers = 0;
+  for (const auto& l : lines_of(run.text[0])) {
+    if (l.starts_with("L ")) {
+      long cpu = 0, corr = 0;
+      ASSERT_EQ(std::sscanf(l.c_str(), "L %ld %ld", &cpu, &corr), 2) << l;
+      launched.insert(corr);
+    } else if (l.starts_with("M ")) {
+      long corr = 0, not_before = 0, seen = 0;
+      ASSERT_EQ(std::sscanf(l.c_str(), "M %ld %ld %ld", &corr, &not_before, &seen), 3) << l;
+      EXPECT_TRUE(launched.count(corr)) << "marker before its launch: " << l;
+      EXPECT_LE(not_before, seen) << l;
+      ++markers;
+    }
+  }
+  EXPECT_GE(markers, 2) << run.text[0];
+  EXPECT_EQ(launched.size(), 6u);
+  const std::string note = "stream markers (";
+  EXPECT_NE(r.stderr_text.find(note), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("markers off"), std::string::npos) << r.stderr_text;
 }
 
 TEST(Injection, FeedDescriptorThatIsNotAPipeIsIgnoredWithANote) {

@@ -12,13 +12,15 @@
 namespace gearshift::cupti {
 namespace {
 
-// The stand-in driver's state (the driver functions are plain function pointers: no captures).
+// The stand-in driver's state (the driver functions are plain function pointers: no captures). Its "GPU"
+// writes the marker's value at once, through the registered page's device pointer (here: the same address).
 struct FakeDriver {
-  std::uint64_t host[8] = {};
-  CUresult alloc_result = CUDA_SUCCESS, write_result = CUDA_SUCCESS;
+  CUresult register_result = CUDA_SUCCESS, write_result = CUDA_SUCCESS, exchange_result = CUDA_SUCCESS;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  int allocs = 0;
+  void* registered = nullptr;
+  int registrations = 0;
   int mode_exchanges = 0;
+  bool write_now = true;
   std::vector<std::pair<CUstream, cuuint64_t>> writes;
 };
 FakeDriver* g_fake = nullptr;
@@ -31,15 +33,17 @@ CudaDriver fake_driver() {
   };
   d.stream_write_value64 = [](CUstream s, CUdeviceptr p, cuuint64_t v, unsigned) {
     if (g_fake->write_result != CUDA_SUCCESS) return g_fake->write_result;
-    EXPECT_EQ(p, reinterpret_cast<CUdeviceptr>(g_fake->host));
+    EXPECT_EQ(p, reinterpret_cast<CUdeviceptr>(g_fake->registered));
     g_fake->writes.emplace_back(s, v);
+    if (g_fake->write_now) *reinterpret_cast<std::uint64_t*>(p) = v;
     return CUDA_SUCCESS;
   };
-  d.mem_host_alloc = [](void** p, size_t, unsigned flags) {
-    ++g_fake->allocs;
-    EXPECT_TRUE(flags & CU_MEMHOSTALLOC_DEVICEMAP);
-    if (g_fake->alloc_result != CUDA_SUCCESS) return g_fake->alloc_result;
-    *p = g_fake->host;
+  d.mem_host_register = [](void* p, size_t bytes, unsigned flags) {
+    ++g_fake->registrations;
+    EXPECT_TRUE(flags & CU_MEMHOSTREGISTER_DEVICEMAP);
+    EXPECT_GE(bytes, sizeof(std::uint64_t));
+    if (g_fake->register_result != CUDA_SUCCESS) return g_fake->register_result;
+    g_fake->registered = p;
     return CUDA_SUCCESS;
   };
   d.mem_host_get_device_pointer = [](CUdeviceptr* dp, void* p, unsigned) {
@@ -48,7 +52,7 @@ CudaDriver fake_driver() {
   };
   d.thread_exchange_stream_capture_mode = [](CUstreamCaptureMode*) {
     ++g_fake->mode_exchanges;
-    return CUDA_SUCCESS;
+    return g_fake->exchange_result;
   };
   d.get_error_name = [](CUresult, const char** s) {
     *s = "CUDA_ERROR_NOT_SUPPORTED";
@@ -69,24 +73,29 @@ TEST_F(MarkerIssuerTest, WritesTheClaimedMarkerOnTheLaunchStream) {
   m.set_period_ns(1'000'000);
   MarkerIssuer issuer(fake_driver(), m);
   auto* stream = reinterpret_cast<CUstream>(0x1234);
-  ASSERT_TRUE(m.claim(0));
+  ASSERT_TRUE(m.claim(0, 77));
   issuer.after_launch(stream, false, true, 77, 0);
   ASSERT_EQ(fake.writes.size(), 1u);
   EXPECT_EQ(fake.writes[0].first, stream);
   EXPECT_EQ(fake.writes[0].second, 1u);
-  EXPECT_EQ(fake.allocs, 1);
-  EXPECT_EQ(fake.mode_exchanges, 2);  // relaxed for the allocation, then restored
-  fake.host[0] = 1;  // the GPU wrote it
-  auto seen = m.poll(500'000);
+  EXPECT_EQ(fake.registrations, 1);
+  EXPECT_EQ(fake.mode_exchanges, 2);  // relaxed for the registration, then restored
+  auto seen = m.poll(500'000);  // the stand-in GPU wrote it at once
   ASSERT_TRUE(seen);
   EXPECT_EQ(seen->correlation, 77u);
   // The second marker: the same word, the next number; a _ptsz launch on stream 0 writes on the per-thread stream.
-  ASSERT_TRUE(m.claim(1'500'000));
+  ASSERT_TRUE(m.claim(1'500'000, 78));
   issuer.after_launch(nullptr, true, true, 78, 1'500'000);
   ASSERT_EQ(fake.writes.size(), 2u);
   EXPECT_EQ(fake.writes[1].first, CU_STREAM_PER_THREAD);
   EXPECT_EQ(fake.writes[1].second, 2u);
-  EXPECT_EQ(fake.allocs, 1);
+  EXPECT_EQ(fake.registrations, 1);
+  EXPECT_TRUE(m.poll(1'600'000));
+  EXPECT_EQ(issuer.problem(), "");
+  // A context is about to go: markers stop for good, quietly.
+  issuer.context_destroying();
+  m.set_period_ns(1'000'000);
+  EXPECT_FALSE(m.claim(10'000'000, 79));
   EXPECT_EQ(issuer.problem(), "");
 }
 
@@ -95,14 +104,20 @@ TEST_F(MarkerIssuerTest, SkipsCapturingStreamsAndFailedLaunches) {
   m.set_period_ns(1'000'000);
   MarkerIssuer issuer(fake_driver(), m);
   fake.capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-  ASSERT_TRUE(m.claim(0));
+  ASSERT_TRUE(m.claim(0, 1));
   issuer.after_launch(nullptr, false, true, 1, 0);
+  EXPECT_EQ(fake.registrations, 0);  // not even registered during the user's capture
   fake.capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  ASSERT_TRUE(m.claim(2'000'000));
+  ASSERT_TRUE(m.claim(2'000'000, 2));
   issuer.after_launch(nullptr, false, /*launched=*/false, 2, 2'000'000);
+  fake.exchange_result = CUDA_ERROR_NOT_SUPPORTED;  // cannot leave global capture mode: no registration now
+  ASSERT_TRUE(m.claim(4'000'000, 3));
+  issuer.after_launch(nullptr, false, true, 3, 4'000'000);
+  EXPECT_EQ(fake.registrations, 0);
   EXPECT_TRUE(fake.writes.empty());
-  EXPECT_EQ(m.stats().abandoned, 2u);
-  EXPECT_TRUE(m.claim(4'000'000));  // still on
+  EXPECT_EQ(m.stats().abandoned, 3u);
+  EXPECT_TRUE(m.claim(6'000'000, 4));  // still on
+  EXPECT_EQ(issuer.problem(), "");
 }
 
 TEST_F(MarkerIssuerTest, ARefusedWriteTurnsMarkersOffForGood) {
@@ -110,23 +125,23 @@ TEST_F(MarkerIssuerTest, ARefusedWriteTurnsMarkersOffForGood) {
   m.set_period_ns(1'000'000);
   MarkerIssuer issuer(fake_driver(), m);
   fake.write_result = CUDA_ERROR_NOT_SUPPORTED;
-  ASSERT_TRUE(m.claim(0));
+  ASSERT_TRUE(m.claim(0, 1));
   issuer.after_launch(nullptr, false, true, 1, 0);
   EXPECT_EQ(issuer.problem(), "cuStreamWriteValue64 failed: CUDA_ERROR_NOT_SUPPORTED (code 801)");
   m.set_period_ns(1'000'000);  // the runtime asks again: still off
-  EXPECT_FALSE(m.claim(10'000'000));
+  EXPECT_FALSE(m.claim(10'000'000, 2));
 }
 
-TEST_F(MarkerIssuerTest, ARefusedAllocationTurnsMarkersOff) {
+TEST_F(MarkerIssuerTest, ARefusedRegistrationTurnsMarkersOff) {
   StreamMarkers m;
   m.set_period_ns(1'000'000);
   MarkerIssuer issuer(fake_driver(), m);
-  fake.alloc_result = CUDA_ERROR_OUT_OF_MEMORY;
-  ASSERT_TRUE(m.claim(0));
+  fake.register_result = CUDA_ERROR_OUT_OF_MEMORY;
+  ASSERT_TRUE(m.claim(0, 1));
   issuer.after_launch(nullptr, false, true, 1, 0);
   EXPECT_TRUE(fake.writes.empty());
-  EXPECT_TRUE(issuer.problem().starts_with("cuMemHostAlloc failed: ")) << issuer.problem();
-  EXPECT_FALSE(m.claim(10'000'000));
+  EXPECT_TRUE(issuer.problem().starts_with("cuMemHostRegister failed: ")) << issuer.problem();
+  EXPECT_FALSE(m.claim(10'000'000, 2));
 }
 
 TEST(LaunchStream, ReadsTheStreamOfEveryLaunchKind) {

@@ -19,9 +19,11 @@ namespace {
 
 TEST(StreamMarkers, OffUntilAPeriodIsSet) {
   StreamMarkers m;
-  EXPECT_FALSE(m.claim(1'000));
+  EXPECT_FALSE(m.claim(1'000, 1));
   m.set_period_ns(2'000'000);
-  EXPECT_TRUE(m.claim(1'000));
+  EXPECT_TRUE(m.claim(1'000, 1));
+  EXPECT_TRUE(m.claimed_by(1));
+  EXPECT_FALSE(m.claimed_by(2));
 }
 
 // One outstanding marker at a time; it is seen by the first poll after the GPU wrote its number, between that
@@ -31,12 +33,15 @@ TEST(StreamMarkers, OneOutstandingMarkerSeenBetweenTwoPolls) {
   StreamMarkers m;
   m.set_word(&word);
   m.set_period_ns(2'000'000);
-  ASSERT_TRUE(m.claim(10'000'000));
-  EXPECT_FALSE(m.claim(10'000'001));  // claimed, not yet issued
+  ASSERT_TRUE(m.claim(10'000'000, 42));
+  EXPECT_FALSE(m.claim(10'000'001, 43));  // claimed, not yet issued
+  EXPECT_TRUE(m.claimed_by(42));
+  EXPECT_FALSE(m.claimed_by(43));
   const std::uint64_t seq = m.next_sequence();
   EXPECT_EQ(seq, 1u);
   m.issued(42, seq, 10'000'000);
-  EXPECT_FALSE(m.claim(10'500'000));      // outstanding
+  EXPECT_FALSE(m.claimed_by(42));         // issued: no longer a claim an exit may act on
+  EXPECT_FALSE(m.claim(10'500'000, 44));  // outstanding
   EXPECT_FALSE(m.poll(10'400'000));       // not written yet
   EXPECT_FALSE(m.poll(10'900'000));
   word = seq;                             // the GPU passed the kernel
@@ -46,8 +51,8 @@ TEST(StreamMarkers, OneOutstandingMarkerSeenBetweenTwoPolls) {
   EXPECT_EQ(seen->not_before_ns, 10'900'000);
   EXPECT_EQ(seen->seen_ns, 11'400'000);
   EXPECT_FALSE(m.poll(11'900'000));       // seen once
-  EXPECT_FALSE(m.claim(13'000'000));      // within the period after it was seen
-  ASSERT_TRUE(m.claim(13'400'000));
+  EXPECT_FALSE(m.claim(13'000'000, 45));  // within the period after it was seen
+  ASSERT_TRUE(m.claim(13'400'000, 50));
   EXPECT_EQ(m.next_sequence(), 2u);
   m.issued(50, 2, 13'400'000);
   word = 2;
@@ -65,14 +70,14 @@ TEST(StreamMarkers, AbandonedAndLostMarkersFreeTheSlot) {
   StreamMarkers m;
   m.set_word(&word);
   m.set_period_ns(1'000'000);
-  ASSERT_TRUE(m.claim(0));
+  ASSERT_TRUE(m.claim(0, 1));
   m.abandon(5'000'000);                // e.g. the stream was capturing
-  EXPECT_FALSE(m.claim(5'500'000));    // one period later
-  ASSERT_TRUE(m.claim(6'000'000));
+  EXPECT_FALSE(m.claim(5'500'000, 2));  // one period later
+  ASSERT_TRUE(m.claim(6'000'000, 7));
   m.issued(7, m.next_sequence(), 6'000'000);
   EXPECT_FALSE(m.poll(6'000'000 + StreamMarkers::kGiveUpNs));  // not yet given up
   EXPECT_FALSE(m.poll(6'000'001 + StreamMarkers::kGiveUpNs));  // given up: never written
-  EXPECT_TRUE(m.claim(7'000'001 + StreamMarkers::kGiveUpNs));
+  EXPECT_TRUE(m.claim(7'000'001 + StreamMarkers::kGiveUpNs, 8));
   EXPECT_EQ(m.stats().abandoned, 2u);
 }
 
@@ -82,7 +87,7 @@ TEST(StreamMarkers, DisabledForGood) {
   m.disable();
   m.set_period_ns(1'000'000);
   EXPECT_EQ(m.period_ns(), 0);
-  EXPECT_FALSE(m.claim(10'000'000));
+  EXPECT_FALSE(m.claim(10'000'000, 1));
 }
 
 // Many launch threads, one writer: exactly one claim is outstanding at a time (run under TSan too).
@@ -97,7 +102,7 @@ TEST(StreamMarkers, ClaimsFromManyThreadsNeverOverlap) {
   for (int t = 0; t < 4; ++t)
     ts.emplace_back([&, t] {
       for (int i = 0; i < 2000; ++i) {
-        if (!m.claim(i)) continue;
+        if (!m.claim(i, static_cast<std::uint32_t>(t))) continue;
         if (holders.fetch_add(1) != 0) overlaps.fetch_add(1);
         const std::uint64_t seq = m.next_sequence();
         holders.fetch_sub(1);
@@ -138,7 +143,7 @@ TEST(StreamMarkers, FeedWritesTheMarkerAfterItsLaunch) {
   {
     RuntimeFeed feed(p[1], &mono_ns, 100);
     feed.set_markers(&m);
-    ASSERT_TRUE(m.claim(t0));
+    ASSERT_TRUE(m.claim(t0, 9));
     feed.on_launch(LaunchEvent{9, LaunchApi::kernel, t0, "k"});
     m.issued(9, m.next_sequence(), t0);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
