@@ -80,11 +80,14 @@ def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
     assert all(accepted)
     assert rt.feed_line("S 999 1 2") is True  # a synchronize line (docs/runtime.md's feed protocol)
     assert rt.feed_line("S 999 2 1") is False  # returned before it was entered
+    assert rt.feed_line("M 5 10 20") is True  # a stream marker line
+    assert rt.feed_line("M 5 20 10") is False  # seen before its previous poll
     assert rt.feed_line("garbage") is False
     stats = gt.disable()
     assert not gt.enabled()
     assert stats["launches"] == 24
     assert stats["syncs"] == 1
+    assert stats["markers"] == 1
     assert stats["steps"] >= 6
     assert stats["changes"] >= 4  # it lowered for gemm_b and raised after it, step after step
     lines = [json.loads(x) for x in log.read_text().splitlines()]

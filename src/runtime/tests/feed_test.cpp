@@ -67,6 +67,18 @@ TEST(FeedParse, SyncLine) {
   EXPECT_FALSE(parse_feed_line("S x 1000 2500"));
 }
 
+TEST(FeedParse, MarkerLine) {
+  auto e = parse_feed_line("M 12 1000 1400");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, FeedEvent::Kind::marker);
+  EXPECT_EQ(e->correlation, 12);
+  EXPECT_EQ(e->gpu_start_ns, 1000);
+  EXPECT_EQ(e->gpu_end_ns, 1400);
+  EXPECT_FALSE(parse_feed_line("M 12 1400 1000"));  // seen before the poll that had not seen it
+  EXPECT_FALSE(parse_feed_line("M 12 1000"));
+  EXPECT_FALSE(parse_feed_line("M 12 1000 1400 1"));
+}
+
 // Two names alternating on stream 5 of device 1, completions in reverse order within each step.
 TEST(FeedCollector, BuildsSortedKernelRecordsFromLaunchesAndCompletions) {
   FeedCollector c(1000);

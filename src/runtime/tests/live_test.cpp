@@ -126,6 +126,30 @@ TEST(Live, SynchronizesAnchorWhenCompletionsDoNot) {
   }
 }
 
+// Stream markers anchor like synchronizes, each on the launch with its correlation: with them the runtime
+// leaves the default clocks; a marker for a correlation it never saw does nothing.
+TEST(Live, MarkersAnchorByCorrelation) {
+  ClockPlan plan = plan4();
+  for (const bool known : {false, true}) {
+    CountingActuator act;
+    LiveStats st;
+    {
+      LiveRuntime rt(plan, {.switch_latency_ns = 1e6, .anchor_on_completions = false}, act);
+      const std::int64_t t0 = monotonic_ns() + 10'000'000'000;
+      for (int s = 0; s < 5; ++s) {
+        for (int i = 0; i < 4; ++i)
+          rt.on_launch(std::string(1, static_cast<char>('a' + i)), s * 10 + i, t0 + s * 4'000'000 + i * 10'000);
+        const std::int64_t end = t0 + s * 4'000'000 + 1'000'000;  // the step's first kernel ended
+        rt.on_marker(known ? s * 10 : s * 10 + 7, end, end + 500'000);
+      }
+      st = rt.stop();
+    }
+    EXPECT_EQ(st.markers, 5u);
+    if (known) EXPECT_GE(act.applied.load(), 1) << "anchored: the phase's clocks are requested";
+    else EXPECT_EQ(act.applied.load(), 0) << "no launch with those correlations: no anchor";
+  }
+}
+
 TEST(Feed, ParsesLaunchAndCompletionLines) {
   auto plan = plan4();
   CountingActuator act;
@@ -133,6 +157,7 @@ TEST(Feed, ParsesLaunchAndCompletionLines) {
   EXPECT_TRUE(feed_line("L 100 7 a kernel name with spaces", rt));
   EXPECT_TRUE(feed_line("C 7 100 200", rt));
   EXPECT_TRUE(feed_line("S 8 300 400", rt));
+  EXPECT_TRUE(feed_line("M 7 300 400", rt));
   EXPECT_FALSE(feed_line("C 7 100", rt));
   EXPECT_FALSE(feed_line("L 100 x a", rt));
   EXPECT_FALSE(feed_line("X 1 2 3", rt));
@@ -140,6 +165,7 @@ TEST(Feed, ParsesLaunchAndCompletionLines) {
   LiveStats st = rt.stop();
   EXPECT_EQ(st.launches, 1u);
   EXPECT_EQ(st.syncs, 1u);
+  EXPECT_EQ(st.markers, 1u);
 }
 
 }  // namespace
