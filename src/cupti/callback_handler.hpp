@@ -118,10 +118,6 @@ inline bool on_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
   return true;
 }
 
-// Marks a launch that carries a stream marker (stream_marker.hpp) in CUPTI's per-call correlationData, with
-// its entry time below: the exit callback then writes the marker on the launch's stream.
-inline constexpr std::uint64_t kMarkerClaimMark = std::uint64_t{1} << 62;
-
 // The stream a launch (a cbid of kLaunchCallbacks) was made on, from its parameters; `per_thread` for the
 // _ptsz variants (their stream 0 is the calling thread's default stream, CU_STREAM_PER_THREAD). False for
 // any other callback id or missing parameters.

@@ -106,32 +106,26 @@ std::atomic<State*> g_state{nullptr};
 // come from different threads.
 std::mutex g_start_mu;
 
-// Stream markers on the launch path: on a launch's entry claim the marker when one is due (its entry time
-// kept in CUPTI's per-call correlationData), on that launch's exit write it on the launch's stream.
+// Stream markers on the launch path: on a launch's entry claim the marker when one is due (the claim names the
+// launch's correlation id), on that launch's exit write it on the launch's stream.
 void mark_launch(State& s, CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const LaunchEvent* launch) noexcept {
-  if (cb == nullptr || cb->correlationData == nullptr || launch_api_of(cbid) == LaunchApi::unknown) return;
+  if (cb == nullptr || launch_api_of(cbid) == LaunchApi::unknown) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    // Graph launches have no L line (their kernels are not the template's launches): nothing to anchor. The
-    // slot is written either way: only a claim may leave the mark for the exit.
-    const bool claimed = launch != nullptr && launch->api != LaunchApi::graph && launch->symbol != nullptr &&
-                         s.markers->claim(launch->cpu_ns, launch->correlation);
-    *cb->correlationData = claimed ? static_cast<std::uint64_t>(launch->cpu_ns) | kMarkerClaimMark : 0;
+    // Graph launches have no L line (their kernels are not the template's launches): nothing to anchor.
+    if (launch != nullptr && launch->api != LaunchApi::graph && launch->symbol != nullptr)
+      s.markers->claim(launch->cpu_ns, launch->correlation);
     return;
   }
-  const std::uint64_t d = *cb->correlationData;
-  // The mark alone is not proof (a slot CUPTI did not clear, an exit whose entry came before the callbacks
-  // were on): only the launch that holds the claim may issue or give it back.
-  if ((d & kMarkerClaimMark) == 0 || !s.markers->claimed_by(cb->correlationId)) return;
-  *cb->correlationData = 0;
-  const auto claim_ns = static_cast<std::int64_t>(d & ~kMarkerClaimMark);
+  // Only the launch holding the claim (correlation ids are unique per call) may issue or give it back.
+  if (!s.markers->claimed_by(cb->correlationId)) return;
   CUstream stream = nullptr;
   bool per_thread = false;
   if (!launch_stream(cbid, cb, stream, per_thread)) {
-    s.markers->abandon(claim_ns);
+    s.markers->abandon(s.markers->claimed_ns());
     return;
   }
   const auto* rc = static_cast<const CUresult*>(cb->functionReturnValue);
-  s.issuer->after_launch(stream, per_thread, rc == nullptr || *rc == CUDA_SUCCESS, cb->correlationId, claim_ns);
+  s.issuer->after_launch(stream, per_thread, rc == nullptr || *rc == CUDA_SUCCESS);
 }
 
 // The hot path: every launch's API entry and exit, and (with the feed) every synchronize's. Times are the CUPTI

@@ -50,8 +50,8 @@ bool MarkerIssuer::ensure_word() noexcept {
   return true;
 }
 
-void MarkerIssuer::after_launch(CUstream stream, bool per_thread, bool launched, std::uint32_t correlation,
-                                std::int64_t claim_ns) noexcept {
+void MarkerIssuer::after_launch(CUstream stream, bool per_thread, bool launched) noexcept {
+  const std::int64_t claim_ns = m_.claimed_ns();
   if (per_thread && stream == nullptr) stream = CU_STREAM_PER_THREAD;
   // The capture check first: no registration during the user's own capture either.
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -66,7 +66,7 @@ void MarkerIssuer::after_launch(CUstream stream, bool per_thread, bool launched,
     m_.abandon(claim_ns);
     return;
   }
-  m_.issued(correlation, seq, claim_ns);
+  m_.issued(seq);
 }
 
 void MarkerIssuer::context_destroying() noexcept { m_.disable(); }

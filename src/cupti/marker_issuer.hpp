@@ -26,10 +26,9 @@ class MarkerIssuer {
  public:
   MarkerIssuer(CudaDriver driver, StreamMarkers& markers) : d_(driver), m_(markers) {}
 
-  // The claimed launch returned (`launched`: CUDA_SUCCESS) on `stream` (`per_thread`: a _ptsz launch);
-  // `claim_ns`: when it was claimed (CUPTI clock).
-  void after_launch(CUstream stream, bool per_thread, bool launched, std::uint32_t correlation,
-                    std::int64_t claim_ns) noexcept;
+  // The launch holding the claim returned (`launched`: CUDA_SUCCESS) on `stream` (`per_thread`: a _ptsz
+  // launch).
+  void after_launch(CUstream stream, bool per_thread, bool launched) noexcept;
   // A CUDA context is about to be destroyed (CUPTI's resource callback): markers off for good, quietly (at
   // process exit this is the normal end).
   void context_destroying() noexcept;

@@ -4,9 +4,7 @@
 
 namespace gearshift::cupti {
 
-void StreamMarkers::issued(std::uint32_t correlation, std::uint64_t sequence, std::int64_t now_ns) noexcept {
-  correlation_ = correlation;
-  issued_ns_ = now_ns;
+void StreamMarkers::issued(std::uint64_t sequence) noexcept {
   seq_.store(sequence, std::memory_order_relaxed);
   issued_count_.fetch_add(1, std::memory_order_relaxed);
   state_.store(kOutstanding, std::memory_order_release);
@@ -27,13 +25,13 @@ std::optional<MarkerSeen> StreamMarkers::poll(std::int64_t now_ns) noexcept {
   // Written by the GPU, not by a thread of ours: an atomic read of the aligned word.
   if (__atomic_load_n(w, __ATOMIC_ACQUIRE) < seq_.load(std::memory_order_relaxed)) {
     last_miss_ns_ = now_ns;
-    if (now_ns - issued_ns_ > kGiveUpNs) {
+    if (now_ns - claimed_ns_ > kGiveUpNs) {
       last_miss_ns_ = INT64_MIN;
       abandon(now_ns);
     }
     return std::nullopt;
   }
-  MarkerSeen seen{correlation_, std::max(last_miss_ns_, issued_ns_), now_ns};
+  MarkerSeen seen{claimed_correlation_.load(std::memory_order_relaxed), std::max(last_miss_ns_, claimed_ns_), now_ns};
   last_miss_ns_ = INT64_MIN;
   seen_count_.fetch_add(1, std::memory_order_relaxed);
   next_ns_.store(now_ns + period_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);

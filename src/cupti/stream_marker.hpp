@@ -49,8 +49,8 @@ class StreamMarkers {
   }
   std::int64_t period_ns() const noexcept { return period_ns_.load(std::memory_order_relaxed); }
 
-  // Launch entry (hot path: two relaxed loads when nothing is due): true when the launch with `correlation`
-  // is to carry the marker; then exactly one of issued() or abandon() must follow.
+  // Launch entry (hot path: two relaxed loads when nothing is due): true when the launch with `correlation`,
+  // entered at `now_ns`, is to carry the marker; then exactly one of issued() or abandon() must follow.
   bool claim(std::int64_t now_ns, std::uint32_t correlation) noexcept {
     const std::int64_t p = period_ns_.load(std::memory_order_relaxed);
     if (p <= 0 || now_ns < next_ns_.load(std::memory_order_relaxed)) return false;
@@ -64,6 +64,7 @@ class StreamMarkers {
       return false;
     }
     claimed_correlation_.store(correlation, std::memory_order_relaxed);
+    claimed_ns_ = now_ns;
     return true;
   }
   // True while the launch with `correlation` holds the claim (its exit may then issue or abandon): an exit
@@ -72,10 +73,12 @@ class StreamMarkers {
     return state_.load(std::memory_order_acquire) == kClaimed &&
            claimed_correlation_.load(std::memory_order_relaxed) == correlation;
   }
-  // The claimer: the sequence number to write (increasing from 1).
+  // The claimer: when it claimed (the marker cannot be written before), and the sequence number to write
+  // (increasing from 1).
+  std::int64_t claimed_ns() const noexcept { return claimed_ns_; }
   std::uint64_t next_sequence() noexcept { return seq_.load(std::memory_order_relaxed) + 1; }
-  // The claimer wrote `sequence` after the kernel launched with `correlation`, at `now_ns`.
-  void issued(std::uint32_t correlation, std::uint64_t sequence, std::int64_t now_ns) noexcept;
+  // The claimer wrote `sequence` after its kernel.
+  void issued(std::uint64_t sequence) noexcept;
   // The claimer did not write (the stream is capturing, the launch or the write failed): the next launch
   // after one period may try again.
   void abandon(std::int64_t now_ns) noexcept;
@@ -94,11 +97,10 @@ class StreamMarkers {
   std::atomic<std::int64_t> next_ns_{0};  // no claim before this time
   std::atomic<int> state_{kIdle};
   std::atomic<std::uint64_t> seq_{0};     // the last sequence number issued
+  // The claim (the outstanding marker's once issued): written by the claimer, read by the poller after it saw
+  // kOutstanding (acquire; issued() stores it with release).
   std::atomic<std::uint32_t> claimed_correlation_{0};
-  // The outstanding marker: written by the claimer before state_ becomes kOutstanding (release), read by
-  // the poller after it saw kOutstanding (acquire).
-  std::uint32_t correlation_ = 0;
-  std::int64_t issued_ns_ = 0;
+  std::int64_t claimed_ns_ = 0;
   // Poller only: the last poll that found the outstanding marker not yet written (INT64_MIN: none since it
   // was issued); the marker was written after it.
   std::int64_t last_miss_ns_ = INT64_MIN;

@@ -74,7 +74,7 @@ TEST_F(MarkerIssuerTest, WritesTheClaimedMarkerOnTheLaunchStream) {
   MarkerIssuer issuer(fake_driver(), m);
   auto* stream = reinterpret_cast<CUstream>(0x1234);
   ASSERT_TRUE(m.claim(0, 77));
-  issuer.after_launch(stream, false, true, 77, 0);
+  issuer.after_launch(stream, false, true);
   ASSERT_EQ(fake.writes.size(), 1u);
   EXPECT_EQ(fake.writes[0].first, stream);
   EXPECT_EQ(fake.writes[0].second, 1u);
@@ -85,7 +85,7 @@ TEST_F(MarkerIssuerTest, WritesTheClaimedMarkerOnTheLaunchStream) {
   EXPECT_EQ(seen->correlation, 77u);
   // The second marker: the same word, the next number; a _ptsz launch on stream 0 writes on the per-thread stream.
   ASSERT_TRUE(m.claim(1'500'000, 78));
-  issuer.after_launch(nullptr, true, true, 78, 1'500'000);
+  issuer.after_launch(nullptr, true, true);
   ASSERT_EQ(fake.writes.size(), 2u);
   EXPECT_EQ(fake.writes[1].first, CU_STREAM_PER_THREAD);
   EXPECT_EQ(fake.writes[1].second, 2u);
@@ -105,14 +105,14 @@ TEST_F(MarkerIssuerTest, SkipsCapturingStreamsAndFailedLaunches) {
   MarkerIssuer issuer(fake_driver(), m);
   fake.capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   ASSERT_TRUE(m.claim(0, 1));
-  issuer.after_launch(nullptr, false, true, 1, 0);
+  issuer.after_launch(nullptr, false, true);
   EXPECT_EQ(fake.registrations, 0);  // not even registered during the user's capture
   fake.capture = CU_STREAM_CAPTURE_STATUS_NONE;
   ASSERT_TRUE(m.claim(2'000'000, 2));
-  issuer.after_launch(nullptr, false, /*launched=*/false, 2, 2'000'000);
+  issuer.after_launch(nullptr, false, /*launched=*/false);
   fake.exchange_result = CUDA_ERROR_NOT_SUPPORTED;  // cannot leave global capture mode: no registration now
   ASSERT_TRUE(m.claim(4'000'000, 3));
-  issuer.after_launch(nullptr, false, true, 3, 4'000'000);
+  issuer.after_launch(nullptr, false, true);
   EXPECT_EQ(fake.registrations, 0);
   EXPECT_TRUE(fake.writes.empty());
   EXPECT_EQ(m.stats().abandoned, 3u);
@@ -126,7 +126,7 @@ TEST_F(MarkerIssuerTest, ARefusedWriteTurnsMarkersOffForGood) {
   MarkerIssuer issuer(fake_driver(), m);
   fake.write_result = CUDA_ERROR_NOT_SUPPORTED;
   ASSERT_TRUE(m.claim(0, 1));
-  issuer.after_launch(nullptr, false, true, 1, 0);
+  issuer.after_launch(nullptr, false, true);
   EXPECT_EQ(issuer.problem(), "cuStreamWriteValue64 failed: CUDA_ERROR_NOT_SUPPORTED (code 801)");
   m.set_period_ns(1'000'000);  // the runtime asks again: still off
   EXPECT_FALSE(m.claim(10'000'000, 2));
@@ -138,7 +138,7 @@ TEST_F(MarkerIssuerTest, ARefusedRegistrationTurnsMarkersOff) {
   MarkerIssuer issuer(fake_driver(), m);
   fake.register_result = CUDA_ERROR_OUT_OF_MEMORY;
   ASSERT_TRUE(m.claim(0, 1));
-  issuer.after_launch(nullptr, false, true, 1, 0);
+  issuer.after_launch(nullptr, false, true);
   EXPECT_TRUE(fake.writes.empty());
   EXPECT_TRUE(issuer.problem().starts_with("cuMemHostRegister failed: ")) << issuer.problem();
   EXPECT_FALSE(m.claim(10'000'000, 2));

@@ -39,7 +39,7 @@ TEST(StreamMarkers, OneOutstandingMarkerSeenBetweenTwoPolls) {
   EXPECT_FALSE(m.claimed_by(43));
   const std::uint64_t seq = m.next_sequence();
   EXPECT_EQ(seq, 1u);
-  m.issued(42, seq, 10'000'000);
+  m.issued(seq);
   EXPECT_FALSE(m.claimed_by(42));         // issued: no longer a claim an exit may act on
   EXPECT_FALSE(m.claim(10'500'000, 44));  // outstanding
   EXPECT_FALSE(m.poll(10'400'000));       // not written yet
@@ -54,7 +54,7 @@ TEST(StreamMarkers, OneOutstandingMarkerSeenBetweenTwoPolls) {
   EXPECT_FALSE(m.claim(13'000'000, 45));  // within the period after it was seen
   ASSERT_TRUE(m.claim(13'400'000, 50));
   EXPECT_EQ(m.next_sequence(), 2u);
-  m.issued(50, 2, 13'400'000);
+  m.issued(2);
   word = 2;
   seen = m.poll(13'500'000);
   ASSERT_TRUE(seen);
@@ -74,7 +74,7 @@ TEST(StreamMarkers, AbandonedAndLostMarkersFreeTheSlot) {
   m.abandon(5'000'000);                // e.g. the stream was capturing
   EXPECT_FALSE(m.claim(5'500'000, 2));  // one period later
   ASSERT_TRUE(m.claim(6'000'000, 7));
-  m.issued(7, m.next_sequence(), 6'000'000);
+  m.issued(m.next_sequence());
   EXPECT_FALSE(m.poll(6'000'000 + StreamMarkers::kGiveUpNs));  // not yet given up
   EXPECT_FALSE(m.poll(6'000'001 + StreamMarkers::kGiveUpNs));  // given up: never written
   EXPECT_TRUE(m.claim(7'000'001 + StreamMarkers::kGiveUpNs, 8));
@@ -106,7 +106,7 @@ TEST(StreamMarkers, ClaimsFromManyThreadsNeverOverlap) {
         if (holders.fetch_add(1) != 0) overlaps.fetch_add(1);
         const std::uint64_t seq = m.next_sequence();
         holders.fetch_sub(1);
-        m.issued(static_cast<std::uint32_t>(t), seq, i);
+        m.issued(seq);
         issued.fetch_add(1);
       }
     });
@@ -145,7 +145,7 @@ TEST(StreamMarkers, FeedWritesTheMarkerAfterItsLaunch) {
     feed.set_markers(&m);
     ASSERT_TRUE(m.claim(t0, 9));
     feed.on_launch(LaunchEvent{9, LaunchApi::kernel, t0, "k"});
-    m.issued(9, m.next_sequence(), t0);
+    m.issued(m.next_sequence());
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     __atomic_store_n(&word, 1, __ATOMIC_RELEASE);
     while (m.stats().seen == 0 && mono_ns() - t0 < 2'000'000'000) std::this_thread::sleep_for(std::chrono::microseconds(50));
