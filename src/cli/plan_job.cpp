@@ -62,6 +62,8 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   } catch (const trace::NoIterationError& e) {
     throw Exit(kNoIteration, fmt::format("{}: {}", o.display_name, e.what()));
   }
+  for (const auto& w : r.trace.health.warnings) r.warnings.push_back(w);
+  for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
   r.model.emplace(spec);
   r.workload = model::build_workload(r.trace, r.iterations, *r.model);
   const auto& ms = r.trace.measured;
@@ -109,6 +111,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   fmt::print("Iterations    {} detected by {}; {} kernels ({} ops) per step; period {:.2f} ms; confidence {:.3f}\n",
              it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
              it.confidence);
+  for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
+  for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
   const auto& b = r.evaluation.baseline;
   fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
              spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w, b.step_time_s,
@@ -147,7 +151,10 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   j["max_slowdown"] = o.max_slowdown;
   j["iterations"] = {{"count", it.iterations.size()}, {"kernels_per_iteration", it.tmpl.kernels},
                      {"ops_per_iteration", it.tmpl.ops.size()}, {"period_us", it.tmpl.period_ns / 1e3},
-                     {"confidence", it.confidence}, {"method", it.method}};
+                     {"confidence", it.confidence}, {"method", it.method}, {"device", it.device},
+                     {"micro_steps", it.evidence.micro_steps}, {"optimizer_updates_per_step", it.evidence.optimizer_updates},
+                     {"excluded_steps", it.evidence.excluded_steps}, {"evidence", it.evidence.lines}};
+  j["warnings"] = r.warnings;
   const auto& b = r.evaluation.baseline;
   j["baseline"] = {{"time_s", b.step_time_s}, {"energy_j", b.energy_j}, {"average_power_w", b.average_power_w}};
   const auto& ms = r.trace.measured;
@@ -222,6 +229,8 @@ nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) {
   json meta = json::parse(r.trace.meta_json, nullptr, false);
   j["provenance"] = {{"input", o.display_name}, {"format", r.trace.format}, {"trace_meta", meta.is_discarded() ? json(nullptr) : meta},
                      {"iterations", r.iterations.iterations.size()}, {"iteration_method", r.iterations.method},
+                     {"step_confidence", r.iterations.confidence}, {"device", r.iterations.device},
+                     {"warnings", r.warnings},
                      {"created", buf}, {"gearshift_version", "0.1.0"}};
   return j;
 }

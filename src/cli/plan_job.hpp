@@ -33,6 +33,9 @@ struct PlanJobResult {
   std::optional<double> calibrated_to_w;  // measured average power the model was calibrated to, W
   sim::Evaluation evaluation;
   const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
+  // Everything a user must read before trusting the figures (trace health, step evidence, GPU identity), plain
+  // words; printed as "Warning" lines, in the JSON report's "warnings" and in plan.json's provenance.
+  std::vector<std::string> warnings;
 };
 
 // Throws cli::Exit with the documented exit codes on bad input or no iteration.

@@ -29,6 +29,24 @@ struct IterationOptions {
   int device = -1;           // device to analyse; -1: the one with most kernels
   bool use_markers = true;   // use step markers when the trace has them
   std::size_t max_candidates = 256;  // candidate periods scored
+  // Accept a kernel-stream period that has neither step markers, an optimizer update per step nor an idle gap
+  // at its boundaries (the user vouches for it: `gearshift plan --trust-period`). Off: such a period is weak
+  // evidence, its confidence stays below kMinStepConfidence and detection refuses.
+  bool trust_period = false;
+};
+
+// Below this confidence there is no plan: detect_iterations throws NoIterationError with the reason
+// (docs/step-detection.md).
+inline constexpr double kMinStepConfidence = 0.7;
+
+// Why the detected step is the job's training step, and what weakens that (docs/step-detection.md).
+struct StepEvidence {
+  std::vector<std::string> lines;     // the evidence used, plain words, one per line
+  std::vector<std::string> warnings;  // what was excluded or is doubtful, plain words
+  std::size_t micro_steps = 1;        // micro-batches inside one step (gradient accumulation), 1 without
+  std::size_t optimizer_updates = 0;  // optimizer updates per step (0: none recognised)
+  std::size_t excluded_steps = 0;     // steps left out of the template (impossible timing, outlier span)
+  std::size_t devices = 1;            // devices with kernels in the trace (only `device` was analysed)
 };
 
 struct Iteration {
@@ -37,6 +55,7 @@ struct Iteration {
   std::size_t op_count = 0;   // ops of this device inside it (all streams)
   std::size_t kernel_count = 0;
   bool regular = false;       // same op sequence as the template (on the main stream)
+  std::string excluded;       // why a step with the template's sequence was left out of it (empty: not)
 };
 
 // One position of the template: the op that runs there every step and how long it took.
@@ -68,7 +87,8 @@ struct IterationAnalysis {
   std::size_t period_ops = 0;      // ops per step on the main stream
   std::vector<Iteration> iterations;  // full steps found, in order
   IterationTemplate tmpl;
-  double confidence = 0;           // 0..1: period match fraction × share of regular steps
+  double confidence = 0;           // 0..1, see docs/step-detection.md; never below kMinStepConfidence
+  StepEvidence evidence;
   std::size_t regular_count() const;
 };
 

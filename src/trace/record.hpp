@@ -30,6 +30,7 @@ struct OpRecord {
   std::int64_t bytes = 0;          // memcpy / memset size, bytes
   std::int32_t sm_clock_mhz = 0;   // SM clock sampled while it ran, MHz (0 when not sampled)
   std::int32_t mem_clock_mhz = 0;  // memory clock sampled while it ran, MHz (0 when not sampled)
+  bool suspect = false;            // its timing is impossible (trace::sanitize_trace): its step is excluded
 
   std::int64_t end_ns() const { return start_ns + duration_ns; }
 };
@@ -59,6 +60,21 @@ struct MeasuredStep {
   std::optional<double> average_power_w;  // measured W
 };
 
+// What the importer and trace::sanitize_trace found wrong with the records and did about it. Every count is
+// also said in plain words in `warnings`, which `gearshift plan` prints and puts in its JSON.
+struct TraceHealth {
+  std::size_t zero_time_ops = 0;       // GPU ops with ts 0 and dur 0 (a Kineto export bug): dropped
+  std::size_t zero_time_markers = 0;   // step markers with ts 0 and dur 0: dropped
+  std::size_t duplicate_ops = 0;       // exact duplicates of another op (same name, times, device, stream): dropped
+  std::size_t duplicate_markers = 0;   // exact duplicates of another step marker: dropped
+  std::size_t overrunning_ops = 0;     // ops that end after their stream successor starts: marked suspect
+  std::size_t repaired_markers = 0;    // step markers that overlapped the next one: cut at its start
+  std::size_t collapsed_markers = 0;   // step markers of zero duration (ts > 0): dropped
+  bool has_trailer = true;             // gearshift format: the trailer was there
+  std::uint64_t dropped_records = 0;   // gearshift format: records the producer said it dropped
+  std::vector<std::string> warnings;   // one line each, plain words, no trailing period
+};
+
 struct Trace {
   std::string source;                  // file path or "embedded:<name>"
   std::string format;                  // "chrome-trace" or "gearshift-trace v1"
@@ -70,6 +86,7 @@ struct Trace {
   std::string meta_json = "{}";        // the trace's metadata as JSON text (model, batch, ...)
   std::string gpu_name;                // device name when the trace says it, else empty
   bool complete = true;                // false when the producer said the trace was cut short
+  TraceHealth health;                  // what import and sanitizing found and did
   std::size_t kernel_count() const;
   const std::string& name_of(const OpRecord& r) const { return names[r.name_id]; }
 };
