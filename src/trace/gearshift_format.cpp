@@ -11,6 +11,7 @@
 #include "trace/chrome_import.hpp"
 #include "trace/error.hpp"
 #include "trace/gz_stream.hpp"
+#include "trace/sanitize.hpp"
 
 namespace gearshift::trace {
 namespace {
@@ -220,8 +221,9 @@ Trace import_trace(const std::string& path) {
   } catch (const std::runtime_error&) {
     throw TraceError(path, "cannot open for reading (missing file or no permission)");
   }
-  if (head.find("\"gearshift-trace\"") != std::string::npos) return read_gearshift_trace(path);
-  return import_chrome_trace(path);
+  Trace t = head.find("\"gearshift-trace\"") != std::string::npos ? read_gearshift_trace(path) : import_chrome_trace(path);
+  sanitize_trace(t);  // the timing rules, once for every reader (trace/sanitize.hpp)
+  return t;
 }
 
 }  // namespace gearshift::trace
