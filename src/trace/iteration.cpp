@@ -88,35 +88,164 @@ int mode(const std::map<std::int32_t, int>& m) {
   return best;
 }
 
+constexpr double kLongerRepeatMatch = 0.9;  // a longer repetition this exact makes the period a part of it
+constexpr double kSpanOutlier = 10.0;       // a step spanning 10x more or less than its siblings' median is left out
+constexpr double kWeakPeriodFactor = 0.6;   // confidence factor: the period alone (below kMinStepConfidence)
+constexpr double kMinCoverage = 0.8;        // regular steps covering less of the trace: look for a longer repetition
+
 class Detector {
  public:
   Detector(const Trace& t, const IterationOptions& o) : trace_(t), opt_(o) {}
 
   IterationAnalysis run() {
     select_device_and_stream();
+    find_optimizer_blocks();
+    Cut cut = select_markers().empty() ? cut_by_period() : cut_by_markers();
+    IterationAnalysis a = build(cut);
+    if (cut.method == "kernel-stream period" && covered(a) < kMinCoverage) refuse_part_of_longer_repetition(cut.p, cut.score);
+    // The step contract's optimizer rule: where the job updates its weights, a step holds the same number of
+    // updates every time (one, almost always). A period whose steps hold none of the trace's updates is a part
+    // of the step (a micro-step of gradient accumulation, or a layer): the step is the optimizer's period.
+    if (!opt_blocks_.empty() && !updates_consistent(a)) {
+      last_cut_ = cut_by_optimizer_period(cut);
+      a = build(last_cut_);
+      if (!updates_consistent(a))
+        throw NoIterationError(fmt::format(
+            "the optimizer update ({} in the trace) does not recur once per step of {} ops: no consistent training "
+            "step; the trace needs at least 2 whole optimizer steps",
+            opt_blocks_.size(), a.period_ops));
+    }
+    finish_evidence(a, a.method == "optimizer period" ? last_cut_ : cut);
+    return a;
+  }
+
+ private:
+  // Where steps start on the main stream, and why.
+  struct Cut {
+    std::string method;               // "step markers", "kernel-stream period", "optimizer period"
+    std::vector<std::size_t> bounds;  // main-stream indices of step starts (the last may be the end of the last)
+    std::size_t p = 0;                // ops per step on the main stream
+    double score = 1.0;               // period match fraction (markers: 1)
+    std::size_t sub_period = 0;       // the shorter period the optimizer rule replaced (0: none)
+  };
+
+  Cut cut_by_markers() const {
+    Cut c;
+    c.method = "step markers";
+    c.bounds = marker_bounds(c.p);
+    if (c.bounds.size() < 2) throw NoIterationError("the trace's step markers cover fewer than 2 steps");
+    return c;
+  }
+
+  Cut cut_by_period() const {
+    Cut c;
+    c.method = "kernel-stream period";
+    c.p = find_period(c.score);
+    c.bounds = bounds_for_period(c.p);
+    return c;
+  }
+
+  std::vector<std::size_t> bounds_for_period(std::size_t p) const {
+    std::size_t o = best_offset(p);
+    // Ops right at a step boundary (data copies, one-off memsets) are the least stable: when the step's
+    // first ops do not repeat, start the signature a little later.
+    const std::size_t expected = seq_.size() / p;
+    std::vector<std::size_t> bounds;
+    for (std::size_t d = 0; d <= std::max<std::size_t>(16, p / 10) && d < p; ++d) {
+      bounds = signature_bounds(o + d, p);
+      if (bounds.size() + 1 >= expected && bounds.size() >= 2) break;
+    }
+    if (bounds.size() < 2)
+      throw NoIterationError(fmt::format("found a period of {} ops but no step start that repeats", p));
+    return bounds;
+  }
+
+  // The period between optimizer updates: the best-matching distance between update ends.
+  Cut cut_by_optimizer_period(const Cut& shorter) const {
+    const std::size_t n = seq_.size();
+    if (opt_blocks_.size() < 2)
+      throw NoIterationError(fmt::format(
+          "the trace holds {} optimizer update(s), so fewer than two whole training steps; the repeating "
+          "sequence of {} ops ({}) is a part of the step (a layer or a micro-step), never the step. Record at "
+          "least 2 whole steps (3 or more is better), or add step markers (torch.profiler's prof.step())",
+          opt_blocks_.size(), shorter.p, shorter.method));
+    std::set<std::size_t> cands;
+    for (std::size_t k = 1; k <= 4; ++k)
+      for (std::size_t j = 0; j + k < opt_blocks_.size(); ++j) cands.insert(opt_blocks_[j + k].second - opt_blocks_[j].second);
+    Cut c;
+    c.method = "optimizer period";
+    c.sub_period = shorter.p;
+    double best = -1;
+    for (std::size_t P : cands) {
+      if (P == 0 || P >= n) continue;
+      double m = match(P);
+      if (m > best + 0.01) best = m, c.p = P;
+    }
+    if (c.p == 0 || 2 * c.p > n)
+      throw NoIterationError(fmt::format(
+          "the optimizer update recurs every {} ops, but the trace holds fewer than two whole such steps ({} ops "
+          "on the main stream); the repeating sequence of {} ops is a part of the step (a micro-step or a layer). "
+          "Record at least 2 whole optimizer steps",
+          c.p, n, shorter.p));
+    c.score = best;
+    c.bounds = bounds_for_period(c.p);
+    return c;
+  }
+
+  // Share of the device's ops that lie in regular steps.
+  double covered(const IterationAnalysis& a) const {
+    std::size_t in = 0;
+    for (const auto& it : a.iterations)
+      if (it.regular) in += it.op_count;
+    return dev_ops_.empty() ? 0 : static_cast<double>(in) / static_cast<double>(dev_ops_.size());
+  }
+
+  // "A layer is never a step": where the period's steps leave much of the trace uncovered, a period whose
+  // sequence is itself part of a longer repetition that the trace holds fewer than two whole times (P > n/2, so
+  // no candidate above) is refused. Multiples of the step match only as well as the step, never clearly
+  // better; a step with an inserted op shifts later steps, which a longer shift can match, but then the steps
+  // still cover the trace.
+  void refuse_part_of_longer_repetition(std::size_t p, double score) const {
+    const std::size_t n = seq_.size();
+    const std::size_t min_overlap = std::max<std::size_t>(p, 16);
+    // Candidates from the rarest ops first (an op that occurs once per step gives the step's length).
+    std::unordered_map<std::uint32_t, std::vector<std::size_t>> pos;
+    for (std::size_t i = 0; i < n; ++i) pos[seq_[i]].push_back(i);
+    std::vector<const std::vector<std::size_t>*> by_count;
+    for (auto& [sym, v] : pos)
+      if (v.size() >= 2) by_count.push_back(&v);
+    std::sort(by_count.begin(), by_count.end(), [](auto* x, auto* y) {
+      return x->size() != y->size() ? x->size() < y->size() : x->front() < y->front();
+    });
+    std::set<std::size_t> longer;
+    for (auto* v : by_count) {
+      for (std::size_t k = 1; k < v->size(); ++k) {
+        std::size_t d = (*v)[k] - v->front();
+        if (2 * d > n && d + min_overlap <= n) longer.insert(d);
+      }
+      if (longer.size() >= opt_.max_candidates) break;
+    }
+    for (std::size_t P : longer) {
+      // A near-multiple of the period is several steps (with irregular ones among them), not a longer unit.
+      const std::size_t k = (P + p / 2) / p, tol = std::max<std::size_t>(2, p / 50);
+      if (k >= 2 && (P > k * p ? P - k * p : k * p - P) <= tol) continue;
+      double m = match(P);
+      if (m >= kLongerRepeatMatch && m >= score + 0.05)
+        throw NoIterationError(fmt::format(
+            "the kernel stream repeats a sequence of {} ops only {:.2f} times (fewer than two whole steps); the "
+            "shorter period of {} ops ({:.0f} % match) is a part of it (a layer or a micro-step), never the step. "
+            "Record at least 2 whole steps (3 or more is better)",
+            P, static_cast<double>(n) / static_cast<double>(P), p, 100 * score));
+    }
+  }
+
+  // Steps, template and the timing rules' exclusions for one cut.
+  IterationAnalysis build(const Cut& cut) const {
     IterationAnalysis a;
     a.device = device_;
-    std::vector<std::size_t> bounds;
-    std::size_t p = 0;
-    double score = 1.0;
-    if (!select_markers().empty()) {
-      a.method = "step markers";
-      bounds = marker_bounds(p);
-      if (bounds.size() < 2) throw NoIterationError("the trace's step markers cover fewer than 2 steps");
-    } else {
-      a.method = "kernel-stream period";
-      p = find_period(score);
-      std::size_t o = best_offset(p);
-      // Ops right at a step boundary (data copies, one-off memsets) are the least stable: when the step's
-      // first ops do not repeat, start the signature a little later.
-      const std::size_t expected = seq_.size() / p;
-      for (std::size_t d = 0; d <= std::max<std::size_t>(16, p / 10) && d < p; ++d) {
-        bounds = signature_bounds(o + d, p);
-        if (bounds.size() + 1 >= expected && bounds.size() >= 2) break;
-      }
-      if (bounds.size() < 2)
-        throw NoIterationError(fmt::format("found a period of {} ops but no step start that repeats", p));
-    }
+    a.method = cut.method;
+    const std::vector<std::size_t>& bounds = cut.bounds;
+    std::size_t p = cut.p;
     const std::size_t n = seq_.size();
     std::size_t start_of_tmpl = bounds.front();
     // Canonical sequence: the first segment with the modal length.
@@ -139,20 +268,16 @@ class Detector {
     }
     a.period_ops = p;
     // Segments: between consecutive bounds, plus the tail when it is a whole step.
-    struct Seg {
-      std::size_t b, e;
-    };
     std::vector<Seg> segs;
     for (std::size_t k = 0; k + 1 < bounds.size(); ++k) segs.push_back({bounds[k], bounds[k + 1]});
     if (n - bounds.back() >= p && n - bounds.back() <= p + p / 50 + 1) segs.push_back({bounds.back(), n});
-    if (segs.size() < 2 && a.method != "step markers")
+    if (segs.size() < 2 && cut.method != "step markers")
       throw NoIterationError(fmt::format("found a period of {} ops but fewer than 2 whole steps; the trace "
                                          "needs at least 2 complete training steps",
                                          p));
-    std::vector<Accum> acc(p);
     std::vector<std::vector<std::int64_t>> maps;
-    std::size_t regular = 0;
-    std::vector<double> periods;
+    std::vector<bool> has_suspect;
+    std::vector<double> aligned;  // matched share of each regular step
     for (std::size_t k = 0; k < segs.size(); ++k) {
       const Seg& s = segs[k];
       Iteration it;
@@ -160,9 +285,11 @@ class Detector {
       std::int64_t limit = s.e < n ? op(s.e).start_ns : INT64_MAX;
       auto [first, last] = device_range(it.start_ns, limit);
       it.end_ns = it.start_ns;
+      bool suspect = false;
       for (std::size_t i = first; i < last; ++i) {
         const auto& r = trace_.ops[dev_ops_[i]];
-        it.end_ns = std::max(it.end_ns, r.end_ns());
+        suspect |= r.suspect;
+        if (!r.suspect) it.end_ns = std::max(it.end_ns, r.end_ns());
         ++it.op_count;
         if (r.kind == OpKind::kernel) ++it.kernel_count;
       }
@@ -171,24 +298,218 @@ class Detector {
       if (len * 5 >= p * 4 && len * 4 <= p * 5) m = align(tmpl, seq_.data() + s.b, len);
       std::size_t matched = static_cast<std::size_t>(std::count_if(m.begin(), m.end(), [](auto v) { return v >= 0; }));
       it.regular = !m.empty() && matched * 100 >= p * 95;
-      if (it.regular) {
-        ++regular;
-        if (s.e < n) periods.push_back(static_cast<double>(op(s.e).start_ns - it.start_ns));
-        accumulate_main(acc, m, s.b, it.start_ns);
-      }
+      if (it.regular) aligned.push_back(static_cast<double>(matched) / static_cast<double>(std::max(len, p)));
       a.iterations.push_back(it);
       maps.push_back(std::move(m));
+      has_suspect.push_back(suspect);
     }
-    if (regular == 0) throw NoIterationError("no two steps share the same kernel sequence");
+    exclude_outliers(a, has_suspect);
+    std::vector<Accum> acc(p);
+    std::size_t regular = 0;
+    std::vector<double> periods;
+    for (std::size_t k = 0; k < segs.size(); ++k) {
+      const Iteration& it = a.iterations[k];
+      if (!it.regular) continue;
+      ++regular;
+      if (segs[k].e < n) periods.push_back(static_cast<double>(op(segs[k].e).start_ns - it.start_ns));
+      accumulate_main(acc, maps[k], segs[k].b, it.start_ns);
+    }
+    if (regular < 2)
+      throw NoIterationError(fmt::format("only {} of the {} steps found ({} ops each, by {}) has the step's kernel "
+                                         "sequence: no two steps share one; the trace needs at least 2 whole steps "
+                                         "that launch the same kernels",
+                                         regular, segs.size(), p, cut.method));
+    if (regular < 2 && a.evidence.excluded_steps > 0)
+      throw NoIterationError(fmt::format(
+          "only {} step with plausible timing remains after leaving out {} step(s) with impossible timing "
+          "(see the warnings); the trace needs at least 2",
+          regular, a.evidence.excluded_steps));
     build_template(a, tmpl, acc, segs.size(), [&](std::size_t k) { return a.iterations[k]; });
     if (periods.empty()) {
       for (const auto& it : a.iterations)
         if (it.regular) periods.push_back(static_cast<double>(it.end_ns - it.start_ns));
     }
     a.tmpl.period_ns = std::accumulate(periods.begin(), periods.end(), 0.0) / static_cast<double>(periods.size());
-    a.confidence = score * static_cast<double>(regular) / static_cast<double>(segs.size());
+    // Warm-up steps before the first regular one and a partial step after the last do not count against the
+    // steps' regularity; irregular steps between them do.
+    std::size_t first_regular = segs.size(), last_regular = 0;
+    for (std::size_t k = 0; k < segs.size(); ++k)
+      if (a.iterations[k].regular) first_regular = std::min(first_regular, k), last_regular = k;
+    std::size_t counted = 0;
+    for (std::size_t k = first_regular; k < segs.size(); ++k) {
+      const bool partial_tail = k > last_regular && (segs[k].e - segs[k].b) * 5 < p * 4;
+      counted += a.iterations[k].excluded.empty() && !partial_tail;
+    }
+    // Alignment, not the raw period match: one inserted op shifts every later step by one and halves the raw
+    // match of a 3-step trace, while each step still aligns with the template.
+    const double alignment = std::accumulate(aligned.begin(), aligned.end(), 0.0) / static_cast<double>(aligned.size());
+    a.confidence = alignment * static_cast<double>(regular) / static_cast<double>(std::max<std::size_t>(counted, regular));
     return a;
   }
+
+  // Timing rules of detection (docs/step-detection.md): a step holding an op with impossible timing, or whose
+  // span lies outside [1/kSpanOutlier, kSpanOutlier] x the median span of its regular siblings, is left out.
+  void exclude_outliers(IterationAnalysis& a, const std::vector<bool>& has_suspect) const {
+    std::vector<std::int64_t> spans;
+    for (std::size_t k = 0; k < a.iterations.size(); ++k)
+      if (a.iterations[k].regular && !has_suspect[k]) spans.push_back(a.iterations[k].end_ns - a.iterations[k].start_ns);
+    std::sort(spans.begin(), spans.end());
+    const double median = spans.empty() ? 0 : static_cast<double>(spans[(spans.size() - 1) / 2]);
+    for (std::size_t k = 0; k < a.iterations.size(); ++k) {
+      Iteration& it = a.iterations[k];
+      if (!it.regular) continue;
+      const double span = static_cast<double>(it.end_ns - it.start_ns);
+      if (has_suspect[k]) {
+        it.excluded = "holds an op whose duration overruns its stream successors";
+      } else if (median > 0 && (span > kSpanOutlier * median || span * kSpanOutlier < median)) {
+        it.excluded = fmt::format("spans {:.3f} ms against a median of {:.3f} ms", span / 1e6, median / 1e6);
+      } else {
+        continue;
+      }
+      it.regular = false;
+      ++a.evidence.excluded_steps;
+      a.evidence.warnings.push_back(fmt::format("step {} left out of the template: it {}", k + 1, it.excluded));
+    }
+  }
+
+  // Optimizer updates per regular step: the same non-zero count in every regular step is consistent.
+  bool updates_consistent(IterationAnalysis& a) const {
+    std::set<std::size_t> counts;
+    for (const auto& it : a.iterations) {
+      if (!it.regular) continue;
+      std::size_t c = 0;
+      for (const auto& [b, e] : opt_blocks_) {
+        const std::int64_t t = op(b).start_ns;
+        c += t >= it.start_ns && t < it.end_ns;
+      }
+      counts.insert(c);
+    }
+    if (counts.size() != 1 || *counts.begin() == 0) return false;
+    a.evidence.optimizer_updates = *counts.begin();
+    return true;
+  }
+
+  // The evidence lines, micro-steps, the idle-gap test and the final confidence; throws below the threshold.
+  void finish_evidence(IterationAnalysis& a, const Cut& first_cut) const {
+    StepEvidence& ev = a.evidence;
+    ev.devices = devices_.size();
+    bool markers_agree = false;
+    const std::size_t regular = a.regular_count();
+    if (a.method == "step markers") {
+      ev.lines.push_back(fmt::format("{} step markers (ProfilerStep# / gearshift.step) with each kernel's launch "
+                                     "time; {} of {} steps share one kernel sequence",
+                                     select_markers().size(), regular, a.iterations.size()));
+    } else {
+      ev.lines.push_back(fmt::format("the kernel stream repeats every {} ops ({:.1f} % of ops match one period "
+                                     "later); {} of {} steps share one kernel sequence",
+                                     a.period_ops, 100 * first_cut.score, regular, a.iterations.size()));
+      markers_agree = cross_check_markers(a);
+    }
+    if (ev.optimizer_updates > 0)
+      ev.lines.push_back(fmt::format("the optimizer update ({}) occurs {} per step", optimizer_name(),
+                                     ev.optimizer_updates == 1 ? std::string("once") : fmt::format("{} times", ev.optimizer_updates)));
+    else
+      ev.lines.push_back("no optimizer update recognised in the trace (inference, or an optimizer whose kernels "
+                         "gearshift does not name)");
+    if (a.method == "optimizer period") {
+      ev.micro_steps = std::max<std::size_t>(1, micro_steps(a));
+      ev.lines.push_back(fmt::format("gradient accumulation: the step is the optimizer's period; a shorter "
+                                     "sequence of {} ops repeats inside it ({} micro-steps by the step's opening "
+                                     "kernels)",
+                                     first_cut.sub_period, ev.micro_steps));
+    }
+    double factor = 1.0;
+    // Idle gaps at the boundaries are no evidence: an eager forward idles between layers as long as a decode
+    // loop between tokens (H200 traces, docs/step-detection.md).
+    if (a.method != "step markers" && ev.optimizer_updates == 0 && !markers_agree) {
+      if (opt_.trust_period)
+        ev.warnings.push_back("the step rests on the kernel-stream period alone (--trust-period): no step "
+                              "markers and no optimizer update say it is the training step");
+      else
+        factor = kWeakPeriodFactor;
+    }
+    a.confidence *= factor;
+    if (devices_.size() > 1) {
+      std::string list;
+      for (auto [d, k] : devices_) list += fmt::format("{}{}: {} kernels", list.empty() ? "" : ", ", d, k);
+      ev.warnings.push_back(fmt::format("the trace holds {} devices ({}); analysed device {} only{}",
+                                        devices_.size(), list, device_,
+                                        opt_.device < 0 ? " (the busiest; choose another with --device)" : ""));
+    }
+    if (a.confidence < kMinStepConfidence)
+      throw NoIterationError(fmt::format(
+          "the detected step ({} ops, {:.3f} ms, by {}) is not trustworthy: confidence {:.2f} is below {:.2f}{}. "
+          "What would help: step markers (torch.profiler's prof.step(), or NVTX ranges 'gearshift.step') with "
+          "launch events, more whole steps, or --trust-period if you know the period is the step",
+          a.period_ops, a.tmpl.period_ns / 1e6, a.method, a.confidence, kMinStepConfidence,
+          factor == kWeakPeriodFactor ? " (no step markers and no optimizer update: nothing but the period says "
+                                        "this is the training step; a layer of an inference pass repeats as well)"
+                                      : ""));
+  }
+
+  // Where CPU step markers exist but cannot cut steps (no launch times), the period's steps must not outnumber
+  // them: several detected steps inside one marked step means the period is a part of the step.
+  // Returns whether they agree: about one detected step per marked step.
+  bool cross_check_markers(IterationAnalysis& a) const {
+    std::vector<const Marker*> cpu;
+    for (const auto& m : trace_.markers)
+      if (!m.on_gpu) cpu.push_back(&m);
+    if (cpu.size() < 2) return false;
+    const std::int64_t lo = cpu.front()->start_ns, hi = cpu.back()->start_ns + cpu.back()->duration_ns;
+    std::size_t inside = 0;
+    for (const auto& it : a.iterations) inside += it.start_ns >= lo && it.start_ns < hi;
+    if (inside > cpu.size() + 1 && inside * 2 > cpu.size() * 3)
+      throw NoIterationError(fmt::format(
+          "{} steps of {} ops were found inside the trace's {} step markers: the period is a part of the marked "
+          "step, not the step (the trace lacks launch events to cut steps by its markers)",
+          inside, a.period_ops, cpu.size()));
+    const bool agree = inside + 1 >= cpu.size() && inside <= cpu.size() + 1;
+    a.evidence.lines.push_back(fmt::format("{} of the steps start within the trace's {} step marker ranges (GPU time; "
+                                           "markers not used to cut: no launch events, or --no-markers){}",
+                                           inside, cpu.size(), agree ? ": one step per marked step" : ""));
+    return agree;
+  }
+
+  // Occurrences of the step's first kernels inside one template step: 1 without gradient accumulation.
+  std::size_t micro_steps(const IterationAnalysis& a) const {
+    std::vector<std::uint32_t> main;
+    for (const auto& o : a.tmpl.ops)
+      if (o.stream == stream_) main.push_back(o.name_id);
+    const std::size_t k = std::min<std::size_t>(8, main.size());
+    if (k == 0) return 1;
+    std::size_t count = 0;
+    for (std::size_t i = 0; i + k <= main.size(); ++i)
+      count += std::equal(main.begin(), main.begin() + static_cast<std::ptrdiff_t>(k),
+                          main.begin() + static_cast<std::ptrdiff_t>(i));
+    return count;
+  }
+
+  std::string optimizer_name() const {
+    const std::string& n = trace_.names[seq_[opt_blocks_.front().first]];
+    return n.size() > 50 ? n.substr(0, 47) + "..." : n;
+  }
+
+  // Optimizer updates on the main stream: maximal runs of optimizer kernels, allowing a few other ops between
+  // them (the scalar and norm kernels of clipping and AMP unscaling). [first, one past last] main indices.
+  void find_optimizer_blocks() {
+    constexpr std::size_t kMaxGap = 6;
+    std::size_t last = 0;
+    bool open = false;
+    for (std::size_t i = 0; i < seq_.size(); ++i) {
+      if (!is_optimizer(trace_.names[seq_[i]])) continue;
+      if (open && i - last <= kMaxGap) {
+        opt_blocks_.back().second = i + 1;
+      } else {
+        opt_blocks_.push_back({i, i + 1});
+        open = true;
+      }
+      last = i;
+    }
+  }
+
+  struct Seg {
+    std::size_t b, e;
+  };
 
  private:
   const OpRecord& op(std::size_t main_index) const { return trace_.ops[main_[main_index]]; }
@@ -198,6 +519,7 @@ class Detector {
     for (const auto& r : trace_.ops)
       if (r.kind == OpKind::kernel) per_device[r.device]++;
     if (per_device.empty()) throw NoIterationError("the trace holds no kernels");
+    devices_ = per_device;
     device_ = opt_.device;
     if (device_ < 0) {
       device_ = std::max_element(per_device.begin(), per_device.end(),
@@ -538,6 +860,9 @@ class Detector {
   std::vector<std::size_t> main_;     // indices into trace_.ops of the main stream
   std::vector<std::uint32_t> seq_;    // name ids of main_
   mutable std::size_t seq_end_ = 0;
+  std::map<int, std::size_t> devices_;                        // device -> kernels
+  std::vector<std::pair<std::size_t, std::size_t>> opt_blocks_;  // optimizer updates: [first, end) main indices
+  Cut last_cut_;                                              // the optimizer-period cut, when used
 };
 
 }  // namespace

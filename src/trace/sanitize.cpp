@@ -110,7 +110,10 @@ void repair_markers(Trace& t) {
     Marker* prev = nullptr;
     for (Marker& m : t.markers) {
       if (m.on_gpu != gpu) continue;
-      if (prev != nullptr && prev->start_ns + prev->duration_ns > m.start_ns && prev->start_ns < m.start_ns) {
+      // A small overlap is a late end (cut it); ranges overlapping by half or more run in parallel (two
+      // processes' markers merged into one file) and are left as they are.
+      const std::int64_t overlap = prev == nullptr ? 0 : prev->start_ns + prev->duration_ns - m.start_ns;
+      if (overlap > 0 && prev->start_ns < m.start_ns && 2 * overlap < std::min(prev->duration_ns, m.duration_ns)) {
         prev->duration_ns = m.start_ns - prev->start_ns;
         ++cut;
       }

@@ -11,8 +11,9 @@
 //                      captured hang, a bad clock conversion). It is marked OpRecord::suspect; detection leaves
 //                      the step holding it out of the template. When more than kMaxOverrunShare of a stream's
 //                      ops overlap, the trace's stream ids are not real streams and the rule is not applied.
-//   step markers       markers that overlap the next marker are cut at its start; zero-length markers are
-//                      dropped (collapsed ranges).
+//   step markers       a marker whose end overlaps the next marker by less than half of either's length is
+//                      cut at the next one's start (a late end); larger overlaps are parallel ranges (two
+//                      processes merged in one file) and stay; zero-length markers are dropped (collapsed).
 #pragma once
 
 #include <cstdint>

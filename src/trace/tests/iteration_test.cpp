@@ -50,7 +50,7 @@ TEST(Iteration, FindsPeriodAndBoundariesOfARepeatedSequence) {
 }
 
 TEST(Iteration, ToleratesAnInsertedKernelInOneStep) {
-  std::vector<std::string> seq = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"};
+  std::vector<std::string> seq = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "adam"};
   Trace t = synthetic(5, seq);
   // Insert an extra kernel in step 3 (e.g. a one-off cudaMemset).
   t.names.push_back("extra");

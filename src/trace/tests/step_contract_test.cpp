@@ -1,0 +1,250 @@
+// The step contract (docs/step-detection.md): a detected step is the training step only if its evidence says
+// so; otherwise detection refuses with the reason. Synthetic traces, then H200 traces recorded for it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_paths.hpp"
+#include "trace/gearshift_format.hpp"
+#include "trace/iteration.hpp"
+#include "trace/sanitize.hpp"
+
+namespace gearshift::trace {
+namespace {
+
+// Builds traces op by op on one stream with realistic names (so the optimizer rule sees AdamW).
+struct Builder {
+  Trace t;
+  std::int64_t now = 1'000'000;
+  void add(const std::string& name, std::int64_t dur = 2'000, std::int32_t stream = 7, std::int32_t device = 0) {
+    auto it = std::find(t.names.begin(), t.names.end(), name);
+    OpRecord r;
+    r.name_id = static_cast<std::uint32_t>(it - t.names.begin());
+    if (it == t.names.end()) t.names.push_back(name);
+    r.start_ns = now;
+    r.duration_ns = dur;
+    r.stream = stream;
+    r.device = device;
+    t.ops.push_back(r);
+    now += dur + 1'000;
+  }
+  void layer(int i, bool backward = false) {
+    const std::string p = backward ? "bwd_" : "";
+    add(p + "layer_norm_kernel");
+    add(p + "sm90_xmma_gemm_qkv");
+    add(p + "flash_attn_kernel");
+    add(p + "sm90_xmma_gemm_proj");
+    add(p + "vectorized_elementwise_kernel<gelu>");
+    add(p + "sm90_xmma_gemm_mlp" + std::to_string(i % 1));
+  }
+  void forward_backward(int layers) {
+    add("embedding_kernel");
+    for (int i = 0; i < layers; ++i) layer(i);
+    add("cross_entropy_loss");
+    for (int i = 0; i < layers; ++i) layer(i, true);
+    add("embedding_backward_kernel");
+  }
+  void optimizer() {
+    for (int i = 0; i < 3; ++i) add("multi_tensor_apply_kernel<FusedAdamMathFunctor>");
+  }
+  void gap(std::int64_t ns) { now += ns; }
+  void training_step(int layers, int micro = 1) {
+    for (int m = 0; m < micro; ++m) forward_backward(layers);
+    optimizer();
+    gap(200'000);
+  }
+};
+
+TEST(StepContract, ALayerOfASingleTrainingStepIsNeverTheStep) {
+  Builder b;
+  b.training_step(12);
+  try {
+    detect_iterations(b.t);
+    FAIL() << "a single step was planned";
+  } catch (const NoIterationError& e) {
+    EXPECT_NE(std::string(e.what()).find("fewer than two whole training steps"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StepContract, OneAndAHalfStepsAreRefused) {
+  Builder b;
+  b.training_step(12);
+  b.add("embedding_kernel");
+  for (int i = 0; i < 12; ++i) b.layer(i);
+  b.add("cross_entropy_loss");
+  EXPECT_THROW(detect_iterations(b.t), NoIterationError);
+}
+
+TEST(StepContract, GradientAccumulationStepIsTheOptimizerPeriod) {
+  Builder b;
+  for (int s = 0; s < 3; ++s) b.training_step(4, 4);
+  IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.method, "optimizer period");
+  const std::size_t micro_ops = 1 + 4 * 6 + 1 + 4 * 6 + 1;
+  EXPECT_EQ(a.tmpl.kernels, 4 * micro_ops + 3);
+  EXPECT_EQ(a.evidence.micro_steps, 4u);
+  EXPECT_EQ(a.evidence.optimizer_updates, 1u);
+  EXPECT_GE(a.regular_count(), 2u);
+  EXPECT_GE(a.confidence, kMinStepConfidence);
+}
+
+TEST(StepContract, PlainTrainingStepsHoldOneOptimizerUpdateEach) {
+  Builder b;
+  for (int s = 0; s < 4; ++s) b.training_step(6);
+  IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.method, "kernel-stream period");
+  EXPECT_EQ(a.iterations.size(), 4u);
+  EXPECT_EQ(a.evidence.optimizer_updates, 1u);
+  EXPECT_EQ(a.evidence.micro_steps, 1u);
+  EXPECT_DOUBLE_EQ(a.confidence, 1.0);
+  EXPECT_TRUE(a.evidence.warnings.empty());
+}
+
+TEST(StepContract, InferenceLayersWithoutEvidenceAreRefusedUnlessTrusted) {
+  Builder b;
+  b.add("embedding_kernel");
+  for (int i = 0; i < 16; ++i) b.layer(i);
+  b.add("lm_head_gemm");
+  try {
+    detect_iterations(b.t);
+    FAIL() << "an inference layer was planned as a step";
+  } catch (const NoIterationError& e) {
+    EXPECT_NE(std::string(e.what()).find("no step markers and no optimizer update"), std::string::npos) << e.what();
+  }
+  IterationOptions o;
+  o.trust_period = true;
+  IterationAnalysis a = detect_iterations(b.t, o);
+  EXPECT_EQ(a.period_ops, 6u);
+  ASSERT_EQ(a.evidence.warnings.size(), 1u);
+  EXPECT_NE(a.evidence.warnings[0].find("--trust-period"), std::string::npos);
+}
+
+TEST(StepContract, StepMarkersThatAgreeWithThePeriodAreEvidence) {
+  // Three inference passes without launch times, each inside a ProfilerStep range: the markers cannot cut
+  // (no launch times) but they vouch for the period.
+  Builder b;
+  for (int s = 0; s < 3; ++s) {
+    const std::int64_t from = b.now;
+    b.add("embedding_kernel");
+    for (int i = 0; i < 4; ++i) b.layer(i);
+    b.add("lm_head_gemm");
+    b.add("argmax_kernel");
+    b.t.markers.push_back(Marker{"ProfilerStep#" + std::to_string(s), from - 500, b.now - from + 100, false});
+    b.gap(300'000);
+  }
+  IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.iterations.size(), 3u);
+  EXPECT_EQ(a.tmpl.kernels, 27u);
+  EXPECT_GE(a.confidence, kMinStepConfidence);
+}
+
+TEST(StepContract, AStepWithAnImpossibleKernelIsLeftOutOfTheTemplate) {
+  Builder b;
+  for (int s = 0; s < 4; ++s) b.training_step(3);
+  const std::int64_t normal = b.t.ops[5].duration_ns;
+  b.t.ops[5].duration_ns = 1'800'000'000'000;  // a captured 30-minute hang in step 1
+  sanitize_trace(b.t);
+  IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.evidence.excluded_steps, 1u);
+  EXPECT_FALSE(a.iterations[0].regular);
+  EXPECT_FALSE(a.iterations[0].excluded.empty());
+  EXPECT_DOUBLE_EQ(a.tmpl.ops[5].duration_ns, static_cast<double>(normal));
+  EXPECT_LT(a.tmpl.period_ns, 1e9);
+}
+
+TEST(StepContract, AStepSpanningFarMoreThanItsSiblingsIsLeftOut) {
+  Builder b;
+  for (int s = 0; s < 4; ++s) {
+    b.training_step(3);
+    if (s == 2) {  // a lone copy on its own stream that never ends in time (no successor to overrun)
+      b.t.ops.back().stream = 7;
+      OpRecord c = b.t.ops.back();
+      c.stream = 9;
+      c.kind = OpKind::memcpy;
+      c.duration_ns = 60'000'000'000;
+      b.t.ops.push_back(c);
+    }
+  }
+  std::stable_sort(b.t.ops.begin(), b.t.ops.end(), [](auto& x, auto& y) { return x.start_ns < y.start_ns; });
+  IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.evidence.excluded_steps, 1u);
+  ASSERT_EQ(a.evidence.warnings.size(), 1u);
+  EXPECT_NE(a.evidence.warnings[0].find("against a median"), std::string::npos) << a.evidence.warnings[0];
+}
+
+TEST(StepContract, TwoDevicesAreNamedAndEitherCanBeChosen) {
+  Builder b;
+  for (int s = 0; s < 3; ++s) b.training_step(3);
+  const std::size_t n = b.t.ops.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    OpRecord r = b.t.ops[i];
+    r.device = 1;
+    r.duration_ns += 100;
+    b.t.ops.push_back(r);
+  }
+  std::stable_sort(b.t.ops.begin(), b.t.ops.end(), [](auto& x, auto& y) { return x.start_ns < y.start_ns; });
+  IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.evidence.devices, 2u);
+  ASSERT_FALSE(a.evidence.warnings.empty());
+  EXPECT_NE(a.evidence.warnings.back().find("2 devices"), std::string::npos);
+  IterationOptions o;
+  o.device = 1;
+  IterationAnalysis one = detect_iterations(b.t, o);
+  EXPECT_EQ(one.device, 1);
+  EXPECT_DOUBLE_EQ(one.tmpl.ops[0].duration_ns, a.tmpl.ops[0].duration_ns + 100);
+}
+
+TEST(StepContract, AnIrregularStepBetweenRegularOnesLowersTheConfidence) {
+  Builder b;
+  for (int s = 0; s < 6; ++s) {
+    b.add("embedding_kernel");
+    for (int i = 0; i < 40; ++i)  // step 3 takes another code path for 4 of its 40 kernels
+      b.add((s == 3 && i % 10 == 5 ? "other_kernel_" : "kernel_") + std::to_string(i));
+    b.optimizer();
+    b.gap(200'000);
+  }
+  IterationAnalysis a = detect_iterations(b.t);
+  // Steps start right after an optimizer update, so the first step (before the first update ends) is the head.
+  EXPECT_EQ(a.iterations.size(), 5u);
+  EXPECT_EQ(a.regular_count(), 4u);
+  EXPECT_FALSE(a.iterations[2].regular);  // step 3 of the job
+  EXPECT_NEAR(a.confidence, 4.0 / 5.0, 1e-9);
+}
+
+// H200 traces recorded for the contract (data/step_traces/README.md).
+struct Recorded {
+  const char* file;
+  std::size_t kernels;  // 0: detection must refuse
+};
+
+TEST(StepContract, RecordedH200TracesGiveTheTrueStepOrARefusal) {
+  const Recorded cases[] = {{"accum4_gpt2s.json.gz", 1662},       {"accum4_gpt2s_kernels.json.gz", 1662},
+                            {"llama_3steps.json.gz", 1008},       {"ckpt_3steps.json.gz", 1296},
+                            {"llama_1step_kernels.json.gz", 0},   {"gpt2s_1p5steps.json.gz", 0},
+                            {"llama_infer_1fwd.json.gz", 0},      {"llama_decode_8tok.json.gz", 0}};
+  for (const auto& c : cases) {
+    Trace t = import_trace(test::data_path(std::string("step_traces/") + c.file));
+    if (c.kernels == 0) {
+      EXPECT_THROW(detect_iterations(t), NoIterationError) << c.file;
+      continue;
+    }
+    IterationAnalysis a = detect_iterations(t);
+    EXPECT_EQ(a.tmpl.kernels, c.kernels) << c.file;
+    EXPECT_EQ(a.iterations.size(), 3u) << c.file;
+    EXPECT_GE(a.confidence, kMinStepConfidence) << c.file;
+  }
+}
+
+TEST(StepContract, RecordedMoeTraceIsTheTrueStepOrRefused) {
+  Trace t = import_trace(test::data_path("step_traces/moe_3steps.json.gz"));
+  try {
+    IterationAnalysis a = detect_iterations(t);
+    EXPECT_NEAR(static_cast<double>(a.tmpl.kernels), 2359, 6);  // routing drops a few expert kernels per step
+  } catch (const NoIterationError& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
+}
+
+}  // namespace
+}  // namespace gearshift::trace
