@@ -1,6 +1,7 @@
 #include "trace/sanitize.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
@@ -33,19 +34,22 @@ void drop_zero_time(Trace& t) {
 }
 
 void drop_duplicates(Trace& t) {
-  // Ops are sorted by start: duplicates share a start, so only ops of one start are compared.
-  std::vector<OpRecord> kept;
-  kept.reserve(t.ops.size());
-  std::size_t group = 0;  // index in `kept` of the first op with the current start
-  std::size_t dropped = 0;
-  for (const OpRecord& r : t.ops) {
-    if (kept.empty() || kept.back().start_ns != r.start_ns) group = kept.size();
+  // Ops are sorted by start: duplicates share a start, so only ops of one start are compared. Compacted in
+  // place: a copy of a 1 GiB trace's ops would double the importer's peak memory.
+  std::size_t kept = 0, group = 0, dropped = 0;  // group: index of the first kept op with the current start
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const OpRecord& r = t.ops[i];
+    if (kept == 0 || t.ops[kept - 1].start_ns != r.start_ns) group = kept;
     bool dup = false;
-    for (std::size_t i = group; i < kept.size() && !dup; ++i) dup = same_op(kept[i], r);
-    if (dup) ++dropped;
-    else kept.push_back(r);
+    for (std::size_t j = group; j < kept && !dup; ++j) dup = same_op(t.ops[j], r);
+    if (dup) {
+      ++dropped;
+    } else {
+      if (kept != i) t.ops[kept] = r;
+      ++kept;
+    }
   }
-  t.ops = std::move(kept);
+  t.ops.resize(kept);
   const std::size_t markers = t.markers.size();
   auto key = [](const Marker& m) { return std::tie(m.start_ns, m.duration_ns, m.on_gpu, m.name); };
   std::stable_sort(t.markers.begin(), t.markers.end(), [&](const Marker& a, const Marker& b) { return key(a) < key(b); });
@@ -60,29 +64,35 @@ void drop_duplicates(Trace& t) {
 }
 
 void flag_overruns(Trace& t) {
-  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<std::size_t>> streams;  // (device, stream) -> ops
-  for (std::size_t i = 0; i < t.ops.size(); ++i) streams[{t.ops[i].device, t.ops[i].stream}].push_back(i);
+  // One pass in start order, remembering each stream's previous op: memory per stream, not per op.
+  struct Stream {
+    std::size_t last = SIZE_MAX;  // index of the stream's previous op
+    std::size_t ops = 0;
+    std::vector<std::pair<std::size_t, std::int64_t>> over;  // (op index, overrun ns)
+  };
+  std::map<std::pair<std::int32_t, std::int32_t>, Stream> streams;  // (device, stream)
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    Stream& s = streams[{t.ops[i].device, t.ops[i].stream}];
+    ++s.ops;
+    if (s.last != SIZE_MAX && !t.ops[s.last].suspect) {  // suspect: flagged by an earlier call
+      const std::int64_t o = t.ops[s.last].end_ns() - t.ops[i].start_ns;
+      if (o > kOverrunToleranceNs) s.over.push_back({s.last, o});
+    }
+    s.last = i;
+  }
   std::size_t flagged = 0, skipped_streams = 0;
   const OpRecord* worst = nullptr;
   std::int64_t worst_over = 0;
-  for (auto& [key, idx] : streams) {
-    std::vector<std::size_t> over;
-    std::vector<std::int64_t> by;
-    for (std::size_t k = 0; k + 1 < idx.size(); ++k) {
-      const OpRecord& a = t.ops[idx[k]];
-      if (a.suspect) continue;  // flagged by an earlier call
-      const std::int64_t o = a.end_ns() - t.ops[idx[k + 1]].start_ns;
-      if (o > kOverrunToleranceNs) over.push_back(idx[k]), by.push_back(o);
-    }
-    if (over.empty()) continue;
-    if (over.size() > std::max<std::size_t>(2, static_cast<std::size_t>(kMaxOverrunShare * static_cast<double>(idx.size())))) {
+  for (auto& [key, s] : streams) {
+    if (s.over.empty()) continue;
+    if (s.over.size() > std::max<std::size_t>(2, static_cast<std::size_t>(kMaxOverrunShare * static_cast<double>(s.ops)))) {
       ++skipped_streams;
       continue;
     }
-    for (std::size_t k = 0; k < over.size(); ++k) {
-      t.ops[over[k]].suspect = true;
+    for (auto [i, o] : s.over) {
+      t.ops[i].suspect = true;
       ++flagged;
-      if (by[k] > worst_over) worst_over = by[k], worst = &t.ops[over[k]];
+      if (o > worst_over) worst_over = o, worst = &t.ops[i];
     }
   }
   t.health.overrunning_ops += flagged;
