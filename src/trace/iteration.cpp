@@ -208,19 +208,11 @@ class Detector {
   void refuse_part_of_longer_repetition(std::size_t p, double score) const {
     const std::size_t n = seq_.size();
     const std::size_t min_overlap = std::max<std::size_t>(p, 16);
-    // Candidates from the rarest ops first (an op that occurs once per step gives the step's length).
-    std::unordered_map<std::uint32_t, std::vector<std::size_t>> pos;
-    for (std::size_t i = 0; i < n; ++i) pos[seq_[i]].push_back(i);
-    std::vector<const std::vector<std::size_t>*> by_count;
-    for (auto& [sym, v] : pos)
-      if (v.size() >= 2) by_count.push_back(&v);
-    std::sort(by_count.begin(), by_count.end(), [](auto* x, auto* y) {
-      return x->size() != y->size() ? x->size() < y->size() : x->front() < y->front();
-    });
+    const auto by_count = occurrences_by_rarity();
     std::set<std::size_t> longer;
-    for (auto* v : by_count) {
-      for (std::size_t k = 1; k < v->size(); ++k) {
-        std::size_t d = (*v)[k] - v->front();
+    for (const auto& v : by_count) {
+      for (std::size_t k = 1; k < v.size(); ++k) {
+        std::size_t d = v[k] - v.front();
         if (2 * d > n && d + min_overlap <= n) longer.insert(d);
       }
       if (longer.size() >= opt_.max_candidates) break;
@@ -618,21 +610,28 @@ class Detector {
     return static_cast<double>(hits) / static_cast<double>(n - p);
   }
 
+  // Positions of every op that occurs at least twice on the main stream, the rarest ops first (an op that
+  // occurs once per step gives the step's length).
+  std::vector<std::vector<std::size_t>> occurrences_by_rarity() const {
+    std::unordered_map<std::uint32_t, std::vector<std::size_t>> pos;
+    for (std::size_t i = 0; i < seq_.size(); ++i) pos[seq_[i]].push_back(i);
+    std::vector<std::vector<std::size_t>> by_count;
+    for (auto& [sym, v] : pos)
+      if (v.size() >= 2) by_count.push_back(std::move(v));
+    std::sort(by_count.begin(), by_count.end(), [](const auto& x, const auto& y) {
+      return x.size() != y.size() ? x.size() < y.size() : x.front() < y.front();
+    });
+    return by_count;
+  }
+
   std::size_t find_period(double& score) const {
     const std::size_t n = seq_.size();
     if (n < 4) throw NoIterationError(fmt::format("only {} ops on the busiest stream: too few to hold 2 steps", n));
-    std::unordered_map<std::uint32_t, std::vector<std::size_t>> pos;
-    for (std::size_t i = 0; i < n; ++i) pos[seq_[i]].push_back(i);
-    std::vector<const std::vector<std::size_t>*> by_count;
-    for (auto& [sym, v] : pos)
-      if (v.size() >= 2) by_count.push_back(&v);
-    std::sort(by_count.begin(), by_count.end(), [](auto* x, auto* y) {
-      return x->size() != y->size() ? x->size() < y->size() : x->front() < y->front();
-    });
+    const auto by_count = occurrences_by_rarity();
     std::set<std::size_t> cands;
-    for (auto* v : by_count) {
-      for (std::size_t k = 0; k + 1 < v->size(); ++k) {
-        std::size_t d = (*v)[k + 1] - (*v)[k];
+    for (const auto& v : by_count) {
+      for (std::size_t k = 0; k + 1 < v.size(); ++k) {
+        std::size_t d = v[k + 1] - v[k];
         if (d >= 1 && 2 * d <= n) cands.insert(d);
       }
       if (cands.size() >= opt_.max_candidates) break;
