@@ -15,7 +15,7 @@ Errors are the classes of :mod:`gearshift._errors`, re-exported here (with ``Fee
 from __future__ import annotations
 
 import json
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 from ._errors import (
     AlreadyEnabledError,
@@ -55,22 +55,24 @@ __all__ = [
 ]
 
 
-def plan_trace(trace: str, max_slowdown: float = 0.005, gpu: str = "h200") -> dict:
+def plan_trace(trace: str, max_slowdown: float = 0.005, gpu: Optional[str] = None) -> dict:
     """``gearshift plan TRACE -o plan.json`` in process: the plan file's content (modelled figures).
 
     Args:
         trace: torch.profiler Chrome trace (.json/.json.gz) or gearshift trace of >= 2 training steps.
         max_slowdown: allowed step-time increase, fraction (0.005 = 0.5 %).
-        gpu: GPU spec name (``gearshift gpus --spec all``).
+        gpu: GPU spec name (``gearshift gpus --spec all``); None: the GPU the trace names, else h200
+            (``gearshift plan`` without ``--gpu``).
 
     Raises:
-        TraceError, NoIterationError, ValueError.
+        TraceError (also: the trace's measured power is above the spec's power limit), NoIterationError,
+        ValueError (unknown spec, or the trace names a GPU without one and ``gpu`` is None).
     """
-    return json.loads(_core.plan_trace(str(trace), float(max_slowdown), str(gpu)))
+    return json.loads(_core.plan_trace(str(trace), float(max_slowdown), "" if gpu is None else str(gpu)))
 
 
 def plan_ranks(
-    traces: Sequence[str], gpu: str = "h200", strategy: str = "phase", switch_latency_ms: float = -1.0
+    traces: Sequence[str], gpu: Optional[str] = None, strategy: str = "phase", switch_latency_ms: float = -1.0
 ) -> dict:
     """Sync-aware slack across the data-parallel ranks of one job (``gearshift plan-ranks``), modelled.
 
@@ -79,6 +81,7 @@ def plan_ranks(
 
     Args:
         traces: one trace per rank, in rank order.
+        gpu: GPU spec name; None: the GPU each trace names, else h200.
         strategy: "phase" (changes land ``switch_latency_ms`` later; default the GPU's estimate) or
             "kernel-global" (ideal switching).
 
@@ -90,4 +93,6 @@ def plan_ranks(
         TraceError: unreadable trace, or ranks that do not run the same step. NoIterationError. ValueError.
     """
     paths: List[str] = [str(t) for t in traces]
-    return json.loads(_core.plan_ranks(paths, str(gpu), str(strategy), float(switch_latency_ms)))
+    return json.loads(
+        _core.plan_ranks(paths, "" if gpu is None else str(gpu), str(strategy), float(switch_latency_ms))
+    )

@@ -252,7 +252,7 @@ class Runtime {
 std::string plan_trace(const std::string& trace, double max_slowdown, const std::string& gpu) {
   gearshift::cli::PlanJobOptions o;
   o.trace_path = o.display_name = trace;
-  o.gpu = gpu;
+  if (!gpu.empty()) o.gpu = gpu;  // empty: the trace's GPU, as `gearshift plan` without --gpu
   o.max_slowdown = max_slowdown;
   nb::gil_scoped_release unlocked;
   auto r = gearshift::cli::run_plan_job(o);
@@ -267,10 +267,14 @@ std::string plan_ranks(const std::vector<std::string>& traces, const std::string
   o.switch_latency_ms = switch_latency_ms;
   nb::gil_scoped_release unlocked;
   std::vector<gearshift::sim::RankInput> inputs;
-  auto r = gearshift::cli::run_plan_ranks(traces, gpu, o, &inputs);
+  std::vector<gearshift::cli::GpuChoice> gpus;
+  // gpu empty: each trace's GPU, as `gearshift plan-ranks` without --gpu.
+  auto r = gearshift::cli::run_plan_ranks(traces, gpu.empty() ? std::nullopt : std::optional<std::string>(gpu), o,
+                                          &inputs, &gpus);
   nlohmann::json plans = nlohmann::json::array();
-  for (std::size_t i = 0; i < inputs.size(); ++i) plans.push_back(gearshift::cli::rank_plan_file_json(inputs[i], r, i));
-  return nlohmann::json{{"report", gearshift::cli::plan_ranks_report_json(traces, r)}, {"plans", plans}}.dump();
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    plans.push_back(gearshift::cli::rank_plan_file_json(inputs[i], r, i, &gpus.at(i)));
+  return nlohmann::json{{"report", gearshift::cli::plan_ranks_report_json(traces, r, gpus)}, {"plans", plans}}.dump();
 }
 
 // gearshift pipeline, in process: {"summary": ..., "schedules": ...} as JSON text (modelled, Perseus-style).

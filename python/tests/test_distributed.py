@@ -85,6 +85,17 @@ def test_sync_slack_from_the_two_ddp_traces():
     assert res["plans"][1]["rank"] == 1
     lowered = [p for p in res["plans"][1]["positions"] if p["sm_clock_mhz"] < 1980]
     assert lowered  # rank 1 runs some of its step slower
+    # The traces name no GPU: h200 assumed (gpu=None, as plan-ranks without --gpu), no warning.
+    assert [r["gpu_selection"]["source"] for r in rep["ranks"]] == ["assumed", "assumed"]
+    assert res["plans"][0]["gpu"] == "h200" and rep["warnings"] == []
+
+
+@pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")
+def test_a_gpu_whose_power_limit_the_trace_exceeds_is_refused():
+    with pytest.raises(gearshift.TraceError, match="maximum power limit of the a40 spec"):
+        gearshift.plan_ranks([str(p) for p in DDP_TRACES], gpu="a40")
+    with pytest.raises(ValueError, match="unknown GPU spec 'b300'"):
+        gearshift.plan_trace(str(DDP_TRACES[0]), gpu="b300")
 
 
 @pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")

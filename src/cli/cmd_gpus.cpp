@@ -1,4 +1,6 @@
 #include <fmt/core.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "cli/open_gpus.hpp"
@@ -81,7 +83,7 @@ void add_gpus_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("gpus", "List this machine's GPUs through NVML (read-only), or print an embedded "
                                          "GPU spec with --spec NAME");
   auto spec = std::make_shared<std::string>();
-  cmd->add_option("--spec", *spec, "GPU spec name: h200, h100, a100, a40, rtx3080ti, or all");
+  cmd->add_option("--spec", *spec, "GPU spec name: " + fmt::format("{}", fmt::join(gpu::spec_names(), ", ")) + ", or all");
   cmd->callback([spec] {
     if (spec->empty()) {
       list_real_gpus();

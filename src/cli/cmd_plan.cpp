@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "cli/plan_job.hpp"
+#include "gpu/spec.hpp"
 
 namespace gearshift::embedded {
 extern const unsigned char demo_trace[];
@@ -19,7 +22,7 @@ namespace {
 
 struct PlanArgs {
   std::string trace;
-  std::string gpu = "h200";
+  std::string gpu;  // empty: the trace's GPU
   std::string max_slowdown = "0.5%";
   std::string output;
   std::string strategy = "phase";
@@ -29,7 +32,9 @@ struct PlanArgs {
 };
 
 void add_common(CLI::App* cmd, PlanArgs& a) {
-  cmd->add_option("--gpu", a.gpu, "GPU spec the trace ran on (h200, h100, a100, a40, rtx3080ti)")->capture_default_str();
+  cmd->add_option("--gpu", a.gpu,
+                  fmt::format("GPU spec the trace ran on ({}; default: the GPU the trace names, else h200)",
+                              fmt::join(gpu::spec_names(), ", ")));
   cmd->add_option("--max-slowdown", a.max_slowdown, "Allowed step-time increase, e.g. 0.5% or 0.005")->capture_default_str();
   cmd->add_option("-o,--output", a.output, "Write the chosen plan (plan.json)");
   cmd->add_option("--strategy", a.strategy, "Plan written to --output: iteration, pass, kernel-local, kernel-global, phase")
@@ -44,7 +49,7 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   PlanJobOptions o;
   o.trace_path = path;
   o.display_name = display;
-  o.gpu = a.gpu;
+  if (!a.gpu.empty()) o.gpu = a.gpu;
   o.max_slowdown = parse_slowdown(a.max_slowdown);
   o.strategy = a.strategy;
   if (a.switch_latency_ms >= 0) o.switch_latency_ms = a.switch_latency_ms;

@@ -1,4 +1,5 @@
 // `gearshift plan-ranks TRACE0 TRACE1 ...`: one trace per data-parallel rank, in rank order.
+#include <algorithm>
 #include <fstream>
 #include <memory>
 
@@ -14,7 +15,7 @@ namespace {
 
 struct Args {
   std::vector<std::string> traces;
-  std::string gpu = "h200", strategy = "phase", out_prefix;
+  std::string gpu, strategy = "phase", out_prefix;  // gpu empty: each trace's GPU
   double switch_latency_ms = -1;
   bool json = false;
 };
@@ -26,21 +27,29 @@ void execute(const Args& a) {
   if (o.strategy != "phase" && o.strategy != "kernel-global")
     throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", o.strategy));
   std::vector<sim::RankInput> inputs;
-  auto r = run_plan_ranks(a.traces, a.gpu, o, &inputs);
+  std::vector<GpuChoice> gpus;
+  auto r = run_plan_ranks(a.traces, a.gpu.empty() ? std::nullopt : std::optional<std::string>(a.gpu), o, &inputs,
+                          &gpus);
   if (!a.out_prefix.empty()) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       std::string path = fmt::format("{}{}.json", a.out_prefix, i);
       std::ofstream f(path);
-      if (!(f << rank_plan_file_json(inputs[i], r, i).dump(1) << "\n"))
+      if (!(f << rank_plan_file_json(inputs[i], r, i, &gpus.at(i)).dump(1) << "\n"))
         throw Exit(kBadInput, fmt::format("cannot write {}", path));
     }
   }
   if (a.json) {
-    fmt::print("{}\n", plan_ranks_report_json(a.traces, r).dump(2));
+    fmt::print("{}\n", plan_ranks_report_json(a.traces, r, gpus).dump(2));
     return;
   }
   fmt::print("gearshift plan-ranks: {} data-parallel ranks; all figures MODELLED (DVFS model + simulator)\n",
              r.ranks.size());
+  // One GPU line when every rank has the same, else one per rank; then each rank's GPU warning.
+  bool same = std::all_of(gpus.begin(), gpus.end(), [&](const GpuChoice& g) { return g.line() == gpus[0].line(); });
+  for (std::size_t i = 0; i < gpus.size() && !(same && i > 0); ++i)
+    fmt::print("GPU           {}{}\n", same ? "" : fmt::format("rank {}: ", i), gpus[i].line());
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (!gpus[i].warning.empty()) fmt::print("Warning       rank {}: {}\n", i, gpus[i].warning);
   fmt::print("Deadline      {:.4f} s per step, set by rank {} (the straggler); job step {:.4f} s -> {:.4f} s\n",
              r.deadline_s, r.straggler, r.job_step_time_before_s, r.job_step_time_after_s);
   fmt::print("{:<5} {:>10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>8}\n", "rank", "NCCL (s)", "wait-free", "own step",
@@ -62,7 +71,8 @@ void add_plan_ranks_command(CLI::App& app) {
   cmd->add_option("traces", a->traces, "one trace per rank, in rank order (torch.profiler Chrome or gearshift)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--gpu", a->gpu, "GPU spec name (gearshift gpus --spec all)");
+  cmd->add_option("--gpu", a->gpu,
+                  "GPU spec name (gearshift gpus --spec all); default: the GPU each trace names, else h200");
   cmd->add_option("--strategy", a->strategy, "phase (at the switch latency) or kernel-global (ideal switching)");
   cmd->add_option("--switch-latency-ms", a->switch_latency_ms, "phase strategy's L, ms (default: the GPU spec's)");
   cmd->add_option("-o,--output-prefix", a->out_prefix, "write each rank's plan.json to PREFIX<rank>.json");

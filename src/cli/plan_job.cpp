@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "gpu/spec.hpp"
@@ -39,10 +40,68 @@ gpu::GpuSpec spec_or_exit(const std::string& name) {
     throw Exit(kUsage, std::string(e.what()) + "; pass one of those with --gpu");
   }
 }
+
+// The trace's measured average power, W: its meta's average, else its energy per step over its step time.
+std::optional<double> measured_power_w(const trace::Trace& t) {
+  const auto& ms = t.measured;
+  if (ms.average_power_w) return ms.average_power_w;
+  if (ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0) return *ms.energy_per_step_j / *ms.step_time_s;
+  return std::nullopt;
+}
 }  // namespace
 
+std::string GpuChoice::line() const {
+  if (source == "assumed") return fmt::format("{} assumed: the trace names no GPU (pass --gpu to plan for another)", spec);
+  if (source == "trace") return fmt::format("{}, the GPU the trace names ('{}')", spec, trace_gpu);
+  if (trace_gpu.empty()) return fmt::format("{} from --gpu (the trace names no GPU)", spec);
+  return fmt::format("{} from --gpu (the trace names '{}', {})", spec, trace_gpu,
+                     trace_spec.empty() ? std::string("no known spec") : "spec " + trace_spec);
+}
+
+nlohmann::json GpuChoice::to_json() const {
+  auto or_null = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  return {{"spec", spec}, {"source", source}, {"trace_gpu", or_null(trace_gpu)}, {"trace_spec", or_null(trace_spec)}};
+}
+
+GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& t, const std::string& display_name) {
+  GpuChoice c;
+  c.trace_gpu = t.gpu_name;
+  if (!c.trace_gpu.empty()) c.trace_spec = gpu::spec_name_for_device(c.trace_gpu);
+  if (gpu) {
+    c.spec = spec_or_exit(*gpu).name;
+    c.source = "--gpu";
+  } else if (!c.trace_spec.empty()) {
+    c.spec = c.trace_spec;
+    c.source = "trace";
+  } else if (!c.trace_gpu.empty()) {
+    throw Exit(kUsage, fmt::format("{}: the trace ran on '{}', which has no GPU spec (known: {}); pass --gpu with "
+                                   "the spec to plan for",
+                                   display_name, c.trace_gpu, fmt::join(gpu::spec_names(), ", ")));
+  } else {
+    c.spec = "h200";
+    c.source = "assumed";
+  }
+  const gpu::GpuSpec spec = gpu::find_spec(c.spec);
+  if (c.source == "--gpu" && !c.trace_spec.empty() && c.trace_spec != c.spec)
+    c.warning = fmt::format("the trace names its GPU '{}' (spec {}), but --gpu {} plans it as an {}: the figures "
+                            "hold only if --gpu is right",
+                            c.trace_gpu, c.trace_spec, c.spec, spec.full_name);
+  // A GPU cannot average more than its highest power limit: a trace that did is from another GPU (5 % for
+  // sensor noise).
+  if (auto w = measured_power_w(t); w && *w > 1.05 * spec.power_limit_max_w) {
+    const std::string why = c.source == "--gpu"   ? fmt::format("--gpu {}", c.spec)
+                            : c.source == "trace" ? fmt::format("the GPU the trace names, '{}'", c.trace_gpu)
+                                                  : std::string("assumed: the trace names no GPU");
+    throw Exit(kBadInput, fmt::format("{}: wrong GPU: the trace's measured average power {:.0f} W is above the "
+                                      "{:.0f} W maximum power limit of the {} spec ({}), so the trace did not run on "
+                                      "an {}; pass --gpu with the GPU it ran on",
+                                      display_name, *w, spec.power_limit_max_w, c.spec, why, spec.full_name));
+  }
+  return c;
+}
+
 PlanJobResult run_plan_job(const PlanJobOptions& o) {
-  spec_or_exit(o.gpu);  // a bad --gpu is reported before a long import
+  if (o.gpu) spec_or_exit(*o.gpu);  // a bad --gpu is reported before a long import
   trace::Trace t;
   try {
     t = trace::import_trace(o.trace_path);
@@ -55,7 +114,9 @@ PlanJobResult run_plan_job(const PlanJobOptions& o) {
 PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                          std::optional<trace::IterationAnalysis> iterations) {
   PlanJobResult r;
-  const gpu::GpuSpec spec = spec_or_exit(o.gpu);
+  r.gpu = choose_gpu(o.gpu, trace, o.display_name);
+  if (!r.gpu.warning.empty()) r.warnings.push_back(r.gpu.warning);
+  const gpu::GpuSpec spec = gpu::find_spec(r.gpu.spec);
   r.trace = std::move(trace);
   try {
     r.iterations = iterations ? std::move(*iterations) : trace::detect_iterations(r.trace);
@@ -108,6 +169,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   const auto& it = r.iterations;
   fmt::print("gearshift plan: {} on {} ({})\n", o.display_name, spec.full_name, spec.name);
   fmt::print("All time and energy figures are MODELLED (DVFS model + simulator) unless marked measured.\n\n");
+  fmt::print("GPU           {}\n", r.gpu.line());
   fmt::print("Iterations    {} detected by {}; {} kernels ({} ops) per step; period {:.2f} ms; confidence {:.3f}\n",
              it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
              it.confidence);
@@ -148,6 +210,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   j["modelled"] = true;
   j["input"] = o.display_name;
   j["gpu"] = r.model->spec().name;
+  j["gpu_selection"] = r.gpu.to_json();
   j["max_slowdown"] = o.max_slowdown;
   j["iterations"] = {{"count", it.iterations.size()}, {"kernels_per_iteration", it.tmpl.kernels},
                      {"ops_per_iteration", it.tmpl.ops.size()}, {"period_us", it.tmpl.period_ns / 1e3},
@@ -192,6 +255,7 @@ nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) {
   j["format"] = "gearshift-plan";
   j["version"] = 1;
   j["gpu"] = r.model->spec().name;
+  j["gpu_selection"] = r.gpu.to_json();
   j["strategy"] = s.schedule.strategy;
   j["switch_latency_us"] = s.switch_latency_ns / 1e3;
   j["max_slowdown"] = o.max_slowdown;

@@ -18,14 +18,32 @@ namespace gearshift::cli {
 struct PlanJobOptions {
   std::string trace_path;
   std::string display_name;       // how to name the input in output (the path, or "embedded:...")
-  std::string gpu = "h200";
+  std::optional<std::string> gpu; // --gpu: the spec to plan for; absent: the trace's GPU (choose_gpu)
   double max_slowdown = 0.005;    // fraction
   std::string strategy = "phase"; // written to plan.json
   std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
   bool calibrate = true;          // scale activity to the trace's measured average power when present
 };
 
+// Which GPU spec plans a trace, and why: --gpu when given, else the spec of the GPU the trace names
+// (Trace::gpu_name through gpu::spec_name_for_device), else h200 assumed.
+struct GpuChoice {
+  std::string spec;        // the spec planned with, e.g. "h200"
+  std::string source;      // "--gpu", "trace" or "assumed" (the trace names no GPU)
+  std::string trace_gpu;   // the device name the trace gives; "" when it names none
+  std::string trace_spec;  // the spec trace_gpu maps to; "" when none
+  std::string warning;     // set when --gpu names another spec than the trace's GPU maps to
+  std::string line() const;        // the table's "GPU" line, plain words
+  nlohmann::json to_json() const;  // {"spec", "source", "trace_gpu", "trace_spec"} (null when absent)
+};
+
+// Throws Exit(kUsage) for an unknown --gpu, or when no --gpu is given and the trace names a GPU without a spec;
+// Exit(kBadInput) when the trace's measured average power exceeds the chosen spec's maximum power limit (by more
+// than 5 %): the trace did not run on that GPU.
+GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& t, const std::string& display_name);
+
 struct PlanJobResult {
+  GpuChoice gpu;
   trace::Trace trace;
   trace::IterationAnalysis iterations;
   model::Workload workload;

@@ -3,17 +3,49 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "gpu/spec.hpp"
+#include "sim/evaluate.hpp"
 #include "trace/error.hpp"
+#include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
 
-sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::string& gpu,
-                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs) {
+namespace {
+
+// sim::load_rank on a trace already imported (its GPU was read first): steps, workload, calibration to the
+// trace's measured average power.
+sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path) {
+  model::DvfsModel m(gpu::find_spec(spec));
+  auto a = trace::detect_iterations(t);
+  model::Workload w = model::build_workload(t, a, m);
+  const auto& ms = t.measured;
+  std::optional<double> watts = ms.average_power_w;
+  if (!watts && ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0)
+    watts = *ms.energy_per_step_j / *ms.step_time_s;
+  if (watts) sim::calibrate_to_measured_power(w, m, *watts);
+  return sim::RankInput{std::move(w), std::move(m), path, ms.step_time_s.value_or(0), ms.energy_per_step_j.value_or(0)};
+}
+
+}  // namespace
+
+sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
+                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs,
+                                    std::vector<GpuChoice>* gpus) {
+  if (gpu) {  // a bad --gpu is reported before a long import
+    try {
+      gpu::find_spec(*gpu);
+    } catch (const std::invalid_argument& e) {
+      throw Exit(kUsage, std::string(e.what()) + "; pass one of those with --gpu");
+    }
+  }
   std::vector<sim::RankInput> ranks;
+  std::vector<GpuChoice> choices;
   for (const auto& path : traces) {
     try {
-      ranks.push_back(sim::load_rank(path, gpu));
+      trace::Trace t = trace::import_trace(path);
+      choices.push_back(choose_gpu(gpu, t, path));
+      ranks.push_back(rank_input(std::move(t), choices.back().spec, path));
     } catch (const trace::TraceError& e) {
       throw Exit(kBadInput, e.what());
     } catch (const trace::NoIterationError& e) {
@@ -22,6 +54,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
       throw Exit(kUsage, e.what());
     }
   }
+  if (gpus) *gpus = std::move(choices);
   sim::SyncSlackResult r;
   try {
     r = sim::plan_sync_slack(ranks, options);
@@ -32,11 +65,17 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
   return r;
 }
 
-nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r) {
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r,
+                                      const std::vector<GpuChoice>& gpus) {
   using nlohmann::json;
   json ranks = json::array();
+  json warnings = json::array();
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (!gpus[i].warning.empty()) warnings.push_back(fmt::format("rank {}: {}", i, gpus[i].warning));
   for (const auto& p : r.ranks)
     ranks.push_back({{"rank", p.rank},
+                     {"gpu_selection", p.rank >= 0 && p.rank < static_cast<int>(gpus.size())
+                                           ? gpus[p.rank].to_json() : json(nullptr)},
                      {"trace", p.rank < static_cast<int>(traces.size()) ? traces[p.rank] : ""},
                      {"traced_step_time_s", p.traced_step_time_s},
                      {"traced_energy_j", p.traced_energy_j},
@@ -57,10 +96,12 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
           {"job_step_time_after_s", r.job_step_time_after_s},
           {"job_energy_before_j", r.job_energy_before_j},
           {"job_energy_after_j", r.job_energy_after_j},
+          {"warnings", warnings},
           {"ranks", ranks}};
 }
 
-nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank) {
+nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+                                   const GpuChoice* gpu) {
   using nlohmann::json;
   const auto& p = r.ranks.at(rank);
   const auto& w = in.workload;
@@ -75,6 +116,7 @@ nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlac
   return {{"format", "gearshift-plan"},
           {"version", 1},
           {"gpu", in.model.spec().name},
+          {"gpu_selection", gpu ? gpu->to_json() : json(nullptr)},
           {"strategy", "sync-slack " + p.schedule.strategy},
           {"switch_latency_us", r.switch_latency_ns / 1e3},
           {"rank", p.rank},

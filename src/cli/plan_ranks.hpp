@@ -2,23 +2,30 @@
 // as JSON. Shared by the CLI and the Python package (gearshift.plan_ranks), so both print the same object.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/plan_job.hpp"
 #include "sim/sync_slack.hpp"
 
 namespace gearshift::cli {
 
-// The report: deadline, straggler, job step time and energy before/after, and per rank its figures (s, J, %).
-nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r);
+// The report: deadline, straggler, job step time and energy before/after, and per rank its figures (s, J, %);
+// with `gpus` (one per rank, from run_plan_ranks) each rank's "gpu_selection" and the GPU "warnings".
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r,
+                                      const std::vector<GpuChoice>& gpus = {});
 
 // Rank r's plan in the runtime's plan.json format (runtime/clock_plan.hpp), for `gearshift run --plan`.
-nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank);
+nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+                                   const GpuChoice* gpu = nullptr);
 
-// Loads every trace (throws cli::Exit with the documented codes) and plans them.
-sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::string& gpu,
-                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs = nullptr);
+// Loads every trace (throws cli::Exit with the documented codes) and plans them. `gpu`: the --gpu spec; absent:
+// each rank's trace's GPU, as `gearshift plan` (choose_gpu). `gpus`: each rank's GPU choice.
+sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
+                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs = nullptr,
+                                    std::vector<GpuChoice>* gpus = nullptr);
 
 }  // namespace gearshift::cli

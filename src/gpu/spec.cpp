@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -18,6 +19,10 @@ extern const unsigned char spec_a40[];
 extern const std::size_t spec_a40_size;
 extern const unsigned char spec_rtx3080ti[];
 extern const std::size_t spec_rtx3080ti_size;
+extern const unsigned char spec_v100[];
+extern const std::size_t spec_v100_size;
+extern const unsigned char spec_b200[];
+extern const std::size_t spec_b200_size;
 }  // namespace gearshift::embedded
 
 namespace gearshift::gpu {
@@ -32,9 +37,11 @@ struct Embedded {
 const Embedded kEmbedded[] = {
     {"a100", embedded::spec_a100, &embedded::spec_a100_size},
     {"a40", embedded::spec_a40, &embedded::spec_a40_size},
+    {"b200", embedded::spec_b200, &embedded::spec_b200_size},
     {"h100", embedded::spec_h100, &embedded::spec_h100_size},
     {"h200", embedded::spec_h200, &embedded::spec_h200_size},
     {"rtx3080ti", embedded::spec_rtx3080ti, &embedded::spec_rtx3080ti_size},
+    {"v100", embedded::spec_v100, &embedded::spec_v100_size},
 };
 
 std::string normalise(std::string_view name) {
@@ -76,10 +83,16 @@ GpuSpec parse_spec(std::string_view json_text, std::string_view origin) {
     s.name = field("name").get<std::string>();
     s.full_name = field("full_name").get<std::string>();
     const auto& sm = field("sm_clocks_mhz");
-    int lo = sm.at("min").get<int>(), hi = sm.at("max").get<int>(), step = sm.at("step").get<int>();
-    if (lo <= 0 || hi < lo || step <= 0)
-      throw std::invalid_argument(fmt::format("{}: sm_clocks_mhz must satisfy 0 < min <= max, step > 0", origin));
-    for (int f = lo; f <= hi; f += step) s.sm_clocks_mhz.push_back(f);
+    // A fractional step gives the floor of min + k·step: V100's 7.5 gives its 135, 142, 150, 157, ... MHz.
+    const int lo = sm.at("min").get<int>(), hi = sm.at("max").get<int>();
+    const double step = sm.at("step").get<double>();
+    if (lo <= 0 || hi < lo || !(step >= 1))
+      throw std::invalid_argument(fmt::format("{}: sm_clocks_mhz must satisfy 0 < min <= max, step >= 1", origin));
+    for (int k = 0;; ++k) {
+      const int f = static_cast<int>(std::floor(lo + k * step + 1e-9));
+      if (f > hi) break;
+      s.sm_clocks_mhz.push_back(f);
+    }
     s.mem_clocks_mhz = field("mem_clocks_mhz").get<std::vector<int>>();
     if (s.mem_clocks_mhz.empty()) throw std::invalid_argument(fmt::format("{}: mem_clocks_mhz is empty", origin));
     std::sort(s.mem_clocks_mhz.begin(), s.mem_clocks_mhz.end());
@@ -113,6 +126,8 @@ GpuSpec find_spec(std::string_view name) {
       return parse_spec(text, fmt::format("data/gpus/{}.json", e.name));
     }
   }
+  // A device name as NVML or a trace gives it ("Tesla V100-SXM2-32GB", "NVIDIA H100 80GB HBM3").
+  if (std::string by_device = spec_name_for_device(name); !by_device.empty()) return find_spec(by_device);
   std::string known;
   for (const auto& e : kEmbedded) known += (known.empty() ? "" : ", ") + std::string(e.name);
   throw std::invalid_argument(fmt::format("unknown GPU spec '{}' (known: {})", name, known));

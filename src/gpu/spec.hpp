@@ -11,7 +11,7 @@ namespace gearshift::gpu {
 struct GpuSpec {
   std::string name;       // short key, e.g. "h200"
   std::string full_name;  // e.g. "NVIDIA H200 SXM 141GB"
-  std::vector<int> sm_clocks_mhz;   // supported SM clocks, ascending, MHz
+  std::vector<int> sm_clocks_mhz;   // supported SM clocks, ascending, MHz (JSON: min, max, step; step may be fractional)
   std::vector<int> mem_clocks_mhz;  // supported memory clocks, ascending, MHz
   int default_sm_clock_mhz = 0;     // boost clock the GPU runs at when unlocked, MHz
   int default_mem_clock_mhz = 0;    // MHz
@@ -31,10 +31,11 @@ struct GpuSpec {
   int max_mem_clock_mhz() const { return mem_clocks_mhz.back(); }
 };
 
-// Names of the embedded specs, sorted ("a100", "a40", "h100", "h200", "rtx3080ti").
+// Names of the embedded specs, sorted ("a100", "a40", "b200", "h100", "h200", "rtx3080ti", "v100").
 std::vector<std::string> spec_names();
 
-// The embedded spec of that name (case-insensitive; "H200", "h200-sxm" accepted as "h200").
+// The embedded spec of that name (case-insensitive; "H200", "h200-sxm" accepted as "h200"), or of the spec a
+// device name maps to (spec_name_for_device: "Tesla V100-SXM2-32GB" is "v100").
 // Throws std::invalid_argument naming the known specs when the name is unknown.
 GpuSpec find_spec(std::string_view name);
 

@@ -1,6 +1,10 @@
 #include "runtime/clock_plan.hpp"
 
+#include <algorithm>
 #include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gpu/spec.hpp"
 
@@ -62,11 +66,22 @@ ClockPlan plan_from_json(const nlohmann::json& j, const std::string& source) {
     p.positions.push_back(std::move(pp));
   }
   if (p.period_ns <= 0) throw PlanError(source + ": period_us must be > 0");
+  gpu::GpuSpec s;
   try {
-    gpu::GpuSpec s = gpu::find_spec(p.gpu);
-    p.default_clocks = {s.default_sm_clock_mhz, s.max_mem_clock_mhz()};
+    s = gpu::find_spec(p.gpu);
   } catch (const std::exception& e) {
     throw PlanError(source + ": unknown GPU '" + p.gpu + "': " + e.what());
+  }
+  p.default_clocks = {s.default_sm_clock_mhz, s.max_mem_clock_mhz()};
+  // The clocks must be the plan's GPU's: a plan made for another GPU, or corrupted, is refused, not clamped.
+  for (std::size_t i = 0; i < p.positions.size(); ++i) {
+    const auto& c = p.positions[i].clocks;
+    if (c.sm_mhz < s.min_sm_clock_mhz() || c.sm_mhz > s.max_sm_clock_mhz() ||
+        std::find(s.mem_clocks_mhz.begin(), s.mem_clocks_mhz.end(), c.mem_mhz) == s.mem_clocks_mhz.end())
+      throw PlanError(fmt::format("{}: positions[{}]: SM {} MHz, memory {} MHz is not a clock pair of its GPU '{}' "
+                                  "(SM {}-{} MHz, memory {} MHz)",
+                                  source, i, c.sm_mhz, c.mem_mhz, p.gpu, s.min_sm_clock_mhz(), s.max_sm_clock_mhz(),
+                                  fmt::join(s.mem_clocks_mhz, "/")));
   }
   return p;
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -103,7 +104,7 @@ TEST(Cli, BadInputGivesOneLineAndADocumentedExitCode) {
   EXPECT_EQ(once.code, 4) << once.out;
   std::filesystem::remove(bad);
 
-  EXPECT_EQ(run("demo --gpu b200").code, 2);
+  EXPECT_EQ(run("demo --gpu b300").code, 2);
   Result slow = run("demo --max-slowdown fast");
   EXPECT_EQ(slow.code, 2);
   EXPECT_NE(slow.out.find("0.5%"), std::string::npos) << slow.out;
@@ -117,6 +118,212 @@ TEST(Cli, GpusPrintsTheSpec) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("345-1980 MHz, 110 values"), std::string::npos) << r.out;
   EXPECT_EQ(run("gpus --spec nope").code, 2);
+}
+
+// A small Chrome trace of 4 training steps (30 kernels each, one fused-Adam update per step); `device`: its
+// deviceProperties name ("" for none), `avg_w`: its meta's measured average power (< 0 for none).
+std::string small_trace(const std::string& name, const std::string& device, double avg_w) {
+  nlohmann::json ev = nlohmann::json::array();
+  double ts = 1000;
+  for (int step = 0; step < 4; ++step) {
+    for (int k = 0; k < 30; ++k) {
+      std::string kernel = k == 29 ? "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdam>(int)"
+                                   : (k % 3 == 0 ? "gemm_kernel_" : "elementwise_kernel_") + std::to_string(k);
+      const double dur = 20 + (k * 7) % 50;
+      ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"pid", 0}, {"tid", 7}, {"ts", ts}, {"dur", dur},
+                    {"args", {{"device", 0}, {"stream", 7}, {"correlation", ev.size() + 1}}}});
+      ts += dur + 5;
+    }
+    ts += 200;
+  }
+  nlohmann::json j = {{"traceEvents", ev}};
+  if (!device.empty()) j["deviceProperties"] = {{{"id", 0}, {"name", device}}};
+  if (avg_w >= 0) j["meta"] = {{"avg_W", avg_w}};
+  std::string path = tmp(name);
+  std::ofstream(path) << j.dump();
+  return path;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Issue 13 part 3: the trace's GPU. Without --gpu the spec of the GPU the trace names plans it.
+TEST(CliTraceGpu, WithoutGpuTheTracesGpuIsPlanned) {
+  std::string t = small_trace("a100.json", "NVIDIA A100-SXM4-80GB", 350);
+  Result r = run("plan " + t + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpu"], "a100");
+  EXPECT_EQ(j["gpu_selection"]["spec"], "a100");
+  EXPECT_EQ(j["gpu_selection"]["source"], "trace");
+  EXPECT_EQ(j["gpu_selection"]["trace_gpu"], "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(j["gpu_selection"]["trace_spec"], "a100");
+  for (const auto& w : j["warnings"]) EXPECT_EQ(w.get<std::string>().find("GPU"), std::string::npos) << w;
+  Result table = run("plan " + t);
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("on NVIDIA A100 SXM4 80GB (a100)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("GPU           a100, the GPU the trace names ('NVIDIA A100-SXM4-80GB')"), std::string::npos)
+      << table.out;
+  std::filesystem::remove(t);
+}
+
+// --gpu wins, with one warning line (table and JSON "warnings") when the trace names another GPU.
+TEST(CliTraceGpu, GpuOtherThanTheTracesWarnsOnce) {
+  std::string t = small_trace("a100w.json", "NVIDIA A100-SXM4-80GB", 350);
+  std::string plan = tmp("a100w_plan.json");
+  Result r = run("plan " + t + " --gpu h200 -o " + plan);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("on NVIDIA H200 SXM 141GB (h200)"), std::string::npos) << r.out;
+  EXPECT_EQ(count(r.out, "Warning"), 1u) << r.out;
+  EXPECT_NE(r.out.find("Warning       the trace names its GPU 'NVIDIA A100-SXM4-80GB' (spec a100), but --gpu h200"),
+            std::string::npos)
+      << r.out;
+  std::ifstream in(plan);
+  auto p = nlohmann::json::parse(in);
+  EXPECT_EQ(p["gpu"], "h200");
+  EXPECT_EQ(p["gpu_selection"]["source"], "--gpu");
+  EXPECT_EQ(p["gpu_selection"]["trace_spec"], "a100");
+  Result j = run("plan " + t + " --gpu h200 --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto jj = nlohmann::json::parse(j.out);
+  ASSERT_EQ(jj["warnings"].size(), 1u) << j.out;
+  EXPECT_NE(jj["warnings"][0].get<std::string>().find("NVIDIA A100-SXM4-80GB"), std::string::npos);
+  // The same spec as the trace's: no warning.
+  Result same = run("plan " + t + " --gpu a100");
+  ASSERT_EQ(same.code, 0) << same.out;
+  EXPECT_EQ(count(same.out, "Warning"), 0u) << same.out;
+  EXPECT_NE(same.out.find("GPU           a100 from --gpu (the trace names 'NVIDIA A100-SXM4-80GB', spec a100)"),
+            std::string::npos)
+      << same.out;
+  std::filesystem::remove(t);
+  std::filesystem::remove(plan);
+}
+
+// A trace naming a GPU gearshift has no spec for: exit 2 naming it and the known specs, unless --gpu is given.
+TEST(CliTraceGpu, TraceGpuWithoutSpecNeedsGpu) {
+  std::string t = small_trace("2080.json", "NVIDIA GeForce RTX 2080 Ti", -1);
+  Result r = run("plan " + t);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(count(r.out, "\n"), 1u) << r.out;
+  EXPECT_NE(r.out.find("'NVIDIA GeForce RTX 2080 Ti', which has no GPU spec"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("known: a100, a40, b200, h100, h200, rtx3080ti, v100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass --gpu"), std::string::npos) << r.out;
+  Result given = run("plan " + t + " --gpu rtx3080ti --json");
+  ASSERT_EQ(given.code, 0) << given.out;
+  auto j = nlohmann::json::parse(given.out);
+  EXPECT_EQ(j["gpu_selection"]["trace_gpu"], "NVIDIA GeForce RTX 2080 Ti");
+  EXPECT_TRUE(j["gpu_selection"]["trace_spec"].is_null());
+  EXPECT_TRUE(j["warnings"].empty()) << given.out;
+  std::filesystem::remove(t);
+}
+
+// No GPU name in the trace: h200 assumed, said in the table's GPU line (not a warning) and in the JSON.
+TEST(CliTraceGpu, NoTraceGpuAssumesH200) {
+  std::string t = small_trace("nogpu.json", "", -1);
+  Result r = run("plan " + t);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\nGPU           h200 assumed: the trace names no GPU"), std::string::npos) << r.out;
+  EXPECT_EQ(count(r.out, "Warning"), 0u) << r.out;
+  Result j = run("plan " + t + " --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto jj = nlohmann::json::parse(j.out);
+  EXPECT_EQ(jj["gpu"], "h200");
+  EXPECT_EQ(jj["gpu_selection"]["source"], "assumed");
+  EXPECT_TRUE(jj["gpu_selection"]["trace_gpu"].is_null());
+  // The demo trace names no GPU either.
+  Result demo = run("demo");
+  ASSERT_EQ(demo.code, 0) << demo.out;
+  EXPECT_NE(demo.out.find("GPU           h200 assumed"), std::string::npos) << demo.out;
+  std::filesystem::remove(t);
+}
+
+// A spec whose highest power limit is below the trace's measured average power is the wrong GPU: exit 3.
+TEST(CliTraceGpu, MeasuredPowerAboveTheSpecsLimitIsTheWrongGpu) {
+  std::string t = small_trace("hot.json", "", 650);
+  Result a40 = run("plan " + t + " --gpu a40");
+  EXPECT_EQ(a40.code, 3) << a40.out;
+  EXPECT_NE(a40.out.find("measured average power 650 W is above the 300 W maximum power limit of the a40 spec"),
+            std::string::npos)
+      << a40.out;
+  EXPECT_EQ(run("plan " + t).code, 0);  // h200: 700 W
+  std::string hotter = small_trace("hotter.json", "", 900);
+  Result assumed = run("plan " + hotter);
+  EXPECT_EQ(assumed.code, 3) << assumed.out;
+  EXPECT_NE(assumed.out.find("(assumed: the trace names no GPU)"), std::string::npos) << assumed.out;
+  EXPECT_EQ(run("plan " + hotter + " --gpu b200").code, 0);
+  std::filesystem::remove(t);
+  std::filesystem::remove(hotter);
+}
+
+// The gearshift trace format names its GPU in the header.
+TEST(CliTraceGpu, GearshiftFormatHeaderGpu) {
+  std::string path = tmp("b200.jsonl");
+  {
+    std::ofstream f(path);
+    f << R"({"format":"gearshift-trace","version":1,"source":"test","gpu":"NVIDIA B200","meta":{}})" << "\n";
+    std::vector<std::string> names;
+    long long t = 1000000;
+    int records = 0;
+    for (int step = 0; step < 4; ++step)
+      for (int k = 0; k < 30; ++k) {
+        std::string name = k == 29 ? "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdam>(int)"
+                                   : "kernel_" + std::to_string(k);
+        if (step == 0) {
+          f << nlohmann::json::array({"n", k, name}).dump() << "\n";
+          ++records;
+        }
+        const long long d = (20 + (k * 7) % 50) * 1000;
+        f << nlohmann::json::array({"k", k, t, d, 0, 7, records, {1, 1, 1}, {1, 1, 1}, 0, 0, 0, 0, 0, -1}).dump() << "\n";
+        ++records;
+        t += d + 5000 + (k == 29 ? 200000 : 0);
+      }
+    f << nlohmann::json::array({"end", {{"complete", true}, {"records", records}, {"dropped_records", 0}}}).dump() << "\n";
+  }
+  Result r = run("plan " + path + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpu"], "b200");
+  EXPECT_EQ(j["gpu_selection"]["trace_gpu"], "NVIDIA B200");
+  std::filesystem::remove(path);
+}
+
+// A plan's clocks must be its GPU's: an H200 plan relabelled "v100" (bad_inputs r07) is refused by replay.
+TEST(CliTraceGpu, ReplayRefusesClocksNotOfThePlansGpu) {
+  std::string plan = tmp("v100_plan.json"), t = small_trace("replay.json", "", -1);
+  ASSERT_EQ(run("demo -o " + plan).code, 0);
+  nlohmann::json j;
+  std::ifstream(plan) >> j;
+  j["gpu"] = "v100";
+  std::ofstream(plan) << j.dump();
+  Result r = run("replay " + t + " --plan " + plan);
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("is not a clock pair of its GPU 'v100' (SM 135-1530 MHz, memory 877 MHz)"), std::string::npos)
+      << r.out;
+  std::filesystem::remove(plan);
+  std::filesystem::remove(t);
+}
+
+// ../shared/data/bad_inputs/i29: the gpt2 H200 trace with deviceProperties naming a Tesla V100.
+TEST(CliTraceGpu, SharedI29DevicePropertiesV100) {
+  const std::string f = std::string(GEARSHIFT_SHARED_DIR) + "/data/bad_inputs/i29_gpt2_deviceProperties_V100.json.gz";
+  if (!std::filesystem::exists(f)) GTEST_SKIP() << "../shared absent";
+  Result h200 = run("plan " + f + " --gpu h200");
+  ASSERT_EQ(h200.code, 0) << h200.out;
+  EXPECT_EQ(count(h200.out, "Tesla V100-SXM2-32GB' (spec v100), but --gpu h200"), 1u) << h200.out;
+  // Without --gpu the V100 spec is chosen, and refused: the trace measured 609 W, above the V100's 300 W.
+  Result v100 = run("plan " + f);
+  EXPECT_EQ(v100.code, 3) << v100.out;
+  EXPECT_EQ(count(v100.out, "\n"), 1u) << v100.out;
+  EXPECT_NE(v100.out.find("609 W is above the 300 W maximum power limit of the v100 spec (the GPU the trace names, "
+                          "'Tesla V100-SXM2-32GB')"),
+            std::string::npos)
+      << v100.out;
+  const std::string r07 = std::string(GEARSHIFT_SHARED_DIR) + "/data/bad_inputs/r07_plan_gpu_v100.json";
+  Result replay = run("replay " + f + " --plan " + r07);
+  EXPECT_EQ(replay.code, 3) << replay.out;
 }
 
 }  // namespace

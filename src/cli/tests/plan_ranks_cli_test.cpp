@@ -54,6 +54,40 @@ TEST(PlanRanksCli, DdpRanksJsonAndPlanFiles) {
   }
 }
 
+// Issue 13 part 3: each rank's trace's GPU, as `gearshift plan`.
+TEST(PlanRanksCli, EachRankPlansItsTracesGpu) {
+  if (!std::filesystem::exists(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz")) GTEST_SKIP() << "no ../shared";
+  const std::string ranks = kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz " + kDir + "ddp2_gpt2m_rank1_h200_trace.json.gz";
+  Result table = run("plan-ranks " + ranks);  // the traces name no GPU: h200 assumed, one line for both
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("\nGPU           h200 assumed: the trace names no GPU"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("rank 1: h200"), std::string::npos) << table.out;
+  Result j = run("plan-ranks " + ranks + " --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto jj = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(jj["warnings"].empty());
+  for (const auto& r : jj["ranks"]) EXPECT_EQ(r["gpu_selection"]["source"], "assumed") << r;
+  // rank 0 measured 61.3 J in 0.0964 s (636 W): not an A40 (300 W).
+  Result a40 = run("plan-ranks " + ranks + " --gpu a40");
+  EXPECT_EQ(a40.code, 3) << a40.out;
+}
+
+TEST(PlanRanksCli, RankTraceNamingAnotherGpuWarns) {
+  const std::string i29 = std::string(GEARSHIFT_SHARED_DIR) + "/data/bad_inputs/i29_gpt2_deviceProperties_V100.json.gz";
+  const std::string gpt2 = kDir + "gpt2_h200_trace.json.gz";
+  if (!std::filesystem::exists(i29) || !std::filesystem::exists(gpt2)) GTEST_SKIP() << "no ../shared";
+  Result r = run("plan-ranks " + i29 + " " + gpt2 + " --gpu h200 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["warnings"].size(), 1u) << r.out;
+  EXPECT_NE(j["warnings"][0].get<std::string>().find("rank 0: the trace names its GPU 'Tesla V100-SXM2-32GB'"),
+            std::string::npos);
+  EXPECT_EQ(j["ranks"][0]["gpu_selection"]["trace_spec"], "v100");
+  EXPECT_EQ(j["ranks"][1]["gpu_selection"]["source"], "--gpu");
+  // Without --gpu rank 0 is planned as its V100, whose 300 W limit its measured 609 W exceeds: exit 3.
+  EXPECT_EQ(run("plan-ranks " + i29 + " " + gpt2).code, 3);
+}
+
 TEST(PlanRanksCli, BadInputExitCodes) {
   auto junk = std::filesystem::temp_directory_path() / ("gs_plan_ranks_junk_" + std::to_string(getpid()) + ".json");
   std::ofstream(junk) << "{ not a trace";

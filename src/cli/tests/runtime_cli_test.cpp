@@ -564,7 +564,7 @@ TEST(RunAuto, UsageErrorsBeforeTheJobStarts) {
       {{"--auto"}, "--auto needs --max-slowdown"},
       {{"--auto", "--max-slowdown", "1%", "--plan", s.plan.string()}, "--plan and --auto exclude each other"},
       {{"--auto", "--max-slowdown", "1%", "--warmup-steps", "1"}, "--warmup-steps"},
-      {{"--auto", "--max-slowdown", "1%", "--gpu-spec", "b200"}, "unknown GPU spec 'b200'"},
+      {{"--auto", "--max-slowdown", "1%", "--gpu-spec", "b300"}, "unknown GPU spec 'b300'"},
       {{"--auto", "--max-slowdown", "1%", "--plan-output", "/nonexistent/dir/p.json"}, "/nonexistent/dir does not exist"},
       {{"--plan", s.plan.string(), "--max-slowdown", "1%"}, "--max-slowdown is for --auto"},
       {{"--plan", s.plan.string(), "--switch-latency-ms", "-2"}, "--switch-latency-ms"},
