@@ -29,6 +29,8 @@ struct PlanArgs {
   double switch_latency_ms = -1;
   bool json = false;
   bool no_calibrate = false;
+  int device = -1;
+  bool trust_period = false;
 };
 
 void add_common(CLI::App* cmd, PlanArgs& a) {
@@ -43,6 +45,11 @@ void add_common(CLI::App* cmd, PlanArgs& a) {
                   "Switch latency L of the phase plan written to --output (default: the GPU spec's estimate)");
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the table");
   cmd->add_flag("--no-calibrate", a.no_calibrate, "Do not scale the model to the trace's measured power");
+  cmd->add_option("--device", a.device, "CUDA device of the trace to plan (default: the one with most kernels)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--trust-period", a.trust_period,
+                "Accept a kernel-stream period without step markers or an optimizer update as the training step "
+                "(docs/step-detection.md)");
 }
 
 void execute(const PlanArgs& a, const std::string& path, const std::string& display) {
@@ -54,6 +61,8 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   o.strategy = a.strategy;
   if (a.switch_latency_ms >= 0) o.switch_latency_ms = a.switch_latency_ms;
   o.calibrate = !a.no_calibrate;
+  o.steps.device = a.device;
+  o.steps.trust_period = a.trust_period;
   PlanJobResult r = run_plan_job(o);
   if (a.json) fmt::print("{}\n", report_json(o, r).dump(2));
   else print_report(o, r);

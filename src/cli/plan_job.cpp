@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "gpu/spec.hpp"
+#include "sim/measurement.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -119,21 +120,31 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   const gpu::GpuSpec spec = gpu::find_spec(r.gpu.spec);
   r.trace = std::move(trace);
   try {
-    r.iterations = iterations ? std::move(*iterations) : trace::detect_iterations(r.trace);
+    r.iterations = iterations ? std::move(*iterations) : trace::detect_iterations(r.trace, o.steps);
   } catch (const trace::NoIterationError& e) {
-    throw Exit(kNoIteration, fmt::format("{}: {}", o.display_name, e.what()));
+    // What the timing rules dropped or flagged often explains the refusal (half the events at ts 0).
+    std::string notes;
+    for (const auto& w : r.trace.health.warnings) notes += (notes.empty() ? " (before detection: " : "; ") + w;
+    throw Exit(kNoIteration, fmt::format("{}: {}{}", o.display_name, e.what(), notes.empty() ? "" : notes + ")"));
   }
   for (const auto& w : r.trace.health.warnings) r.warnings.push_back(w);
   for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
   r.model.emplace(spec);
   r.workload = model::build_workload(r.trace, r.iterations, *r.model);
-  const auto& ms = r.trace.measured;
-  std::optional<double> measured_w = ms.average_power_w;
-  if (!measured_w && ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0)
-    measured_w = *ms.energy_per_step_j / *ms.step_time_s;
-  if (o.calibrate && measured_w) {
-    sim::calibrate_to_measured_power(r.workload, *r.model, *measured_w);
-    r.calibrated_to_w = measured_w;
+  std::string no_power;
+  const std::optional<sim::MeasuredPower> measured = sim::measured_power(r.trace, r.iterations, &no_power);
+  if (measured && measured->average_power_w > 1.05 * spec.power_limit_max_w)
+    throw Exit(kBadInput, fmt::format("{}: wrong GPU: {} give {:.0f} W on average, above the {:.0f} W maximum power "
+                                      "limit of the {} spec; pass the --gpu the trace ran on",
+                                      o.display_name, measured->source, measured->average_power_w,
+                                      spec.power_limit_max_w, spec.name));
+  if (o.calibrate && measured) {
+    sim::calibrate_to_measured_power(r.workload, *r.model, measured->average_power_w);
+    r.calibrated_to_w = measured->average_power_w;
+    r.calibration_source = measured->source;
+    r.model_warnings = sim::calibration_bound_warnings(*r.model);
+  } else if (!no_power.empty()) {
+    r.calibration_source = "uncalibrated: " + no_power;
   }
   sim::EvaluateOptions eo;
   eo.max_slowdown = o.max_slowdown;
@@ -141,6 +152,10 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
     eo.switch_latencies_ns.push_back(chosen_l_ns);
   r.evaluation = sim::evaluate(r.workload, *r.model, eo);
+  for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_s, r.evaluation.baseline.energy_j,
+                                            r.trace, r.iterations))
+    r.model_warnings.push_back(std::move(w));
+  for (const auto& w : r.model_warnings) r.warnings.push_back(w);
   for (const auto& s : r.evaluation.strategies) {
     if (s.schedule.strategy != o.strategy) continue;
     if (o.strategy == "phase" && s.switch_latency_ns != chosen_l_ns) continue;
@@ -186,12 +201,14 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                ms.energy_per_step_j ? fmt::format("{:.2f} J", *ms.energy_per_step_j) : std::string("? J"));
   if (r.calibrated_to_w)
     fmt::print("Model         class priors; memory/uncore power {:.0f} W at max memory clock, activity scale {:.3f}:\n"
-               "              calibrated to the measured {:.0f} W; dense GEMMs capped at {} MHz (observed sag)\n",
+               "              calibrated to the measured {:.0f} W, from {}; dense GEMMs capped at {} MHz\n",
                r.model->params().memory_w_at_max, r.model->params().activity_scale, *r.calibrated_to_w,
+               r.calibration_source,
                r.model->capped_sm_clock({r.model->spec().default_sm_clock_mhz, r.model->spec().default_mem_clock_mhz},
                                         model::class_prior(model::KernelClass::gemm)));
   else
-    fmt::print("Model         class priors; activity scale 1 (no measured power in the trace: uncalibrated)\n");
+    fmt::print("Model         class priors; activity scale 1 ({})\n",
+               r.calibration_source.empty() ? "no measured power in the trace: uncalibrated" : r.calibration_source);
   fmt::print("Budget        step time <= baseline + {:.2f} %\n\n", o.max_slowdown * 100);
   fmt::print("{:<14} {:>9} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "strategy", "switch L", "time (s)", "energy (J)",
              "saving", "slowdown", "changes/step");
@@ -228,7 +245,9 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
     j["measured"] = m;
   }
   j["model"] = {{"activity_scale", r.model->params().activity_scale},
-                {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)}};
+                {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)},
+                {"calibration_source", r.calibration_source}, {"low_confidence", !r.model_warnings.empty()},
+                {"warnings", r.model_warnings}};
   json arr = json::array();
   for (const auto& s : r.evaluation.strategies) {
     json e = {{"name", s.schedule.strategy},
@@ -259,7 +278,7 @@ nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) {
   j["strategy"] = s.schedule.strategy;
   j["switch_latency_us"] = s.switch_latency_ns / 1e3;
   j["max_slowdown"] = o.max_slowdown;
-  j["predicted"] = {{"modelled", true},          {"time_s", s.sim.step_time_s}, {"energy_j", s.sim.energy_j},
+  j["predicted"] = {{"modelled", true}, {"low_confidence", !r.model_warnings.empty()},          {"time_s", s.sim.step_time_s}, {"energy_j", s.sim.energy_j},
                     {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct},
                     {"baseline_time_s", r.evaluation.baseline.step_time_s},
                     {"baseline_energy_j", r.evaluation.baseline.energy_j},

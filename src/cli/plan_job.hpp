@@ -19,6 +19,7 @@ struct PlanJobOptions {
   std::string trace_path;
   std::string display_name;       // how to name the input in output (the path, or "embedded:...")
   std::optional<std::string> gpu; // --gpu: the spec to plan for; absent: the trace's GPU (choose_gpu)
+  trace::IterationOptions steps;  // --device, --trust-period (docs/step-detection.md)
   double max_slowdown = 0.005;    // fraction
   std::string strategy = "phase"; // written to plan.json
   std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
@@ -49,6 +50,10 @@ struct PlanJobResult {
   model::Workload workload;
   std::optional<model::DvfsModel> model;
   std::optional<double> calibrated_to_w;  // measured average power the model was calibrated to, W
+  std::string calibration_source;         // where that power comes from, or why uncalibrated (plain words)
+  // Where the model's calibration or baseline disagrees with a measurement (sim/measurement.hpp): each also
+  // in `warnings`; any of them marks the predicted figures low-confidence (JSON and plan.json).
+  std::vector<std::string> model_warnings;
   sim::Evaluation evaluation;
   const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
   // Everything a user must read before trusting the figures (trace health, step evidence, GPU identity), plain

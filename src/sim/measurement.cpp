@@ -1,0 +1,94 @@
+#include "sim/measurement.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "model/kernel_class.hpp"
+
+namespace gearshift::sim {
+
+std::optional<MeasuredPower> measured_power(const trace::Trace& t, const trace::IterationAnalysis& steps,
+                                            std::string* why_not) {
+  const auto& ms = t.measured;
+  if (ms.average_power_w && *ms.average_power_w > 0)
+    return MeasuredPower{*ms.average_power_w, "the trace's meta (NVML energy counter, untraced run)", 0};
+  if (ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0)
+    return MeasuredPower{*ms.energy_per_step_j / *ms.step_time_s,
+                         "the trace's meta J/step over s/step (NVML energy counter, untraced run)", 0};
+  if (t.samples.empty() || steps.iterations.empty()) return std::nullopt;
+  const std::int64_t from = steps.iterations.front().start_ns, to = steps.iterations.back().end_ns;
+  // Time-weighted mean: each sample holds until the next one (the reading is NVML's latest average).
+  double weighted = 0, span = 0;
+  std::size_t used = 0;
+  const trace::DeviceSample* prev = nullptr;
+  for (const auto& s : t.samples) {
+    if (s.device != steps.device || s.power_mw < 0) continue;
+    if (prev != nullptr && prev->time_ns >= from && s.time_ns <= to) {
+      const double dt = static_cast<double>(s.time_ns - prev->time_ns);
+      weighted += dt * prev->power_mw / 1000.0;
+      span += dt;
+      ++used;
+    }
+    prev = &s;
+  }
+  if (used < kMinPowerSamples || span <= 0) {
+    if (why_not != nullptr)
+      *why_not = fmt::format("{} power sample(s) inside the steps, fewer than the {} that calibrate", used,
+                             kMinPowerSamples);
+    return std::nullopt;
+  }
+  return MeasuredPower{weighted / span,
+                       fmt::format("the trace's {} power samples inside the steps (NVML board power while traced)", used),
+                       used};
+}
+
+std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m) {
+  std::vector<std::string> w;
+  const auto& p = m.params();
+  const auto& spec = m.spec();
+  // The search limits of calibrate_to_measured_power (sim/evaluate.cpp).
+  if (p.memory_w_at_max <= 0.01 * spec.max_board_power_w)
+    w.push_back(fmt::format("calibration ended at its bound: memory/uncore power {:.0f} W (the model draws too much "
+                            "even with none: wrong GPU, or a step that is not the job's?)",
+                            p.memory_w_at_max));
+  if (p.memory_w_at_max >= 0.99 * spec.max_board_power_w)
+    w.push_back(fmt::format("calibration ended at its bound: memory/uncore power {:.0f} W, the whole board power",
+                            p.memory_w_at_max));
+  if (p.activity_scale <= 0.0505 || p.activity_scale >= 4.99)
+    w.push_back(fmt::format("calibration ended at its bound: activity scale {:.3f} (search 0.05 to 5): the measured "
+                            "power cannot be reached with this GPU's figures",
+                            p.activity_scale));
+  const int capped = m.capped_sm_clock({spec.default_sm_clock_mhz, spec.default_mem_clock_mhz},
+                                       model::class_prior(model::KernelClass::gemm));
+  if (2 * capped < spec.default_sm_clock_mhz)
+    w.push_back(fmt::format("calibration caps dense GEMMs at {} MHz, below half the default {} MHz SM clock: "
+                            "implausible for a GPU at its power limit",
+                            capped, spec.default_sm_clock_mhz));
+  return w;
+}
+
+std::vector<std::string> disagreement_warnings(double modelled_step_s, double modelled_energy_j,
+                                               const trace::Trace& t, const trace::IterationAnalysis& steps) {
+  std::vector<std::string> w;
+  auto off = [](double a, double b) { return std::fabs(a - b) > kMaxModelDisagreement * b; };
+  const auto& ms = t.measured;
+  if (ms.step_time_s && *ms.step_time_s > 0 && off(modelled_step_s, *ms.step_time_s))
+    w.push_back(fmt::format("modelled baseline step {:.4f} s differs from the measured {:.4f} s (trace meta, untraced "
+                            "run) by {:+.1f} %: predicted figures are low-confidence",
+                            modelled_step_s, *ms.step_time_s, 100 * (modelled_step_s / *ms.step_time_s - 1)));
+  else if (!ms.step_time_s && steps.tmpl.period_ns > 0 && off(modelled_step_s, steps.tmpl.period_ns * 1e-9))
+    w.push_back(fmt::format("modelled baseline step {:.4f} s differs from the trace's measured step period {:.4f} s "
+                            "by {:+.1f} %: predicted figures are low-confidence",
+                            modelled_step_s, steps.tmpl.period_ns * 1e-9,
+                            100 * (modelled_step_s / (steps.tmpl.period_ns * 1e-9) - 1)));
+  if (ms.energy_per_step_j && *ms.energy_per_step_j > 0 && off(modelled_energy_j, *ms.energy_per_step_j))
+    w.push_back(fmt::format("modelled baseline energy {:.2f} J/step differs from the measured {:.2f} J/step by "
+                            "{:+.1f} %: predicted figures are low-confidence",
+                            modelled_energy_j, *ms.energy_per_step_j,
+                            100 * (modelled_energy_j / *ms.energy_per_step_j - 1)));
+  return w;
+}
+
+}  // namespace gearshift::sim

@@ -1,0 +1,46 @@
+// What the input measured, and where the model disagrees with it (docs/model-validation.md, "Calibration").
+//
+// A trace carries measurements in two places: its producer's `meta` (measured s/step and J/step of an
+// untraced run, NVML total-energy counter) and, in gearshift's own format, board-power samples taken every
+// ~10 ms while it traced (nvmlDeviceGetPowerUsage). The calibration target is the meta's figure when given,
+// else the time-weighted mean of the power samples that fall inside the detected steps.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/dvfs_model.hpp"
+#include "trace/iteration.hpp"
+#include "trace/record.hpp"
+
+namespace gearshift::sim {
+
+// Power samples inside the steps fewer than this do not calibrate: NVML's power reading is an average over
+// ~100 ms on Hopper (DESIGN.md), so a few samples say little about a step.
+inline constexpr std::size_t kMinPowerSamples = 10;
+// A modelled baseline step time or energy farther than this from the measured one is a warning.
+inline constexpr double kMaxModelDisagreement = 0.05;
+
+struct MeasuredPower {
+  double average_power_w = 0;  // W
+  std::string source;          // plain words: where the figure comes from
+  std::size_t samples = 0;     // power samples used (0: from meta)
+};
+
+// The measured average power of the trace's steps, or nullopt when the trace measured none (or too few
+// samples: `why_not` says so when given).
+std::optional<MeasuredPower> measured_power(const trace::Trace& trace, const trace::IterationAnalysis& steps,
+                                            std::string* why_not = nullptr);
+
+// Warnings about a calibration that ended at a bound of its search (a sign of the wrong GPU, a wrong step or
+// a trace whose power says little): the memory/uncore power at 0 W or at the board power, the activity scale at
+// its limits, dense GEMMs capped below half the default SM clock. Empty when none.
+std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m);
+
+// Warnings where the modelled baseline differs from a measurement by more than kMaxModelDisagreement: the
+// meta's s/step and J/step when given, else the trace's own step period (measured while tracing).
+std::vector<std::string> disagreement_warnings(double modelled_step_s, double modelled_energy_j,
+                                               const trace::Trace& trace, const trace::IterationAnalysis& steps);
+
+}  // namespace gearshift::sim

@@ -1,0 +1,99 @@
+#include "sim/measurement.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "sim/evaluate.hpp"
+#include "trace/gearshift_format.hpp"
+
+namespace gearshift::sim {
+namespace {
+
+// The shipped GPT-2 trace as gearshift's own format would hold it: no meta figures, board-power samples every
+// 10 ms at `watts` across the whole trace (what `gearshift trace` records).
+trace::Trace gpt2_with_power_samples(int watts) {
+  trace::Trace t = trace::import_trace(std::string(GEARSHIFT_SHARED_DIR) + "/data/traces/gpt2_h200_trace.json.gz");
+  t.measured = {};
+  t.meta_json = "{}";
+  const std::int64_t from = t.ops.front().start_ns, to = t.ops.back().end_ns();
+  for (std::int64_t at = from; at <= to + 10'000'000; at += 10'000'000)
+    t.samples.push_back(trace::DeviceSample{0, at, 1980, 3201, watts * 1000});
+  return t;
+}
+
+TEST(Measurement, OwnFormatTraceIsCalibratedFromItsPowerSamples) {
+  if (!std::filesystem::exists(GEARSHIFT_SHARED_DIR "/data/traces")) GTEST_SKIP() << "../shared absent";
+  // Through a file: the writer keeps the samples and the reader gives them back.
+  const std::string path = (std::filesystem::temp_directory_path() / "gearshift_measurement_test.jsonl.gz").string();
+  trace::write_gearshift_trace(gpt2_with_power_samples(450), path);
+  trace::Trace t = trace::import_trace(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(t.samples.empty());
+  auto steps = trace::detect_iterations(t);
+  std::string why;
+  auto p = measured_power(t, steps, &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_NEAR(p->average_power_w, 450, 1e-9);
+  EXPECT_GE(p->samples, 20u);  // 3 steps of 85 ms
+  EXPECT_NE(p->source.find("power samples"), std::string::npos);
+  // Calibrated to it, the modelled baseline draws the samples' power: J/step = 450 W x the step.
+  model::DvfsModel m(gpu::find_spec("h200"));
+  model::Workload w = model::build_workload(t, steps, m);
+  calibrate_to_measured_power(w, m, p->average_power_w);
+  Evaluation ev = evaluate(w, m, EvaluateOptions{});
+  EXPECT_NEAR(ev.baseline.average_power_w, 450, 4.5);
+  EXPECT_NEAR(ev.baseline.energy_j, 450 * ev.baseline.step_time_s, 0.01 * 450 * ev.baseline.step_time_s);
+  EXPECT_TRUE(calibration_bound_warnings(m).empty());
+}
+
+TEST(Measurement, TooFewSamplesDoNotCalibrateAndSaySo) {
+  if (!std::filesystem::exists(GEARSHIFT_SHARED_DIR "/data/traces")) GTEST_SKIP() << "../shared absent";
+  trace::Trace t = gpt2_with_power_samples(450);
+  t.samples.resize(5);
+  auto steps = trace::detect_iterations(t);
+  std::string why;
+  EXPECT_FALSE(measured_power(t, steps, &why));
+  EXPECT_NE(why.find("fewer than the 10"), std::string::npos) << why;
+}
+
+TEST(Measurement, MetaFiguresComeBeforeSamples) {
+  trace::Trace t;
+  t.measured.energy_per_step_j = 50;
+  t.measured.step_time_s = 0.1;
+  trace::IterationAnalysis steps;
+  auto p = measured_power(t, steps);
+  ASSERT_TRUE(p);
+  EXPECT_DOUBLE_EQ(p->average_power_w, 500);
+  EXPECT_EQ(p->samples, 0u);
+}
+
+TEST(Measurement, CalibrationAtItsBoundIsFlagged) {
+  if (!std::filesystem::exists(GEARSHIFT_SHARED_DIR "/data/traces")) GTEST_SKIP() << "../shared absent";
+  trace::Trace t = gpt2_with_power_samples(450);
+  auto steps = trace::detect_iterations(t);
+  model::DvfsModel m(gpu::find_spec("h200"));
+  model::Workload w = model::build_workload(t, steps, m);
+  calibrate_to_measured_power(w, m, 100);  // barely above idle for a busy step: the search ends at a bound
+  auto warnings = calibration_bound_warnings(m);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].find("at its bound"), std::string::npos) << warnings[0];
+}
+
+TEST(Measurement, ModelledBaselineFarFromTheMeasuredStepIsFlagged) {
+  trace::Trace t;
+  t.measured.step_time_s = 0.0964;
+  t.measured.energy_per_step_j = 61.27;
+  trace::IterationAnalysis steps;
+  auto w = disagreement_warnings(0.1168, 73.91, t, steps);  // the DDP rank-0 trace's modelled figures
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("+21.2 %"), std::string::npos) << w[0];
+  EXPECT_TRUE(disagreement_warnings(0.0855, 52.23, trace::Trace{}, steps).empty());  // nothing measured
+  steps.tmpl.period_ns = 85.45e6;  // the trace's own period (gearshift format, no meta)
+  EXPECT_TRUE(disagreement_warnings(0.0855, 52.23, trace::Trace{}, steps).empty());
+  EXPECT_EQ(disagreement_warnings(0.098, 52.23, trace::Trace{}, steps).size(), 1u);
+}
+
+}  // namespace
+}  // namespace gearshift::sim
