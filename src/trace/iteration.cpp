@@ -91,7 +91,8 @@ int mode(const std::map<std::int32_t, int>& m) {
 constexpr double kLongerRepeatMatch = 0.9;  // a longer repetition this exact makes the period a part of it
 constexpr double kSpanOutlier = 10.0;       // a step spanning 10x more or less than its siblings' median is left out
 constexpr double kWeakPeriodFactor = 0.6;   // confidence factor: the period alone (below kMinStepConfidence)
-constexpr double kMinCoverage = 0.8;        // regular steps covering less of the trace: look for a longer repetition
+constexpr double kMinCoverage = 0.8;
+constexpr std::size_t kOptimizerGap = 6;    // other ops allowed between the kernels of one optimizer update        // regular steps covering less of the trace: look for a longer repetition
 
 class Detector {
  public:
@@ -99,7 +100,7 @@ class Detector {
 
   IterationAnalysis run() {
     select_device_and_stream();
-    find_optimizer_blocks();
+    opt_blocks_ = optimizer_blocks(kOptimizerGap);
     Cut cut = select_markers().empty() ? cut_by_period() : cut_by_markers();
     IterationAnalysis a = build(cut);
     if (cut.method == "kernel-stream period" && covered(a) < kMinCoverage) refuse_part_of_longer_repetition(cut.p, cut.score);
@@ -329,7 +330,7 @@ class Detector {
       if (a.iterations[k].regular) first_regular = std::min(first_regular, k), last_regular = k;
     std::size_t counted = 0;
     for (std::size_t k = first_regular; k < segs.size(); ++k) {
-      const bool partial_tail = k > last_regular && (segs[k].e - segs[k].b) * 5 < p * 4;
+      const bool partial_tail = k > last_regular && segs[k].e - segs[k].b < p;  // the trace ended mid-step
       counted += a.iterations[k].excluded.empty() && !partial_tail;
     }
     // Alignment, not the raw period match: one inserted op shifts every later step by one and halves the raw
@@ -366,11 +367,12 @@ class Detector {
 
   // Optimizer updates per regular step: the same non-zero count in every regular step is consistent.
   bool updates_consistent(IterationAnalysis& a) const {
+    const auto blocks = optimizer_blocks(std::min<std::size_t>(kOptimizerGap, a.period_ops / 4));
     std::set<std::size_t> counts;
     for (const auto& it : a.iterations) {
       if (!it.regular) continue;
       std::size_t c = 0;
-      for (const auto& [b, e] : opt_blocks_) {
+      for (const auto& [b, e] : blocks) {
         const std::int64_t t = op(b).start_ns;
         c += t >= it.start_ns && t < it.end_ns;
       }
@@ -481,22 +483,20 @@ class Detector {
     return n.size() > 50 ? n.substr(0, 47) + "..." : n;
   }
 
-  // Optimizer updates on the main stream: maximal runs of optimizer kernels, allowing a few other ops between
-  // them (the scalar and norm kernels of clipping and AMP unscaling). [first, one past last] main indices.
-  void find_optimizer_blocks() {
-    constexpr std::size_t kMaxGap = 6;
+  // Optimizer updates on the main stream: maximal runs of optimizer kernels, allowing up to `max_gap` other ops
+  // between them (the scalar and norm kernels of clipping and AMP unscaling). [first, one past last] main
+  // indices. Steps of a few ops would merge every update into one, so counting per step uses a gap of at
+  // most a quarter of the step.
+  std::vector<std::pair<std::size_t, std::size_t>> optimizer_blocks(std::size_t max_gap) const {
+    std::vector<std::pair<std::size_t, std::size_t>> blocks;
     std::size_t last = 0;
-    bool open = false;
     for (std::size_t i = 0; i < seq_.size(); ++i) {
       if (!is_optimizer(trace_.names[seq_[i]])) continue;
-      if (open && i - last <= kMaxGap) {
-        opt_blocks_.back().second = i + 1;
-      } else {
-        opt_blocks_.push_back({i, i + 1});
-        open = true;
-      }
+      if (!blocks.empty() && i - last <= max_gap + 1) blocks.back().second = i + 1;
+      else blocks.push_back({i, i + 1});
       last = i;
     }
+    return blocks;
   }
 
   struct Seg {
