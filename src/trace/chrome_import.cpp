@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <istream>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -18,6 +21,7 @@ namespace gearshift::trace {
 namespace {
 
 using json = nlohmann::json;
+using namespace std::string_view_literals;  // key_ == "ts"sv: a length check, then memcmp, all inline
 
 constexpr std::int64_t kMaxDurationNs = 3600LL * 1000 * 1000 * 1000;  // 1 h: no single GPU op runs longer
 
@@ -66,6 +70,42 @@ std::optional<std::int64_t> micros_to_ns(const Number& n) {
   return static_cast<std::int64_t>(std::llround(v));
 }
 
+// A number written as a JSON string ("ts": "5154861704176.982", Ascend/pytorch#133): read exactly as the same
+// text would be read as a number. nullopt when the text is not a JSON number (no spaces, no leading '+').
+std::optional<Number> number_from_text(const std::string& s) {
+  auto digit = [&](std::size_t i) { return i < s.size() && s[i] >= '0' && s[i] <= '9'; };
+  std::size_t i = 0;
+  if (i < s.size() && s[i] == '-') ++i;
+  if (!digit(i)) return std::nullopt;
+  if (s[i] == '0') ++i;
+  else
+    while (digit(i)) ++i;
+  bool integer = true;
+  if (i < s.size() && s[i] == '.') {
+    integer = false;
+    if (!digit(++i)) return std::nullopt;
+    while (digit(i)) ++i;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    integer = false;
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digit(i)) return std::nullopt;
+    while (digit(i)) ++i;
+  }
+  if (i != s.size()) return std::nullopt;
+  Number n;
+  n.present = true;
+  n.text = s;
+  n.value = std::strtod(s.c_str(), nullptr);
+  if (integer) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n.integer);
+    n.is_integer = ec == std::errc() && end == s.data() + s.size();
+    n.overflow = !n.is_integer;
+  }
+  return n;
+}
+
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -77,13 +117,17 @@ struct PendingEvent {
   std::string ph, cat, name;
   Number ts, dur, pid, tid, stream, device, correlation, registers, shared_memory, bytes;
   std::string tid_text;
+  bool string_number = false;  // ts or dur was a numeric string
+  const char* bad_key = nullptr;  // "ts" or "dur" when it was a string that is not a number
+  std::string bad_text;
   std::array<std::int32_t, 3> grid{0, 0, 0}, block{0, 0, 0};
   void clear() { *this = PendingEvent{}; }
 };
 
 class Handler : public json::json_sax_t {
  public:
-  Handler(std::string file, GzStreamBuf& buf, Trace& out) : file_(std::move(file)), buf_(buf), out_(out) {}
+  Handler(std::string file, GzStreamBuf& gz, Utf8RepairStreamBuf& text, Trace& out)
+      : file_(std::move(file)), gz_(gz), text_(text), out_(out) {}
 
   bool null() override { return scalar(Number{}, nullptr); }
   bool boolean(bool) override { return scalar(Number{}, nullptr); }
@@ -110,19 +154,20 @@ class Handler : public json::json_sax_t {
   bool binary(binary_t&) override { return scalar(Number{}, nullptr); }
 
   bool start_object(std::size_t) override {
+    started_ = true;
     Frame parent = stack_.empty() ? Frame::root : stack_.back();
     Frame f = Frame::skip;
     switch (parent) {
       case Frame::root: f = Frame::top_object; break;
       case Frame::top_object:
-        f = key_ == "meta" ? Frame::meta : Frame::skip;
+        f = key_ == "meta"sv ? Frame::meta : Frame::skip;
         break;
       case Frame::events:
         f = Frame::event;
         ev_.clear();
         ++event_index_;
         break;
-      case Frame::event: f = key_ == "args" ? Frame::args : Frame::skip; break;
+      case Frame::event: f = key_ == "args"sv ? Frame::args : Frame::skip; break;
       case Frame::device_props: f = Frame::device_prop; break;
       default: f = Frame::skip;
     }
@@ -138,18 +183,19 @@ class Handler : public json::json_sax_t {
     return true;
   }
   bool start_array(std::size_t) override {
+    started_ = true;
     Frame parent = stack_.empty() ? Frame::root : stack_.back();
     Frame f = Frame::skip;
     if (parent == Frame::root) {
       f = Frame::events;  // 2020 format: a bare array of events
       out_.format = "chrome-trace (bare array)";
-    } else if (parent == Frame::top_object && key_ == "traceEvents") {
+    } else if (parent == Frame::top_object && key_ == "traceEvents"sv) {
       f = Frame::events;
-    } else if (parent == Frame::top_object && key_ == "deviceProperties") {
+    } else if (parent == Frame::top_object && key_ == "deviceProperties"sv) {
       f = Frame::device_props;
-    } else if (parent == Frame::args && (key_ == "grid" || key_ == "block")) {
+    } else if (parent == Frame::args && (key_ == "grid"sv || key_ == "block"sv)) {
       f = Frame::dims;
-      dim_target_ = key_ == "grid" ? &ev_.grid : &ev_.block;
+      dim_target_ = key_ == "grid"sv ? &ev_.grid : &ev_.block;
       dim_index_ = 0;
     }
     stack_.push_back(f);
@@ -164,40 +210,91 @@ class Handler : public json::json_sax_t {
     key_ = k;
     return true;
   }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    if (!buf_.error().empty())
-      throw TraceError(file_, fmt::format("byte {}: truncated or corrupt gzip data ({})", position, buf_.error()));
+  // `position` counts the repaired text's bytes read, the failing one included (1-based); reported as the
+  // 1-based position in the decompressed file.
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& e) override {
+    std::uint64_t byte = source_byte(position);
+    if (!gz_.error().empty())
+      throw TraceError(file_, fmt::format("byte {}: truncated or corrupt gzip data ({})", byte, gz_.error()));
+    if (position > text_.position()) {  // the parser read past the last byte
+      if (!started_) throw TraceError(file_, fmt::format("byte {}: no JSON value in the file (only white space)", byte));
+      throw TraceError(file_, fmt::format("byte {}: file ends in the middle of the JSON (truncated?)", byte));
+    }
+    if (auto literal = non_json_literal(last_token)) {
+      std::string where = in_event() ? fmt::format("event {}: ", event_index_ - 1) : "";
+      std::string what = key_.empty() ? "a value" : key_;
+      throw TraceError(file_, fmt::format("byte {}: {}{} is {} (not valid JSON; Python's json.dumps writes it for a "
+                                          "float {})",
+                                          byte, where, what, *literal, *literal == "NaN" ? "nan" : "inf"));
+    }
+    // nlohmann's message names line and column of the repaired text; keep its reason, name our position.
     std::string what = e.what();
-    if (position > 0 && buf_.position() + 1 >= position && what.find("end of input") != std::string::npos)
-      throw TraceError(file_, fmt::format("byte {}: file ends in the middle of the JSON (truncated?)", position));
-    throw TraceError(file_, fmt::format("byte {}: not valid JSON: {}", position, what));
+    std::size_t line = 0;
+    static const std::string kAt = "parse error at line ";
+    if (auto at = what.find(kAt); at != std::string::npos) {
+      line = std::strtoul(what.c_str() + at + kAt.size(), nullptr, 10);
+      if (auto colon = what.find(": ", at); colon != std::string::npos) what = what.substr(colon + 2);
+    }
+    throw TraceError(file_, fmt::format("byte {}{}: not valid JSON: {}", byte,
+                                        line > 1 ? fmt::format(" (line {})", line) : "", what));
   }
 
   std::size_t events_seen() const { return event_index_; }
+  std::size_t string_number_events() const { return string_number_events_; }
+
+  // 1-based byte of the decompressed file for the parser's 1-based position in the repaired text.
+  std::uint64_t source_byte(std::uint64_t position) const {
+    return position == 0 ? 0 : text_.source_position(position - 1) + 1;
+  }
 
  private:
+  bool in_event() const {
+    return std::find(stack_.begin(), stack_.end(), Frame::event) != stack_.end();
+  }
+
+  // NaN, Infinity or -Infinity where the parser stopped (it reads "N", "I" or "-I" of them); nullopt otherwise.
+  std::optional<std::string> non_json_literal(const std::string& last_token) {
+    if (last_token.empty()) return std::nullopt;
+    char c = last_token.back();
+    bool minus = last_token.size() >= 2 && last_token[last_token.size() - 2] == '-';
+    const char* rest = c == 'N' ? "aN" : c == 'I' ? "nfinity" : nullptr;
+    if (rest == nullptr) return std::nullopt;
+    for (const char* r = rest; *r != 0; ++r)  // the parser has stopped: reading on costs nothing
+      if (text_.sbumpc() != *r) return std::nullopt;
+    return c == 'N' ? std::string("NaN") : minus ? std::string("-Infinity") : std::string("Infinity");
+  }
+
   bool scalar(const Number& n, const std::string* s) {
     if (stack_.empty()) return true;
     switch (stack_.back()) {
       case Frame::event:
         if (s != nullptr) {
-          if (key_ == "ph") ev_.ph = *s;
-          else if (key_ == "cat") ev_.cat = *s;
-          else if (key_ == "name") ev_.name = *s;
-          else if (key_ == "tid") ev_.tid_text = *s;
-        } else if (key_ == "ts") ev_.ts = n;
-        else if (key_ == "dur") ev_.dur = n;
-        else if (key_ == "tid") ev_.tid = n;
-        else if (key_ == "pid") ev_.pid = n;
+          if (key_ == "ph"sv) ev_.ph = *s;
+          else if (key_ == "cat"sv) ev_.cat = *s;
+          else if (key_ == "name"sv) ev_.name = *s;
+          else if (key_ == "tid"sv) ev_.tid_text = *s;
+          else if (key_ == "ts"sv || key_ == "dur"sv) {
+            if (auto num = number_from_text(*s)) {
+              (key_ == "ts"sv ? ev_.ts : ev_.dur) = *num;
+              ev_.string_number = true;
+            } else {
+              ev_.bad_key = key_ == "ts"sv ? "ts" : "dur";
+              ev_.bad_text = *s;
+            }
+          }
+        } else if (key_ == "ts"sv) ev_.ts = n;
+        else if (key_ == "dur"sv) ev_.dur = n;
+        else if (key_ == "tid"sv) ev_.tid = n;
+        else if (key_ == "pid"sv) ev_.pid = n;
         break;
       case Frame::args:
         if (s != nullptr) break;
-        if (key_ == "stream") ev_.stream = n;
-        else if (key_ == "device") ev_.device = n;
-        else if (key_ == "correlation") ev_.correlation = n;
-        else if (key_ == "registers per thread") ev_.registers = n;
-        else if (key_ == "shared memory") ev_.shared_memory = n;
-        else if (key_ == "bytes") ev_.bytes = n;
+        if (key_ == "stream"sv) ev_.stream = n;
+        else if (key_ == "device"sv) ev_.device = n;
+        else if (key_ == "correlation"sv) ev_.correlation = n;
+        else if (key_ == "registers per thread"sv) ev_.registers = n;
+        else if (key_ == "shared memory"sv) ev_.shared_memory = n;
+        else if (key_ == "bytes"sv) ev_.bytes = n;
         break;
       case Frame::dims:
         if (dim_index_ < 3 && n.present && n.is_integer) (*dim_target_)[dim_index_] = static_cast<std::int32_t>(n.integer);
@@ -205,7 +302,7 @@ class Handler : public json::json_sax_t {
         break;
       case Frame::meta: meta_scalar(n, s); break;
       case Frame::device_prop:
-        if (s != nullptr && key_ == "name" && out_.gpu_name.empty()) out_.gpu_name = *s;
+        if (s != nullptr && key_ == "name"sv && out_.gpu_name.empty()) out_.gpu_name = *s;
         break;
       default: break;
     }
@@ -217,13 +314,13 @@ class Handler : public json::json_sax_t {
     else if (n.present) meta_[key_] = n.is_integer ? json(n.integer) : json(n.value);
     else meta_[key_] = nullptr;
     if (!n.present) return;
-    if (key_ == "s_per_iter" || key_ == "s_per_step") out_.measured.step_time_s = n.value;
-    if (key_ == "J_per_iter" || key_ == "J_per_step") out_.measured.energy_per_step_j = n.value;
-    if (key_ == "avg_W") out_.measured.average_power_w = n.value;
+    if (key_ == "s_per_iter"sv || key_ == "s_per_step"sv) out_.measured.step_time_s = n.value;
+    if (key_ == "J_per_iter"sv || key_ == "J_per_step"sv) out_.measured.energy_per_step_j = n.value;
+    if (key_ == "avg_W"sv) out_.measured.average_power_w = n.value;
   }
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw TraceError(file_, fmt::format("event {} (near byte {}): {}", event_index_ - 1, buf_.position(), what));
+    throw TraceError(file_, fmt::format("event {} (near byte {}): {}", event_index_ - 1, text_.source_position(), what));
   }
 
   static std::int32_t as_i32(const Number& n, std::int32_t fallback) {
@@ -233,12 +330,12 @@ class Handler : public json::json_sax_t {
   void finish_event() {
     const std::string cat = lower(ev_.cat);
     std::optional<OpKind> kind;
-    if (cat == "kernel") kind = OpKind::kernel;
-    else if (cat == "gpu_memcpy" || cat == "memcpy") kind = OpKind::memcpy;
-    else if (cat == "gpu_memset" || cat == "memset") kind = OpKind::memset;
-    bool marker = (cat == "user_annotation" || cat == "gpu_user_annotation" || cat == "operator" || cat == "cpu_op") &&
+    if (cat == "kernel"sv) kind = OpKind::kernel;
+    else if (cat == "gpu_memcpy"sv || cat == "memcpy"sv) kind = OpKind::memcpy;
+    else if (cat == "gpu_memset"sv || cat == "memset"sv) kind = OpKind::memset;
+    bool marker = (cat == "user_annotation"sv || cat == "gpu_user_annotation"sv || cat == "operator"sv || cat == "cpu_op"sv) &&
                   (ev_.name.rfind("ProfilerStep#", 0) == 0 || ev_.name.rfind("gearshift.step", 0) == 0);
-    bool runtime = cat == "cuda_runtime" || cat == "runtime" || cat == "cuda_driver";
+    bool runtime = cat == "cuda_runtime"sv || cat == "runtime"sv || cat == "cuda_driver"sv;
     if (runtime) {
       // Launch calls: their CPU time places each kernel in the CPU-side step that launched it.
       auto ts = micros_to_ns(ev_.ts);
@@ -246,8 +343,11 @@ class Handler : public json::json_sax_t {
       return;
     }
     if (!kind && !marker) return;
-    if (ev_.ph != "X" && !ev_.ph.empty()) return;  // only complete events carry a duration
+    if (ev_.ph != "X"sv && !ev_.ph.empty()) return;  // only complete events carry a duration
     if (ev_.name.empty()) fail(fmt::format("{} event without a name", ev_.cat));
+    if (ev_.bad_key != nullptr)
+      fail(fmt::format("{} '{}': {} is a string that is not a number: \"{}\"", ev_.cat, short_name(), ev_.bad_key,
+                       ev_.bad_text.size() > 40 ? ev_.bad_text.substr(0, 37) + "..." : ev_.bad_text));
     if (!ev_.ts.present) fail(fmt::format("{} '{}' without ts", ev_.cat, short_name()));
     if (!ev_.dur.present) fail(fmt::format("{} '{}' without dur", ev_.cat, short_name()));
     auto ts = micros_to_ns(ev_.ts);
@@ -257,8 +357,9 @@ class Handler : public json::json_sax_t {
     if (*dur < 0) fail(fmt::format("{} '{}' has a negative duration {} µs", ev_.cat, short_name(), ev_.dur.value));
     if (*dur > kMaxDurationNs)
       fail(fmt::format("{} '{}' has an absurd duration {} µs (> 1 h)", ev_.cat, short_name(), ev_.dur.value));
+    if (ev_.string_number) ++string_number_events_;
     if (marker) {
-      out_.markers.push_back(Marker{ev_.name, *ts, *dur, cat == "gpu_user_annotation"});
+      out_.markers.push_back(Marker{ev_.name, *ts, *dur, cat == "gpu_user_annotation"sv});
       return;
     }
     OpRecord r;
@@ -311,8 +412,11 @@ class Handler : public json::json_sax_t {
 
  private:
   std::string file_;
-  GzStreamBuf& buf_;
+  GzStreamBuf& gz_;
+  Utf8RepairStreamBuf& text_;
   Trace& out_;
+  bool started_ = false;  // the parser has seen the document's first value
+  std::size_t string_number_events_ = 0;
   std::vector<Frame> stack_;
   std::string key_;
   PendingEvent ev_;
@@ -330,21 +434,48 @@ Trace import_chrome_trace(const std::string& path, const ChromeImportOptions& op
   out.source = path;
   out.format = "chrome-trace";
   std::unique_ptr<GzStreamBuf> buf = open_trace_file(path);
-  std::istream in(buf.get());
-  Handler handler(path, *buf, out);
+  Utf8RepairStreamBuf text(*buf);  // ill-formed UTF-8 becomes U+FFFD: nlohmann-json would reject it
+  auto gzip_error = [&] {
+    if (!buf->error().empty())
+      throw TraceError(path, fmt::format("byte {}: truncated or corrupt gzip data ({})", text.source_position() + 1,
+                                         buf->error()));
+  };
+  if (text.sgetc() == std::char_traits<char>::eof()) {
+    gzip_error();
+    throw TraceError(path, buf->compressed() ? "empty file (gzip of nothing)" : "empty file");
+  }
+  std::istream in(&text);
+  Handler handler(path, *buf, text, out);
   bool ok = false;
   try {
-    ok = json::sax_parse(in, &handler);
+    // Not strict: the parser stops after the document's last byte, and the rest is checked below, so that
+    // data after the document is not reported as a truncated file.
+    ok = json::sax_parse(in, &handler, json::input_format_t::json, /*strict=*/false);
   } catch (const TraceError&) {
     throw;
   } catch (const std::exception& e) {
-    throw TraceError(path, fmt::format("byte {}: {}", buf->position(), e.what()));
+    throw TraceError(path, fmt::format("byte {}: {}", text.source_position(), e.what()));
   }
   if (!ok) throw TraceError(path, "not a Chrome trace JSON file");
-  if (!buf->error().empty())
-    throw TraceError(path, fmt::format("byte {}: truncated or corrupt gzip data ({})", buf->position(), buf->error()));
+  gzip_error();
+  std::uint64_t document_end = text.source_position();
+  for (auto c = text.sbumpc(); c != std::char_traits<char>::eof(); c = text.sbumpc()) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    throw TraceError(path, fmt::format("data after the end of the JSON document at byte {} (the document ends at "
+                                       "byte {})",
+                                       text.source_position(text.position() - 1) + 1, document_end));
+  }
+  gzip_error();
   out.meta_json = handler.meta_.dump();
   handler.resolve_launches();
+  if (text.replaced_bytes() > 0)
+    out.health.warnings.push_back(fmt::format("{} invalid UTF-8 bytes in names or other strings replaced by U+FFFD "
+                                              "(first at byte {})",
+                                              text.replaced_bytes(), text.first_replaced_at() + 1));
+  if (handler.string_number_events() > 0)
+    out.health.warnings.push_back(fmt::format("{} GPU ops and step markers give ts or dur as a string "
+                                              "(read as the number it spells)",
+                                              handler.string_number_events()));
   if (options.require_kernels && out.kernel_count() == 0)
     throw TraceError(path, fmt::format("no kernel events among {} events (is this a torch.profiler trace with "
                                        "CUDA activity enabled?)",

@@ -148,6 +148,183 @@ TEST(ChromeImport, BadInputGetsOneLineNamingFileAndPosition) {
   EXPECT_NE(error_of(no_kernels.path()).find("no kernel events among 1 events"), std::string::npos);
 }
 
+std::string body_with(const std::string& events) { return R"({"traceEvents":[)" + events + "]}"; }
+
+TEST(ChromeImport, InvalidUtf8InANameIsReplacedAndCounted) {
+  // kineto#80: bytes e9 ff fe inside a kernel name; nlohmann-json alone rejects the file.
+  TempFile f(".json.gz");
+  std::string bad = kernel_event("1", "2");
+  bad.replace(bad.find("\"k1\""), 4, "\"nvjet\xE9\xFF\xFE" "90\"");
+  f.write_gz(body_with(bad + "," + kernel_event("5", "2")));
+  Trace t = import_chrome_trace(f.path());
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.name_of(t.ops[0]), "nvjet\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "90");
+  EXPECT_EQ(t.name_of(t.ops[1]), "k1");
+  std::size_t at = body_with(bad).find('\xE9') + 1;
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_EQ(t.health.warnings[0],
+            "3 invalid UTF-8 bytes in names or other strings replaced by U+FFFD (first at byte " + std::to_string(at) + ")");
+}
+
+TEST(ChromeImport, PositionsAfterAReplacementCountTheFileBytes) {
+  // Two replaced bytes, then a raw control character: the error names its byte in the file, not in the
+  // (longer) repaired text.
+  TempFile f(".json");
+  std::string text = body_with("{\"name\":\"a\xE9\xE9\",\"cat\":\"cpu_op\"},{\"name\":\"x\x01\"}");
+  f.write(text);
+  std::string e = error_of(f.path());
+  EXPECT_NE(e.find("byte " + std::to_string(text.find('\x01') + 1) + ": not valid JSON"), std::string::npos) << e;
+  EXPECT_NE(e.find("control character U+0001"), std::string::npos) << e;
+  EXPECT_EQ(e.find("column"), std::string::npos) << e;  // nlohmann's column counts the repaired text
+
+  // Multi-line files also get the line; the position is the last byte of the token that broke the syntax.
+  TempFile pretty(".json");
+  std::string lines = "{\n  \"traceEvents\": [\n    {\"name\": \"k\xE9\"},\n    {\"ph\": \"X\" \"cat\": 1}\n  ]\n}\n";
+  pretty.write(lines);
+  e = error_of(pretty.path());
+  EXPECT_NE(e.find("byte " + std::to_string(lines.find("\"cat\"") + 5) + " (line 4): not valid JSON"), std::string::npos) << e;
+}
+
+TEST(ChromeImport, DataAfterTheDocumentIsNotCalledTruncation) {
+  TempFile f(".json.gz");
+  std::string doc = body_with(kernel_event("1", "2"));
+  f.write_gz(doc + "\n{\"traceEvents\": [");
+  EXPECT_EQ(error_of(f.path()), f.path() + ": data after the end of the JSON document at byte " +
+                                    std::to_string(doc.size() + 2) + " (the document ends at byte " +
+                                    std::to_string(doc.size()) + ")");
+  TempFile ws(".json");  // white space after the document is fine
+  ws.write(doc + " \r\n\t\n");
+  EXPECT_EQ(import_chrome_trace(ws.path()).ops.size(), 1u);
+}
+
+TEST(ChromeImport, AnEmptyFileSaysSo) {
+  TempFile empty(".json");
+  empty.write("");
+  EXPECT_EQ(error_of(empty.path()), empty.path() + ": empty file");
+  TempFile empty_gz(".json.gz");
+  empty_gz.write_gz("");
+  EXPECT_EQ(error_of(empty_gz.path()), empty_gz.path() + ": empty file (gzip of nothing)");
+  TempFile blank(".json");
+  blank.write(" \n\n");
+  EXPECT_EQ(error_of(blank.path()), blank.path() + ": byte 4: no JSON value in the file (only white space)");
+}
+
+TEST(ChromeImport, NumericStringTimesReadExactlyLikeNumbers) {
+  // Ascend/pytorch#133: "ts": "5154861704176.982".
+  TempFile f(".json");
+  std::string ev = kernel_event(R"("5154861704176.982")", R"("20.16")") + "," + kernel_event(R"("100")", "1.5");
+  f.write(body_with(ev));
+  Trace t = import_chrome_trace(f.path());
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].start_ns, 100000);
+  EXPECT_EQ(t.ops[0].duration_ns, 1500);
+  EXPECT_EQ(t.ops[1].start_ns, 5154861704176982);
+  EXPECT_EQ(t.ops[1].duration_ns, 20160);
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_EQ(t.health.warnings[0], "2 GPU ops and step markers give ts or dur as a string (read as the number it spells)");
+
+  for (const char* bad : {R"("5154861704176.982 µs")", R"("")", R"("1e")", R"(" 12")", R"("+12")", R"("0x10")"}) {
+    TempFile g(".json");
+    g.write(body_with(kernel_event(bad, "1")));
+    std::string e = error_of(g.path());
+    EXPECT_NE(e.find("event 0 (near byte"), std::string::npos) << e;
+    EXPECT_NE(e.find("ts is a string that is not a number"), std::string::npos) << e;
+  }
+}
+
+TEST(ChromeImport, NanAndInfinityAreNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"NaN", "dur is NaN (not valid JSON"}, {"Infinity", "dur is Infinity"}, {"-Infinity", "dur is -Infinity"}};
+  for (auto [literal, words] : cases) {
+    TempFile f(".json");
+    std::string text = body_with(kernel_event("1", "2") + "," + kernel_event("5", literal));
+    f.write(text);
+    std::string e = error_of(f.path());
+    EXPECT_NE(e.find(words), std::string::npos) << e;
+    EXPECT_NE(e.find("event 1"), std::string::npos) << e;
+    // The parser stops at the N or I (after the minus sign).
+    std::size_t at = text.rfind(literal) + 1 + (literal[0] == '-' ? 1 : 0);
+    EXPECT_NE(e.find("byte " + std::to_string(at) + ": event 1: "), std::string::npos) << e;
+  }
+  TempFile other(".json");  // any other bad literal keeps nlohmann's reason
+  other.write(body_with(kernel_event("1", "Nope")));
+  EXPECT_NE(error_of(other.path()).find("not valid JSON: syntax error"), std::string::npos);
+}
+
+TEST(ChromeImport, ZeroTimeEventsAreKeptForTheSanitizer) {
+  // kineto#109 / pytorch#188481: ts 0 and dur 0. import_chrome_trace keeps them; sanitize_trace drops them.
+  TempFile f(".json");
+  f.write(body_with(kernel_event("0", "0") + "," + kernel_event("0.000", "0.000") + "," + kernel_event("7", "1")));
+  Trace t = import_chrome_trace(f.path());
+  ASSERT_EQ(t.ops.size(), 3u);
+  EXPECT_EQ(t.ops[0].start_ns, 0);
+  EXPECT_EQ(t.ops[0].duration_ns, 0);
+  EXPECT_EQ(t.ops[1].start_ns, 0);
+  EXPECT_EQ(t.ops[1].duration_ns, 0);
+  EXPECT_TRUE(t.health.warnings.empty());
+}
+
+// Bad inputs in ../shared/data/bad_inputs (README.md there gives the expected result of each).
+std::string bad_input(const std::string& name) { return test::shared_path("data/bad_inputs/" + name); }
+
+std::string shared_error(const std::string& name) { return error_of(bad_input(name)); }
+
+TEST(ChromeImportBadInputs, NonUtf8KernelNameIsPlannedAsBase) {
+  if (!test::have_shared()) GTEST_SKIP() << "../shared/data absent in this checkout";
+  Trace base = import_chrome_trace(test::shared_path("data/traces/gpt2_h200_trace.json.gz"));
+  Trace t = import_chrome_trace(bad_input("i02_gpt2_nonutf8_kernel_name.json.gz"));
+  ASSERT_EQ(t.ops.size(), base.ops.size());
+  EXPECT_EQ(t.kernel_count(), 3u * 805u);
+  std::size_t renamed = 0;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    EXPECT_EQ(t.ops[i].start_ns, base.ops[i].start_ns);
+    if (t.name_of(t.ops[i]) != base.name_of(base.ops[i])) {
+      ++renamed;
+      EXPECT_NE(t.name_of(t.ops[i]).find("\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(renamed, 1u);
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_EQ(t.health.warnings[0], "3 invalid UTF-8 bytes in names or other strings replaced by U+FFFD (first at byte 4872)");
+}
+
+TEST(ChromeImportBadInputs, TsAsStringsGiveTheSameNanoseconds) {
+  if (!test::have_shared()) GTEST_SKIP() << "../shared/data absent in this checkout";
+  Trace base = import_chrome_trace(test::shared_path("data/traces/gpt2_h200_trace.json.gz"));
+  Trace t = import_chrome_trace(bad_input("i30_gpt2_ts_as_strings.json.gz"));
+  ASSERT_EQ(t.ops.size(), base.ops.size());
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    ASSERT_EQ(t.ops[i].start_ns, base.ops[i].start_ns) << i;
+    ASSERT_EQ(t.ops[i].duration_ns, base.ops[i].duration_ns) << i;
+  }
+  EXPECT_EQ(t.markers.size(), base.markers.size());
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_NE(t.health.warnings[0].find("give ts or dur as a string"), std::string::npos);
+}
+
+TEST(ChromeImportBadInputs, EachRefusalSaysWhatAndWhere) {
+  if (!test::have_shared()) GTEST_SKIP() << "../shared/data absent in this checkout";
+  const std::pair<const char*, const char*> cases[] = {
+      {"i03_gpt2_raw_control_chars_in_name.json.gz",
+       "byte 4872: not valid JSON: syntax error while parsing value - invalid string: control character U+0001"},
+      {"i15b_gpt2_lone_surrogate_escape.json.gz",
+       "byte 4873: not valid JSON: syntax error while parsing value - invalid string: surrogate U+D800..U+DBFF"},
+      {"i18_gpt2_trailing_garbage.json.gz",
+       "data after the end of the JSON document at byte 1739483 (the document ends at byte 1739481)"},
+      {"i09_empty.json", "i09_empty.json: empty file"},
+      {"i11_empty.json.gz", "i11_empty.json.gz: empty file"},
+      {"i11b_gzip_of_nothing.json.gz", "i11b_gzip_of_nothing.json.gz: empty file (gzip of nothing)"},
+      {"i21_gpt2_nan_dur.json.gz", "byte 6938: event 11: dur is NaN (not valid JSON"},
+      {"i08c_gpt2_cut_after_event.json.gz", "file ends in the middle of the JSON (truncated?)"},
+      {"i10_directory.json.gz", "i10_directory.json.gz: is a directory, not a trace file"},
+  };
+  for (auto [file, words] : cases) {
+    std::string e = shared_error(file);
+    EXPECT_NE(e.find(words), std::string::npos) << file << ": " << e;
+  }
+  EXPECT_EQ(shared_error("i18_gpt2_trailing_garbage.json.gz").find("truncated"), std::string::npos);
+}
+
 TEST(ChromeImport, ReadsEveryPublicTrace) {
   if (!test::have_shared()) GTEST_SKIP() << "../shared/data absent in this checkout";
   struct Case {
