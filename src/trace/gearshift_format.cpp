@@ -18,6 +18,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// JSON text of `j`; ill-formed UTF-8 in a string (a kernel name from a broken producer) is written as U+FFFD
+// rather than thrown as json::type_error out of a tracer running inside the user's process.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string clip(const std::string& s, std::size_t n) { return s.size() > n ? s.substr(0, n - 3) + "..." : s; }
+
 char kind_code(OpKind k) {
   switch (k) {
     case OpKind::kernel: return 'k';
@@ -46,7 +52,7 @@ GearshiftTraceWriter::GearshiftTraceWriter(const std::string& path, const std::s
   if (meta.is_discarded() || !meta.is_object()) meta = json::object();
   json header = {{"format", "gearshift-trace"}, {"version", kGearshiftTraceVersion}, {"source", source},
                  {"gpu", gpu_name}, {"meta", meta}};
-  put_line(header.dump());
+  put_line(dump(header));
 }
 
 GearshiftTraceWriter::~GearshiftTraceWriter() {
@@ -70,7 +76,7 @@ void GearshiftTraceWriter::write(const OpRecord& op, const std::string& name) {
   if (it == impl_->ids.end()) {
     id = static_cast<std::uint32_t>(impl_->ids.size());
     impl_->ids.emplace(name, id);
-    put_line(json::array({"n", id, name}).dump());
+    put_line(dump(json::array({"n", id, name})));
   } else {
     id = it->second;
   }
@@ -82,7 +88,7 @@ void GearshiftTraceWriter::write(const OpRecord& op, const std::string& name) {
 }
 
 void GearshiftTraceWriter::write(const Marker& m) {
-  put_line(json::array({"m", m.name, m.start_ns, m.duration_ns, m.on_gpu ? 1 : 0}).dump());
+  put_line(dump(json::array({"m", m.name, m.start_ns, m.duration_ns, m.on_gpu ? 1 : 0})));
   ++records_;
 }
 
@@ -98,7 +104,7 @@ void GearshiftTraceWriter::close(bool complete, std::uint64_t dropped_records, c
   if (impl_->file == nullptr) return;
   json trailer = {{"complete", complete && ok()}, {"records", records_}, {"dropped_records", dropped_records}};
   if (!note.empty()) trailer["note"] = note;
-  put_line(json::array({"end", trailer}).dump());
+  put_line(dump(json::array({"end", trailer})));
   if (gzclose(impl_->file) != Z_OK && ok()) error_ = path_ + ": close failed (disk full?)";
   impl_->file = nullptr;
 }
@@ -107,27 +113,32 @@ void write_gearshift_trace(const Trace& trace, const std::string& path) {
   GearshiftTraceWriter w(path, trace.source, trace.gpu_name, trace.meta_json);
   for (const auto& op : trace.ops) w.write(op, trace.name_of(op));
   for (const auto& m : trace.markers) w.write(m);
+  for (const auto& p : trace.samples) w.write(p);
   w.close(trace.complete);
   if (!w.ok()) throw TraceError(path, w.error());
 }
 
 Trace read_gearshift_trace(const std::string& path) {
   std::unique_ptr<GzStreamBuf> buf = open_trace_file(path);
-  std::istream in(buf.get());
+  Utf8RepairStreamBuf text(*buf);  // ill-formed UTF-8 becomes U+FFFD: nlohmann-json would reject the line
+  std::istream in(&text);
   Trace out;
   out.source = path;
   out.complete = false;
   std::string line;
   std::size_t lineno = 0;
   std::vector<std::uint32_t> remap;  // file name id -> out.names index
-  bool trailer = false;
+  std::size_t trailer_line = 0;      // 0: no trailer (yet)
+  std::uint64_t trailer_records = 0, dropped = 0;
+  std::string note;
   auto bad = [&](const std::string& what) { throw TraceError(path, fmt::format("line {}: {}", lineno, what)); };
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
+    if (trailer_line != 0) bad(fmt::format("data after the trailer (line {})", trailer_line));
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded()) bad(in.eof() ? "truncated line" : "not a JSON line");
-    if (lineno == 1) {
+    if (lineno == 1) try {
       if (!j.is_object() || j.value("format", "") != "gearshift-trace") bad("not a gearshift trace header");
       int version = j.value("version", 0);
       if (version != kGearshiftTraceVersion)
@@ -146,11 +157,14 @@ Trace read_gearshift_trace(const std::string& path) {
         if (m.contains("avg_W") && m["avg_W"].is_number()) out.measured.average_power_w = m["avg_W"].get<double>();
       }
       continue;
+    } catch (const json::exception& e) {
+      bad(fmt::format("bad header: {}", e.what()));
     }
     if (!j.is_array() || j.empty() || !j[0].is_string()) bad("expected a JSON array starting with a tag");
     const std::string tag = j[0].get<std::string>();
     try {
       if (tag == "n") {
+        if (j.size() != 3) bad(fmt::format("name record needs 3 fields, has {}", j.size()));
         auto id = j.at(1).get<std::uint32_t>();
         if (id != remap.size()) bad("name ids must be defined in order");
         remap.push_back(static_cast<std::uint32_t>(out.names.size()));
@@ -180,6 +194,7 @@ Trace read_gearshift_trace(const std::string& path) {
         r.launch_ns = j[14].get<std::int64_t>();
         out.ops.push_back(r);
       } else if (tag == "m") {
+        if (j.size() != 5) bad(fmt::format("marker record needs 5 fields, has {}", j.size()));
         out.markers.push_back(
             Marker{j.at(1).get<std::string>(), j.at(2).get<std::int64_t>(), j.at(3).get<std::int64_t>(),
                    j.at(4).get<int>() != 0});
@@ -189,8 +204,17 @@ Trace read_gearshift_trace(const std::string& path) {
                                            j[3].get<std::int32_t>(), j[4].get<std::int32_t>(),
                                            j[5].get<std::int32_t>()});
       } else if (tag == "end") {
-        trailer = true;
-        out.complete = j.at(1).value("complete", false);
+        trailer_line = lineno;
+        const json& t = j.at(1);
+        out.complete = t.value("complete", false);
+        auto count = [&](const char* key) -> std::uint64_t {
+          if (!t.contains(key)) return 0;
+          if (!t[key].is_number_unsigned()) bad(fmt::format("trailer '{}' is not a count: {}", key, t[key].dump()));
+          return t[key].get<std::uint64_t>();
+        };
+        trailer_records = t.contains("records") ? count("records") : out.ops.size() + out.markers.size() + out.samples.size();
+        dropped = count("dropped_records");
+        note = t.contains("note") && t["note"].is_string() ? t["note"].get<std::string>() : "";
       } else {
         bad(fmt::format("unknown record tag '{}'", tag));
       }
@@ -200,7 +224,37 @@ Trace read_gearshift_trace(const std::string& path) {
   }
   if (!buf->error().empty()) throw TraceError(path, fmt::format("line {}: corrupt gzip data ({})", lineno, buf->error()));
   if (lineno == 0) throw TraceError(path, "empty file");
-  if (!trailer) out.complete = false;
+  const std::uint64_t records = out.ops.size() + out.markers.size() + out.samples.size();
+  if (trailer_line == 0) {
+    out.complete = false;
+    out.health.has_trailer = false;
+    out.health.warnings.push_back(
+        "incomplete trace: no trailer (the producer was killed or the file was cut); only whole steps are used");
+  } else {
+    lineno = trailer_line;
+    // Our writer counts ops, markers and samples; converters have counted the name lines too.
+    if (trailer_records != records && trailer_records != records + remap.size())
+      bad(fmt::format("the trailer counts {} records but the file holds {} (records were lost or added)",
+                      trailer_records, records));
+    out.health.dropped_records = dropped;
+    std::string why = note.empty() ? "" : fmt::format(" ({})", clip(note, 200));
+    if (dropped > 0) {
+      double share = static_cast<double>(dropped) / static_cast<double>(records + dropped);
+      if (share > kMaxDroppedRecordShare)
+        bad(fmt::format("the producer dropped {} of {} records ({:.2f} %){}, more than the {:g} % a plan may miss",
+                        dropped, records + dropped, 100 * share, why, 100 * kMaxDroppedRecordShare));
+      out.complete = false;
+      out.health.warnings.push_back(fmt::format(
+          "incomplete trace: the producer dropped {} of {} records ({:.2f} %){}; steps that lost ops look shorter",
+          dropped, records + dropped, 100 * share, why));
+    } else if (!out.complete) {
+      out.health.warnings.push_back(
+          fmt::format("incomplete trace: the producer marked it incomplete{}; only whole steps are used", why));
+    }
+  }
+  if (text.replaced_bytes() > 0)
+    out.health.warnings.push_back(fmt::format("{} invalid UTF-8 bytes in names replaced by U+FFFD (first at byte {})",
+                                              text.replaced_bytes(), text.first_replaced_at() + 1));
   std::stable_sort(out.ops.begin(), out.ops.end(),
                    [](const OpRecord& a, const OpRecord& b) { return a.start_ns < b.start_ns; });
   std::stable_sort(out.markers.begin(), out.markers.end(),

@@ -13,6 +13,11 @@ namespace gearshift::trace {
 
 inline constexpr int kGearshiftTraceVersion = 1;
 
+// The largest share of records a producer may have dropped (trailer `dropped_records` over records written
+// plus dropped) for the trace to be planned, with a warning; above it the reader refuses the trace
+// (TraceError): a plan from a trace missing more than 1 % of its ops would be built on holes.
+inline constexpr double kMaxDroppedRecordShare = 0.01;
+
 // Streaming writer. Names are interned on the fly; records are written as they come.
 // Errors (cannot open, disk full) are reported by ok()/error() rather than thrown, so that a tracer inside a
 // user's process can warn once and carry on.
@@ -48,8 +53,11 @@ class GearshiftTraceWriter {
 // Writes a whole trace (names, ops, markers) and closes it as complete. Throws TraceError on failure.
 void write_gearshift_trace(const Trace& trace, const std::string& path);
 
-// Reads a gearshift trace. Throws TraceError naming the file and line on bad input. A file without its
-// trailer (the writer died) is returned with complete=false.
+// Reads a gearshift trace. Throws TraceError naming the file and line on bad input, on a trailer whose record
+// count disagrees with the file, and when the producer dropped more than kMaxDroppedRecordShare of the
+// records. A file without its trailer (the writer died) is returned with complete=false,
+// health.has_trailer=false and a warning; a trailer saying `complete: false` or `dropped_records` > 0 gives
+// complete=false, health.dropped_records and a warning naming the count and share.
 Trace read_gearshift_trace(const std::string& path);
 
 // Reads any supported trace: gearshift format (sniffed from its first line) or Chrome trace JSON.

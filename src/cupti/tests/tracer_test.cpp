@@ -5,6 +5,7 @@
 
 #include "cupti/tracer.hpp"
 #include "synthetic.hpp"
+#include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
 
@@ -153,9 +154,18 @@ TEST(Tracer, DroppedRecordsMakeTheTraceIncomplete) {
   feed(t, synthetic::make_run(2, nullptr));
   t.add_dropped(17, 1);
   t.finish(true, "program exited");
-  trace::Trace tr = trace::read_gearshift_trace(path);
+  // 17 of 29 records dropped: above the reader's limit (trace::kMaxDroppedRecordShare, 1 %), so refused.
+  EXPECT_THROW(trace::read_gearshift_trace(path), trace::TraceError);
+
+  std::string few = temp_path("dropped_few.jsonl.gz");
+  Tracer t2(config_for(few), nullptr, "CUPTI", "", "{}");
+  feed(t2, synthetic::make_run(50, nullptr));
+  t2.add_dropped(1, 1);  // one record and one buffer request: read, but incomplete and counted
+  t2.finish(true, "program exited");
+  trace::Trace tr = trace::read_gearshift_trace(few);
   EXPECT_FALSE(tr.complete);
-  EXPECT_EQ(tr.kernel_count(), 8u);
+  EXPECT_EQ(tr.health.dropped_records, 1u);
+  EXPECT_EQ(tr.kernel_count(), 200u);
 }
 
 TEST(Tracer, RecordCapRequestsStop) {

@@ -75,38 +75,184 @@ TEST(GearshiftFormat, RoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(*out.measured.energy_per_step_j, 61.3);
 }
 
-TEST(GearshiftFormat, ATraceWithoutTrailerIsIncomplete) {
-  std::string path = temp_path("cut.gstrace.gz");
-  {
-    GearshiftTraceWriter w(path, "unit", "NVIDIA H200");
-    OpRecord r;
-    w.write(r, "k");
-    w.close(false, 17, "activity buffers full");
-    EXPECT_TRUE(w.ok());
-    EXPECT_EQ(w.records_written(), 1u);
-  }
-  Trace t = read_gearshift_trace(path);
-  EXPECT_FALSE(t.complete);
-  EXPECT_EQ(t.gpu_name, "NVIDIA H200");
-  // Cut the trailer away: still readable, still incomplete.
+std::string gunzip(const std::string& path) {
   std::string text;
-  {
-    gzFile f = gzopen(path.c_str(), "rb");
-    char buf[4096];
-    int n;
-    while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-    gzclose(f);
+  gzFile f = gzopen(path.c_str(), "rb");
+  char buf[4096];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  gzclose(f);
+  return text;
+}
+
+void gzip_to(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+}
+
+// A trace of `ops` kernel records closed with the given trailer.
+std::string written(const std::string& name, int ops, bool complete, std::uint64_t dropped, const std::string& note = "") {
+  std::string path = temp_path(name);
+  GearshiftTraceWriter w(path, "unit", "NVIDIA H200");
+  for (int i = 0; i < ops; ++i) {
+    OpRecord r;
+    r.start_ns = i * 1000;
+    r.duration_ns = 500;
+    w.write(r, i % 2 == 0 ? "even" : "odd");
   }
-  text = text.substr(0, text.rfind("[\"end\""));
-  {
-    gzFile f = gzopen(path.c_str(), "wb");
-    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
-    gzclose(f);
+  w.close(complete, dropped, note);
+  EXPECT_TRUE(w.ok());
+  return path;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_gearshift_trace(path);
+  } catch (const TraceError& e) {
+    return e.what();
   }
+  return "";
+}
+
+TEST(GearshiftFormat, ATraceWithoutTrailerIsIncompleteWithAWarning) {
+  std::string path = written("cut.gstrace.gz", 3, true, 0);
+  Trace t = read_gearshift_trace(path);
+  EXPECT_TRUE(t.complete);
+  EXPECT_TRUE(t.health.has_trailer);
+  EXPECT_TRUE(t.health.warnings.empty());
+  EXPECT_EQ(t.gpu_name, "NVIDIA H200");
+  // Cut the trailer away (the producer was killed): still readable, incomplete, and said so.
+  std::string text = gunzip(path);
+  gzip_to(path, text.substr(0, text.rfind("[\"end\"")));
   t = read_gearshift_trace(path);
   std::remove(path.c_str());
   EXPECT_FALSE(t.complete);
-  EXPECT_EQ(t.ops.size(), 1u);
+  EXPECT_FALSE(t.health.has_trailer);
+  EXPECT_EQ(t.ops.size(), 3u);
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_EQ(t.health.warnings[0],
+            "incomplete trace: no trailer (the producer was killed or the file was cut); only whole steps are used");
+}
+
+TEST(GearshiftFormat, ATrailerSayingIncompleteGivesAWarningWithItsNote) {
+  std::string path = written("incomplete.gstrace.gz", 2, false, 0, "record cap reached (2 records)");
+  Trace t = read_gearshift_trace(path);
+  std::remove(path.c_str());
+  EXPECT_FALSE(t.complete);
+  EXPECT_TRUE(t.health.has_trailer);
+  EXPECT_EQ(t.health.dropped_records, 0u);
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_EQ(t.health.warnings[0], "incomplete trace: the producer marked it incomplete (record cap reached (2 "
+                                  "records)); only whole steps are used");
+}
+
+TEST(GearshiftFormat, DroppedRecordsUpToOnePercentAreCountedAndWarnedAbout) {
+  EXPECT_DOUBLE_EQ(kMaxDroppedRecordShare, 0.01);
+  std::string path = written("dropped.gstrace.gz", 995, false, 5, "5 activity records dropped by CUPTI");
+  Trace t = read_gearshift_trace(path);
+  std::remove(path.c_str());
+  EXPECT_FALSE(t.complete);
+  EXPECT_EQ(t.health.dropped_records, 5u);
+  EXPECT_EQ(t.ops.size(), 995u);
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_EQ(t.health.warnings[0], "incomplete trace: the producer dropped 5 of 1000 records (0.50 %) (5 activity "
+                                  "records dropped by CUPTI); steps that lost ops look shorter");
+  // `complete: true` with dropped records (NVTX ranges at the tracer's cap) is incomplete all the same.
+  path = written("dropped_ranges.gstrace.gz", 990, true, 10);  // exactly 1 %: still read
+  t = read_gearshift_trace(path);
+  std::remove(path.c_str());
+  EXPECT_FALSE(t.complete);
+  EXPECT_EQ(t.health.dropped_records, 10u);
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_NE(t.health.warnings[0].find("dropped 10 of 1000 records (1.00 %)"), std::string::npos);
+}
+
+TEST(GearshiftFormat, MoreThanOnePercentDroppedIsRefused) {
+  std::string path = written("dropped_many.gstrace.gz", 989, false, 11);
+  std::string e = error_of(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(e, path + ": line 993: the producer dropped 11 of 1000 records (1.10 %), more than the 1 % a plan may miss");
+  path = written("dropped_most.gstrace.gz", 1, false, 17, "activity buffers full");
+  e = error_of(path);
+  std::remove(path.c_str());
+  EXPECT_NE(e.find("dropped 17 of 18 records (94.44 %) (activity buffers full), more than the 1 %"), std::string::npos) << e;
+}
+
+TEST(GearshiftFormat, ATrailerThatMiscountsTheRecordsIsRefused) {
+  std::string path = written("miscount.gstrace.gz", 4, true, 0);
+  std::string text = gunzip(path);
+  std::size_t k = text.find("\n[\"k\"", text.find("\n[\"k\"") + 1);  // drop the second op line
+  gzip_to(path, text.substr(0, k) + text.substr(text.find('\n', k + 1)));
+  std::string e = error_of(path);
+  EXPECT_NE(e.find("the trailer counts 4 records but the file holds 3 (records were lost or added)"), std::string::npos)
+      << e;
+  gzip_to(path, text + text.substr(text.find('\n') + 1));  // a second trace appended after the trailer
+  e = error_of(path);
+  std::remove(path.c_str());
+  EXPECT_NE(e.find("data after the trailer (line 8)"), std::string::npos) << e;
+}
+
+TEST(GearshiftFormat, InvalidUtf8InANameIsWrittenAndReadAsReplacementCharacters) {
+  std::string path = temp_path("utf8.gstrace.gz");
+  {
+    GearshiftTraceWriter w(path, "unit", "");
+    OpRecord r;
+    EXPECT_NO_THROW(w.write(r, "nvjet\xE9\xFF"));  // nlohmann's dump() threw json::type_error 316 here
+    w.write(Marker{"step\xC3", 0, 10, false});
+    w.close(true);
+    EXPECT_TRUE(w.ok());
+  }
+  Trace t = read_gearshift_trace(path);
+  ASSERT_EQ(t.ops.size(), 1u);
+  ASSERT_EQ(t.markers.size(), 1u);
+  EXPECT_EQ(t.name_of(t.ops[0]), "nvjet\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(t.markers[0].name, "step\xEF\xBF\xBD");
+  // A file written by another producer with raw bad bytes is read the same way, with a warning.
+  std::string text = gunzip(path);
+  std::size_t at = text.find("nvjet") + 5;
+  text.replace(at, 6, "\xE9\xFF");  // the writer put U+FFFD U+FFFD (6 bytes) there
+  gzip_to(path, text);
+  t = read_gearshift_trace(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(t.ops.size(), 1u);
+  EXPECT_EQ(t.name_of(t.ops[0]), "nvjet\xEF\xBF\xBD\xEF\xBF\xBD");
+  ASSERT_EQ(t.health.warnings.size(), 1u);
+  EXPECT_EQ(t.health.warnings[0],
+            "2 invalid UTF-8 bytes in names replaced by U+FFFD (first at byte " + std::to_string(at + 1) + ")");
+}
+
+TEST(GearshiftFormat, BadInputs) {
+  if (!test::have_shared()) GTEST_SKIP() << "../shared/data absent in this checkout";
+  auto file = [](const char* name) { return test::shared_path(std::string("data/bad_inputs/") + name); };
+  Trace g01 = read_gearshift_trace(file("g01_gpt2_gearshift_format.jsonl.gz"));  // the control
+  EXPECT_TRUE(g01.complete);
+  EXPECT_TRUE(g01.health.warnings.empty());
+  EXPECT_EQ(g01.kernel_count(), 3u * 805u);
+
+  Trace g04 = read_gearshift_trace(file("g04_gearshift_format_no_trailer.jsonl.gz"));
+  EXPECT_FALSE(g04.complete);
+  EXPECT_FALSE(g04.health.has_trailer);
+  EXPECT_EQ(g04.ops.size(), g01.ops.size());
+  ASSERT_EQ(g04.health.warnings.size(), 1u);
+  EXPECT_NE(g04.health.warnings[0].find("incomplete trace: no trailer"), std::string::npos);
+
+  Trace g06 = read_gearshift_trace(file("g06_gearshift_format_killed_at_80pct_no_trailer.jsonl.gz"));
+  EXPECT_FALSE(g06.complete);
+  EXPECT_FALSE(g06.health.has_trailer);
+  EXPECT_EQ(g06.ops.size(), 1927u + 421u);
+  ASSERT_EQ(g06.health.warnings.size(), 1u);
+  EXPECT_NE(g06.health.warnings[0].find("only whole steps are used"), std::string::npos);
+
+  const std::pair<const char*, const char*> refused[] = {
+      {"g02_gearshift_format_version2.jsonl.gz", "line 1: unsupported gearshift trace version 2"},
+      {"g03_gearshift_format_unknown_tag.jsonl.gz", "line 1507: unknown record tag 'z'"},
+      {"g05_gearshift_format_cut_mid_line.jsonl.gz", "line 1961: truncated line"},
+  };
+  for (auto [name, words] : refused) {
+    std::string e = error_of(file(name));
+    EXPECT_NE(e.find(words), std::string::npos) << name << ": " << e;
+  }
 }
 
 TEST(GearshiftFormat, BadLinesNameTheLine) {
@@ -125,6 +271,15 @@ TEST(GearshiftFormat, BadLinesNameTheLine) {
   } catch (const TraceError& e) {
     EXPECT_NE(std::string(e.what()).find("version 9"), std::string::npos) << e.what();
   }
+  // Records of the wrong length (a name line that swallowed the next record).
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n"
+                      << R"(["n",0,"k",0,0,0,0,0,-1,[0,0,0],[0,0,0],0,0,0,0,0,-1])" << "\n";
+  EXPECT_NE(error_of(path).find("line 2: name record needs 3 fields, has 17"), std::string::npos) << error_of(path);
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n" << R"(["m","step",0,10])" << "\n";
+  EXPECT_NE(error_of(path).find("line 2: marker record needs 5 fields, has 4"), std::string::npos) << error_of(path);
+  // A header of the wrong types is a bad input, not an escaped json::type_error.
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":"1"})" << "\n";
+  EXPECT_NE(error_of(path).find("line 1: bad header:"), std::string::npos) << error_of(path);
   std::remove(path.c_str());
 }
 
