@@ -1,0 +1,292 @@
+// plan.json (plan/plan_file.hpp): what is written is read back unchanged, and every invalid file is refused with a
+// message naming the file and the field.
+#include "plan/plan_file.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gearshift::plan {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+PlanFile small_plan() {
+  PlanFile p;
+  p.gpu = "h200";
+  p.gpu_selection = PlanFileGpuSelection{"h200", "trace", "NVIDIA H200", "h200"};
+  p.strategy = "phase";
+  p.switch_latency_us = 6000;
+  p.max_slowdown = 0.005;
+  p.period_us = 100;
+  p.positions = {{"gemm", trace::OpKind::kernel, 7, "gemm", "forward", 40, 0, {1980, 3201}},
+                 {"Memset (Device)", trace::OpKind::memset, 7, "copy/memset", "forward", 1, 41, {1500, 3201}},
+                 {"softmax", trace::OpKind::kernel, 7, "elementwise", "backward", 30, 50, {1500, 3201}}};
+  p.phases = p.phases_from_positions();
+  PlanFilePredicted f;
+  f.time_s = 1e-4;
+  f.energy_j = 0.05;
+  f.saving_pct = 3;
+  f.slowdown_pct = 0.4;
+  f.baseline_time_s = 0.99e-4;
+  f.baseline_energy_j = 0.052;
+  f.clock_changes_per_step = 2;
+  p.predicted = f;
+  p.model = model_section(model::power_params_for(gpu::find_spec("h200")), 600.0);
+  PlanFileProvenance v;
+  v.input = "t.json.gz";
+  v.format = "chrome-trace";
+  v.trace_meta = {{"model", "gpt2"}};
+  v.iterations = 3;
+  v.iteration_method = "step markers";
+  v.step_confidence = 1;
+  v.device = 0;
+  v.warnings = {"a warning"};
+  v.step_evidence = {"3 step markers"};
+  v.created = "2026-01-01T00:00:00Z";
+  v.gearshift_version = "0.1.0";
+  p.provenance = v;
+  return p;
+}
+
+struct TmpDir {
+  fs::path dir = fs::temp_directory_path() / ("gearshift_plan_file_test_" + std::to_string(::getpid()));
+  TmpDir() { fs::create_directories(dir); }
+  ~TmpDir() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  }
+};
+
+// The message of the PlanFileError that reading `j` throws; "" when it is read.
+std::string error_of(const json& j) {
+  try {
+    plan_file_from_json(j, "p.json");
+  } catch (const PlanFileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PlanFile, WrittenIsReadBackUnchanged) {
+  TmpDir t;
+  const std::string path = (t.dir / "plan.json").string();
+  const PlanFile p = small_plan();
+  write_plan_file(p, path);
+  EXPECT_FALSE(fs::exists(path + ".tmp-" + std::to_string(::getpid())));
+  const PlanFile q = read_plan_file(path);
+  EXPECT_EQ(to_json(q), to_json(p));
+  ASSERT_EQ(q.positions.size(), 3u);
+  EXPECT_EQ(q.positions[1].kind, trace::OpKind::memset);
+  EXPECT_EQ(q.positions[2].clocks, (model::ClockPair{1500, 3201}));
+  ASSERT_EQ(q.phases.size(), 2u);
+  EXPECT_EQ(q.phases[1].first_position, 1u);
+  EXPECT_EQ(q.phases[1].last_position, 2u);
+  EXPECT_EQ(q.phases[1].first_op, "Memset (Device)");
+}
+
+TEST(PlanFile, KeepsEveryKeyOfTodaysPlanJson) {
+  const json j = to_json(small_plan());
+  for (const char* k : {"format", "version", "gpu", "gpu_selection", "strategy", "switch_latency_us", "max_slowdown",
+                        "predicted", "phases", "positions", "period_us", "model", "provenance"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"name", "kind", "stream", "class", "pass", "duration_us", "start_offset_us", "sm_clock_mhz",
+                        "mem_clock_mhz"})
+    EXPECT_TRUE(j["positions"][0].contains(k)) << k;
+  for (const char* k : {"first_position", "last_position", "first_op", "sm_clock_mhz", "mem_clock_mhz"})
+    EXPECT_TRUE(j["phases"][0].contains(k)) << k;
+  for (const char* k : {"modelled", "low_confidence", "time_s", "energy_j", "saving_pct", "slowdown_pct",
+                        "baseline_time_s", "baseline_energy_j", "clock_changes_per_step"})
+    EXPECT_TRUE(j["predicted"].contains(k)) << k;
+  for (const char* k : {"formula", "idle_w_at_min_clock", "idle_w_at_max_clock", "knee_mhz", "v_min_ratio",
+                        "dynamic_w_at_max", "memory_w_at_max", "power_cap_w", "activity_scale", "calibrated_to_power_w",
+                        "coefficients"})
+    EXPECT_TRUE(j["model"].contains(k)) << k;
+  for (const char* k : {"input", "format", "trace_meta", "iterations", "iteration_method", "step_confidence", "device",
+                        "warnings", "step_evidence", "created", "gearshift_version"})
+    EXPECT_TRUE(j["provenance"].contains(k)) << k;
+  EXPECT_EQ(j["format"], "gearshift-plan");
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["predicted"]["modelled"], true);
+}
+
+TEST(PlanFile, OptionalSectionsMayBeAbsentAndPhasesEmpty) {
+  json j = to_json(small_plan());
+  for (const char* k : {"gpu_selection", "strategy", "max_slowdown", "predicted", "model", "provenance"}) j.erase(k);
+  j["phases"] = json::array();  // bad_inputs r10: accepted
+  EXPECT_EQ(error_of(j), "");
+  j.erase("phases");
+  EXPECT_EQ(error_of(j), "");
+}
+
+TEST(PlanFile, RefusesWrongFormatAndNewerVersion) {
+  json j = to_json(small_plan());
+  j["format"] = "something-else";
+  EXPECT_EQ(error_of(j), "p.json: not a gearshift plan: 'format' is \"something-else\", not \"gearshift-plan\"");
+  j.erase("format");
+  EXPECT_NE(error_of(j).find("not a gearshift plan: no 'format' field"), std::string::npos);
+  EXPECT_EQ(error_of(json::array()), "p.json: not a gearshift plan: the JSON is array, not an object");
+  j = to_json(small_plan());
+  j["version"] = 2;
+  EXPECT_NE(error_of(j).find("p.json: plan version 2 is newer than this gearshift reads (1)"), std::string::npos);
+  j["version"] = "1";
+  EXPECT_EQ(error_of(j), "p.json: 'version' is \"1\", not a number (the plan format's version)");
+  j.erase("version");
+  EXPECT_EQ(error_of(j), "p.json: missing field 'version'");
+}
+
+TEST(PlanFile, RefusesMissingOrEmptyPositionsAndPositionsWithoutKind) {
+  json j = to_json(small_plan());
+  j.erase("positions");
+  EXPECT_NE(error_of(j).find("p.json: no 'positions'"), std::string::npos);
+  j["positions"] = json::array();
+  EXPECT_NE(error_of(j).find("p.json: 'positions' is empty"), std::string::npos);
+  j = to_json(small_plan());
+  j["positions"][1].erase("kind");  // what plan-ranks wrote before: the memset read as a kernel
+  EXPECT_NE(error_of(j).find("p.json: positions[1]: missing field 'kind'"), std::string::npos) << error_of(j);
+  j["positions"][1]["kind"] = 3;
+  EXPECT_EQ(error_of(j), "p.json: positions[1]: 'kind' is 3, not a string");
+  j["positions"][1]["kind"] = "Kernel";
+  EXPECT_EQ(error_of(j), "p.json: positions[1]: 'kind' is \"Kernel\": kernel, memcpy or memset");
+  j = to_json(small_plan());
+  j["positions"][0].erase("name");
+  EXPECT_EQ(error_of(j), "p.json: positions[0]: missing field 'name'");
+}
+
+TEST(PlanFile, RefusesClocksThatAreNotNumbersOrNotTheGpus) {
+  json j = to_json(small_plan());
+  j["positions"][2]["sm_clock_mhz"] = "fast";
+  EXPECT_EQ(error_of(j), "p.json: positions[2]: 'sm_clock_mhz' is \"fast\", not a number (MHz)");
+  j["positions"][2]["sm_clock_mhz"] = 1500.5;
+  EXPECT_EQ(error_of(j), "p.json: positions[2]: 'sm_clock_mhz' is 1500.5, not a whole number (MHz)");
+  j["positions"][2]["sm_clock_mhz"] = 5000;
+  EXPECT_NE(error_of(j).find("p.json: positions[2]: SM 5000 MHz, memory 3201 MHz is not a clock pair of its GPU "
+                             "'h200' (SM 345-1980 MHz, memory 2201/3201 MHz)"),
+            std::string::npos)
+      << error_of(j);
+  j["positions"][2]["sm_clock_mhz"] = 1501;  // inside the range, not one of its 15 MHz steps
+  EXPECT_NE(error_of(j).find("SM 1501 MHz, memory 3201 MHz is not a clock pair"), std::string::npos);
+  j["positions"][2]["sm_clock_mhz"] = -100;
+  EXPECT_NE(error_of(j).find("SM -100 MHz"), std::string::npos);
+  j = to_json(small_plan());
+  j["positions"][0]["mem_clock_mhz"] = 1000;
+  EXPECT_NE(error_of(j).find("positions[0]: SM 1980 MHz, memory 1000 MHz is not a clock pair"), std::string::npos);
+  j = to_json(small_plan());
+  j["gpu"] = "v100";  // an H200 plan relabelled: its clocks are not a V100's
+  EXPECT_NE(error_of(j).find("is not a clock pair of its GPU 'v100' (SM 135-1530 MHz, memory 877 MHz)"),
+            std::string::npos);
+  j["gpu"] = "tpu";
+  EXPECT_NE(error_of(j).find("p.json: 'gpu' is \"tpu\", a GPU without a spec"), std::string::npos) << error_of(j);
+}
+
+TEST(PlanFile, RefusesNegativePeriodOrSwitchLatency) {
+  json j = to_json(small_plan());
+  j["period_us"] = -5;
+  EXPECT_EQ(error_of(j), "p.json: 'period_us' is -5: the step time must be > 0 µs");
+  j["period_us"] = 0;
+  EXPECT_NE(error_of(j).find("'period_us' is 0"), std::string::npos);
+  j = to_json(small_plan());
+  j["switch_latency_us"] = -1;
+  EXPECT_EQ(error_of(j), "p.json: 'switch_latency_us' is -1: the switch latency must be >= 0 µs");
+  j["switch_latency_us"] = nullptr;
+  EXPECT_EQ(error_of(j), "p.json: 'switch_latency_us' is null, not a number (µs)");
+  j = to_json(small_plan());
+  j["positions"][0]["duration_us"] = -1;
+  EXPECT_EQ(error_of(j), "p.json: positions[0]: 'duration_us' is -1: must be >= 0 µs");
+}
+
+TEST(PlanFile, RefusesPhasesOutOfRangeOutOfOrderOrOverlapping) {
+  const json good = to_json(small_plan());  // phases 0-0, 1-2
+  json j = good;
+  j["phases"][1]["first_position"] = 99999;  // bad_inputs r12
+  EXPECT_EQ(error_of(j), "p.json: phases[1]: 'first_position' is 99999, out of range: the plan has 3 positions (0-2)");
+  j = good;
+  j["phases"][1]["last_position"] = 3;
+  EXPECT_NE(error_of(j).find("phases[1]: 'last_position' is 3, out of range"), std::string::npos);
+  j = good;
+  j["phases"][1]["first_position"] = 2;
+  j["phases"][1]["last_position"] = 1;
+  EXPECT_EQ(error_of(j), "p.json: phases[1]: 'first_position' 2 is after 'last_position' 1");
+  j = good;
+  std::swap(j["phases"][0], j["phases"][1]);
+  EXPECT_NE(error_of(j).find("phases[1]: positions 0-0 come before phases[0] (1-2)"), std::string::npos) << error_of(j);
+  j = good;
+  j["phases"][1]["first_position"] = 0;
+  EXPECT_NE(error_of(j).find("phases[1]: positions 0-2 overlap phases[0] (0-0)"), std::string::npos) << error_of(j);
+  j = good;
+  j["phases"][1]["first_position"] = -1;
+  EXPECT_EQ(error_of(j), "p.json: phases[1]: 'first_position' is -1: position indices start at 0");
+  j = good;
+  j["phases"][0]["sm_clock_mhz"] = 1500;  // a phase whose clocks are not its positions'
+  EXPECT_NE(error_of(j).find("phases[0]: SM 1500 MHz, memory 3201 MHz, but positions[0] inside it has SM 1980 MHz"),
+            std::string::npos)
+      << error_of(j);
+  j = good;
+  j["phases"] = json::array({json{{"first_position", 0}}});
+  EXPECT_EQ(error_of(j), "p.json: phases[0]: missing field 'last_position'");
+}
+
+TEST(PlanFile, ReadRefusesMissingEmptyNotJsonAndDirectories) {
+  TmpDir t;
+  auto msg = [](const std::string& path) -> std::string {
+    try {
+      read_plan_file(path);
+    } catch (const PlanFileError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string missing = (t.dir / "missing.json").string();
+  EXPECT_EQ(msg(missing), missing + ": cannot open: no such file");
+  const std::string empty = t.write("empty.json", "");
+  EXPECT_EQ(msg(empty), empty + ": empty file (0 bytes): not a plan");
+  const std::string cut = t.write("cut.json", "{\"format\": \"gearshift-plan\", \"version\": 1, \"positions\": [");
+  EXPECT_NE(msg(cut).find(cut + ": not valid JSON (byte "), std::string::npos) << msg(cut);
+  EXPECT_NE(msg(cut).find("truncated"), std::string::npos) << msg(cut);
+  const std::string junk = t.write("junk.json", "format: gearshift-plan");
+  EXPECT_NE(msg(junk).find(junk + ": not valid JSON (byte 2): a syntax error there"), std::string::npos) << msg(junk);
+  // A directory given as the plan: before, `replay --plan DIR` ended in "internal error: basic_filebuf::underflow".
+  EXPECT_EQ(msg(t.dir.string()), t.dir.string() + ": is a directory, not a plan file (pass the plan.json inside it)");
+  // A UTF-8 BOM an editor put in front is no reason to refuse the plan.
+  const std::string bom = t.write("bom.json", "\xEF\xBB\xBF" + to_json(small_plan()).dump());
+  EXPECT_EQ(msg(bom), "");
+}
+
+TEST(PlanFile, WriteRefusesUnwritablePathsAndKeepsTheOldFile) {
+  TmpDir t;
+  try {
+    write_plan_file(small_plan(), "/nonexistent/dir/plan.json");
+    FAIL() << "written";
+  } catch (const PlanFileError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/dir/plan.json: cannot write the plan: directory /nonexistent/dir does not exist");
+  }
+  EXPECT_THROW(write_plan_file(small_plan(), t.dir.string()), PlanFileError);
+  // An invalid plan is not written over a good one.
+  const std::string path = (t.dir / "plan.json").string();
+  write_plan_file(small_plan(), path);
+  PlanFile bad = small_plan();
+  bad.period_us = -1;
+  EXPECT_THROW(write_plan_file(bad, path), PlanFileError);
+  EXPECT_EQ(read_plan_file(path).period_us, 100);
+}
+
+TEST(PlanFile, PositionMatchShareTellsAnotherJobsPlan) {
+  using K = std::vector<std::pair<std::string, trace::OpKind>>;
+  const K a{{"a", trace::OpKind::kernel}, {"b", trace::OpKind::kernel}, {"c", trace::OpKind::memcpy}};
+  EXPECT_DOUBLE_EQ(position_match_share(a, a), 1);
+  K b = a;
+  b[2].second = trace::OpKind::kernel;  // same name, another kind
+  EXPECT_DOUBLE_EQ(position_match_share(a, b), 2.0 / 3);
+  const K longer{{"a", trace::OpKind::kernel}, {"x", trace::OpKind::kernel}, {"b", trace::OpKind::kernel},
+                 {"c", trace::OpKind::memcpy}, {"y", trace::OpKind::kernel}, {"z", trace::OpKind::kernel}};
+  EXPECT_DOUBLE_EQ(position_match_share(a, longer), 0.5);
+  EXPECT_DOUBLE_EQ(position_match_share(longer, a), 0.5);
+  EXPECT_DOUBLE_EQ(position_match_share(a, K{{"q", trace::OpKind::kernel}}), 0);
+}
+
+}  // namespace
+}  // namespace gearshift::plan
