@@ -245,6 +245,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
     j["measured"] = m;
   }
   j["model"] = {{"activity_scale", r.model->params().activity_scale},
+                {"memory_w_at_max", r.model->params().memory_w_at_max},
                 {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)},
                 {"calibration_source", r.calibration_source}, {"low_confidence", !r.model_warnings.empty()},
                 {"warnings", r.model_warnings}};
@@ -266,56 +267,53 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   return j;
 }
 
-nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) {
-  using nlohmann::json;
+plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   const auto& s = *r.chosen;
-  const auto& p = r.model->params();
-  json j;
-  j["format"] = "gearshift-plan";
-  j["version"] = 1;
-  j["gpu"] = r.model->spec().name;
-  j["gpu_selection"] = r.gpu.to_json();
-  j["strategy"] = s.schedule.strategy;
-  j["switch_latency_us"] = s.switch_latency_ns / 1e3;
-  j["max_slowdown"] = o.max_slowdown;
-  j["predicted"] = {{"modelled", true}, {"low_confidence", !r.model_warnings.empty()},          {"time_s", s.sim.step_time_s}, {"energy_j", s.sim.energy_j},
-                    {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct},
-                    {"baseline_time_s", r.evaluation.baseline.step_time_s},
-                    {"baseline_energy_j", r.evaluation.baseline.energy_j},
-                    {"clock_changes_per_step", s.sim.clock_changes}};
-  json phases = json::array();
-  for (const auto& ph : plan::phases_of(s.schedule))
-    phases.push_back({{"first_position", ph.first}, {"last_position", ph.last},
-                      {"first_op", r.workload.ops[ph.first].name}, {"sm_clock_mhz", ph.clocks.sm_mhz},
-                      {"mem_clock_mhz", ph.clocks.mem_mhz}});
-  j["phases"] = phases;
-  json positions = json::array();
+  plan::PlanFile f;
+  f.gpu = r.model->spec().name;
+  f.gpu_selection = plan::PlanFileGpuSelection{r.gpu.spec, r.gpu.source, r.gpu.trace_gpu, r.gpu.trace_spec};
+  f.strategy = s.schedule.strategy;
+  f.switch_latency_us = s.switch_latency_ns / 1e3;
+  f.max_slowdown = o.max_slowdown;
+  f.period_us = r.iterations.tmpl.period_ns / 1e3;
+  plan::PlanFilePredicted pr;
+  pr.low_confidence = !r.model_warnings.empty();
+  pr.time_s = s.sim.step_time_s;
+  pr.energy_j = s.sim.energy_j;
+  pr.saving_pct = s.saving_pct;
+  pr.slowdown_pct = s.slowdown_pct;
+  pr.baseline_time_s = r.evaluation.baseline.step_time_s;
+  pr.baseline_energy_j = r.evaluation.baseline.energy_j;
+  pr.clock_changes_per_step = s.sim.clock_changes;
+  f.predicted = pr;
   for (std::size_t i = 0; i < r.workload.ops.size(); ++i) {
     const auto& op = r.workload.ops[i];
-    positions.push_back({{"name", op.name}, {"kind", trace::to_string(op.kind)}, {"stream", op.stream},
-                         {"class", model::to_string(op.cls)}, {"pass", model::to_string(op.pass)},
-                         {"duration_us", op.ref_time_ns / 1e3}, {"start_offset_us", op.start_offset_ns / 1e3},
-                         {"sm_clock_mhz", s.schedule.clocks[i].sm_mhz}, {"mem_clock_mhz", s.schedule.clocks[i].mem_mhz}});
+    f.positions.push_back({op.name, op.kind, op.stream, model::to_string(op.cls), model::to_string(op.pass),
+                           op.ref_time_ns / 1e3, op.start_offset_ns / 1e3, s.schedule.clocks[i]});
   }
-  j["positions"] = positions;
-  j["period_us"] = r.iterations.tmpl.period_ns / 1e3;
-  j["model"] = {{"formula", "t = t_ref (a f_ref/f + b m_ref/m + 1-a-b); P = P_idle(f) + s u P_dyn (V/Vmax)^2 f/fmax + w P_mem m/mmax; power-capped"},
-                {"idle_w_at_min_clock", p.idle_w_at_min_clock}, {"idle_w_at_max_clock", p.idle_w_at_max_clock},
-                {"knee_mhz", p.knee_mhz}, {"v_min_ratio", p.v_min_ratio}, {"dynamic_w_at_max", p.dynamic_w_at_max},
-                {"memory_w_at_max", p.memory_w_at_max}, {"power_cap_w", p.power_cap_w},
-                {"activity_scale", p.activity_scale},
-                {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)},
-                {"coefficients", "class priors (src/model/kernel_class.cpp)"}};
+  for (const auto& ph : plan::phases_of(s.schedule))
+    f.phases.push_back({ph.first, ph.last, r.workload.ops[ph.first].name, ph.clocks});
+  f.model = plan::model_section(r.model->params(), r.calibrated_to_w);
   std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json meta = json::parse(r.trace.meta_json, nullptr, false);
-  j["provenance"] = {{"input", o.display_name}, {"format", r.trace.format}, {"trace_meta", meta.is_discarded() ? json(nullptr) : meta},
-                     {"iterations", r.iterations.iterations.size()}, {"iteration_method", r.iterations.method},
-                     {"step_confidence", r.iterations.confidence}, {"device", r.iterations.device},
-                     {"warnings", r.warnings},
-                     {"created", buf}, {"gearshift_version", "0.1.0"}};
-  return j;
+  nlohmann::json meta = nlohmann::json::parse(r.trace.meta_json, nullptr, false);
+  plan::PlanFileProvenance v;
+  v.input = o.display_name;
+  v.format = r.trace.format;
+  v.trace_meta = meta.is_discarded() ? nlohmann::json(nullptr) : meta;
+  v.iterations = r.iterations.iterations.size();
+  v.iteration_method = r.iterations.method;
+  v.step_confidence = r.iterations.confidence;
+  v.device = r.iterations.device;
+  v.warnings = r.warnings;
+  v.step_evidence = r.iterations.evidence.lines;
+  v.created = buf;
+  v.gearshift_version = "0.1.0";
+  f.provenance = std::move(v);
+  return f;
 }
+
+nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) { return plan::to_json(plan_file(o, r)); }
 
 }  // namespace gearshift::cli
