@@ -486,7 +486,15 @@ void write_plan_file(const PlanFile& p, const std::string& path) {
   const std::string tmp = fmt::format("{}.tmp-{}", target.string(), ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path, fmt::format("cannot write the plan: {} ({})", std::strerror(errno), tmp));
+    if (!out) {
+      const int err = errno;
+      // A directory we may not create files in, holding a plan we may overwrite: write that file directly.
+      if (fs::exists(target, ec) && ::access(target.c_str(), W_OK) == 0) {
+        std::ofstream direct(target, std::ios::binary | std::ios::trunc);
+        if ((direct << text) && direct.flush()) return;
+      }
+      fail(path, fmt::format("cannot write the plan: {} (directory {})", std::strerror(err), dir.string()));
+    }
     out << text;
     out.flush();
     if (!out) {

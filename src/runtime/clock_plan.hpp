@@ -1,23 +1,21 @@
-// The clock plan as the runtime reads it from plan.json (written by `gearshift plan -o plan.json`): the
-// template's op names in order with their mean duration and start offset, and the clocks wanted at each.
+// The clock plan as the runtime holds it, built from plan.json (plan/plan_file.hpp owns the format, its reading
+// and its validation): the template's op names in order with their mean duration and start offset, and the clocks
+// wanted at each.
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "model/dvfs_model.hpp"
+#include "plan/plan_file.hpp"
 
 namespace gearshift::runtime {
 
-// plan.json is missing, unreadable or lacks a field; the message names the file and the field.
-class PlanError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// plan.json is missing, unreadable or invalid; the message names the file and the field.
+using PlanError = plan::PlanFileError;
 
 struct PlanPosition {
   std::string name;
@@ -43,8 +41,11 @@ struct ClockPlan {
   ClockPlan kernels_only() const;
 };
 
-// Throws PlanError.
+// The runtime's plan from a plan file (validated: plan::read_plan_file / plan_file_from_json / validate).
+ClockPlan clock_plan_from(const plan::PlanFile& f);
+// plan::plan_file_from_json, then clock_plan_from. Throws PlanError.
 ClockPlan plan_from_json(const nlohmann::json& j, const std::string& source);
+// plan::read_plan_file, then clock_plan_from. Throws PlanError.
 ClockPlan load_plan(const std::string& path);
 
 }  // namespace gearshift::runtime

@@ -7,11 +7,11 @@ namespace {
 
 nlohmann::json plan_json() {
   return nlohmann::json::parse(R"json({
-    "format": "gearshift-plan", "gpu": "h200", "period_us": 100, "switch_latency_us": 6000,
+    "format": "gearshift-plan", "version": 1, "gpu": "h200", "period_us": 100, "switch_latency_us": 6000,
     "positions": [
       {"name": "gemm", "kind": "kernel", "duration_us": 40, "start_offset_us": 0, "sm_clock_mhz": 1980, "mem_clock_mhz": 3201},
       {"name": "Memset (Device)", "kind": "memset", "duration_us": 1, "start_offset_us": 41, "sm_clock_mhz": 1500, "mem_clock_mhz": 3201},
-      {"name": "softmax", "duration_us": 30, "start_offset_us": 50, "sm_clock_mhz": 1500, "mem_clock_mhz": 3201}
+      {"name": "softmax", "kind": "kernel", "duration_us": 30, "start_offset_us": 50, "sm_clock_mhz": 1500, "mem_clock_mhz": 3201}
     ]})json");
 }
 
@@ -22,7 +22,7 @@ TEST(ClockPlan, ReadsPositionsKindsAndDefaults) {
   EXPECT_DOUBLE_EQ(p.switch_latency_ns, 6e6);
   EXPECT_TRUE(p.positions[0].kernel);
   EXPECT_FALSE(p.positions[1].kernel);
-  EXPECT_TRUE(p.positions[2].kernel);  // no "kind": a kernel
+  EXPECT_TRUE(p.positions[2].kernel);
   EXPECT_DOUBLE_EQ(p.positions[2].start_offset_ns, 50e3);
   EXPECT_EQ(p.positions[1].clocks.sm_mhz, 1500);
   EXPECT_EQ(p.change_positions(), (std::vector<std::size_t>{0, 1}));
@@ -44,7 +44,20 @@ TEST(ClockPlan, BadKindIsAClearError) {
     plan_from_json(j, "p.json");
     FAIL() << "no error";
   } catch (const PlanError& e) {
-    EXPECT_STREQ(e.what(), "p.json: positions[1]: field 'kind' has the wrong type");
+    EXPECT_STREQ(e.what(), "p.json: positions[1]: 'kind' is 3, not a string");
+  }
+}
+
+// plan-ranks wrote positions without "kind", which the runtime read as kernels (a memcpy then counted as a missing
+// kernel launch on every step): a position without kind is refused now.
+TEST(ClockPlan, PositionWithoutKindIsRefused) {
+  nlohmann::json j = plan_json();
+  j["positions"][1].erase("kind");
+  try {
+    plan_from_json(j, "p.json");
+    FAIL() << "no error";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: positions[1]: missing field 'kind'"), std::string::npos) << e.what();
   }
 }
 
