@@ -25,6 +25,7 @@
 #include "gpu/nvml.hpp"
 #include "gpu/spec.hpp"
 #include "monitor/sampler.hpp"
+#include "plan/plan_file.hpp"
 #include "plan/pipeline/error.hpp"
 #include "plan/pipeline/report.hpp"
 #include "runtime/actuator.hpp"
@@ -151,7 +152,7 @@ class Runtime {
       : dry_(std::make_unique<gearshift::runtime::DryRunActuator>(dry_run_log)) {
     try {
       plan_ = gearshift::runtime::load_plan(plan_path);
-    } catch (const gearshift::runtime::PlanError& e) {
+    } catch (const gearshift::plan::PlanFileError& e) {
       raise("PlanError", e.what());
     }
     gearshift::runtime::SchedulerOptions so;
@@ -319,6 +320,8 @@ NB_MODULE(_core, m) {
       std::rethrow_exception(p);
     } catch (const PyError& e) {
       set(e.type, e.message);
+    } catch (const gearshift::plan::PlanFileError& e) {
+      set("PlanError", e.what());
     } catch (const gearshift::cli::Exit& e) {
       const char* type = e.code == gearshift::cli::kBadInput      ? "TraceError"
                          : e.code == gearshift::cli::kNoIteration ? "NoIterationError"

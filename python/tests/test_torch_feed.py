@@ -67,7 +67,8 @@ JOB = textwrap.dedent(
 
 def _plan_file(tmp_path):
     positions = [
-        {"name": n, "duration_us": 2000.0, "start_offset_us": 2000.0 * i, "sm_clock_mhz": sm, "mem_clock_mhz": 3201}
+        {"name": n, "kind": "kernel", "duration_us": 2000.0, "start_offset_us": 2000.0 * i, "sm_clock_mhz": sm,
+         "mem_clock_mhz": 3201}
         for i, (n, sm) in enumerate((("gemm_a", 1980), ("gemm_b", 1200), ("ncclAllReduce", 1980)))
     ]
     plan = {"format": "gearshift-plan", "version": 1, "gpu": "h200", "switch_latency_us": 0.0,

@@ -16,8 +16,8 @@ import gearshift.torch as gt
 def _plan_file(tmp_path, names=("gemm_a", "gemm_b", "ncclAllReduce"), clocks=((1980, 3201), (1200, 3201), (1980, 3201))):
     positions, t = [], 0.0
     for name, (sm, mem) in zip(names, clocks):
-        positions.append({"name": name, "duration_us": 2000.0, "start_offset_us": t, "sm_clock_mhz": sm,
-                          "mem_clock_mhz": mem})
+        positions.append({"name": name, "kind": "kernel", "duration_us": 2000.0, "start_offset_us": t,
+                          "sm_clock_mhz": sm, "mem_clock_mhz": mem})
         t += 2000.0
     plan = {"format": "gearshift-plan", "version": 1, "gpu": "h200", "switch_latency_us": 0.0,
             "period_us": t, "positions": positions}

@@ -1,13 +1,13 @@
 #include "cli/auto_plan.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <utility>
 
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
 #include "cli/plan_job.hpp"
+#include "plan/plan_file.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -116,9 +116,11 @@ void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> a
   po.switch_latency_ms = o_.switch_latency_ms;
   try {
     PlanJobResult r = plan_trace(po, std::move(t), std::move(an));
-    const nlohmann::json j = plan_file_json(po, r);
-    // One conversion: the runtime reads the same plan.json that `gearshift plan -o` would have written.
-    runtime::ClockPlan cp = runtime::plan_from_json(j, "the --auto plan");
+    const plan::PlanFile f = plan_file(po, r);
+    // The runtime follows the same plan.json that `gearshift plan -o` would have written, validated as it would be
+    // when read.
+    plan::validate(f, "the --auto plan");
+    runtime::ClockPlan cp = runtime::clock_plan_from(f);
     const auto& it = r.iterations;
     const auto& s = *r.chosen;
     fmt::print(stderr,
@@ -136,11 +138,12 @@ void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> a
     else
       fmt::print(stderr, "no plan fits the budget: default clocks, no changes\n");
     if (!o_.plan_output.empty()) {
-      std::ofstream out(o_.plan_output);
-      out << j.dump(1) << "\n";
-      if (out) fmt::print(stderr, "gearshift run --auto: plan written to {}\n", o_.plan_output);
-      else fmt::print(stderr, "gearshift run --auto: warning: cannot write {}; the plan is applied all the same\n",
-                      o_.plan_output);
+      try {
+        plan::write_plan_file(f, o_.plan_output);
+        fmt::print(stderr, "gearshift run --auto: plan written to {}\n", o_.plan_output);
+      } catch (const plan::PlanFileError& e) {
+        fmt::print(stderr, "gearshift run --auto: warning: {}; the plan is applied all the same\n", e.what());
+      }
     }
     fmt::print(stderr, "gearshift run --auto: applying the plan from now on\n");
     start_(cp);

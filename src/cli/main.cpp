@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "plan/plan_file.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"gearshift: cut GPU energy of LLM training without losing step time"};
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
   } catch (const gearshift::cli::Exit& e) {
     if (*e.what()) std::fprintf(stderr, "gearshift: %s\n", e.what());
     return e.code;
+  } catch (const gearshift::plan::PlanFileError& e) {  // a bad plan.json is a bad input file wherever it is read
+    std::fprintf(stderr, "gearshift: %s\n", e.what());
+    return gearshift::cli::kBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gearshift: internal error: %s\n", e.what());
     return gearshift::cli::kFailure;

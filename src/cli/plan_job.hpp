@@ -9,6 +9,7 @@
 
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
+#include "plan/plan_file.hpp"
 #include "sim/evaluate.hpp"
 #include "trace/iteration.hpp"
 #include "trace/record.hpp"
@@ -71,6 +72,8 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
 
 void print_report(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
+// The chosen plan as plan.json (plan/plan_file.hpp, the one owner of the format); plan_file_json is its JSON.
+plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);
 
 // Parses "0.5%", "0.5 %" or "0.005" into a fraction; throws cli::Exit(kUsage) when not a number in [0, 1].

@@ -1,5 +1,7 @@
 #include "cli/plan_ranks.hpp"
 
+#include <ctime>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -100,32 +102,49 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
           {"ranks", ranks}};
 }
 
-nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
-                                   const GpuChoice* gpu) {
-  using nlohmann::json;
+plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+                              const GpuChoice* gpu) {
   const auto& p = r.ranks.at(rank);
   const auto& w = in.workload;
-  json positions = json::array();
+  plan::PlanFile f;
+  f.gpu = in.model.spec().name;
+  if (gpu) f.gpu_selection = plan::PlanFileGpuSelection{gpu->spec, gpu->source, gpu->trace_gpu, gpu->trace_spec};
+  f.strategy = "sync-slack " + p.schedule.strategy;
+  f.switch_latency_us = r.switch_latency_ns / 1e3;
+  f.period_us = w.period_ns / 1e3;
+  f.rank = p.rank;
+  f.deadline_s = r.deadline_s;
+  f.straggler_factor = p.straggler_factor;
+  plan::PlanFilePredicted pr;
+  pr.time_s = p.planned_step_time_s;
+  pr.energy_j = p.planned_energy_j;
+  pr.baseline_energy_j = p.baseline_energy_j;
+  pr.saving_pct = p.saving_pct;
+  pr.clock_changes_per_step = p.schedule.change_positions().size();
+  f.predicted = pr;
   for (std::size_t i = 0; i < w.ops.size(); ++i) {
     const auto& op = w.ops[i];
-    positions.push_back({{"name", op.name}, {"stream", op.stream}, {"class", model::to_string(op.cls)},
-                         {"duration_us", op.ref_time_ns / 1e3}, {"start_offset_us", op.start_offset_ns / 1e3},
-                         {"sm_clock_mhz", p.schedule.clocks[i].sm_mhz},
-                         {"mem_clock_mhz", p.schedule.clocks[i].mem_mhz}});
+    f.positions.push_back({op.name, op.kind, op.stream, model::to_string(op.cls), model::to_string(op.pass),
+                           op.ref_time_ns / 1e3, op.start_offset_ns / 1e3, p.schedule.clocks[i]});
   }
-  return {{"format", "gearshift-plan"},
-          {"version", 1},
-          {"gpu", in.model.spec().name},
-          {"gpu_selection", gpu ? gpu->to_json() : json(nullptr)},
-          {"strategy", "sync-slack " + p.schedule.strategy},
-          {"switch_latency_us", r.switch_latency_ns / 1e3},
-          {"rank", p.rank},
-          {"deadline_s", r.deadline_s},
-          {"straggler_factor", p.straggler_factor},
-          {"predicted", {{"modelled", true}, {"time_s", p.planned_step_time_s}, {"energy_j", p.planned_energy_j},
-                         {"baseline_energy_j", p.baseline_energy_j}, {"saving_pct", p.saving_pct}}},
-          {"positions", positions},
-          {"period_us", w.period_ns / 1e3}};
+  for (const auto& ph : plan::phases_of(p.schedule))
+    f.phases.push_back({ph.first, ph.last, w.ops[ph.first].name, ph.clocks});
+  f.model = plan::model_section(in.model.params(), std::nullopt);
+  plan::PlanFileProvenance v;
+  v.input = in.source;
+  if (gpu && !gpu->warning.empty()) v.warnings.push_back(gpu->warning);
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  v.created = buf;
+  v.gearshift_version = "0.1.0";
+  f.provenance = std::move(v);
+  return f;
+}
+
+nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+                                   const GpuChoice* gpu) {
+  return plan::to_json(rank_plan_file(in, r, rank, gpu));
 }
 
 }  // namespace gearshift::cli

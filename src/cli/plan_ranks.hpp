@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/plan_job.hpp"
+#include "plan/plan_file.hpp"
 #include "sim/sync_slack.hpp"
 
 namespace gearshift::cli {
@@ -18,7 +19,9 @@ namespace gearshift::cli {
 nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r,
                                       const std::vector<GpuChoice>& gpus = {});
 
-// Rank r's plan in the runtime's plan.json format (runtime/clock_plan.hpp), for `gearshift run --plan`.
+// Rank r's plan as plan.json (plan/plan_file.hpp), for `gearshift run --plan`; rank_plan_file_json is its JSON.
+plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+                              const GpuChoice* gpu = nullptr);
 nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
                                    const GpuChoice* gpu = nullptr);
 

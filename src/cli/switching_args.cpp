@@ -24,7 +24,7 @@ runtime::SchedulerOptions SwitchingArgs::resolve(const runtime::ClockPlan& plan)
 runtime::ClockPlan load_plan_or_exit(const std::string& path) {
   try {
     return runtime::load_plan(path);
-  } catch (const runtime::PlanError& e) {
+  } catch (const plan::PlanFileError& e) {  // plan/plan_file.hpp: a bad plan is a bad input file
     throw Exit(kBadInput, e.what());
   }
 }

@@ -20,7 +20,7 @@ struct SwitchingArgs {
   runtime::SchedulerOptions resolve(const runtime::ClockPlan& plan);
 };
 
-// load_plan with its errors as Exit(kBadInput).
+// runtime::load_plan (plan::read_plan_file) with its plan::PlanFileError as Exit(kBadInput).
 runtime::ClockPlan load_plan_or_exit(const std::string& path);
 
 }  // namespace gearshift::cli

@@ -176,7 +176,8 @@ void write_plan(const fs::path& p) {
                       {"period_us", 25000}};
   nlohmann::json pos = nlohmann::json::array();
   for (int i = 0; i < 4; ++i)
-    pos.push_back({{"name", std::string(1, static_cast<char>('a' + i))}, {"duration_us", 5000}, {"start_offset_us", 6000 * i},
+    pos.push_back({{"name", std::string(1, static_cast<char>('a' + i))}, {"kind", "kernel"}, {"duration_us", 5000},
+                   {"start_offset_us", 6000 * i},
                    {"sm_clock_mhz", i < 2 ? 1200 : 1980}, {"mem_clock_mhz", 3201}});
   j["positions"] = pos;
   std::ofstream(p) << j.dump();
