@@ -1,7 +1,9 @@
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <unistd.h>
 
 #include <fmt/core.h>
@@ -11,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/plan_job.hpp"
 #include "gpu/spec.hpp"
+#include "plan/plan_file.hpp"
 
 namespace gearshift::embedded {
 extern const unsigned char demo_trace[];
@@ -26,7 +29,7 @@ struct PlanArgs {
   std::string max_slowdown = "0.5%";
   std::string output;
   std::string strategy = "phase";
-  double switch_latency_ms = -1;
+  std::optional<double> switch_latency_ms;  // absent: the GPU spec's estimate
   bool json = false;
   bool no_calibrate = false;
   int device = -1;
@@ -52,6 +55,24 @@ void add_common(CLI::App* cmd, PlanArgs& a) {
                 "(docs/step-detection.md)");
 }
 
+// -o names a file that can be written: its directory exists and is writable, and it is not a directory. Exit(kBadInput)
+// otherwise, before the trace is planned.
+void check_output(const std::string& output) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(output, ec))
+    throw Exit(kBadInput, fmt::format("-o {}: is a directory; name the plan file, e.g. {}/plan.json", output,
+                                      output));
+  const fs::path p(output);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw Exit(kBadInput, fmt::format("-o {}: cannot write the plan: directory {} does not exist", output,
+                                      dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0 && !(fs::exists(p, ec) && ::access(p.c_str(), W_OK) == 0))
+    throw Exit(kBadInput, fmt::format("-o {}: cannot write the plan: directory {} is not writable", output,
+                                      dir.string()));
+}
+
 void execute(const PlanArgs& a, const std::string& path, const std::string& display) {
   PlanJobOptions o;
   o.trace_path = path;
@@ -59,7 +80,13 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   if (!a.gpu.empty()) o.gpu = a.gpu;
   o.max_slowdown = parse_slowdown(a.max_slowdown);
   o.strategy = a.strategy;
-  if (a.switch_latency_ms >= 0) o.switch_latency_ms = a.switch_latency_ms;
+  if (a.switch_latency_ms) {
+    if (!(*a.switch_latency_ms >= 0) || !std::isfinite(*a.switch_latency_ms))
+      throw Exit(kUsage, fmt::format("--switch-latency-ms {}: the switch latency must be a number of ms >= 0",
+                                     *a.switch_latency_ms));
+    o.switch_latency_ms = a.switch_latency_ms;
+  }
+  if (!a.output.empty()) check_output(a.output);  // before planning, not after it
   o.calibrate = !a.no_calibrate;
   o.steps.device = a.device;
   o.steps.trust_period = a.trust_period;
@@ -67,9 +94,11 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   if (a.json) fmt::print("{}\n", report_json(o, r).dump(2));
   else print_report(o, r);
   if (!a.output.empty()) {
-    std::ofstream out(a.output);
-    out << plan_file_json(o, r).dump(1) << "\n";
-    if (!out) throw Exit(kFailure, fmt::format("cannot write {}: check the directory exists and is writable", a.output));
+    try {
+      plan::write_plan_file(plan_file(o, r), a.output);
+    } catch (const plan::PlanFileError& e) {
+      throw Exit(kBadInput, e.what());
+    }
     if (!a.json)
       fmt::print("Plan written  {} (strategy {}, {} phases)\n", a.output, r.chosen->schedule.strategy,
                  plan::phases_of(r.chosen->schedule).size());

@@ -1,13 +1,15 @@
 // `gearshift plan-ranks TRACE0 TRACE1 ...`: one trace per data-parallel rank, in rank order.
 #include <algorithm>
-#include <fstream>
+#include <cmath>
 #include <memory>
+#include <optional>
 
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
 #include "cli/plan_job.hpp"
 #include "cli/plan_ranks.hpp"
+#include "plan/plan_file.hpp"
 
 namespace gearshift::cli {
 
@@ -16,14 +18,19 @@ namespace {
 struct Args {
   std::vector<std::string> traces;
   std::string gpu, strategy = "phase", out_prefix;  // gpu empty: each trace's GPU
-  double switch_latency_ms = -1;
+  std::optional<double> switch_latency_ms;  // absent: the GPU spec's estimate
   bool json = false;
 };
 
 void execute(const Args& a) {
   sim::SyncSlackOptions o;
   o.strategy = a.strategy;
-  o.switch_latency_ms = a.switch_latency_ms;
+  if (a.switch_latency_ms) {
+    if (!(*a.switch_latency_ms >= 0) || !std::isfinite(*a.switch_latency_ms))
+      throw Exit(kUsage, fmt::format("--switch-latency-ms {}: the switch latency must be a number of ms >= 0",
+                                     *a.switch_latency_ms));
+    o.switch_latency_ms = *a.switch_latency_ms;
+  }
   if (o.strategy != "phase" && o.strategy != "kernel-global")
     throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", o.strategy));
   std::vector<sim::RankInput> inputs;
@@ -32,10 +39,12 @@ void execute(const Args& a) {
                           &gpus);
   if (!a.out_prefix.empty()) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      std::string path = fmt::format("{}{}.json", a.out_prefix, i);
-      std::ofstream f(path);
-      if (!(f << rank_plan_file_json(inputs[i], r, i, &gpus.at(i)).dump(1) << "\n"))
-        throw Exit(kBadInput, fmt::format("cannot write {}", path));
+      const std::string path = fmt::format("{}{}.json", a.out_prefix, i);
+      try {
+        plan::write_plan_file(rank_plan_file(inputs[i], r, i, &gpus.at(i)), path);
+      } catch (const plan::PlanFileError& e) {
+        throw Exit(kBadInput, e.what());
+      }
     }
   }
   if (a.json) {
