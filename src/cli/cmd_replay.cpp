@@ -87,6 +87,8 @@ void add_replay_command(CLI::App& app) {
       r = runtime::replay(t, plan, ro, log.get());
     } catch (const trace::NoIterationError& e) {
       throw Exit(kNoIteration, e.what());
+    } catch (const runtime::PlanMismatchError& e) {
+      throw Exit(kBadInput, fmt::format("{}: {}", o->plan, e.what()));
     }
     if (o->json) {
       nlohmann::json j = {{"prediction_accuracy", r.prediction_accuracy},

@@ -9,6 +9,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
+#include "plan/plan_file.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::runtime {
@@ -80,6 +83,14 @@ void align_step(const std::vector<std::int32_t>& ops, const std::vector<std::int
 
 }  // namespace
 
+double plan_match_share(const ClockPlan& plan, const trace::Trace& trace, const trace::IterationAnalysis& an) {
+  auto kind = [](bool kernel) { return kernel ? trace::OpKind::kernel : trace::OpKind::memcpy; };
+  std::vector<std::pair<std::string, trace::OpKind>> planned, traced;
+  for (const auto& p : plan.positions) planned.emplace_back(p.name, kind(p.kernel));
+  for (const auto& op : an.tmpl.ops) traced.emplace_back(trace.names[op.name_id], kind(op.kind == trace::OpKind::kernel));
+  return plan::position_match_share(planned, traced);
+}
+
 ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const ReplayOptions& o, Actuator* actuator) {
   std::vector<std::string> names;
   for (const auto& p : plan.positions) names.push_back(p.name);
@@ -88,6 +99,14 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
   for (const auto& n : names) tmpl.push_back(pred.id_of(n));
 
   trace::IterationAnalysis an = trace::detect_iterations(trace);
+  if (o.min_plan_match > 0) {
+    const double share = plan_match_share(plan, trace, an);
+    if (share < o.min_plan_match)
+      throw PlanMismatchError(fmt::format(
+          "the plan was made for another job: its {} positions and the trace's {}-op step share {:.0f} % in order "
+          "(name and kind; at least {:.0f} % needed); make the plan from this job's trace",
+          plan.size(), an.tmpl.ops.size(), 100 * share, 100 * o.min_plan_match));
+  }
   // The launch stream: the analysed device's ops in GPU start order.
   std::vector<ReplayOp> ops;
   std::vector<std::int32_t> name_ids;  // per trace name

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "runtime/clock_plan.hpp"
 #include "runtime/predictor.hpp"
 #include "runtime/scheduler.hpp"
+#include "trace/iteration.hpp"
 #include "trace/record.hpp"
 
 namespace gearshift::runtime {
@@ -24,7 +26,21 @@ struct Perturbation {
 // Parses "drop=0.01,insert=0.01,swap=0" (values in 0..1, or with % as percent). Throws std::invalid_argument.
 Perturbation parse_perturbation(const std::string& text);
 
+// The plan is not this trace's job: its positions (name and kind, in order) and the trace's step template share
+// less than ReplayOptions::min_plan_match of the longer one. A bad input (the plan), not a runtime failure.
+class PlanMismatchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The share of the longer of (plan positions, trace template) whose names and kinds align in order with the other
+// (plan::position_match_share; memcpy and memset count as one kind: the runtime's plan keeps only "not a kernel").
+double plan_match_share(const ClockPlan& plan, const trace::Trace& trace, const trace::IterationAnalysis& analysis);
+
 struct ReplayOptions {
+  // Below this plan_match_share the plan is refused (PlanMismatchError). The ranks of one data-parallel job share
+  // 0.93 (ddp2 gpt2-medium rank 0 vs 1); GPT-3 XL vs GPT-2 medium, both 24 layers, 0.68; 0 accepts any plan.
+  double min_plan_match = 0.8;
   SchedulerOptions scheduler;
   PredictorOptions predictor;
   Perturbation perturb;
@@ -61,7 +77,8 @@ struct ReplayResult {
   std::uint64_t relocks = 0, losses = 0;
 };
 
-// Throws trace::NoIterationError when the trace has no steps to score.
+// Throws trace::NoIterationError when the trace has no steps to score, PlanMismatchError when the plan was made for
+// another job.
 ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const ReplayOptions& options,
                     Actuator* actuator = nullptr);
 
