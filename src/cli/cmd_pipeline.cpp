@@ -35,7 +35,7 @@ struct PipelineOptions {
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
-  if (!f) throw Exit(kFailure, "cannot write " + path.string());
+  if (!f) throw Exit(kBadInput, "-o: cannot write " + path.string());
 }
 
 void run(const PipelineOptions& o) {
@@ -67,7 +67,9 @@ void run(const PipelineOptions& o) {
   }
   std::error_code ec;
   std::filesystem::create_directories(o.outdir, ec);
-  if (ec) throw Exit(kFailure, fmt::format("cannot create {}: {}", o.outdir, ec.message()));
+  if (ec || !std::filesystem::is_directory(o.outdir))
+    throw Exit(kBadInput, fmt::format("-o {}: cannot create the output directory: {}", o.outdir,
+                                      ec ? ec.message() : std::string("a file of that name exists")));
   const std::filesystem::path dir(o.outdir);
   write_file(dir / "frontier.csv", frontier_csv(plan.frontier, false));
   write_file(dir / "pareto.csv", frontier_csv(plan.frontier, true));

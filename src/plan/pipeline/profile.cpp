@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -81,7 +82,9 @@ int parse_int(const std::string& cell, const std::string& col, const std::string
 Profile parse_profile(const std::string& text, const std::string& source) {
   Profile p;
   p.source = source;
-  std::istringstream in(text);
+  // A UTF-8 byte-order mark (Excel's "CSV UTF-8", PowerShell) is not part of the header's first name.
+  const bool bom = text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0;
+  std::istringstream in(bom ? text.substr(3) : text);
   std::string line;
   int lineno = 0;
   // Column indices for: stage, instruction, clock, time, energy.
@@ -113,7 +116,11 @@ Profile parse_profile(const std::string& text, const std::string& source) {
       have_header = true;
       continue;
     }
-    if (cells.size() != ncols) fail(source, lineno, fmt::format("{} columns, header has {}", cells.size(), ncols));
+    if (cells.size() != ncols)
+      fail(source, lineno,
+           fmt::format("{} columns, header has {}{}", cells.size(), ncols,
+                       line.find('"') != std::string::npos ? " (quoted cells are not read as one: no commas inside a cell)"
+                                                            : ""));
     ProfileRow r;
     r.line = lineno;
     r.stage = parse_int(cells[col[0]], "stage", source, lineno);
@@ -136,6 +143,8 @@ Profile parse_profile(const std::string& text, const std::string& source) {
 }
 
 Profile read_profile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw PipelineError(path + ": is a directory, not a profile (CSV)");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw PipelineError(path + ": cannot open profile");
   std::stringstream ss;

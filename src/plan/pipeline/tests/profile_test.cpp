@@ -48,6 +48,21 @@ TEST(Profile, ParsesGearshiftDialectWithCommentsAndColumnOrder) {
   EXPECT_DOUBLE_EQ(p.rows[0].energy_j, 3.5);
 }
 
+// bad_inputs p10/p10c: a UTF-8 BOM before the header was read as part of "stage" ("unknown header"), exit 3.
+TEST(Profile, ReadsAUtf8ByteOrderMarkAndCrlf) {
+  const std::string bom = "\xEF\xBB\xBF";
+  auto p = parse_profile(bom + kPerseus, "p.csv");
+  ASSERT_EQ(p.rows.size(), 4u);
+  EXPECT_EQ(p.rows[0].line, 2);
+  std::string crlf;
+  for (const char* c = kPerseus; *c; ++c) crlf += *c == '\n' ? std::string("\r\n") : std::string(1, *c);
+  auto q = parse_profile(bom + crlf, "p.csv");
+  ASSERT_EQ(q.rows.size(), 4u);
+  EXPECT_DOUBLE_EQ(q.rows[3].energy_j, 8.0);
+  // Only at the start: a BOM inside the file is still a bad cell.
+  EXPECT_NE(error_of(std::string(kPerseus) + bom + "0,forward,1000,0.015,3.0\n").find("row 6"), std::string::npos);
+}
+
 TEST(Profile, BadValuesNameTheRow) {
   std::string head = "stage,instruction,frequency,time,energy\n";
   EXPECT_EQ(error_of(head + "0,forward,1400,0.01,nan\n"), "p.csv: row 2: energy is NaN");
