@@ -15,6 +15,7 @@ Errors are the classes of :mod:`gearshift._errors`, re-exported here (with ``Fee
 from __future__ import annotations
 
 import json
+import math
 from typing import List, Optional, Sequence
 
 from ._errors import (
@@ -72,7 +73,10 @@ def plan_trace(trace: str, max_slowdown: float = 0.005, gpu: Optional[str] = Non
 
 
 def plan_ranks(
-    traces: Sequence[str], gpu: Optional[str] = None, strategy: str = "phase", switch_latency_ms: float = -1.0
+    traces: Sequence[str],
+    gpu: Optional[str] = None,
+    strategy: str = "phase",
+    switch_latency_ms: Optional[float] = None,
 ) -> dict:
     """Sync-aware slack across the data-parallel ranks of one job (``gearshift plan-ranks``), modelled.
 
@@ -82,8 +86,8 @@ def plan_ranks(
     Args:
         traces: one trace per rank, in rank order.
         gpu: GPU spec name; None: the GPU each trace names, else h200.
-        strategy: "phase" (changes land ``switch_latency_ms`` later; default the GPU's estimate) or
-            "kernel-global" (ideal switching).
+        strategy: "phase" (changes land ``switch_latency_ms`` later) or "kernel-global" (ideal switching).
+        switch_latency_ms: the phase strategy's L, ms (>= 0); None: the GPU spec's estimate.
 
     Returns:
         ``{"report": {...deadline_s, straggler, job_step_time_before_s/after_s, ranks: [...]},
@@ -93,6 +97,11 @@ def plan_ranks(
         TraceError: unreadable trace, or ranks that do not run the same step. NoIterationError. ValueError.
     """
     paths: List[str] = [str(t) for t in traces]
-    return json.loads(
-        _core.plan_ranks(paths, "" if gpu is None else str(gpu), str(strategy), float(switch_latency_ms))
-    )
+    if switch_latency_ms is None:
+        latency = -1.0  # the core's "not given"
+    else:
+        latency = float(switch_latency_ms)
+        if not latency >= 0 or math.isinf(latency):
+            # Before, any negative value silently became the GPU's estimate (as `--switch-latency-ms -1` did).
+            raise ValueError(f"switch_latency_ms={switch_latency_ms!r}: the switch latency must be a number of ms >= 0")
+    return json.loads(_core.plan_ranks(paths, "" if gpu is None else str(gpu), str(strategy), latency))

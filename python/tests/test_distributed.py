@@ -83,11 +83,20 @@ def test_sync_slack_from_the_two_ddp_traces():
     assert rep["job_step_time_after_s"] <= rep["job_step_time_before_s"] * (1 + 1e-9)
     assert res["plans"][1]["format"] == "gearshift-plan"
     assert res["plans"][1]["rank"] == 1
+    # Every position says its kind (plan-ranks' plans lacked it: `run --plan` took copies for kernels).
+    assert all(p["kind"] in ("kernel", "memcpy", "memset") for p in res["plans"][1]["positions"])
     lowered = [p for p in res["plans"][1]["positions"] if p["sm_clock_mhz"] < 1980]
     assert lowered  # rank 1 runs some of its step slower
     # The traces name no GPU: h200 assumed (gpu=None, as plan-ranks without --gpu), no warning.
     assert [r["gpu_selection"]["source"] for r in rep["ranks"]] == ["assumed", "assumed"]
     assert res["plans"][0]["gpu"] == "h200" and rep["warnings"] == []
+
+
+def test_plan_ranks_refuses_a_negative_switch_latency():
+    # Before, any negative switch_latency_ms silently became the GPU's estimate (6 ms on an H200).
+    for bad in (-1, -0.5, float("nan")):
+        with pytest.raises(ValueError, match="the switch latency must be a number of ms >= 0"):
+            gearshift.plan_ranks(["rank0.json.gz", "rank1.json.gz"], switch_latency_ms=bad)
 
 
 @pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")

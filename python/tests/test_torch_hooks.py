@@ -125,6 +125,18 @@ def test_enable_with_broken_plan_raises_plan_error(tmp_path):
         gt.enable(plan=str(bad))
     with pytest.raises(gearshift.PlanError, match="no such file"):
         gt.enable(plan=str(tmp_path / "missing.json"))
+    # A position without its kind (plan-ranks wrote such plans; the runtime took copies for kernels), and clocks
+    # the plan's GPU cannot set (plan/plan_file.hpp's checks, the same as `gearshift run --plan`'s).
+    plan = json.loads(open(_plan_file(tmp_path)).read())
+    del plan["positions"][1]["kind"]
+    bad.write_text(json.dumps(plan))
+    with pytest.raises(gearshift.PlanError, match=r"positions\[1\]: missing field 'kind'"):
+        gt.enable(plan=str(bad))
+    plan["positions"][1]["kind"] = "kernel"
+    plan["positions"][1]["sm_clock_mhz"] = 5000
+    bad.write_text(json.dumps(plan))
+    with pytest.raises(gearshift.PlanError, match="SM 5000 MHz, memory 3201 MHz is not a clock pair of its GPU 'h200'"):
+        gt.enable(plan=str(bad))
     assert not gt.enabled()
 
 
