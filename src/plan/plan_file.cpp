@@ -470,15 +470,15 @@ void write_plan_file(const PlanFile& p, const std::string& path) {
   if (fs::is_directory(path, ec)) fail(path, "cannot write the plan: it is a directory");
   // A link is followed (the file it names is replaced, not the link); a device or pipe (/dev/stdout) is written
   // directly.
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    std::ofstream out(path, std::ios::binary);
+    if (!(out << text) || !out.flush()) fail(path, fmt::format("cannot write the plan: {}", std::strerror(errno)));
+    return;
+  }
   fs::path target(path);
   if (fs::is_symlink(target, ec)) {
     target = fs::weakly_canonical(target, ec);
     if (ec) fail(path, fmt::format("cannot write the plan: {}", ec.message()));
-  }
-  if (fs::exists(target, ec) && !fs::is_regular_file(target, ec)) {
-    std::ofstream out(target, std::ios::binary);
-    if (!(out << text) || !out.flush()) fail(path, fmt::format("cannot write the plan: {}", std::strerror(errno)));
-    return;
   }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
