@@ -1,8 +1,9 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
-#include <map>
+#include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace gearshift::sim {
 
@@ -11,62 +12,106 @@ plan::Schedule default_schedule(const model::Workload& w, const model::DvfsModel
   return plan::Schedule{"default", 0, std::vector<model::ClockPair>(w.ops.size(), def), 0};
 }
 
-SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s, double latency_ns,
-                   bool keep_timeline) {
-  if (s.clocks.size() != w.ops.size())
-    throw std::invalid_argument("simulate: the schedule has " + std::to_string(s.clocks.size()) +
-                                " positions, the template " + std::to_string(w.ops.size()));
+namespace {
+
+constexpr double kNever = -std::numeric_limits<double>::infinity();
+
+struct Change {
+  double at_ns;  // when it lands, relative to the step start
+  model::ClockPair clocks;
+};
+
+// What one step inherits from the one before it.
+struct Carry {
+  model::ClockPair in_effect;   // clocks of the last op started (ops and idle power)
+  std::vector<Change> pending;  // changes landing in this step (relative times, may be <= 0), in order
+  double last_land_ns = kNever; // when the previous change landed (relative: <= 0 or pending)
+};
+
+struct StepOut {
   SimResult r;
+  Carry next;
+  double first_change_start_ns = 0;  // start of the op whose change was issued first (if any)
+};
+
+StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s, double latency_ns,
+                 const Carry& in, bool keep_timeline) {
+  StepOut out;
+  SimResult& r = out.r;
   const std::size_t n = w.ops.size();
-  if (n == 0) return r;
-  // Clock changes in effect over time: (time they land, clocks). The previous step ended on the last position's
-  // request; it is in effect from the start.
-  struct Change {
-    double at_ns;
-    model::ClockPair clocks;
-  };
-  std::vector<Change> changes{{-1e300, s.clocks[n - 1]}};
+  std::vector<Change> changes{{kNever, in.in_effect}};
+  changes.insert(changes.end(), in.pending.begin(), in.pending.end());
+  std::size_t landed = 0;  // index of the change in effect at the current time
   model::ClockPair last_requested = s.clocks[n - 1];
-  std::map<std::int32_t, double> stream_free;  // stream -> time it is free, ns
-  double prev_start = 0, step_end = 0, dynamic_j = 0;
-  auto in_effect = [&](double t) {
-    // Changes land in issue order (each L after its issue), so the last one landed by t is in effect.
-    model::ClockPair c = changes.front().clocks;
-    for (const auto& ch : changes)
-      if (ch.at_ns <= t) c = ch.clocks;
-    return c;
-  };
+  double last_land = in.last_land_ns;
+  for (const auto& p : in.pending) last_land = p.at_ns;
+  std::vector<std::pair<std::int32_t, double>> stream_free;  // stream -> time it is free, ns (few streams)
+  double prev_start = 0, step_end = 0, dynamic_j = 0, idle_j = 0;
+  model::ClockPair idle_clocks = in.in_effect;  // clocks of the last op started: the board's idle power
+  double idle_from = 0;
+  bool first_change = true;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& op = w.ops[i];
-    double free = stream_free.count(op.stream) ? stream_free[op.stream] : 0.0;
-    double start = std::max(free + op.gap_before_ns, prev_start);
+    auto sf = std::find_if(stream_free.begin(), stream_free.end(), [&](const auto& e) { return e.first == op.stream; });
+    if (sf == stream_free.end()) sf = stream_free.insert(stream_free.end(), {op.stream, 0.0});
+    const double start = std::max(sf->second + op.gap_before_ns, prev_start);
     if (!(s.clocks[i] == last_requested)) {
-      changes.push_back({start + latency_ns, s.clocks[i]});
+      // Issued L before op i starts, but not before the previous change landed.
+      double land = std::max(start, last_land + latency_ns);
+      if (land > start) ++r.late_changes;
+      if (first_change) out.first_change_start_ns = start, first_change = false;
+      changes.push_back({land, s.clocks[i]});
+      last_land = land;
       last_requested = s.clocks[i];
       ++r.clock_changes;
     }
-    model::ClockPair c = in_effect(start);
+    // Changes land in issue order, so the last one landed by `start` is in effect.
+    while (landed + 1 < changes.size() && changes[landed + 1].at_ns <= start) ++landed;
+    const model::ClockPair c = changes[landed].clocks;
+    idle_j += m.idle_power_w(idle_clocks.sm_mhz) * (start - idle_from) * 1e-9;
+    idle_clocks = c, idle_from = start;
     auto p = m.predict(op.ref_time_ns, op.ref, c, op.coeffs);
     double end = start + p.time_ns;
     dynamic_j += (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
     r.busy_time_s += p.time_ns * 1e-9;
-    stream_free[op.stream] = end;
+    sf->second = end;
     prev_start = start;
     step_end = std::max(step_end, end);
     if (keep_timeline) r.timeline.push_back({i, start, end, c, p.effective_sm_mhz, p.power_w});
   }
   step_end += w.tail_ns;
-  // Idle power integrated over the clocks in effect.
-  double idle_j = 0;
-  for (std::size_t k = 0; k < changes.size(); ++k) {
-    double from = std::max(0.0, changes[k].at_ns);
-    double to = k + 1 < changes.size() ? std::min(step_end, std::max(0.0, changes[k + 1].at_ns)) : step_end;
-    if (to > from) idle_j += m.idle_power_w(changes[k].clocks.sm_mhz) * (to - from) * 1e-9;
-  }
+  idle_j += m.idle_power_w(idle_clocks.sm_mhz) * (step_end - idle_from) * 1e-9;
   r.step_time_s = step_end * 1e-9;
   r.energy_j = dynamic_j + idle_j;
   r.average_power_w = r.energy_j / r.step_time_s;
-  return r;
+  // What the next step inherits: the clocks of the last op started, and every change that had not landed by
+  // then (it lands for the next step's ops, at its first op start at the earliest).
+  out.next.in_effect = idle_clocks;
+  for (std::size_t k = landed + 1; k < changes.size(); ++k)
+    out.next.pending.push_back({changes[k].at_ns - step_end, changes[k].clocks});
+  out.next.last_land_ns = last_land - step_end;
+  return out;
+}
+
+}  // namespace
+
+SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s, double latency_ns,
+                   bool keep_timeline) {
+  if (s.clocks.size() != w.ops.size())
+    throw std::invalid_argument("simulate: the schedule has " + std::to_string(s.clocks.size()) +
+                                " positions, the template " + std::to_string(w.ops.size()));
+  const std::size_t n = w.ops.size();
+  if (n == 0) return SimResult{};
+  // First assume the previous step ended on the last position's clocks with every change landed; replay once
+  // more from the state this step ends in when that was not so (a change late at the step's end, or the
+  // previous step's last change landing too close to this step's first).
+  Carry assumed{s.clocks[n - 1], {}, kNever};
+  StepOut first = run_step(w, m, s, latency_ns, assumed, keep_timeline);
+  const Carry& c = first.next;
+  const bool steady = c.in_effect == assumed.in_effect && c.pending.empty() &&
+                      (first.r.clock_changes == 0 || c.last_land_ns + latency_ns <= first.first_change_start_ns);
+  if (steady) return std::move(first.r);
+  return std::move(run_step(w, m, s, latency_ns, c, keep_timeline).r);
 }
 
 }  // namespace gearshift::sim

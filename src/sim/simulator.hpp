@@ -2,10 +2,18 @@
 //
 // Timeline: each op starts when its stream is free plus its recorded idle gap (CPU-bound launch time, which
 // does not scale with the GPU clock), and never before the op ahead of it in the template starts (launch
-// order). A change of requested clocks at position i is issued when op i would start and lands L later; until
-// then the old clocks hold (the transition window). The step repeats: position 0 starts under the clocks the
-// previous step ended with. Ops run at the clocks in effect when they start, lowered by the power cap.
-// Energy = Σ (op power − idle power)·op time + ∫ idle power(clock in effect) dt over the step.
+// order). The schedule holds the clocks each position should run at. A change to position k's clocks is
+// issued L before op k starts (as the runtime's scheduler does, from the template's offsets) and lands when
+// op k starts — unless the previous change landed less than L before: one change is in flight at a time (a
+// clock set takes L), so it is issued when the previous one lands and lands L later; ops starting in between
+// run at the old clocks (a late change, counted). A plan whose phases all last at least L therefore runs
+// exactly as with instant switching (L = 0); only shorter phases pay.
+// The step repeats: position 0 starts under the clocks the previous step ended with, and a change still in
+// flight at the step's end lands in the next step (the step is replayed once more in steady state then).
+// Ops run at the clocks in effect when they start, lowered by the power cap; the board's idle power follows
+// the same clocks: from one op's start to the next op's start it is the idle power of the clocks the first
+// of them started with (a change lands for the board when it lands for the ops).
+// Energy = Σ (op power − idle power at its capped clock)·op time + ∫ idle power(requested clocks in effect) dt.
 // Limits: the power cap is applied per op (overlapping ops on other streams are not summed against it).
 #pragma once
 
@@ -30,6 +38,7 @@ struct SimResult {
   double energy_j = 0;      // J per step
   double average_power_w = 0;
   std::size_t clock_changes = 0;     // changes issued per step
+  std::size_t late_changes = 0;      // changes that landed after their op started (previous change < L before)
   double busy_time_s = 0;            // Σ op times, s
   std::vector<TimelineEntry> timeline;  // filled when requested
 };

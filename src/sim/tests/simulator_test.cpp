@@ -35,27 +35,75 @@ TEST_F(SimFixture, BaselineOfSerialOpsAddsTimesGapsAndIdle) {
   EXPECT_EQ(r.clock_changes, 0u);
 }
 
-TEST_F(SimFixture, OldClocksHoldDuringTheTransitionWindow) {
+TEST_F(SimFixture, PhasesAtLeastLLongRunAsWithInstantSwitching) {
   model::Workload w;
   for (int i = 0; i < 4; ++i) w.ops.push_back(op_of(model::KernelClass::elementwise, 1e6, 0, 7, m));
   plan::Schedule s{"x", 0, {{1980, 3201}, {1980, 3201}, {990, 3201}, {990, 3201}}, 0};
   SimResult ideal = simulate(w, m, s, 0, true);
-  SimResult slow = simulate(w, m, s, 1.5e6, true);
   // Two changes per step: to 990 at position 2 and back to 1980 at position 0 (cyclic).
   EXPECT_EQ(ideal.clock_changes, 2u);
+  EXPECT_EQ(ideal.late_changes, 0u);
   EXPECT_EQ(ideal.timeline[2].requested.sm_mhz, 990);
   // Ideal: the previous step ended on 990; the change back to 1980 at position 0 lands at once.
   EXPECT_EQ(ideal.timeline[0].requested.sm_mhz, 1980);
   EXPECT_EQ(ideal.timeline[3].requested.sm_mhz, 990);
   // elementwise prior a = 0.15, b = 0.75: at 990 MHz an op takes 1 ms · (0.15·2 + 0.75 + 0.10) = 1.15 ms.
   EXPECT_NEAR(ideal.step_time_s, (2 * 1.0 + 2 * 1.15) * 1e-3, 1e-12);
-  // L = 1.5 ms: the change issued at op 0 lands at 1.5 ms, so ops 0 and 1 (starting at 0 and 1.15 ms) still
-  // run at 990; the change issued at op 2 (2.3 ms) lands at 3.8 ms, after op 3 started (3.3 ms): 1980.
-  EXPECT_EQ(slow.timeline[0].requested.sm_mhz, 990);
-  EXPECT_EQ(slow.timeline[1].requested.sm_mhz, 990);
-  EXPECT_EQ(slow.timeline[2].requested.sm_mhz, 1980);
-  EXPECT_EQ(slow.timeline[3].requested.sm_mhz, 1980);
-  EXPECT_NEAR(slow.timeline[2].start_ns, 2.3e6, 1e-6);
+  // L = 1.5 ms: each change is issued 1.5 ms before its op and both phases last longer (2 ms at 1980, 2.3 ms
+  // at 990 across the wrap): exactly the instant-switching figures.
+  SimResult l15 = simulate(w, m, s, 1.5e6, true);
+  EXPECT_EQ(l15.late_changes, 0u);
+  EXPECT_EQ(l15.step_time_s, ideal.step_time_s);
+  EXPECT_EQ(l15.energy_j, ideal.energy_j);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(l15.timeline[i].requested, ideal.timeline[i].requested);
+}
+
+TEST_F(SimFixture, OldClocksHoldWhenAPhaseIsShorterThanL) {
+  model::Workload w;
+  for (int i = 0; i < 4; ++i) w.ops.push_back(op_of(model::KernelClass::elementwise, 1e6, 0, 7, m));
+  // The 990 phase (op 1, 1.15 ms) is shorter than L = 1.5 ms: the change back to 1980, issued when the one
+  // to 990 lands (1.0 ms), lands at 2.5 ms; op 2 starts at 2.15 ms and still runs at 990.
+  plan::Schedule s{"x", 0, {{1980, 3201}, {990, 3201}, {1980, 3201}, {1980, 3201}}, 0};
+  SimResult r = simulate(w, m, s, 1.5e6, true);
+  EXPECT_EQ(r.clock_changes, 2u);
+  EXPECT_EQ(r.late_changes, 1u);
+  EXPECT_EQ(r.timeline[1].requested.sm_mhz, 990);
+  EXPECT_EQ(r.timeline[2].requested.sm_mhz, 990);
+  EXPECT_EQ(r.timeline[3].requested.sm_mhz, 1980);
+  EXPECT_NEAR(r.timeline[2].start_ns, 2.15e6, 1e-6);
+  EXPECT_NEAR(r.step_time_s, (1.0 + 1.15 + 1.15 + 1.0) * 1e-3, 1e-12);
+}
+
+TEST_F(SimFixture, AChangeLateAtTheStepEndLandsInTheNextStep) {
+  model::Workload w;
+  for (int i = 0; i < 4; ++i) w.ops.push_back(op_of(model::KernelClass::elementwise, 1e6, 0, 7, m));
+  // The 990 phase is the last op (1.15 ms < L = 1.5 ms): the change back to 1980 for position 0 lands 0.35 ms
+  // into the next step, so op 0 runs at 990 in the steady state.
+  plan::Schedule s{"x", 0, {{1980, 3201}, {1980, 3201}, {1980, 3201}, {990, 3201}}, 0};
+  SimResult r = simulate(w, m, s, 1.5e6, true);
+  EXPECT_EQ(r.late_changes, 1u);
+  EXPECT_EQ(r.timeline[0].requested.sm_mhz, 990);
+  EXPECT_EQ(r.timeline[1].requested.sm_mhz, 1980);
+  EXPECT_EQ(r.timeline[3].requested.sm_mhz, 990);
+  EXPECT_NEAR(r.step_time_s, (1.15 + 1.0 + 1.0 + 1.15) * 1e-3, 1e-12);
+}
+
+TEST_F(SimFixture, IdlePowerFollowsTheClocksOfTheLastOpStarted) {
+  model::Workload w;
+  w.ops = {op_of(model::KernelClass::elementwise, 1e6, 0, 7, m), op_of(model::KernelClass::elementwise, 1e6, 2e6, 7, m)};
+  plan::Schedule s{"x", 0, {{990, 3201}, {1980, 3201}}, 0};
+  SimResult r = simulate(w, m, s, 0);
+  // Op 0 at 990 MHz, then the 2 ms gap at op 0's clocks, then op 1 at 1980; the step's head (none) and end at
+  // op 1's clocks.
+  auto p0 = m.predict(1e6, w.ops[0].ref, {990, 3201}, w.ops[0].coeffs);
+  auto p1 = m.predict(1e6, w.ops[1].ref, {1980, 3201}, w.ops[1].coeffs);
+  const double dyn = (p0.power_w - p0.idle_power_w) * p0.time_ns * 1e-9 + (p1.power_w - p1.idle_power_w) * p1.time_ns * 1e-9;
+  const double idle = m.idle_power_w(990) * (p0.time_ns + 2e6) * 1e-9 + m.idle_power_w(1980) * p1.time_ns * 1e-9;
+  EXPECT_NEAR(r.energy_j, dyn + idle, 1e-12);
+  // A latency both phases outlast gives the same figures.
+  SimResult l = simulate(w, m, s, 1e6);
+  EXPECT_EQ(l.late_changes, 0u);
+  EXPECT_EQ(l.energy_j, r.energy_j);
 }
 
 TEST_F(SimFixture, StreamsOverlap) {
