@@ -1,8 +1,25 @@
 #include "plan/clock_table.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace gearshift::plan {
+
+std::vector<double> op_starts_ns(const model::Workload& w, const std::vector<double>& dur, double* step_ns) {
+  std::vector<double> start(w.ops.size());
+  std::vector<std::pair<std::int32_t, double>> free;  // stream -> time it is free
+  double prev = 0, end = 0;
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    const auto& op = w.ops[i];
+    auto f = std::find_if(free.begin(), free.end(), [&](const auto& e) { return e.first == op.stream; });
+    if (f == free.end()) f = free.insert(free.end(), {op.stream, 0.0});
+    start[i] = prev = std::max(f->second + op.gap_before_ns, prev);
+    f->second = start[i] + dur[i];
+    end = std::max(end, f->second);
+  }
+  if (step_ns) *step_ns = end + w.tail_ns;
+  return start;
+}
 
 ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz) {
   ClockTable t;
@@ -14,15 +31,56 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
   auto it = std::find(t.clocks.begin(), t.clocks.end(), def);
   t.default_index = it == t.clocks.end() ? t.clocks.size() - 1 : static_cast<std::size_t>(it - t.clocks.begin());
   t.ops = w.ops.size();
-  const std::size_t nc = t.clocks.size();
-  t.time_ns.resize(t.ops * nc);
-  t.energy_j.resize(t.ops * nc);
-  for (std::size_t i = 0; i < t.ops; ++i) {
+  const std::size_t n = t.ops, nc = t.clocks.size();
+  t.time_ns.resize(n * nc);
+  t.energy_j.resize(n * nc);
+  std::vector<double> dynamic_j(n * nc);
+  for (std::size_t i = 0; i < n; ++i) {
     const auto& op = w.ops[i];
     for (std::size_t c = 0; c < nc; ++c) {
       auto p = m.predict(op.ref_time_ns, op.ref, t.clocks[c], op.coeffs);
       t.time_ns[i * nc + c] = p.time_ns;
-      t.energy_j[i * nc + c] = p.energy_j;
+      dynamic_j[i * nc + c] = (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
+    }
+  }
+  if (n == 0) return t;
+  std::vector<double> def_time(n), fast_time(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    def_time[i] = t.time(i, t.default_index);
+    fast_time[i] = *std::min_element(t.time_ns.begin() + static_cast<std::ptrdiff_t>(i * nc),
+                                     t.time_ns.begin() + static_cast<std::ptrdiff_t>((i + 1) * nc));
+    t.single_stream = t.single_stream && w.ops[i].stream == w.ops[0].stream;
+  }
+  t.budget_ns = t.time_ns;
+  if (!t.single_stream)
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t c = 0; c < nc; ++c) t.budget_ns[i * nc + c] = std::max(t.time(i, c), def_time[i]);
+  t.start_ns = op_starts_ns(w, def_time, &t.step_ns);
+  t.fastest_start_ns = op_starts_ns(w, fast_time, &t.fastest_step_ns);
+  // The board idles at op i's clocks from its start to op i+1's start (the last op: to the step's end and on
+  // to the first op's start, the next step's head). That interval is op i's own time plus a clock-independent
+  // rest when op i's end decides it (the next op waits on op i's stream, or op i ends the step), else the
+  // baseline interval.
+  std::vector<double> idle_w(nc);
+  for (std::size_t c = 0; c < nc; ++c) idle_w[c] = m.idle_power_w(t.clocks[c].sm_mhz);
+  double last_end = 0;
+  std::size_t last_ender = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (t.start_ns[i] + def_time[i] >= last_end) last_end = t.start_ns[i] + def_time[i], last_ender = i;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool own_time = false;
+    double rest = 0;
+    if (i + 1 < n) {
+      own_time = w.ops[i + 1].stream == w.ops[i].stream;
+      rest = own_time ? w.ops[i + 1].gap_before_ns : t.start_ns[i + 1] - t.start_ns[i];
+    } else {
+      own_time = last_ender == i;
+      const double to_end = own_time ? w.tail_ns : t.step_ns - t.start_ns[i];
+      rest = to_end + t.start_ns[0];
+    }
+    for (std::size_t c = 0; c < nc; ++c) {
+      const double interval_ns = rest + (own_time ? t.time(i, c) : 0.0);
+      t.energy_j[i * nc + c] = dynamic_j[i * nc + c] + idle_w[c] * interval_ns * 1e-9;
     }
   }
   return t;

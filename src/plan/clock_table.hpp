@@ -1,6 +1,11 @@
 // Predicted time and energy of every template op at every supported (SM clock, memory clock) pair: the table
-// all kernel/phase strategies search. Serial view: an op's energy is its board power (idle + dynamic, capped)
-// times its time; the simulator later replays streams, gaps and switching.
+// all kernel/phase strategies search. It is the simulator's account with instant switching (sim/simulator.hpp),
+// split per op: an op's energy is its dynamic energy (board power above the idle power of its capped clock,
+// times its time) plus the idle power of its clocks from its start to the next op's start (its own time plus
+// the idle gap after it; the last op also holds the step's tail and the first op's gap). On one stream the
+// sums over a plan equal the simulated step energy and, with the gaps, the simulated step time exactly; where
+// several streams overlap, an interval that ends on another stream is taken from the baseline timeline, and
+// the budget counts slow-downs only (budget_ns).
 #pragma once
 
 #include <vector>
@@ -14,14 +19,31 @@ struct ClockTable {
   std::vector<model::ClockPair> clocks;  // candidate pairs: every supported SM clock × memory clock
   std::size_t ops = 0;
   std::vector<double> time_ns;   // [op * clocks.size() + c], ns
-  std::vector<double> energy_j;  // [op * clocks.size() + c], J
+  std::vector<double> energy_j;  // [op * clocks.size() + c], J (dynamic + idle up to the next op's start)
+  // [op * clocks.size() + c], ns: what the op costs of the step-time budget. On one stream its time (the step
+  // is Σ times + gaps). With several streams the step is a longest path, which grows by at most the sum of its
+  // ops' slow-downs: the op's default time plus its slow-down only (a faster op earns nothing), so that a plan
+  // within the budget is within it in the simulator too.
+  std::vector<double> budget_ns;
   std::size_t default_index = 0; // index of the default (unlocked) pair
+  // Op starts at default clocks (the baseline timeline, ns) and with every op at its fastest pair: a phase
+  // that lasts L on the fastest timeline lasts at least L under any clocks (on one stream).
+  std::vector<double> start_ns, fastest_start_ns;
+  double step_ns = 0, fastest_step_ns = 0;  // step time on those timelines (tail included), ns
+  bool single_stream = true;                // every op on one stream: the sums are the simulator's exactly
 
   double time(std::size_t op, std::size_t c) const { return time_ns[op * clocks.size() + c]; }
   double energy(std::size_t op, std::size_t c) const { return energy_j[op * clocks.size() + c]; }
+  // budget_ns, or time_ns when a hand-made table leaves it empty.
+  const double* budget_data() const { return budget_ns.empty() ? time_ns.data() : budget_ns.data(); }
+  double budget(std::size_t op, std::size_t c) const { return budget_data()[op * clocks.size() + c]; }
 };
 
 // Candidate clocks: all supported SM clocks (optionally only those >= min_sm_mhz) × all memory clocks.
 ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz = 0);
+
+// Op starts and step end (tail included) for given op durations: sim::simulate's timeline recurrence (an op
+// starts when its stream is free plus its gap, never before the op ahead of it in the template starts).
+std::vector<double> op_starts_ns(const model::Workload& w, const std::vector<double>& durations_ns, double* step_ns);
 
 }  // namespace gearshift::plan

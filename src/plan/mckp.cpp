@@ -53,6 +53,103 @@ struct Segment {
   std::size_t group, to_rank;
 };
 
+// Branch and bound from the greedy's incumbent `r`, with the LP's time price λ = `price` (Lagrangian duality):
+// for any choice within the budget, E = Σ (e + λ·t) − λ·T ≥ Σ_g min_o (e + λ·t) + Σ_g rc_g − λ·B, where rc_g is
+// the choice's reduced cost e + λ·t − min in group g. So LB = Σ_g min − λ·B is a lower bound, an option whose
+// reduced cost exceeds E_incumbent − LB cannot be in a better choice (fixed out), and a partial choice is cut
+// when LB + its reduced costs + λ·(slack it must leave at best) reaches the incumbent. The groups left with
+// several options are searched depth first. Proven optimal when the search ends within its node limit
+// (lower_bound = energy); otherwise the bound stays LB.
+void exact_search(const MckpInstance& in, double budget, double price, MckpResult& r) {
+  constexpr long kNodeLimit = 300'000;  // ≈ 3 ms; small instances end far below
+  const std::size_t no = in.options;
+  double lb = -price * budget;
+  std::vector<double> best(in.groups);
+  for (std::size_t g = 0; g < in.groups; ++g) {
+    double m = std::numeric_limits<double>::infinity();
+    for (std::size_t o = 0; o < no; ++o) m = std::min(m, in.energy[g * no + o] + price * in.time[g * no + o]);
+    best[g] = m;
+    lb += m;
+  }
+  r.lower_bound = std::max(std::min(r.lower_bound, r.energy), std::min(lb, r.energy));
+  const double tol = 1e-12 * std::max(1.0, std::abs(r.energy));
+  if (r.energy - lb <= tol) return;
+  struct Free {
+    std::size_t group;
+    std::vector<std::size_t> options;  // reduced cost within the gap, ascending
+  };
+  // Reduced-cost fixing against the incumbent's gap.
+  const double window = r.energy - lb + tol;
+  std::vector<Free> free;
+  double fixed_t = 0, fixed_e = 0, fixed_rc = 0;
+  std::vector<std::size_t> choice = r.choice;
+  for (std::size_t g = 0; g < in.groups; ++g) {
+    std::vector<std::size_t> keep;
+    for (std::size_t o = 0; o < no; ++o)
+      if (in.energy[g * no + o] + price * in.time[g * no + o] - best[g] <= window) keep.push_back(o);
+    auto rc = [&](std::size_t o) { return in.energy[g * no + o] + price * in.time[g * no + o] - best[g]; };
+    std::sort(keep.begin(), keep.end(), [&](auto a, auto b) { return rc(a) < rc(b); });
+    if (keep.size() == 1) {
+      choice[g] = keep[0];
+      fixed_t += in.time[g * no + keep[0]], fixed_e += in.energy[g * no + keep[0]], fixed_rc += rc(keep[0]);
+    } else {
+      free.push_back({g, std::move(keep)});
+    }
+  }
+  // Suffix sums over the free groups: least and greatest time still to come.
+  const std::size_t nf = free.size();
+  std::vector<double> min_t(nf + 1, 0), max_t(nf + 1, 0);
+  for (std::size_t k = nf; k-- > 0;) {
+    double lo = std::numeric_limits<double>::infinity(), hi = 0;
+    for (std::size_t o : free[k].options) lo = std::min(lo, in.time[free[k].group * no + o]), hi = std::max(hi, in.time[free[k].group * no + o]);
+    min_t[k] = min_t[k + 1] + lo, max_t[k] = max_t[k + 1] + hi;
+  }
+  long nodes = 0;
+  bool complete = true;
+  std::vector<std::size_t> pick(nf, 0);
+  // Depth-first, iterative: level k chooses pick[k] among free[k].options.
+  std::vector<double> t_at(nf + 1), e_at(nf + 1), rc_at(nf + 1);
+  t_at[0] = fixed_t, e_at[0] = fixed_e, rc_at[0] = fixed_rc;
+  std::size_t k = 0;
+  std::vector<std::size_t> next(nf + 1, 0);
+  while (true) {
+    if (k == nf) {
+      if (t_at[k] <= budget && e_at[k] < r.energy - tol) {
+        r.energy = e_at[k], r.time = t_at[k];
+        for (std::size_t i = 0; i < nf; ++i) choice[free[i].group] = free[i].options[pick[i]];
+        r.choice = choice;
+      }
+      if (k == 0) break;
+      --k;
+      continue;
+    }
+    if (next[k] >= free[k].options.size()) {
+      next[k] = 0;
+      if (k == 0) break;
+      --k;
+      continue;
+    }
+    if (++nodes > kNodeLimit) {
+      complete = false;
+      break;
+    }
+    const std::size_t g = free[k].group, o = free[k].options[next[k]];
+    pick[k] = next[k]++;
+    const double t = t_at[k] + in.time[g * no + o], e = e_at[k] + in.energy[g * no + o];
+    const double rc = rc_at[k] + in.energy[g * no + o] + price * in.time[g * no + o] - best[g];
+    if (lb + rc >= r.energy - tol) {
+      // Options are in ascending reduced cost: the rest of this group cannot do better either.
+      next[k] = free[k].options.size();
+      continue;
+    }
+    if (t + min_t[k + 1] > budget) continue;                                   // cannot fit
+    if (lb + rc + price * std::max(0.0, budget - t - max_t[k + 1]) >= r.energy - tol) continue;  // slack left
+    t_at[k + 1] = t, e_at[k + 1] = e, rc_at[k + 1] = rc;
+    ++k;
+  }
+  r.lower_bound = complete ? r.energy : std::min(r.energy, std::max(lb, r.lower_bound));
+}
+
 }  // namespace
 
 MckpResult solve_mckp(const MckpInstance& in, double budget) {
@@ -73,6 +170,7 @@ MckpResult solve_mckp(const MckpInstance& in, double budget) {
   }
   r.lower_bound = r.energy;
   if (r.time <= budget) return r;  // the unconstrained minimum fits: optimal, gap 0
+  double price = 0;  // slope of the segment that meets the budget: the LP's time price λ*, J per unit time
   std::sort(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) {
     return a.slope != b.slope ? a.slope < b.slope : a.group < b.group;
   });
@@ -81,6 +179,7 @@ MckpResult solve_mckp(const MckpInstance& in, double budget) {
     const double* e = in.energy + s.group * in.options;
     std::size_t from = hulls[s.group][s.to_rank - 1], to = hulls[s.group][s.to_rank];
     double dt = t[from] - t[to], de = e[to] - e[from];
+    price = s.slope;  // the last segment taken prices time (also when rounding leaves the loop at the end)
     if (r.time - dt <= budget) {
       // LP bound: only the fraction of this segment that is needed.
       double need = r.time - budget;
@@ -123,7 +222,9 @@ MckpResult solve_mckp(const MckpInstance& in, double budget) {
     r.choice[best_g] = best_o;
   }
   r.lower_bound = std::min(r.lower_bound, r.energy);
-  r.gap = r.lower_bound > 0 ? (r.energy - r.lower_bound) / r.lower_bound : 0;
+  exact_search(in, budget, price, r);
+  r.lower_bound = std::min(r.lower_bound, r.energy);
+  r.gap = r.lower_bound > 0 ? std::max(0.0, (r.energy - r.lower_bound) / r.lower_bound) : 0;
   return r;
 }
 

@@ -5,8 +5,12 @@
 // ΔE/ΔT (J per ns saved) until the time budget holds. This is the optimum of the LP relaxation except for the
 // last segment, which the integer solution takes whole; the LP value (the last segment taken fractionally) is
 // a proven lower bound on the integer optimum (Sinha & Zoltners, Operations Research 1979). A repair pass
-// then spends the remaining slack on the largest energy reductions among all options. The returned gap is
-// (energy − lower bound) / lower bound.
+// then spends the remaining slack on the largest energy reductions among all options. Last, a branch and
+// bound with the LP's time price λ (reduced-cost fixing: an option whose e + λ·t exceeds its group's least by
+// more than the incumbent's gap cannot be in a better solution) searches the groups left with several
+// options; when it ends within its node limit the solution is proven optimal (gap 0), which it is on small
+// instances; on a training step's thousands of ops it stops at the limit and the gap says how far from
+// optimal it can be. The returned gap is (energy − lower bound) / lower bound.
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,7 @@ namespace gearshift::plan {
 
 double total_time_ns(const ClockTable& t, std::size_t c) {
   double s = 0;
-  for (std::size_t i = 0; i < t.ops; ++i) s += t.time(i, c);
+  for (std::size_t i = 0; i < t.ops; ++i) s += t.budget(i, c);
   return s;
 }
 
@@ -18,7 +18,7 @@ Schedule plan_iteration(const ClockTable& t, double budget) {
   const std::size_t nc = t.clocks.size();
   std::vector<double> time(nc, 0), energy(nc, 0);
   for (std::size_t i = 0; i < t.ops; ++i)
-    for (std::size_t c = 0; c < nc; ++c) time[c] += t.time(i, c), energy[c] += t.energy(i, c);
+    for (std::size_t c = 0; c < nc; ++c) time[c] += t.budget(i, c), energy[c] += t.energy(i, c);
   MckpInstance in{1, nc, time.data(), energy.data()};
   MckpResult r = solve_mckp_brute_force(in, budget);
   std::size_t c = r.feasible ? r.choice[0] : t.default_index;
@@ -30,7 +30,7 @@ Schedule plan_pass(const ClockTable& t, const model::Workload& w, double budget)
   std::vector<double> time(3 * nc, 0), energy(3 * nc, 0);
   for (std::size_t i = 0; i < t.ops; ++i) {
     auto p = static_cast<std::size_t>(w.ops[i].pass);
-    for (std::size_t c = 0; c < nc; ++c) time[p * nc + c] += t.time(i, c), energy[p * nc + c] += t.energy(i, c);
+    for (std::size_t c = 0; c < nc; ++c) time[p * nc + c] += t.budget(i, c), energy[p * nc + c] += t.energy(i, c);
   }
   // Exact: Pareto-filter each pass, enumerate forward × backward, look the optimizer pass up by time.
   auto pareto = [&](std::size_t p) {
@@ -75,9 +75,10 @@ Schedule plan_kernel_local(const ClockTable& t, double eps) {
   return s;
 }
 
-Schedule plan_kernel_global(const ClockTable& t, double budget) {
-  MckpInstance in{t.ops, t.clocks.size(), t.time_ns.data(), t.energy_j.data()};
+Schedule plan_kernel_global(const ClockTable& t, double budget, double* lower_bound_j) {
+  MckpInstance in{t.ops, t.clocks.size(), t.budget_data(), t.energy_j.data()};
   MckpResult r = solve_mckp(in, budget);
+  if (lower_bound_j) *lower_bound_j = r.feasible ? r.lower_bound : -1;
   Schedule s{"kernel-global", 0, {}, r.gap};
   for (std::size_t i = 0; i < t.ops; ++i) s.clocks.push_back(t.clocks[r.feasible ? r.choice[i] : t.default_index]);
   return s;

@@ -1,9 +1,13 @@
 // Clock-planning strategies for one training step (DESIGN.md; Spaan et al., arXiv 2601.08539 for the
 // iteration/pass/kernel-local/kernel-global family). Each returns the clocks per template position.
 //
-// Budgets are on the serial sum of op times: `time_budget_ns` = Σ baseline op times + ε·baseline step time.
+// Budgets are on the serial sum of op times: `time_budget_ns` = Σ baseline op times + ε·baseline step time;
+// energies are the table's, which on one stream are the simulator's with instant switching (clock_table.hpp).
 // The simulator checks every plan against the real step-time budget (streams, gaps, switching) afterwards.
 #pragma once
+
+#include <memory>
+#include <vector>
 
 #include "model/workload.hpp"
 #include "plan/clock_table.hpp"
@@ -23,12 +27,39 @@ Schedule plan_pass(const ClockTable& t, const model::Workload& w, double time_bu
 // Each op at its minimum-energy pair whose time is <= its own baseline time · (1 + eps).
 Schedule plan_kernel_local(const ClockTable& t, double eps);
 
-// Minimum total energy subject to total time <= budget (multiple-choice knapsack, proven gap in the result).
-Schedule plan_kernel_global(const ClockTable& t, double time_budget_ns);
+// Minimum total energy subject to total time <= budget (multiple-choice knapsack, proven gap in the result;
+// `lower_bound_j`, when given, receives the proven lower bound on the table energy of any plan that fits).
+Schedule plan_kernel_global(const ClockTable& t, double time_budget_ns, double* lower_bound_j = nullptr);
 
-// Phases under switching latency L: a change requested at a position lands L later (the old clocks hold in
-// between), so changes are at least L apart. Dynamic programming over positions × clock pairs with a
-// Lagrangian time price λ, bisected until the time budget holds.
+// Phases under switching latency L (the simulator's semantics, sim/simulator.hpp): a phase's change is
+// issued L before its first op and lands as that op starts, one change in flight at a time, so every phase
+// lasts at least L (on the table's fastest timeline). Dynamic programming over positions × clock pairs with a
+// Lagrangian time price λ, bisected until the time budget holds; the least-energy plan that fits among every
+// λ tried is returned. A plan for L is also one for any shorter latency, and with L = 0 it is a kernel plan.
 Schedule plan_phase(const ClockTable& t, const model::Workload& w, double time_budget_ns, double switch_latency_ns);
+
+// The same planner kept for several budgets (a frontier, re-planning): the DP's solutions per λ are shared.
+class PhasePlanner {
+ public:
+  PhasePlanner(const ClockTable& t, double switch_latency_ns);
+  ~PhasePlanner();
+  PhasePlanner(PhasePlanner&&) noexcept;
+  // `lambda_hint`: a time price to start from (e.g. last_lambda() of another latency's planner), J/ns.
+  Schedule plan(double time_budget_ns, double lambda_hint = -1);
+  double last_lambda() const { return last_lambda_; }  // λ of the plan the last plan() returned
+
+  struct Result {
+    std::vector<std::size_t> clock;  // clock index per position
+    double time_ns = 0, energy_j = 0;  // the table's sums (budget time, energy)
+    std::size_t end_clock = 0;
+  };
+  const Result& solve(double lambda);  // the cyclic DP plan minimising Σ E + λ·T
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  double latency_ns_ = 0;
+  double last_lambda_ = -1;
+};
 
 }  // namespace gearshift::plan

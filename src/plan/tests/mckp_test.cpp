@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace gearshift::plan {
@@ -48,9 +49,29 @@ TEST(Mckp, MatchesBruteForceWithinItsProvenGap) {
     EXPECT_LE(r.lower_bound, brute.energy + 1e-9) << "the bound must be a lower bound";
     EXPECT_GE(r.energy, brute.energy - 1e-9) << "cannot beat the optimum";
     EXPECT_LE(r.energy, r.lower_bound * (1 + r.gap) + 1e-9);
+    EXPECT_EQ(r.gap, 0) << "proven optimal";
     exact += std::abs(r.energy - brute.energy) < 1e-9;
   }
-  EXPECT_GE(exact, 200) << "the greedy + repair should find the optimum in most small instances";
+  EXPECT_EQ(exact, 300) << "the branch and bound proves the optimum of every small instance";
+}
+
+TEST(Mckp, LargeInstanceFitsAndReportsAValidGap) {
+  std::mt19937 rng(11);
+  Instance in = random_instance(rng, 2000, 40);
+  double tmin = 0, tmax = 0;
+  for (std::size_t g = 0; g < in.groups; ++g) {
+    tmin += *std::min_element(in.time.begin() + static_cast<long>(g * 40), in.time.begin() + static_cast<long>(g * 40 + 40));
+    tmax += *std::max_element(in.time.begin() + static_cast<long>(g * 40), in.time.begin() + static_cast<long>(g * 40 + 40));
+  }
+  for (double f : {0.0, 0.2, 0.7, 1.0}) {
+    const double budget = tmin + (tmax - tmin) * f;
+    MckpResult r = solve_mckp(in.view(), budget);
+    ASSERT_TRUE(r.feasible);
+    EXPECT_LE(r.time, budget * (1 + 1e-9));
+    EXPECT_LE(r.lower_bound, r.energy);
+    EXPECT_GE(r.gap, 0);
+    EXPECT_LE(r.gap, 1e-4) << "budget fraction " << f;
+  }
 }
 
 TEST(Mckp, UnconstrainedBudgetGivesEachGroupItsCheapestOption) {

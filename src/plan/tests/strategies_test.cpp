@@ -113,6 +113,24 @@ TEST_F(Fixture, PhasePlanWithZeroLatencyMatchesKernelLevelAndLongLatencyMergesPh
   EXPECT_NEAR(energy(plong), energy(plan_iteration(t, budget)), 1e-12);
 }
 
+TEST_F(Fixture, EveryPhaseLastsAtLeastTheLatencyOnTheFastestTimeline) {
+  for (double L : {1e6, 2.5e6, 4e6}) {
+    for (double slack : {1.01, 1.05, 1.3}) {
+      Schedule s = plan_phase(t, w, base * slack, L);
+      EXPECT_LE(time(s), base * slack * (1 + 1e-12));
+      const auto changes = s.change_positions();
+      for (std::size_t k = 0; k < changes.size(); ++k) {
+        const double from = t.fastest_start_ns[changes[k]];
+        const double to = k + 1 < changes.size() ? t.fastest_start_ns[changes[k + 1]]
+                                                 : t.fastest_step_ns + t.fastest_start_ns[changes[0]];
+        EXPECT_GE(to - from, L) << "L " << L << " phase from position " << changes[k];
+      }
+      // A plan of L is one of every shorter latency: the DP there does at least as well.
+      EXPECT_LE(energy(plan_phase(t, w, base * slack, L / 2)), energy(s) * (1 + 1e-12) + 1e-9) << "L " << L;
+    }
+  }
+}
+
 TEST_F(Fixture, ChangePositionsAreCyclic) {
   Schedule s{"x", 0, {{1980, 3201}, {1500, 3201}, {1500, 3201}, {1980, 3201}}, 0};
   EXPECT_EQ(s.change_positions(), (std::vector<std::size_t>{1, 3}));
