@@ -1,7 +1,11 @@
 #include "sim/evaluate.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
+#include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "plan/clock_table.hpp"
@@ -45,32 +49,205 @@ model::PowerParams calibrate_to_measured_power(model::Workload& w, model::DvfsMo
 namespace {
 
 using Planner = std::function<plan::Schedule(double serial_budget_ns)>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
-StrategyResult run(const model::Workload& w, const model::DvfsModel& m, const SimResult& base, double eps,
-                   double latency_ns, double serial_base_ns, const Planner& planner) {
-  auto t0 = std::chrono::steady_clock::now();
-  const double target_s = base.step_time_s * (1 + eps);
-  double budget = serial_base_ns + eps * base.step_time_s * 1e9;
-  StrategyResult r;
-  for (int attempt = 0; attempt < 12; ++attempt) {
-    r.schedule = planner(budget);
-    r.sim = simulate(w, m, r.schedule, latency_ns);
-    if (r.sim.step_time_s <= target_s * (1 + 1e-12)) break;
-    budget -= (r.sim.step_time_s - target_s) * 1e9 * 1.1 + 1.0;
+struct Context {
+  const model::Workload& w;
+  const model::DvfsModel& m;
+  const SimResult& base;
+  const plan::ClockTable& table;
+  double serial_base_ns = 0;
+  std::map<double, plan::PhasePlanner> phase;  // per latency, shared by every budget
+  plan::PhasePlanner& phase_planner(double latency_ns) {
+    auto it = phase.find(latency_ns);
+    if (it == phase.end()) it = phase.emplace(latency_ns, plan::PhasePlanner(table, latency_ns)).first;
+    return it->second;
   }
-  if (r.sim.step_time_s > target_s * (1 + 1e-12)) {
-    // No plan of this strategy fits: keep the default clocks rather than break the budget.
-    std::string name = r.schedule.strategy;
-    r.schedule = default_schedule(w, m);
-    r.schedule.strategy = name;
-    r.sim = simulate(w, m, r.schedule, latency_ns);
-    r.within_budget = false;
-  }
-  r.switch_latency_ns = latency_ns;
+};
+
+bool fits(const SimResult& s, const SimResult& base, double eps) {
+  return s.step_time_s <= base.step_time_s * (1 + eps) * (1 + 1e-12);
+}
+
+void score(StrategyResult& r, const SimResult& base) {
   r.saving_pct = (base.energy_j - r.sim.energy_j) / base.energy_j * 100;
   r.slowdown_pct = (r.sim.step_time_s - base.step_time_s) / base.step_time_s * 100;
+}
+
+// Shortest phase of `s` (cyclic), ns, on `timeline`: a simulation of `s` with instant switching or with no late
+// change (the same timeline).
+double shortest_phase_ns(const plan::Schedule& s, const SimResult& timeline) {
+  const auto changes = s.change_positions();
+  if (changes.empty()) return kInf;
+  const auto& tl = timeline.timeline;
+  double shortest = kInf;
+  for (std::size_t k = 0; k < changes.size(); ++k) {
+    const double from = tl[changes[k]].start_ns;
+    const double to = k + 1 < changes.size() ? tl[changes[k + 1]].start_ns
+                                             : tl[changes[0]].start_ns + timeline.step_time_s * 1e9;
+    shortest = std::min(shortest, to - from);
+  }
+  return shortest;
+}
+
+// The result `r` made for instant switching, as a plan of latency L: exactly the same figures when every phase
+// lasts L (the simulator confirms where the shortest phase is within rounding of L).
+std::optional<SimResult> at_latency(const model::Workload& w, const model::DvfsModel& m, const StrategyResult& r,
+                                    double latency_ns) {
+  if (r.switch_latency_ns != 0 && r.sim.late_changes != 0) return std::nullopt;  // not even its own latency
+  if (latency_ns <= 0 || latency_ns < r.shortest_phase_ns * (1 - 1e-9)) return r.sim;
+  if (latency_ns > r.shortest_phase_ns * (1 + 1e-9)) return std::nullopt;
+  SimResult s = simulate(w, m, r.schedule, latency_ns);
+  if (s.late_changes != 0) return std::nullopt;
+  return s;
+}
+
+// A phase plan with a change that lands late (a phase shorter than L on the simulated timeline, which the
+// DP's fastest timeline rules out on one stream): each such phase is merged into the one before it, both at
+// the higher of their clocks (what the runtime does with changes closer than L), until none is late.
+// `sim`: the plan simulated at L with its timeline; updated.
+void without_late_changes(const model::Workload& w, const model::DvfsModel& m, plan::Schedule& s,
+                          double latency_ns, SimResult& sim) {
+  for (int round = 0; round < 32 && sim.late_changes != 0; ++round) {
+    SimResult ideal = simulate(w, m, s, 0, true);
+    const auto changes = s.change_positions();
+    const std::size_t nch = changes.size(), n = s.clocks.size();
+    std::vector<bool> touched(nch, false);
+    for (std::size_t k = 0; k < nch; ++k) {
+      const std::size_t next = (k + 1) % nch, prev = (k + nch - 1) % nch;
+      const double from = ideal.timeline[changes[k]].start_ns;
+      const double to = ideal.timeline[changes[next]].start_ns + (next == 0 ? ideal.step_time_s * 1e9 : 0.0);
+      if (to - from >= latency_ns || touched[k] || touched[prev]) continue;
+      const model::ClockPair a = s.clocks[changes[prev]], b = s.clocks[changes[k]];
+      const model::ClockPair hi{std::max(a.sm_mhz, b.sm_mhz), std::max(a.mem_mhz, b.mem_mhz)};
+      if (nch <= 2) {  // two phases: one is left
+        std::fill(s.clocks.begin(), s.clocks.end(), hi);
+        break;
+      }
+      for (std::size_t i = changes[prev]; i != changes[next]; i = (i + 1) % n) s.clocks[i] = hi;
+      touched[k] = touched[prev] = true;
+    }
+    sim = simulate(w, m, s, latency_ns, true);
+  }
+}
+
+StrategyResult run(Context& c, double eps, double latency_ns, const Planner& planner) {
+  auto t0 = std::chrono::steady_clock::now();
+  const double target_s = c.base.step_time_s * (1 + eps);
+  double budget = c.serial_base_ns + eps * c.base.step_time_s * 1e9;
+  StrategyResult r;
+  auto ok = [&] { return r.sim.step_time_s <= target_s * (1 + 1e-12) && (latency_ns == 0 || r.sim.late_changes == 0); };
+  for (int attempt = 0; attempt < 12; ++attempt) {
+    r.schedule = planner(budget);
+    r.sim = simulate(c.w, c.m, r.schedule, latency_ns, true);
+    if (latency_ns > 0) without_late_changes(c.w, c.m, r.schedule, latency_ns, r.sim);
+    if (ok()) break;
+    budget -= std::max(0.0, r.sim.step_time_s - target_s) * 1e9 * 1.1 + 1.0;
+  }
+  if (!ok()) {
+    // No plan of this strategy fits: keep the default clocks rather than break the budget.
+    std::string name = r.schedule.strategy;
+    r.schedule = default_schedule(c.w, c.m);
+    r.schedule.strategy = name;
+    r.sim = simulate(c.w, c.m, r.schedule, latency_ns);
+    r.within_budget = false;
+  }
+  r.schedule.switch_latency_ns = latency_ns;
+  r.switch_latency_ns = latency_ns;
+  r.shortest_phase_ns = shortest_phase_ns(r.schedule, r.sim);
+  r.sim.timeline.clear();
+  r.sim.timeline.shrink_to_fit();
+  score(r, c.base);
   r.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+// Takes candidate `from`'s plan (and figures `sim`, already at r's latency) into r.
+void adopt(StrategyResult& r, const StrategyResult& from, const SimResult& sim, const SimResult& base) {
+  r.schedule.clocks = from.schedule.clocks;
+  r.sim = sim;
+  r.within_budget = true;
+  r.shortest_phase_ns = from.shortest_phase_ns;
+  score(r, base);
+}
+
+// Every strategy at budget ε: iteration, pass, kernel-local, kernel-global, then phase per latency. `prior`:
+// the results of smaller budgets (their plans fit this budget too).
+std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vector<double>& latencies,
+                                        const std::vector<const StrategyResult*>& prior) {
+  const auto& t = c.table;
+  std::vector<StrategyResult> out;
+  out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_iteration(t, b); }));
+  out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_pass(t, c.w, b); }));
+  const double eps_ns = eps * c.base.step_time_s * 1e9;
+  out.push_back(run(c, eps, 0, [&](double b) {
+    // Each op's own limit; shrink ε if the step as a whole would still overshoot (it does not when ops are serial).
+    double scale = eps_ns <= 0 || b >= c.serial_base_ns + eps_ns ? 1.0 : (b - c.serial_base_ns) / eps_ns;
+    return plan::plan_kernel_local(t, eps * std::max(0.0, scale));
+  }));
+  double lower_bound_j = -1;
+  out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_kernel_global(t, b, &lower_bound_j); }));
+  const std::size_t global = 3, first_phase = out.size();
+  double lambda_hint = -1;
+  for (double L : latencies) {
+    if (L == 0) {
+      out.push_back(out[global]);  // with L = 0 phases are single ops: the kernel-global problem (below)
+      out.back().schedule.strategy = "phase";
+      continue;
+    }
+    plan::PhasePlanner& planner = c.phase_planner(L);
+    out.push_back(run(c, eps, L, [&](double b) {
+      // The time price barely moves with L: start from the last latency's.
+      plan::Schedule s = planner.plan(b, lambda_hint);
+      if (planner.last_lambda() > 0) lambda_hint = planner.last_lambda();
+      return s;
+    }));
+  }
+  // The same strategy's plans of smaller budgets fit this one.
+  for (std::size_t i = 0; i < first_phase; ++i)
+    for (const StrategyResult* p : prior)
+      if (p->schedule.strategy == out[i].schedule.strategy && p->within_budget && p->sim.energy_j < out[i].sim.energy_j &&
+          fits(p->sim, c.base, eps))
+        adopt(out[i], *p, p->sim, c.base);
+  std::vector<const StrategyResult*> all = prior;
+  for (const auto& r : out) all.push_back(&r);
+  // Phase at L, longest L first: the best of every plan made that runs with no late change at L.
+  std::vector<std::size_t> order;
+  for (std::size_t i = first_phase; i < out.size(); ++i)
+    if (out[i].switch_latency_ns > 0) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return out[a].switch_latency_ns > out[b].switch_latency_ns; });
+  for (std::size_t i : order) {
+    StrategyResult& r = out[i];
+    for (const StrategyResult* p : all) {
+      if (p == &r || !p->within_budget) continue;
+      auto sim = at_latency(c.w, c.m, *p, r.switch_latency_ns);
+      if (sim && fits(*sim, c.base, eps) && (!r.within_budget || sim->energy_j < r.sim.energy_j))
+        adopt(r, *p, *sim, c.base);
+    }
+  }
+  // Kernel-global: every plan is a kernel plan; keep the knapsack's unless another simulates better. Its gap
+  // is the proven one of the table's problem (the simulator's exactly on one stream).
+  StrategyResult& g = out[global];
+  for (const StrategyResult* p : all) {
+    if (p == &g || !p->within_budget) continue;
+    auto sim = at_latency(c.w, c.m, *p, 0);
+    if (sim && fits(*sim, c.base, eps) && (!g.within_budget || sim->energy_j < g.sim.energy_j)) adopt(g, *p, *sim, c.base);
+  }
+  if (g.within_budget && lower_bound_j > 0) {
+    double e = 0;
+    for (std::size_t i = 0; i < t.ops; ++i)
+      e += t.energy(i, static_cast<std::size_t>(std::find(t.clocks.begin(), t.clocks.end(), g.schedule.clocks[i]) -
+                                                t.clocks.begin()));
+    g.schedule.optimality_gap = std::max(0.0, (e - lower_bound_j) / lower_bound_j);
+  }
+  for (std::size_t i = first_phase; i < out.size(); ++i)
+    if (out[i].switch_latency_ns == 0) {
+      const double ms = out[i].plan_ms;
+      out[i] = g;
+      out[i].schedule.strategy = "phase";
+      out[i].plan_ms = ms;
+    }
+  return out;
 }
 
 }  // namespace
@@ -79,48 +256,41 @@ Evaluation evaluate(const model::Workload& w, const model::DvfsModel& m, const E
   Evaluation ev;
   ev.baseline = simulate(w, m, default_schedule(w, m), 0);
   const plan::ClockTable table = plan::build_clock_table(w, m);
-  const double serial_base = plan::total_time_ns(table, table.default_index);
-  const double eps = o.max_slowdown;
-  ev.strategies.push_back(run(w, m, ev.baseline, eps, 0, serial_base,
-                              [&](double b) { return plan::plan_iteration(table, b); }));
-  ev.strategies.push_back(run(w, m, ev.baseline, eps, 0, serial_base,
-                              [&](double b) { return plan::plan_pass(table, w, b); }));
-  ev.strategies.push_back(run(w, m, ev.baseline, eps, 0, serial_base, [&](double b) {
-    // Each op's own limit; shrink ε if the step as a whole would still overshoot (it does not when ops are serial).
-    double scale = b >= serial_base + eps * ev.baseline.step_time_s * 1e9 ? 1.0 : (b - serial_base) / (eps * ev.baseline.step_time_s * 1e9);
-    return plan::plan_kernel_local(table, eps * std::max(0.0, scale));
-  }));
-  ev.strategies.push_back(run(w, m, ev.baseline, eps, 0, serial_base,
-                              [&](double b) { return plan::plan_kernel_global(table, b); }));
-  const std::size_t first_phase = ev.strategies.size();
-  for (double L : o.switch_latencies_ns)
-    ev.strategies.push_back(run(w, m, ev.baseline, eps, L, serial_base, [&](double b) {
-      // With L = 0 phases are single ops: the kernel-global problem, solved with its proven gap.
-      if (L == 0) {
-        plan::Schedule s = plan::plan_kernel_global(table, b);
-        s.strategy = "phase";
-        return s;
-      }
-      return plan::plan_phase(table, w, b, L);
-    }));
-  // A plan made for a longer latency also works under a shorter one (its changes are further apart), and the
-  // single-pair iteration plan works under any: keep them where they simulate better, so that the saving
-  // never rises with L because of planner heuristics.
-  for (std::size_t i = first_phase; i < ev.strategies.size(); ++i)
-    for (std::size_t j = 0; j < ev.strategies.size(); ++j) {
-      auto& a = ev.strategies[i];
-      const auto& b = ev.strategies[j];
-      bool longer_phase = j >= first_phase && b.switch_latency_ns > a.switch_latency_ns;
-      bool single_pair = b.schedule.strategy == "iteration" && b.within_budget;
-      if (!longer_phase && !single_pair) continue;
-      SimResult alt = simulate(w, m, b.schedule, a.switch_latency_ns);
-      if (alt.step_time_s <= ev.baseline.step_time_s * (1 + eps) && alt.energy_j < a.sim.energy_j) {
-        a.schedule.clocks = b.schedule.clocks;
-        a.sim = alt;
-        a.saving_pct = (ev.baseline.energy_j - alt.energy_j) / ev.baseline.energy_j * 100;
-        a.slowdown_pct = (alt.step_time_s - ev.baseline.step_time_s) / ev.baseline.step_time_s * 100;
-      }
+  Context c{w, m, ev.baseline, table, plan::total_time_ns(table, table.default_index), {}};
+  ev.frontier_latency_ns = o.frontier_latency_ns >= 0 ? o.frontier_latency_ns : m.spec().switch_latency_ms * 1e6;
+  // Budgets in ascending order, the main one with the whole latency sweep; each sees the smaller ones' plans.
+  std::vector<double> budgets = o.frontier_slowdowns;
+  budgets.push_back(o.max_slowdown);
+  std::sort(budgets.begin(), budgets.end());
+  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+  std::vector<std::vector<StrategyResult>> per_budget;
+  per_budget.reserve(budgets.size());
+  for (double eps : budgets) {
+    std::vector<const StrategyResult*> prior;
+    for (const auto& b : per_budget)
+      for (const auto& r : b) prior.push_back(&r);
+    const bool main = eps == o.max_slowdown;
+    std::vector<double> latencies{ev.frontier_latency_ns};
+    if (main) {
+      latencies = o.switch_latencies_ns;
+      if (std::find(latencies.begin(), latencies.end(), ev.frontier_latency_ns) == latencies.end())
+        latencies.push_back(ev.frontier_latency_ns);
     }
+    per_budget.push_back(plan_budget(c, eps, latencies, prior));
+    if (main)
+      for (const auto& r : per_budget.back())
+        if (r.schedule.strategy != "phase" || std::find(o.switch_latencies_ns.begin(), o.switch_latencies_ns.end(),
+                                                        r.switch_latency_ns) != o.switch_latencies_ns.end())
+          ev.strategies.push_back(r);
+  }
+  for (double f : o.frontier_slowdowns) {
+    const auto& b = per_budget[static_cast<std::size_t>(std::find(budgets.begin(), budgets.end(), f) - budgets.begin())];
+    FrontierPoint p;
+    p.max_slowdown = f;
+    for (const auto& r : b)
+      if (r.schedule.strategy != "phase" || r.switch_latency_ns == ev.frontier_latency_ns) p.strategies.push_back(r);
+    ev.frontier.push_back(std::move(p));
+  }
   return ev;
 }
 

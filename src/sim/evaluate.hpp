@@ -1,6 +1,16 @@
 // Plans every strategy for a workload and scores each plan in the simulator against the baseline (default
 // clocks). Plans whose simulated step time exceeds the budget are re-planned with a tighter serial budget;
 // every figure reported comes from the simulator (modelled), never from a planner's own sums.
+//
+// One optimizer truth: the planners search the simulator's own account (plan/clock_table.hpp), so that on one
+// stream a plan's table sums are its simulated step time and energy with instant switching. A phase plan of
+// latency L lasts at least L per phase, so it runs exactly as with instant switching and is also a plan of
+// every shorter latency: every phase plan and every ideal plan is a kernel plan. Therefore kernel-global takes
+// the best of its knapsack solution and every other plan the evaluation made (the knapsack's proven lower
+// bound, `optimality_gap`, says how far any plan can beat it), and phase at L the best of every plan that
+// runs with no late change at L, its own and the longer latencies' included. So, exactly: phase(L) saves no
+// more than the ideal kernel-global, and phase's saving does not rise with L; the same holds per budget
+// over the frontier, where no strategy's saving falls as the budget grows.
 #pragma once
 
 #include <optional>
@@ -16,6 +26,10 @@ namespace gearshift::sim {
 struct EvaluateOptions {
   double max_slowdown = 0.005;  // ε: allowed step-time increase over the baseline, fraction
   std::vector<double> switch_latencies_ns = {0, 1e4, 1e5, 1e6, 6e6, 2e7};  // L sweep for the phase strategy
+  // The savings frontier: every strategy at these slowdown budgets (fractions; empty: none), phase at
+  // `frontier_latency_ns` (negative: the GPU spec's switch latency).
+  std::vector<double> frontier_slowdowns = {0, 0.005, 0.01, 0.02, 0.05, 0.10};
+  double frontier_latency_ns = -1;
 };
 
 struct StrategyResult {
@@ -26,11 +40,22 @@ struct StrategyResult {
   double slowdown_pct = 0;       // (time − baseline time) / baseline time · 100
   double plan_ms = 0;            // planner wall time incl. re-planning, ms (CPU, informative)
   bool within_budget = true;
+  // Shortest phase of the plan on its simulated timeline (start of a change's op to the next one's, cyclic),
+  // ns; +inf without changes. The plan runs with no late change, exactly as with instant switching, at every
+  // latency up to this one.
+  double shortest_phase_ns = 0;
+};
+
+struct FrontierPoint {
+  double max_slowdown = 0;                 // the budget ε, fraction
+  std::vector<StrategyResult> strategies;  // iteration, pass, kernel-local, kernel-global, phase at the latency
 };
 
 struct Evaluation {
   SimResult baseline;
   std::vector<StrategyResult> strategies;  // iteration, pass, kernel-local, kernel-global, phase × L
+  double frontier_latency_ns = 0;          // L of the frontier's phase plans
+  std::vector<FrontierPoint> frontier;     // per budget of EvaluateOptions::frontier_slowdowns, ascending
 };
 
 // Calibrate the model so that the simulated baseline's average power equals a measured average power (W):
