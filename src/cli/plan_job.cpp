@@ -217,7 +217,25 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
                s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
   }
-  fmt::print("\n'ideal': switching is free and instant; 'phase' pays a transition window L per change (old clocks hold).\n");
+  fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
+             "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
+  if (!r.evaluation.frontier.empty()) {
+    const auto& mem = spec.mem_clocks_mhz;
+    fmt::print("\nFrontier      modelled saving per slowdown budget; phase at L = {}; SM clock and {}\n",
+               latency_label(r.evaluation.frontier.front().strategies.back()),
+               mem.size() > 1 ? fmt::format("memory clock ({} MHz) as knobs", fmt::join(mem, ", "))
+                              : fmt::format("memory clock fixed at {} MHz (the spec has one)", mem.front()));
+    fmt::print("{:<9}", "budget");
+    for (const auto& s : r.evaluation.frontier.front().strategies)
+      fmt::print(" {:>14}", s.schedule.strategy == "phase" ? "phase " + latency_label(s) : s.schedule.strategy);
+    fmt::print("\n");
+    for (const auto& p : r.evaluation.frontier) {
+      fmt::print("{:>7.1f} %", p.max_slowdown * 100);
+      for (const auto& s : p.strategies)
+        fmt::print(" {:>14}", s.within_budget ? fmt::format("{:.2f} %", s.saving_pct) : std::string("none fits"));
+      fmt::print("\n");
+    }
+  }
 }
 
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
@@ -264,6 +282,21 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
     arr.push_back(e);
   }
   j["strategies"] = arr;
+  // The savings frontier (sim::Evaluation::frontier): every strategy at each slowdown budget.
+  json frontier = json::array();
+  for (const auto& p : r.evaluation.frontier) {
+    json ss = json::array();
+    for (const auto& s : p.strategies)
+      ss.push_back({{"name", s.schedule.strategy}, {"switch_latency_us", s.switch_latency_ns / 1e3},
+                    {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct}, {"time_s", s.sim.step_time_s},
+                    {"energy_j", s.sim.energy_j}, {"within_budget", s.within_budget}});
+    frontier.push_back({{"max_slowdown_pct", p.max_slowdown * 100}, {"strategies", ss}});
+  }
+  j["frontier"] = frontier;
+  const auto& mem = r.model->spec().mem_clocks_mhz;
+  j["frontier_knobs"] = {{"switch_latency_us", r.evaluation.frontier_latency_ns / 1e3},
+                         {"sm_clocks", r.model->spec().sm_clocks_mhz.size()}, {"mem_clocks_mhz", mem},
+                         {"memory_clock", mem.size() > 1 ? "knob" : "fixed"}};
   return j;
 }
 
