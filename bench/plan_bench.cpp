@@ -1,5 +1,8 @@
 // Planner and importer speed on the shipped traces (CPU time on this machine; no GPU involved).
 //   build/bench/plan_bench --benchmark_min_time=0.5
+// BM_PlanJob/*: the whole `gearshift plan` computation on a trace, as plan_job does it (import, step detection,
+// workload, calibration to the measured power, every strategy, the latency sweep, the frontier); BM_EvaluateAll/*
+// the same after import and calibration.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -8,6 +11,7 @@
 #include "plan/clock_table.hpp"
 #include "plan/strategies.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/measurement.hpp"
 #include "trace/gearshift_format.hpp"
 
 namespace {
@@ -73,6 +77,53 @@ void BM_EvaluateAll(benchmark::State& st) {
   st.SetLabel("every strategy, L sweep, re-planning and simulation");
 }
 
+// What plan_job does with a trace file (cli/plan_job.cpp: plan_trace), without the report.
+struct Planned {
+  model::DvfsModel m{gpu::find_spec("h200")};
+  model::Workload w;
+  sim::Evaluation ev;
+};
+Planned plan_job(const std::string& path, bool evaluate = true) {
+  Planned p;
+  trace::Trace t = trace::import_trace(path);
+  auto a = trace::detect_iterations(t);
+  p.w = model::build_workload(t, a, p.m);
+  if (auto mp = sim::measured_power(t, a)) sim::calibrate_to_measured_power(p.w, p.m, mp->average_power_w);
+  sim::EvaluateOptions o;
+  if (evaluate) p.ev = sim::evaluate(p.w, p.m, o);
+  return p;
+}
+
+std::string trace_path(const std::string& rel) {
+  return rel.rfind("data/", 0) == 0 ? std::string(GEARSHIFT_SHARED_DIR) + "/" + rel : rel;
+}
+
+void BM_PlanJob(benchmark::State& st, const std::string& rel) {
+  const std::string path = trace_path(rel);
+  if (!std::filesystem::exists(path)) {
+    st.SkipWithError("../shared absent");
+    return;
+  }
+  std::size_t ops = 0;
+  for (auto _ : st) {
+    Planned p = plan_job(path);
+    ops = p.w.ops.size();
+    benchmark::DoNotOptimize(p.ev);
+  }
+  st.SetLabel(std::to_string(ops) + " ops: import, steps, calibration, every strategy, L sweep, frontier");
+}
+
+void BM_EvaluateTrace(benchmark::State& st, const std::string& rel) {
+  const std::string path = trace_path(rel);
+  if (!std::filesystem::exists(path)) {
+    st.SkipWithError("../shared absent");
+    return;
+  }
+  Planned p = plan_job(path, false);
+  for (auto _ : st) benchmark::DoNotOptimize(sim::evaluate(p.w, p.m, {}));
+  st.SetLabel(std::to_string(p.w.ops.size()) + " ops: every strategy, L sweep, frontier");
+}
+
 void BM_Import(benchmark::State& st, const std::string& rel) {
   std::string path = std::string(GEARSHIFT_SHARED_DIR) + "/" + rel;
   if (!std::filesystem::exists(path)) {
@@ -97,6 +148,9 @@ BENCHMARK(BM_KernelGlobal)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Phase)->Arg(10)->Arg(100)->Arg(1000)->Arg(6000)->Arg(20000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EvaluateAll)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EvaluateTrace, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanJob, gpt3xl, std::string(GEARSHIFT_DATA_DIR) + "/traces/gpt3xl_h200_trace.json.gz")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanJob, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, gpt3xl, std::string("data/traces/gpt3xl_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, gpt2, std::string("data/traces/gpt2_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
