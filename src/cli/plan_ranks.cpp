@@ -15,18 +15,9 @@ namespace gearshift::cli {
 
 namespace {
 
-// sim::load_rank on a trace already imported (its GPU was read first): steps, workload, calibration to the
-// trace's measured average power.
+// sim::load_rank on a trace already imported (its GPU was read first).
 sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path) {
-  model::DvfsModel m(gpu::find_spec(spec));
-  auto a = trace::detect_iterations(t);
-  model::Workload w = model::build_workload(t, a, m);
-  const auto& ms = t.measured;
-  std::optional<double> watts = ms.average_power_w;
-  if (!watts && ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0)
-    watts = *ms.energy_per_step_j / *ms.step_time_s;
-  if (watts) sim::calibrate_to_measured_power(w, m, *watts);
-  return sim::RankInput{std::move(w), std::move(m), path, ms.step_time_s.value_or(0), ms.energy_per_step_j.value_or(0)};
+  return sim::rank_from_trace(std::move(t), spec, path);
 }
 
 }  // namespace

@@ -7,24 +7,24 @@
 #include "plan/clock_table.hpp"
 #include "plan/strategies.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/measurement.hpp"
 #include "sim/simulator.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::sim {
 
-RankInput load_rank(const std::string& trace_path, const std::string& gpu) {
+RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label) {
   model::DvfsModel m(gpu::find_spec(gpu));
-  trace::Trace t = trace::import_trace(trace_path);
   auto a = trace::detect_iterations(t);
   model::Workload w = model::build_workload(t, a, m);
+  if (auto p = measured_power(t, a)) calibrate_to_measured_power(w, m, p->average_power_w);
   const auto& ms = t.measured;
-  std::optional<double> watts = ms.average_power_w;
-  if (!watts && ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0)
-    watts = *ms.energy_per_step_j / *ms.step_time_s;
-  if (watts) calibrate_to_measured_power(w, m, *watts);
-  return RankInput{std::move(w), std::move(m), trace_path, ms.step_time_s.value_or(0),
-                   ms.energy_per_step_j.value_or(0)};
+  return RankInput{std::move(w), std::move(m), label, ms.step_time_s.value_or(0), ms.energy_per_step_j.value_or(0)};
+}
+
+RankInput load_rank(const std::string& trace_path, const std::string& gpu) {
+  return rank_from_trace(trace::import_trace(trace_path), gpu, trace_path);
 }
 
 namespace {

@@ -26,6 +26,7 @@
 
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
+#include "trace/record.hpp"
 #include "plan/schedule.hpp"
 
 namespace gearshift::sim {
@@ -43,6 +44,9 @@ struct RankInput {
 // the model to the trace's measured average power when it has one. Throws trace::TraceError (bad file),
 // trace::NoIterationError (no repeating step), std::invalid_argument (unknown GPU spec).
 RankInput load_rank(const std::string& trace_path, const std::string& gpu = "h200");
+// The same on a trace already imported (`label` names it in results): steps by the step contract, calibration
+// to its measured power (sim/measurement.hpp). Throws trace::NoIterationError as detection does.
+RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label);
 
 struct SyncSlackOptions {
   std::string strategy = "phase";  // "phase" (switch latency below) or "kernel-global" (ideal switching)

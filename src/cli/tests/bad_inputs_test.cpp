@@ -8,24 +8,13 @@
 #include <filesystem>
 #include <string>
 
+#include "run_binary.hpp"
+
+namespace gearshift {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(GEARSHIFT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using test::Result;
+using test::run;
 
 const std::string kDir = std::string(GEARSHIFT_SHARED_DIR) + "/data/bad_inputs/";
 const std::string kBase = "3 detected by";  // "Iterations    3 detected by ...; 805 kernels"
@@ -108,3 +97,4 @@ TEST(BadInputs, EveryTraceFileOfTheFolderHasACase) {
 }
 
 }  // namespace
+}  // namespace gearshift

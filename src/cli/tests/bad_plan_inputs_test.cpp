@@ -13,26 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run_binary.hpp"
+
+namespace gearshift {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(GEARSHIFT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using test::Result;
+using test::run;
 
 const std::string kShared = std::string(GEARSHIFT_SHARED_DIR) + "/data/";
 const std::string kDir = kShared + "bad_inputs/";
@@ -254,3 +243,4 @@ TEST(PlanFileCli, PlanRanksPlansCarryKindsAndReplay) {
 }
 
 }  // namespace
+}  // namespace gearshift

@@ -12,24 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "run_binary.hpp"
+
+namespace gearshift {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(GEARSHIFT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using test::Result;
+using test::run;
 
 std::string tmp(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("gearshift_cli_" + std::to_string(::getpid()) + name)).string();
@@ -327,3 +316,4 @@ TEST(CliTraceGpu, SharedI29DevicePropertiesV100) {
 }
 
 }  // namespace
+}  // namespace gearshift
