@@ -27,9 +27,17 @@ def main() -> int:
         m, b, meas = j["model"], j["baseline"], j.get("measured", {})
         w = m.get("calibrated_to_power_w")
         cal = f"{w:.0f} W" if w else "uncalibrated"
-        mw = [x.split(":")[0] if "bound" in x else x.split(" by ")[0].replace("modelled baseline ", "") + " off"
-              for x in m.get("warnings", [])]
         mt, me = meas.get("time_s"), meas.get("energy_j")
+        mw = []
+        for x in m.get("warnings", []):
+            if "at its bound" in x:
+                mw.append("fit at its bound")
+            elif "caps dense GEMMs" in x:
+                mw.append("GEMMs capped below half the clock")
+        if mt and abs(b["time_s"] / mt - 1) > 0.05:
+            mw.append(f"step {100 * (b['time_s'] / mt - 1):+.0f} %")
+        if me and abs(b["energy_j"] / me - 1) > 0.05:
+            mw.append(f"energy {100 * (b['energy_j'] / me - 1):+.0f} %")
         print(f"| {name} | {cal} | {m['activity_scale']:.3f} | {m.get('memory_w_at_max', 0):.0f} "
               f"| {b['time_s']:.4f} | {mt if mt is None else f'{mt:.4f}'} | {b['energy_j']:.2f} "
               f"| {me if me is None else f'{me:.2f}'} | {'; '.join(mw) if mw else '—'} |")
