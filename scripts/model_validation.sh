@@ -112,7 +112,9 @@ torch.profiler traces (NVML energy counter over untraced steps), or the power sa
 (`src/sim/measurement.hpp`). The search (`sim::calibrate_to_measured_power`) moves the memory/uncore power
 within [0, board power], else the activity scale within [0.05, 5]. A fit that ends at a bound, dense GEMMs
 capped below half the default clock, or a modelled baseline more than 5 % off the measured step time or
-energy is a warning in the plan's table and JSON, and marks its predicted figures `low_confidence`.
+energy is a warning in the plan's table and JSON, and marks its predicted figures `low_confidence`. Where a
+gearshift trace sampled the SM clock each kernel ran at, those clocks are each op's reference clock, and the
+median sampled clock of its GEMMs replaces the spec's observed sag at the power cap (`sim::sampled_gemm_clock_mhz`).
 Measured = the trace's meta (H200, NVML, untraced run); modelled = the calibrated model + simulator at the
 GPU's default clocks. Traces: `../shared/data/traces/` and `data/step_traces/` (recorded 2026-12-01).
 

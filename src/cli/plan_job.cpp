@@ -131,6 +131,15 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
   r.model.emplace(spec);
   r.workload = model::build_workload(r.trace, r.iterations, *r.model);
+  // Where the trace sampled the clocks its GEMMs held, their sag at the power cap is this job's measurement,
+  // not the spec's (sim/measurement.hpp): the model's power is set so that GEMMs cap there.
+  if (auto f = sim::sampled_gemm_clock_mhz(r.workload); f && *f != spec.observed_capped_sm_clock_mhz) {
+    gpu::GpuSpec sampled = spec;
+    sampled.observed_capped_sm_clock_mhz = *f;
+    r.model.emplace(sampled);
+    r.workload = model::build_workload(r.trace, r.iterations, *r.model);
+    r.gemm_clock_source = fmt::format("{} MHz, the median SM clock the trace sampled on its GEMMs", *f);
+  }
   std::string no_power;
   const std::optional<sim::MeasuredPower> measured = sim::measured_power(r.trace, r.iterations, &no_power);
   if (measured && measured->average_power_w > 1.05 * spec.power_limit_max_w)
@@ -201,11 +210,12 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                ms.energy_per_step_j ? fmt::format("{:.2f} J", *ms.energy_per_step_j) : std::string("? J"));
   if (r.calibrated_to_w)
     fmt::print("Model         class priors; memory/uncore power {:.0f} W at max memory clock, activity scale {:.3f}:\n"
-               "              calibrated to the measured {:.0f} W, from {}; dense GEMMs capped at {} MHz\n",
+               "              calibrated to the measured {:.0f} W, from {}; dense GEMMs capped at {} MHz{}\n",
                r.model->params().memory_w_at_max, r.model->params().activity_scale, *r.calibrated_to_w,
                r.calibration_source,
                r.model->capped_sm_clock({r.model->spec().default_sm_clock_mhz, r.model->spec().default_mem_clock_mhz},
-                                        model::class_prior(model::KernelClass::gemm)));
+                                        model::class_prior(model::KernelClass::gemm)),
+               r.gemm_clock_source.empty() ? "" : " (sag from " + r.gemm_clock_source + ")");
   else
     fmt::print("Model         class priors; activity scale 1 ({})\n",
                r.calibration_source.empty() ? "no measured power in the trace: uncalibrated" : r.calibration_source);
@@ -265,7 +275,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   j["model"] = {{"activity_scale", r.model->params().activity_scale},
                 {"memory_w_at_max", r.model->params().memory_w_at_max},
                 {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)},
-                {"calibration_source", r.calibration_source}, {"low_confidence", !r.model_warnings.empty()},
+                {"calibration_source", r.calibration_source}, {"gemm_cap_clock_source", r.gemm_clock_source}, {"low_confidence", !r.model_warnings.empty()},
                 {"warnings", r.model_warnings}};
   json arr = json::array();
   for (const auto& s : r.evaluation.strategies) {

@@ -52,6 +52,7 @@ struct PlanJobResult {
   std::optional<model::DvfsModel> model;
   std::optional<double> calibrated_to_w;  // measured average power the model was calibrated to, W
   std::string calibration_source;         // where that power comes from, or why uncalibrated (plain words)
+  std::string gemm_clock_source;          // non-empty: GEMMs' cap clock from the trace's clock samples (words)
   // Where the model's calibration or baseline disagrees with a measurement (sim/measurement.hpp): each also
   // in `warnings`; any of them marks the predicted figures low-confidence (JSON and plan.json).
   std::vector<std::string> model_warnings;

@@ -44,6 +44,15 @@ std::optional<MeasuredPower> measured_power(const trace::Trace& t, const trace::
                        used};
 }
 
+std::optional<int> sampled_gemm_clock_mhz(const model::Workload& w) {
+  std::vector<int> clocks;
+  for (const auto& op : w.ops)
+    if (op.cls == model::KernelClass::gemm && op.ref_sampled && op.ref.sm_mhz > 0) clocks.push_back(op.ref.sm_mhz);
+  if (clocks.size() < kMinPowerSamples) return std::nullopt;
+  std::nth_element(clocks.begin(), clocks.begin() + static_cast<std::ptrdiff_t>(clocks.size() / 2), clocks.end());
+  return clocks[clocks.size() / 2];
+}
+
 std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m) {
   std::vector<std::string> w;
   const auto& p = m.params();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/dvfs_model.hpp"
+#include "model/workload.hpp"
 #include "trace/iteration.hpp"
 #include "trace/record.hpp"
 
@@ -32,6 +33,11 @@ struct MeasuredPower {
 // samples: `why_not` says so when given).
 std::optional<MeasuredPower> measured_power(const trace::Trace& trace, const trace::IterationAnalysis& steps,
                                             std::string* why_not = nullptr);
+
+// The SM clock dense GEMMs actually held while traced (the median of their sampled clocks, gearshift traces),
+// when at least kMinPowerSamples GEMM positions carry one: the sag at the power cap that the spec's
+// `observed_capped_sm_clock_mhz` stands for, measured on this job. nullopt when not sampled.
+std::optional<int> sampled_gemm_clock_mhz(const model::Workload& w);
 
 // Warnings about a calibration that ended at a bound of its search (a sign of the wrong GPU, a wrong step or
 // a trace whose power says little): the memory/uncore power at 0 W or at the board power, the activity scale at

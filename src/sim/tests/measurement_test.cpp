@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "sim/evaluate.hpp"
+#include "model/kernel_class.hpp"
 #include "trace/gearshift_format.hpp"
 
 namespace gearshift::sim {
@@ -93,6 +94,28 @@ TEST(Measurement, ModelledBaselineFarFromTheMeasuredStepIsFlagged) {
   steps.tmpl.period_ns = 85.45e6;  // the trace's own period (gearshift format, no meta)
   EXPECT_TRUE(disagreement_warnings(0.0855, 52.23, trace::Trace{}, steps).empty());
   EXPECT_EQ(disagreement_warnings(0.098, 52.23, trace::Trace{}, steps).size(), 1u);
+}
+
+TEST(Measurement, SampledGemmClocksGiveTheSagAtTheCap) {
+  if (!std::filesystem::exists(GEARSHIFT_SHARED_DIR "/data/traces")) GTEST_SKIP() << "../shared absent";
+  trace::Trace t = gpt2_with_power_samples(600);
+  for (auto& op : t.ops) op.sm_clock_mhz = 1830, op.mem_clock_mhz = 3201;  // the clock the GPU held, sampled
+  auto steps = trace::detect_iterations(t);
+  model::DvfsModel spec_model(gpu::find_spec("h200"));
+  model::Workload w = model::build_workload(t, steps, spec_model);
+  auto f = sampled_gemm_clock_mhz(w);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(*f, 1830);
+  // A model whose GEMMs cap at the sampled clock rather than the spec's 1875 MHz.
+  gpu::GpuSpec s = gpu::find_spec("h200");
+  EXPECT_EQ(s.observed_capped_sm_clock_mhz, 1875);
+  s.observed_capped_sm_clock_mhz = *f;
+  model::DvfsModel m(s);
+  const auto gemm = model::class_prior(model::KernelClass::gemm);
+  EXPECT_EQ(m.capped_sm_clock({s.default_sm_clock_mhz, s.default_mem_clock_mhz}, gemm), 1830);
+  // Without samples there is no such measurement.
+  for (auto& op : t.ops) op.sm_clock_mhz = 0;
+  EXPECT_FALSE(sampled_gemm_clock_mhz(model::build_workload(t, trace::detect_iterations(t), spec_model)));
 }
 
 }  // namespace
