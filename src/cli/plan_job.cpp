@@ -42,13 +42,6 @@ gpu::GpuSpec spec_or_exit(const std::string& name) {
   }
 }
 
-// The trace's measured average power, W: its meta's average, else its energy per step over its step time.
-std::optional<double> measured_power_w(const trace::Trace& t) {
-  const auto& ms = t.measured;
-  if (ms.average_power_w) return ms.average_power_w;
-  if (ms.energy_per_step_j && ms.step_time_s && *ms.step_time_s > 0) return *ms.energy_per_step_j / *ms.step_time_s;
-  return std::nullopt;
-}
 }  // namespace
 
 std::string GpuChoice::line() const {
@@ -89,14 +82,16 @@ GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& 
                             c.trace_gpu, c.trace_spec, c.spec, spec.full_name);
   // A GPU cannot average more than its highest power limit: a trace that did is from another GPU (5 % for
   // sensor noise).
-  if (auto w = measured_power_w(t); w && *w > 1.05 * spec.power_limit_max_w) {
+  // The meta's figures only: power samples need the steps (checked again in plan_trace).
+  if (auto p = sim::measured_power(t, trace::IterationAnalysis{}); p && p->average_power_w > 1.05 * spec.power_limit_max_w) {
+    const double w = p->average_power_w;
     const std::string why = c.source == "--gpu"   ? fmt::format("--gpu {}", c.spec)
                             : c.source == "trace" ? fmt::format("the GPU the trace names, '{}'", c.trace_gpu)
                                                   : std::string("assumed: the trace names no GPU");
     throw Exit(kBadInput, fmt::format("{}: wrong GPU: the trace's measured average power {:.0f} W is above the "
                                       "{:.0f} W maximum power limit of the {} spec ({}), so the trace did not run on "
                                       "an {}; pass --gpu with the GPU it ran on",
-                                      display_name, *w, spec.power_limit_max_w, c.spec, why, spec.full_name));
+                                      display_name, w, spec.power_limit_max_w, c.spec, why, spec.full_name));
   }
   return c;
 }
@@ -142,7 +137,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   }
   std::string no_power;
   const std::optional<sim::MeasuredPower> measured = sim::measured_power(r.trace, r.iterations, &no_power);
-  if (measured && measured->average_power_w > 1.05 * spec.power_limit_max_w)
+  if (measured && measured->samples > 0 && measured->average_power_w > 1.05 * spec.power_limit_max_w)
     throw Exit(kBadInput, fmt::format("{}: wrong GPU: {} give {:.0f} W on average, above the {:.0f} W maximum power "
                                       "limit of the {} spec; pass the --gpu the trace ran on",
                                       o.display_name, measured->source, measured->average_power_w,
