@@ -101,22 +101,23 @@ class Detector {
   IterationAnalysis run() {
     select_device_and_stream();
     opt_blocks_ = optimizer_blocks(kOptimizerGap);
-    Cut cut = select_markers().empty() ? cut_by_period() : cut_by_markers();
+    const Cut first = select_markers().empty() ? cut_by_period() : cut_by_markers();
+    Cut cut = first;
     IterationAnalysis a = build(cut);
-    if (cut.method == "kernel-stream period" && covered(a) < kMinCoverage) refuse_part_of_longer_repetition(cut.p, cut.score);
+    if (first.method == "kernel-stream period" && covered(a) < kMinCoverage) refuse_part_of_longer_repetition(first.p, first.score);
     // The step contract's optimizer rule: where the job updates its weights, a step holds the same number of
     // updates every time (one, almost always). A period whose steps hold none of the trace's updates is a part
     // of the step (a micro-step of gradient accumulation, or a layer): the step is the optimizer's period.
     if (!opt_blocks_.empty() && !updates_consistent(a)) {
-      last_cut_ = cut_by_optimizer_period(cut);
-      a = build(last_cut_);
+      cut = cut_by_optimizer_period(first);
+      a = build(cut);
       if (!updates_consistent(a))
         throw NoIterationError(fmt::format(
             "the optimizer update ({} in the trace) does not recur once per step of {} ops: no consistent training "
             "step; the trace needs at least 2 whole optimizer steps",
             opt_blocks_.size(), a.period_ops));
     }
-    finish_evidence(a, a.method == "optimizer period" ? last_cut_ : cut);
+    finish_evidence(a, cut);
     return a;
   }
 
@@ -861,7 +862,6 @@ class Detector {
   mutable std::size_t seq_end_ = 0;
   std::map<int, std::size_t> devices_;                        // device -> kernels
   std::vector<std::pair<std::size_t, std::size_t>> opt_blocks_;  // optimizer updates: [first, end) main indices
-  Cut last_cut_;                                              // the optimizer-period cut, when used
 };
 
 }  // namespace
