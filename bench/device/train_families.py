@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Training jobs of several model families on one GPU, as a user would run them under `gearshift run --auto`
+(auto_real_jobs.sh runs them). Random weights (nothing downloaded), bf16, fused AdamW, random token batches copied
+from pinned host memory; the loss is read (loss.item(): a synchronize) every --log-every steps, as a training loop
+that logs does.
+
+  train_families.py FAMILY [--steps N] [--log-every K] [--seed S]
+
+Families (the models of record_step_traces.py, sized like small real runs):
+  llama    Llama-like decoder, 16 x 2048 (GQA 16/8 heads, SwiGLU 5632), batch 4 x 2048 tokens (~1 B parameters)
+  moe      Mixtral-like, 8 x 1024, 8 experts top-2, batch 8 x 1024
+  ckpt     the llama job with gradient checkpointing (every decoder layer's forward recomputed in backward)
+  compile  GPT-2 small (12 x 768) under torch.compile(mode="reduce-overhead"): forward and backward as CUDA graphs
+  accum    GPT-2 small, 4 micro-batches of gradient accumulation per optimizer step
+At the end it prints one line `TRAIN family=F steps=N step_s=<median s/step> ...`: the job's own count of its
+optimizer steps and their wall time (synchronized around the measured steps only).
+
+Never changes clocks, power limits or any other GPU setting.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from record_step_traces import GPT2S, LLAMA, MIXTRAL, Trainer, build_model  # noqa: E402
+
+LLAMA_1B = dict(LLAMA, layers=16, hidden=2048, heads=16, kv_heads=8, ffn=5632, batch=4, seq=2048)
+FAMILIES = {
+    "llama": dict(LLAMA_1B, steps=80),
+    "moe": dict(MIXTRAL, layers=8, hidden=1024, ffn=2048, batch=8, seq=1024, steps=120),
+    "ckpt": dict(LLAMA_1B, ckpt=True, steps=60),
+    "compile": dict(GPT2S, layers=12, batch=8, seq=1024, compile=True, steps=300),
+    "accum": dict(GPT2S, layers=12, batch=8, seq=1024, accum=4, steps=80),
+}
+
+
+class Args:  # what build_model reads
+    attn = "sdpa"
+    moe_experts = "eager"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("family", choices=sorted(FAMILIES))
+    p.add_argument("--steps", type=int, help="optimizer steps (default: the family's)")
+    p.add_argument("--log-every", type=int, default=10, help="read the loss every K steps (a synchronize)")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+
+    import torch
+
+    spec = dict(FAMILIES[a.family])
+    steps = a.steps or spec["steps"]
+    dev = torch.device("cuda")
+    torch.manual_seed(a.seed)
+    model, facts = build_model(spec, Args, dev)
+    if spec.get("ckpt"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    tr = Trainer(model, spec, dev, a.seed)
+    if spec.get("compile"):
+        tr.model = torch.compile(model, mode="reduce-overhead")
+    t0 = time.perf_counter()
+    times, losses = [], []
+    last = time.perf_counter()
+    for i in range(steps):
+        loss = None
+        for _ in range(tr.accum):
+            loss = tr.forward_loss()
+            loss.backward()
+        tr.opt.step()
+        tr.opt.zero_grad(set_to_none=True)
+        if spec.get("compile"):
+            torch.compiler.cudagraph_mark_step_begin()
+        if a.log_every > 0 and (i + 1) % a.log_every == 0:
+            losses.append(loss.item())  # the synchronize a logging loop makes
+            now = time.perf_counter()
+            times.append((now - last) / a.log_every)
+            last = now
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    # The first logging interval holds the warm-up (cuBLAS heuristics, compilation): leave it out of s/step.
+    step_s = statistics.median(times[1:]) if len(times) > 1 else wall / steps
+    print(f"TRAIN family={a.family} steps={steps} step_s={step_s:.5f} wall_s={wall:.2f} params={facts['params']} "
+          f"log_every={a.log_every} last_loss={losses[-1] if losses else float('nan'):.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
