@@ -24,6 +24,7 @@ from ._errors import (
     GearshiftError,
     GpuBusyError,
     GpuPermissionError,
+    ModelRefusedError,
     NoGpuError,
     NoIterationError,
     PlanError,
@@ -43,6 +44,7 @@ __all__ = [
     "GpuBusyError",
     "GpuPermissionError",
     "Measurement",
+    "ModelRefusedError",
     "Monitor",
     "NoGpuError",
     "NoIterationError",
@@ -67,6 +69,7 @@ def plan_trace(trace: str, max_slowdown: float = 0.005, gpu: Optional[str] = Non
 
     Raises:
         TraceError (also: the trace's measured power is above the spec's power limit), NoIterationError,
+        ModelRefusedError (the model cannot reproduce the trace's measured power),
         ValueError (unknown spec, or the trace names a GPU without one and ``gpu`` is None).
     """
     return json.loads(_core.plan_trace(str(trace), float(max_slowdown), "" if gpu is None else str(gpu)))

@@ -9,6 +9,8 @@ Every error gearshift raises is one of these (or a builtin ``ValueError``/``Type
 - ``WindowError`` (also ``ValueError``): ending a window that is not open, opening one whose name is open.
 - ``AlreadyEnabledError``: ``gearshift.torch.enable()`` while the runtime is already running.
 - ``PlanError``, ``TraceError``, ``NoIterationError``, ``ProfileError`` (also ``ValueError``): bad input files.
+- ``ModelRefusedError``: the model cannot reproduce the trace's measurement (its power calibration ended at a
+  bound), so no plan is made (the CLI's exit 7).
 
 Warnings (``warnings.warn``, not raised unless the program turns them into errors):
 
@@ -51,6 +53,10 @@ class TraceError(GearshiftError, ValueError):
 
 class NoIterationError(GearshiftError, ValueError):
     """The trace holds no repeating training step (it needs at least two whole steps)."""
+
+
+class ModelRefusedError(GearshiftError):
+    """The model cannot reproduce the trace's measured power (calibration at its bound): no plan is made."""
 
 
 class ProfileError(GearshiftError, ValueError):

@@ -328,6 +328,7 @@ NB_MODULE(_core, m) {
                          : e.code == gearshift::cli::kUsage       ? "ValueError"
                          : e.code == gearshift::cli::kNoGpu       ? "NoGpuError"
                          : e.code == gearshift::cli::kNoPermission ? "GpuPermissionError"
+                         : e.code == gearshift::cli::kModelRefused ? "ModelRefusedError"
                                                                    : "GearshiftError";
       set(type, e.what());
     }

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/plan_job.hpp"
 #include "plan/plan_file.hpp"
+#include "runtime/step_check.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -47,11 +48,20 @@ AutoPlanner::Attempt AutoPlanner::detect(const trace::Trace& t, std::optional<tr
   return a;
 }
 
+std::string AutoPlanner::collected(const Attempt& a) {
+  std::string s = fmt::format("{} kernels collected", a.kernels);
+  // A launch still running when the snapshot was taken is not collected yet: only a gap of more than 1 % says
+  // that completions went missing (e.g. a launch path the feed does not name).
+  if (a.launches > a.kernels + a.kernels / 100 || a.unmatched > 0)
+    s += fmt::format(" of {} launched ({} completions without a launch)", a.launches, a.unmatched);
+  return s;
+}
+
 std::string AutoPlanner::progress(const Attempt& a) const {
   if (a.kernels == 0)
     return "no kernel came through the launch feed (no CUDA work yet, or no tracer in the job: see any warning "
            "above)";
-  std::string s = fmt::format("{} kernels collected, {} steps detected, {} needed (--warmup-steps)", a.kernels,
+  std::string s = fmt::format("{}, {} steps detected, {} needed (--warmup-steps)", collected(a),
                               a.steps, o_.warmup_steps);
   if (a.steps == 0 && !a.why.empty()) s += ": " + a.why;
   return s;
@@ -61,6 +71,8 @@ void AutoPlanner::loop() {
   auto next = t0_ + o_.attempt_period;
   for (;;) {
     trace::Trace t;
+    std::vector<std::int64_t> syncs;
+    std::uint64_t launches = 0, unmatched = 0;
     bool full = false, timed_out = false;
     {
       std::unique_lock<std::mutex> g(mu_);
@@ -72,21 +84,34 @@ void AutoPlanner::loop() {
         next = std::chrono::steady_clock::now() + o_.attempt_period;
         continue;
       }
-      if (collector_.kernels() != last_.kernels) t = collector_.snapshot();
+      if (collector_.kernels() != last_.kernels) {
+        t = collector_.snapshot();
+        syncs = collector_.sync_exits();
+      }
+      launches = collector_.launches();
+      unmatched = collector_.unmatched();
     }
     const auto began = std::chrono::steady_clock::now();
     runtime::FeedCollector::sort_by_start(t);  // outside the lock: the feed reader keeps adding meanwhile
     std::optional<trace::IterationAnalysis> an;  // kept for planning: detection is the costly part
     Attempt a = t.ops.empty() ? last_ : detect(t, &an);
+    a.launches = launches;
+    a.unmatched = unmatched;
     {
       std::lock_guard<std::mutex> g(mu_);
       last_ = a;
     }
     if (a.steps >= o_.warmup_steps) {
-      plan(std::move(t), std::move(an), a, seconds_since(t0_));
-      return;
-    }
-    if (full || timed_out) {
+      const Outcome out = plan(std::move(t), std::move(an), a, std::move(syncs), seconds_since(t0_));
+      if (out != Outcome::keep_learning) return;
+      if (full || timed_out) {
+        give_up(fmt::format("gave up after {}: {}",
+                            full ? fmt::format("{} kernels", o_.max_kernels)
+                                 : fmt::format("{:g} s of warm-up (--warmup-timeout)", o_.timeout_s),
+                            check_failed_));
+        return;
+      }
+    } else if (full || timed_out) {
       std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
                              : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)", o_.timeout_s);
       give_up(why + ": " + progress(a));
@@ -106,8 +131,8 @@ void AutoPlanner::give_up(const std::string& why) {
   fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why);
 }
 
-void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
-                       double seconds) {
+AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
+                                       std::vector<std::int64_t> syncs, double seconds) {
   PlanJobOptions po;
   po.display_name = o_.job_name;
   po.gpu = o_.gpu_spec;
@@ -116,18 +141,32 @@ void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> a
   po.switch_latency_ms = o_.switch_latency_ms;
   try {
     PlanJobResult r = plan_trace(po, std::move(t), std::move(an));
+    const auto& it = r.iterations;
+    // The live check before anything is applied or reported: a step that fails it gets no plan and no saving.
+    const runtime::LiveStepCheck check = runtime::check_live_step(it, r.evaluation.baseline.step_time_s, std::move(syncs));
+    const std::string found = fmt::format("{} steps detected by {} ({} kernels, {:.2f} ms per step, confidence {:.2f})",
+                                          it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,
+                                          it.confidence);
+    if (!check.passed) {
+      std::string line = fmt::format("{}: the live check failed: {} ({})", found, check.why, check.evidence);
+      // Said the first time, then at most every kCheckNoteEvery (each attempt on a longer warm-up says the same).
+      if (check_failed_.empty() || seconds >= last_check_note_s_ + kCheckNoteEvery.count()) {
+        fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}; learning on\n", seconds, collected(a),
+                   line);
+        last_check_note_s_ = seconds;
+      }
+      std::lock_guard<std::mutex> g(mu_);
+      check_failed_ = std::move(line);
+      return Outcome::keep_learning;
+    }
     const plan::PlanFile f = plan_file(po, r);
     // The runtime follows the same plan.json that `gearshift plan -o` would have written, validated as it would be
     // when read.
     plan::validate(f, "the --auto plan");
     runtime::ClockPlan cp = runtime::clock_plan_from(f);
-    const auto& it = r.iterations;
     const auto& s = *r.chosen;
-    fmt::print(stderr,
-               "gearshift run --auto: warm-up {:.1f} s, {} kernels collected, {} steps detected by {} ({} kernels, "
-               "{:.2f} ms per step, confidence {:.2f})\n",
-               seconds, a.kernels, it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,
-               it.confidence);
+    fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}\n", seconds, collected(a), found);
+    fmt::print(stderr, "gearshift run --auto: live check passed: {}\n", check.evidence);
     fmt::print(stderr, "gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: ",
                r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100);
     if (s.within_budget)
@@ -149,11 +188,12 @@ void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> a
     start_(cp);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
     give_up(std::string("planning failed: ") + e.what());
-    return;
+    return Outcome::gave_up;
   }
   std::lock_guard<std::mutex> g(mu_);
   state_ = State::planned;
   collector_ = runtime::FeedCollector(0);
+  return Outcome::planned;
 }
 
 std::string AutoPlanner::finish() {
@@ -171,13 +211,22 @@ std::string AutoPlanner::finish() {
     if (state_ == State::gave_up) return reason_;
     last = last_;
     if (collector_.kernels() != last_.kernels) t = collector_.snapshot();
+    last.launches = collector_.launches();
+    last.unmatched = collector_.unmatched();
   }
   runtime::FeedCollector::sort_by_start(t);
   // Still warming up when the job ended: one last look at what came, for the report.
   Attempt a = t.ops.empty() ? last : detect(t);
-  return fmt::format("the job ended during the warm-up ({:.1f} s): {}; no plan was made and the clocks were left "
+  a.launches = last.launches;
+  a.unmatched = last.unmatched;
+  std::string failed;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    failed = check_failed_;
+  }
+  return fmt::format("the job ended during the warm-up ({:.1f} s): {}{}; no plan was made and the clocks were left "
                      "alone",
-                     seconds_since(t0_), progress(a));
+                     seconds_since(t0_), progress(a), failed.empty() ? "" : "; last step found: " + failed);
 }
 
 }  // namespace gearshift::cli

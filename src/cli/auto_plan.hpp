@@ -1,7 +1,8 @@
 // `gearshift run --auto`: while the job warms up, collect the launch feed's kernels without touching the clocks,
 // try iteration detection on them about once a second, and when enough steps are found plan the clocks exactly
-// as `gearshift plan` does (plan_trace -> plan.json -> ClockPlan) and hand the plan to the caller, which starts
-// the live runtime. Events consumed during the warm-up are not replayed to it. Past the time or kernel cap it
+// as `gearshift plan` does (plan_trace -> plan.json -> ClockPlan); if the step passes the live check against the
+// job's synchronizes and wall period (runtime/step_check.hpp) hand the plan to the caller, which starts the live
+// runtime, else keep learning. Events consumed during the warm-up are not replayed to it. Past the time or kernel cap it
 // gives up and the job runs on with its clocks untouched.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/clock_plan.hpp"
 #include "runtime/feed.hpp"
@@ -50,18 +52,25 @@ class AutoPlanner {
 
  private:
   enum class State { collecting, planned, gave_up };
+  enum class Outcome { planned, gave_up, keep_learning };
   struct Attempt {
     std::size_t kernels = 0, steps = 0;
+    std::uint64_t launches = 0, unmatched = 0;  // the feed's launch lines; completions without one
     std::string why;  // detection's message when it found nothing
   };
   void loop();
   // Runs iteration detection on `t` (sorted by start); the analysis goes to `*an` (when given) if it found steps.
   Attempt detect(const trace::Trace& t, std::optional<trace::IterationAnalysis>* an = nullptr) const;
-  // Plans from `t` and starts the runtime; on failure gives up (the job runs on untouched).
-  void plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a, double seconds);
+  // Plans from `t` and, if the step passes the live check (runtime/step_check.hpp) against the job's
+  // synchronizes `syncs`, starts the runtime; a step that fails it: keep_learning (nothing applied or reported
+  // but the reason); on a planning failure gives up (the job runs on untouched).
+  Outcome plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
+               std::vector<std::int64_t> syncs, double seconds);
   // Ends the warm-up without a plan, saying `why`; frees the collected records.
   void give_up(const std::string& why);
   std::string progress(const Attempt& a) const;
+  // "N kernels collected" and, where they differ, of how many launched and how many completions lacked a launch.
+  static std::string collected(const Attempt& a);
 
   AutoOptions o_;
   StartLive start_;
@@ -72,6 +81,9 @@ class AutoPlanner {
   State state_ = State::collecting;
   runtime::FeedCollector collector_;
   std::string reason_;  // why no plan was made
+  std::string check_failed_;  // the last step that failed the live check, and why (empty: none did)
+  double last_check_note_s_ = 0;  // planner thread only: when a failed check was last said, s into the warm-up
+  static constexpr std::chrono::seconds kCheckNoteEvery{30};
   Attempt last_;
   std::thread thread_;
 };

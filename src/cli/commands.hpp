@@ -18,6 +18,7 @@ enum ExitCode : int {
   kNoIteration = 4,   // the trace holds no repeating iteration to plan for
   kNoGpu = 5,         // NVML or GPU unavailable
   kNoPermission = 6,  // the user may not do what was asked (e.g. lock clocks)
+  kModelRefused = 7,  // the model cannot reproduce the trace's measurement: no plan (right or refused)
 };
 
 // Thrown by a command to end with a one-line message and an exit code (no message printed when empty:

@@ -146,7 +146,16 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     sim::calibrate_to_measured_power(r.workload, *r.model, measured->average_power_w);
     r.calibrated_to_w = measured->average_power_w;
     r.calibration_source = measured->source;
-    r.model_warnings = sim::calibration_bound_warnings(*r.model);
+    // A fit that ends at its bound means no parameter of the model reproduces the measured power: every energy
+    // figure after it would be the bound's, not the job's (measured: a traced step 69 % longer than the untraced
+    // run it was calibrated to). Refuse rather than print savings of a model that does not fit.
+    if (auto bound = sim::calibration_bound_warnings(*r.model); !bound.empty())
+      throw Exit(kModelRefused,
+                 fmt::format("{}: no plan: the model cannot reproduce the measured power ({} from {}): {}. Where the "
+                             "trace's step differs from the measured run (a heavy profiler slows the job), record "
+                             "it with `gearshift trace`; --no-calibrate plans with the uncalibrated class priors",
+                             o.display_name, fmt::format("{:.0f} W", measured->average_power_w), measured->source,
+                             fmt::format("{}", fmt::join(bound, "; "))));
   } else if (!no_power.empty()) {
     r.calibration_source = "uncalibrated: " + no_power;
   }

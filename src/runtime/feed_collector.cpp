@@ -16,7 +16,11 @@ void FeedCollector::add(const FeedEvent& e) {
     pending_[e.correlation] = {it->second, e.cpu_ns};
     return;
   }
-  if (e.kind == FeedEvent::Kind::sync || e.kind == FeedEvent::Kind::marker) return;  // no kernel of its own
+  if (e.kind == FeedEvent::Kind::sync) {
+    if (syncs_.size() < max_kernels_) syncs_.push_back(e.gpu_end_ns);
+    return;
+  }
+  if (e.kind == FeedEvent::Kind::marker) return;  // no kernel of its own
   auto it = pending_.find(e.correlation);
   if (it == pending_.end()) {
     ++unmatched_;

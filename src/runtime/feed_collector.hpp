@@ -24,6 +24,9 @@ class FeedCollector {
   std::size_t kernels() const { return ops_.size(); }        // completed kernels kept
   std::uint64_t launches() const { return launches_; }       // launch events seen
   std::uint64_t unmatched() const { return unmatched_; }     // completions whose launch was not seen
+  // Return times of the job's synchronizes (CLOCK_MONOTONIC ns, arrival order; at most max_kernels kept): the
+  // live step check (runtime/step_check.hpp) reads where they fall in the steps.
+  const std::vector<std::int64_t>& sync_exits() const { return syncs_; }
   bool full() const { return ops_.size() >= max_kernels_; }
 
   // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read):
@@ -43,6 +46,7 @@ class FeedCollector {
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Launch> pending_;  // correlation -> launch not completed yet
   std::vector<trace::OpRecord> ops_;
+  std::vector<std::int64_t> syncs_;
   std::uint64_t launches_ = 0, unmatched_ = 0;
 };
 

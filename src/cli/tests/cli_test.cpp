@@ -102,6 +102,21 @@ TEST(Cli, BadInputGivesOneLineAndADocumentedExitCode) {
   EXPECT_EQ(run("demo --help").code, 0);
 }
 
+TEST(Cli, AModelThatCannotReproduceTheMeasuredPowerIsRefused) {
+  // Recorded under torch.profiler, the step ran 69 % longer than the untraced run whose power it carries: no
+  // activity scale reaches that power, and the plan used to print 10-20 % savings of the bound's model.
+  const std::string trace = std::string(GEARSHIFT_DATA_DIR) + "/step_traces/llama_3steps.json.gz";
+  Result r = run("plan " + trace);
+  EXPECT_EQ(r.code, 7) << r.out;
+  EXPECT_NE(r.out.find("no plan: the model cannot reproduce the measured power"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibration ended at its bound"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("saving"), std::string::npos) << r.out;
+  // Uncalibrated class priors stay available, labelled so.
+  Result raw = run("plan " + trace + " --no-calibrate");
+  EXPECT_EQ(raw.code, 0) << raw.out;
+  EXPECT_NE(raw.out.find("uncalibrated"), std::string::npos) << raw.out;
+}
+
 TEST(Cli, GpusPrintsTheSpec) {
   Result r = run("gpus --spec h200");
   EXPECT_EQ(r.code, 0);
@@ -237,12 +252,14 @@ TEST(CliTraceGpu, MeasuredPowerAboveTheSpecsLimitIsTheWrongGpu) {
   EXPECT_NE(a40.out.find("measured average power 650 W is above the 300 W maximum power limit of the a40 spec"),
             std::string::npos)
       << a40.out;
-  EXPECT_EQ(run("plan " + t).code, 0);  // h200: 700 W
+  // h200 (700 W) is the right GPU; the tiny synthetic step cannot reach 650 W in the model (exit 7, not 3).
+  EXPECT_EQ(run("plan " + t).code, 7);
+  EXPECT_EQ(run("plan " + t + " --no-calibrate").code, 0);
   std::string hotter = small_trace("hotter.json", "", 900);
   Result assumed = run("plan " + hotter);
   EXPECT_EQ(assumed.code, 3) << assumed.out;
   EXPECT_NE(assumed.out.find("(assumed: the trace names no GPU)"), std::string::npos) << assumed.out;
-  EXPECT_EQ(run("plan " + hotter + " --gpu b200").code, 0);
+  EXPECT_EQ(run("plan " + hotter + " --gpu b200 --no-calibrate").code, 0);
   std::filesystem::remove(t);
   std::filesystem::remove(hotter);
 }

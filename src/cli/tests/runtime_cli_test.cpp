@@ -492,6 +492,7 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   EXPECT_GE(number_before(o, " steps detected by"), 10) << o;
   EXPECT_EQ(number_after(o, " (", "steps detected by"), 113) << o;
   EXPECT_NE(o.find("plan for h200"), std::string::npos) << o;  // from the simulated GPU's NVML name
+  EXPECT_NE(o.find("live check passed: modelled step"), std::string::npos) << o;
   EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
   EXPECT_GT(number_after(o, "clock changes ", "\n  steps "), 0) << o;
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
@@ -516,6 +517,33 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   ASSERT_FALSE(log.empty());
   EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) { return l.find("set-sm") != std::string::npos; }));
   EXPECT_NE(log.back().find("reset-sm"), std::string::npos);
+}
+
+TEST(RunAuto, AStepTheJobsSynchronizesDoNotRecurInIsNeverPlanned) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  s.env.push_back("FAKE_JOB_SYNC_DRIFT_US=13000");  // a quarter of the ~51 ms step further each step
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
+                          {"--synthetic", "40"}),
+                s.env, out),
+            0);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("the live check failed: only "), std::string::npos) << o;
+  EXPECT_NE(o.find("learning on"), std::string::npos) << o;
+  EXPECT_NE(o.find("last step found: "), std::string::npos) << o;
+  EXPECT_EQ(o.find("MODELLED saving"), std::string::npos) << o;  // no saving reported for a refused step
+  EXPECT_EQ(o.find("applying the plan"), std::string::npos) << o;
+  EXPECT_EQ(slurp(s.log), "");
+}
+
+TEST(RunAuto, SaysHowManyLaunchedKernelsItCouldNotCollect) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  s.env.push_back("FAKE_JOB_UNNAMED=13");  // 13 of the step's 113 kernels complete without a launch line
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--dry-run-log", s.log.string()}, {"--synthetic", "5"}), s.env, out),
+            0);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("500 kernels collected of 500 launched (65 completions without a launch)"), std::string::npos) << o;
 }
 
 TEST(RunAuto, TooFewStepsSaysSoAndKeepsTheJobsExitCode) {

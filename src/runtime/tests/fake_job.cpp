@@ -123,12 +123,17 @@ void log_control() {
 }
 
 // FAKE_JOB_INIT_KERNELS=N: first N launches of kernels outside the template, without a synchronize (a model's
-// initialisation).
+// initialisation). FAKE_JOB_SYNC_DRIFT_US=D: step s's synchronize returns at offset s*D (mod the step) of it: a
+// job whose own loop does not repeat with the kernel step. FAKE_JOB_UNNAMED=N: the first N kernels of each step
+// complete without a launch line (a launch path the feed does not name).
 bool run_steps(int fd, const Step& step, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
   if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
   std::int64_t corr = 0, last_marker = 0;
   const long init = std::getenv("FAKE_JOB_INIT_KERNELS") ? std::atol(std::getenv("FAKE_JOB_INIT_KERNELS")) : 0;
+  const long unnamed = std::getenv("FAKE_JOB_UNNAMED") ? std::atol(std::getenv("FAKE_JOB_UNNAMED")) : 0;
+  const std::int64_t drift_ns =
+      std::getenv("FAKE_JOB_SYNC_DRIFT_US") ? std::atoll(std::getenv("FAKE_JOB_SYNC_DRIFT_US")) * 1000 : 0;
   for (long i = 0; i < init; ++i)
     if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " init_kernel_" +
                      std::to_string(i % 7) + "\n"))
@@ -136,8 +141,10 @@ bool run_steps(int fd, const Step& step, long steps) {
   for (long s = 0; steps < 0 || s < steps; ++s) {
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
-    for (const auto& k : step.kernels)
-      if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " " + k.name + "\n")) return false;
+    for (std::size_t i = 0; i < step.kernels.size(); ++i, ++corr)
+      if (static_cast<long>(i) >= unnamed &&
+          !put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr) + " " + step.kernels[i].name + "\n"))
+        return false;
     const std::int64_t entered = monotonic_ns();
     for (std::size_t i = 0; i < step.kernels.size(); ++i) {
       const auto start = t0 + step.kernels[i].start_offset_ns;
@@ -154,7 +161,8 @@ bool run_steps(int fd, const Step& step, long steps) {
       }
     }
     if (sync && !step.kernels.empty()) {
-      const std::int64_t returned = std::max(entered, t0 + step.kernels.back().start_offset_ns + step.kernels.back().duration_ns);
+      std::int64_t returned = std::max(entered, t0 + step.kernels.back().start_offset_ns + step.kernels.back().duration_ns);
+      if (drift_ns > 0) returned = std::max(entered, t0 + (s * drift_ns) % step.period_ns);
       if (!put(fd, "S " + std::to_string(corr++) + " " + std::to_string(entered) + " " + std::to_string(returned) + "\n"))
         return false;
     }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "trace/gearshift_format.hpp"
@@ -63,6 +64,54 @@ TEST(Iteration, ToleratesAnInsertedKernelInOneStep) {
   EXPECT_EQ(a.iterations.size(), 5u);
   EXPECT_EQ(a.regular_count(), 5u);  // 12 of 12 template ops still matched
   EXPECT_EQ(a.tmpl.ops.size(), seq.size());
+}
+
+TEST(Iteration, LeavesOutOfTheTemplateWorkAnotherStreamDoesInOneStepOnly) {
+  // A memset on a side stream in the first step only (measured: a gradient-checkpointing job's warm-up step):
+  // kept, it was simulated in every step at its one offset and tripled the modelled step.
+  std::vector<std::string> seq = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "adam"};
+  Trace t = synthetic(6, seq);
+  t.names.push_back("Memset (Device)");
+  OpRecord side = t.ops[4];
+  side.name_id = static_cast<std::uint32_t>(t.names.size() - 1);
+  side.kind = OpKind::memset;
+  side.stream = 13;
+  side.start_ns += 10;
+  side.duration_ns = 100;
+  t.ops.insert(t.ops.begin() + 5, side);
+  // The same on another stream in two of six steps: still less than half of the steps.
+  for (int step : {2, 4}) {
+    OpRecord again = t.ops[static_cast<std::size_t>(step) * seq.size() + 1 + 3];
+    again.name_id = side.name_id;
+    again.kind = OpKind::memset;
+    again.stream = 29;
+    again.start_ns += 10;
+    again.duration_ns = 100;
+    t.ops.push_back(again);
+  }
+  std::stable_sort(t.ops.begin(), t.ops.end(), [](const OpRecord& x, const OpRecord& y) { return x.start_ns < y.start_ns; });
+  auto a = detect_iterations(t);
+  ASSERT_EQ(a.iterations.size(), 6u);
+  EXPECT_EQ(a.tmpl.ops.size(), seq.size());
+  for (const auto& op : a.tmpl.ops) EXPECT_EQ(op.stream, 7) << t.names[op.name_id];
+
+  // Work a side stream does in every step stays in the template.
+  Trace every = synthetic(6, seq);
+  every.names.push_back("Memset (Device)");
+  const std::size_t n = every.ops.size();
+  for (std::size_t k = 0; k < 6; ++k) {
+    OpRecord s2 = every.ops[k * seq.size() + 2];
+    s2.name_id = static_cast<std::uint32_t>(every.names.size() - 1);
+    s2.kind = OpKind::memset;
+    s2.stream = 13;
+    s2.start_ns += 10;
+    every.ops.push_back(s2);
+  }
+  ASSERT_EQ(every.ops.size(), n + 6);
+  std::stable_sort(every.ops.begin(), every.ops.end(),
+                   [](const OpRecord& x, const OpRecord& y) { return x.start_ns < y.start_ns; });
+  auto b = detect_iterations(every);
+  EXPECT_EQ(b.tmpl.ops.size(), seq.size() + 1);
 }
 
 TEST(Iteration, RefusesATraceWithoutRepeats) {

@@ -1,0 +1,109 @@
+#include "runtime/step_check.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gearshift::runtime {
+namespace {
+
+// Detected steps of `period_ns` starting at 1 s.
+trace::IterationAnalysis steps_of(std::size_t n, std::int64_t period_ns) {
+  trace::IterationAnalysis a;
+  for (std::size_t i = 0; i < n; ++i) {
+    trace::Iteration it;
+    it.start_ns = 1'000'000'000 + static_cast<std::int64_t>(i) * period_ns;
+    it.end_ns = it.start_ns + period_ns - 1000;
+    a.iterations.push_back(it);
+  }
+  return a;
+}
+
+TEST(LiveStepCheck, PassesAStepWhoseModelAndSynchronizesAgree) {
+  const std::int64_t p = 100'000'000;  // 100 ms
+  auto a = steps_of(20, p);
+  // loss.item() at 90 % of every step and an optimizer check at 40 %.
+  std::vector<std::int64_t> syncs;
+  for (const auto& it : a.iterations) {
+    syncs.push_back(it.start_ns + p * 9 / 10);
+    syncs.push_back(it.start_ns + p * 4 / 10 + 1'000'000);
+  }
+  LiveStepCheck c = check_live_step(a, 0.104, syncs);
+  EXPECT_TRUE(c.passed) << c.why;
+  EXPECT_DOUBLE_EQ(c.wall_period_s, 0.1);
+  EXPECT_EQ(c.syncs_in_steps, 40u);
+  EXPECT_TRUE(c.phase_checked);
+  EXPECT_EQ(c.syncs_checked, 38u);  // the last step's have no next step
+  EXPECT_EQ(c.syncs_in_phase, 38u);
+  EXPECT_NE(c.evidence.find("+4.0 %"), std::string::npos) << c.evidence;
+}
+
+TEST(LiveStepCheck, RefusesAModelledStepFarFromTheWallPeriod) {
+  // Measured: a CUDA-graph job's template modelled at 0.098 s against a 0.047 s step.
+  auto a = steps_of(10, 47'000'000);
+  LiveStepCheck c = check_live_step(a, 0.098, {});
+  EXPECT_FALSE(c.passed);
+  EXPECT_NE(c.why.find("+108.5 %"), std::string::npos) << c.why;
+  // Within 10 % either way passes; just beyond fails.
+  EXPECT_TRUE(check_live_step(a, 0.047 * 1.099, {}).passed);
+  EXPECT_TRUE(check_live_step(a, 0.047 * 0.901, {}).passed);
+  EXPECT_FALSE(check_live_step(a, 0.047 * 1.101, {}).passed);
+  EXPECT_FALSE(check_live_step(a, 0.047 * 0.899, {}).passed);
+}
+
+TEST(LiveStepCheck, RefusesAStepTheJobsSynchronizesDoNotRecurIn) {
+  // A "step" of 4.58 ms (a layer) while the job synchronizes once per true 125 ms step: the synchronizes fall
+  // at offsets of the layer that drift from step to step.
+  const std::int64_t p = 4'580'000;
+  auto a = steps_of(400, p);
+  std::vector<std::int64_t> syncs;
+  for (std::int64_t k = 1; k <= 12; ++k) syncs.push_back(1'000'000'000 + k * 125'000'000 + 300'000);
+  LiveStepCheck c = check_live_step(a, 0.00458, syncs);
+  EXPECT_FALSE(c.passed);
+  EXPECT_EQ(c.syncs_in_steps, 12u);
+  EXPECT_TRUE(c.phase_checked);
+  EXPECT_LT(c.syncs_in_phase, 3u);
+  EXPECT_NE(c.why.find("does not repeat with it"), std::string::npos) << c.why;
+}
+
+TEST(LiveStepCheck, FewSynchronizesAreNoEvidenceEitherWay) {
+  auto a = steps_of(20, 50'000'000);
+  // Logging every 10 steps: two synchronizes in the warm-up's steps.
+  std::vector<std::int64_t> syncs = {a.iterations[9].start_ns + 49'000'000, a.iterations[19].start_ns + 49'000'000};
+  LiveStepCheck c = check_live_step(a, 0.05, syncs);
+  EXPECT_TRUE(c.passed) << c.why;
+  EXPECT_EQ(c.syncs_in_steps, 2u);
+  EXPECT_NE(c.evidence.find("too few"), std::string::npos) << c.evidence;
+}
+
+TEST(LiveStepCheck, ASynchronizeAtAStepsEndMatchesOneAtTheNextStart) {
+  const std::int64_t p = 10'000'000;
+  auto a = steps_of(10, p);
+  std::vector<std::int64_t> syncs;
+  for (std::size_t i = 0; i < 10; ++i)  // alternately just before and just after the boundary
+    syncs.push_back(a.iterations[i].start_ns + (i % 2 ? p - 100'000 : 100'000));
+  EXPECT_TRUE(check_live_step(a, 0.01, syncs).passed);
+}
+
+TEST(LiveStepCheck, HundredsOfSynchronizesPerStepAreNoEvidence) {
+  // Megatron-LM synchronizes ~300 times per iteration: any offset finds a partner by chance.
+  const std::int64_t p = 260'000'000;
+  auto a = steps_of(8, p);
+  std::vector<std::int64_t> syncs;
+  for (const auto& it : a.iterations)
+    for (std::int64_t k = 0; k < 300; ++k) syncs.push_back(it.start_ns + (k * 7919 % 300) * p / 300 + k);
+  LiveStepCheck c = check_live_step(a, 0.26, syncs);
+  EXPECT_TRUE(c.passed) << c.why;
+  EXPECT_FALSE(c.phase_checked);
+  EXPECT_NE(c.evidence.find("too many"), std::string::npos) << c.evidence;
+}
+
+TEST(LiveStepCheck, OneStepIsNotEnough) {
+  LiveStepCheck c = check_live_step(steps_of(1, 10'000'000), 0.01, {});
+  EXPECT_FALSE(c.passed);
+  EXPECT_NE(c.why.find("fewer than two"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gearshift::runtime
