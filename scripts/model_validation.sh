@@ -110,9 +110,10 @@ TAIL
 Every `gearshift plan` calibrates the model to the trace's measured power: the `meta` figures of the
 torch.profiler traces (NVML energy counter over untraced steps), or the power samples of gearshift's own traces
 (`src/sim/measurement.hpp`). The search (`sim::calibrate_to_measured_power`) moves the memory/uncore power
-within [0, board power], else the activity scale within [0.05, 5]. A fit that ends at a bound, dense GEMMs
-capped below half the default clock, or a modelled baseline more than 5 % off the measured step time or
-energy is a warning in the plan's table and JSON, and marks its predicted figures `low_confidence`. Where a
+within [0, board power], else the activity scale within [0.05, 5]. A fit that ends at a bound or caps dense
+GEMMs below half the default clock is refused: no plan, exit 7 (`--no-calibrate` plans with the uncalibrated
+priors). A modelled baseline more than 5 % off the measured step time or energy is a warning in the plan's
+table and JSON, and marks its predicted figures `low_confidence`. Where a
 gearshift trace sampled the SM clock each kernel ran at, those clocks are each op's reference clock, and the
 median sampled clock of its GEMMs replaces the spec's observed sag at the power cap (`sim::sampled_gemm_clock_mhz`).
 Measured = the trace's meta (H200, NVML, untraced run); modelled = the calibrated model + simulator at the
@@ -125,7 +126,8 @@ CAL
 
 Where it disagrees: the small Llama-like jobs were traced far slower than they run untraced (torch.profiler's
 per-kernel overhead on a launch-bound step), so the traced step is 38–72 % longer than the measured one and
-the priors cannot draw the measured power over it: the activity scale ends at its bound of 5. The DDP traces
+the priors cannot draw the measured power over it: the activity scale ends at its bound of 5, and `gearshift
+plan` refuses them (exit 7) rather than print the 10-20 % savings such a model gave. The DDP traces
 are modelled 16–21 % slow: the simulator replays a wait-bound step as busy time (issue 16's dependency-driven
 replay is the fix). Plans on those traces carry the warnings.
 CAL2
