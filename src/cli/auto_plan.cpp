@@ -18,19 +18,40 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 }  // namespace
 
-AutoPlanner::AutoPlanner(AutoOptions options, StartLive start)
+AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu)
     : o_(std::move(options)),
       start_(std::move(start)),
-      t0_(std::chrono::steady_clock::now()),
-      collector_(o_.max_kernels) {
+      on_run_gpu_(std::move(on_run_gpu)),
+      t0_(std::chrono::steady_clock::now()) {
   thread_ = std::thread([this] { loop(); });
 }
 
 AutoPlanner::~AutoPlanner() { finish(); }
 
-void AutoPlanner::add(const runtime::FeedEvent& e) {
+void AutoPlanner::add(std::uint32_t source, const feed::FeedEvent& e) {
   std::lock_guard<std::mutex> g(mu_);
-  if (state_ == State::collecting) collector_.add(e);
+  if (state_ != State::collecting) return;
+  auto it = sources_.find(source);
+  if (it == sources_.end()) it = sources_.emplace(source, Source{runtime::FeedCollector(o_.max_kernels), {}}).first;
+  // The cap holds for all processes together: a full collection stops keeping kernels, not counting launches.
+  if (collected() >= o_.max_kernels && e.kind == feed::FeedEvent::Kind::complete) return;
+  it->second.collector.add(e);
+}
+
+std::size_t AutoPlanner::collected() const {
+  std::size_t n = 0;
+  for (const auto& [id, s] : sources_) n += s.collector.kernels();
+  return n;
+}
+
+AutoPlanner::Attempt AutoPlanner::best() const {
+  const Attempt* b = nullptr;
+  for (const auto& [id, s] : sources_) {
+    if (!on_run_gpu_(id)) continue;
+    if (b == nullptr || s.last.steps > b->steps || (s.last.steps == b->steps && s.last.kernels > b->kernels))
+      b = &s.last;
+  }
+  return b != nullptr ? *b : Attempt{};
 }
 
 AutoPlanner::Attempt AutoPlanner::detect(const trace::Trace& t, std::optional<trace::IterationAnalysis>* an) const {
@@ -60,36 +81,59 @@ std::string AutoPlanner::progress(const Attempt& a) const {
 void AutoPlanner::loop() {
   auto next = t0_ + o_.attempt_period;
   for (;;) {
-    trace::Trace t;
+    std::vector<std::pair<std::uint32_t, trace::Trace>> changed;  // processes with new kernels since their last try
     bool full = false, timed_out = false;
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait_until(g, next, [&] { return stopping_; });
       if (stopping_) return;
-      full = collector_.full();
+      full = collected() >= o_.max_kernels;
       timed_out = seconds_since(t0_) >= o_.timeout_s;
-      if (collector_.kernels() == last_.kernels && !timed_out) {
+      for (const auto& [id, src] : sources_)
+        if (src.collector.kernels() != src.last.kernels) changed.emplace_back(id, src.collector.snapshot());
+      if (changed.empty() && !timed_out) {
         next = std::chrono::steady_clock::now() + o_.attempt_period;
         continue;
       }
-      if (collector_.kernels() != last_.kernels) t = collector_.snapshot();
     }
     const auto began = std::chrono::steady_clock::now();
-    runtime::FeedCollector::sort_by_start(t);  // outside the lock: the feed reader keeps adding meanwhile
-    std::optional<trace::IterationAnalysis> an;  // kept for planning: detection is the costly part
-    Attempt a = t.ops.empty() ? last_ : detect(t, &an);
+    // Outside the lock: the feed reader keeps adding meanwhile. Of the processes on the run's GPU with enough
+    // steps, the busiest is planned.
+    struct Tried {
+      std::uint32_t source;
+      trace::Trace t;
+      std::optional<trace::IterationAnalysis> an;  // kept for planning: detection is the costly part
+      Attempt a;
+    };
+    std::vector<Tried> tried;
+    for (auto& [id, t] : changed) {
+      runtime::FeedCollector::sort_by_start(t);
+      std::optional<trace::IterationAnalysis> an;
+      Attempt a = detect(t, &an);
+      tried.push_back({id, std::move(t), std::move(an), std::move(a)});
+    }
+    Tried* pick = nullptr;
     {
       std::lock_guard<std::mutex> g(mu_);
-      last_ = a;
+      for (auto& x : tried) {
+        sources_.at(x.source).last = x.a;
+        if (x.a.steps >= o_.warmup_steps && on_run_gpu_(x.source) && (pick == nullptr || x.a.kernels > pick->a.kernels))
+          pick = &x;
+      }
     }
-    if (a.steps >= o_.warmup_steps) {
-      plan(std::move(t), std::move(an), a, seconds_since(t0_));
+    if (pick != nullptr) {
+      plan(std::move(pick->t), std::move(pick->an), pick->a, seconds_since(t0_), pick->source);
       return;
     }
     if (full || timed_out) {
       std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
                              : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)", o_.timeout_s);
-      give_up(why + ": " + progress(a));
+      Attempt b;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        b = best();
+      }
+      give_up(why + ": " + progress(b));
       return;
     }
     // Detection costs more as the trace grows: at least twice its last run time between attempts.
@@ -102,12 +146,12 @@ void AutoPlanner::give_up(const std::string& why) {
   std::lock_guard<std::mutex> g(mu_);
   state_ = State::gave_up;
   reason_ = why + "; the job ran on with its clocks untouched";
-  collector_ = runtime::FeedCollector(0);  // frees the records
+  sources_.clear();  // frees the records
   fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why);
 }
 
 void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
-                       double seconds) {
+                       double seconds, std::uint32_t source) {
   PlanJobOptions po;
   po.display_name = o_.job_name;
   po.gpu = o_.gpu_spec;
@@ -146,14 +190,14 @@ void AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> a
       }
     }
     fmt::print(stderr, "gearshift run --auto: applying the plan from now on\n");
-    start_(cp);
+    start_(cp, source);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
     give_up(std::string("planning failed: ") + e.what());
     return;
   }
   std::lock_guard<std::mutex> g(mu_);
   state_ = State::planned;
-  collector_ = runtime::FeedCollector(0);
+  sources_.clear();
 }
 
 std::string AutoPlanner::finish() {
@@ -163,21 +207,32 @@ std::string AutoPlanner::finish() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  trace::Trace t;
-  Attempt last;
+  std::vector<std::pair<std::uint32_t, trace::Trace>> changed;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (state_ == State::planned) return {};
     if (state_ == State::gave_up) return reason_;
-    last = last_;
-    if (collector_.kernels() != last_.kernels) t = collector_.snapshot();
+    for (const auto& [id, src] : sources_)
+      if (src.collector.kernels() != src.last.kernels) changed.emplace_back(id, src.collector.snapshot());
   }
-  runtime::FeedCollector::sort_by_start(t);
   // Still warming up when the job ended: one last look at what came, for the report.
-  Attempt a = t.ops.empty() ? last : detect(t);
-  return fmt::format("the job ended during the warm-up ({:.1f} s): {}; no plan was made and the clocks were left "
+  for (auto& [id, t] : changed) {
+    runtime::FeedCollector::sort_by_start(t);
+    Attempt a = detect(t);
+    std::lock_guard<std::mutex> g(mu_);
+    sources_.at(id).last = a;
+  }
+  Attempt b;
+  std::size_t processes = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    b = best();
+    processes = sources_.size();
+  }
+  return fmt::format("the job ended during the warm-up ({:.1f} s): {}{}; no plan was made and the clocks were left "
                      "alone",
-                     seconds_since(t0_), progress(a));
+                     seconds_since(t0_), progress(b),
+                     processes > 1 ? fmt::format(" (the best of {} processes on the run's GPU)", processes) : "");
 }
 
 }  // namespace gearshift::cli
