@@ -472,6 +472,15 @@ TEST(Run, MissingInjectLibraryWarnsOnceAndRunsTheJob) {
 // ---------------------------------------------------------------------------------------------------------
 // Every CUDA process of a job reaches `gearshift run`, however it was started: the stand-in job
 // (src/cupti/tests/stand_in_job.cpp) plays the driver for the real injection library over the fake CUPTI.
+// The lines of `o` naming a connected process that contain `what` (the exit summary's process list).
+int process_lines(const std::string& o, const std::string& what) {
+  int n = 0;
+  std::istringstream in(o);
+  for (std::string l; std::getline(in, l);)
+    n += l.starts_with("  pid ") && l.find(what) != std::string::npos;
+  return n;
+}
+
 #ifdef GEARSHIFT_STAND_IN_JOB
 
 // Kernels in a gearshift trace file; -1 when it is not readable.
@@ -508,15 +517,6 @@ TEST(RunJob, FeedReachesAWorkerStartedByALauncherThatClosesDescriptors) {
   const std::string o = slurp(out);
   EXPECT_EQ(number_after(o, "launches ", "  steps "), 24) << o;  // 6 steps of 4 kernels
   EXPECT_EQ(o.find("no launch feed"), std::string::npos) << o;
-}
-
-// The lines of `o` naming a connected process that contain `what` (the exit summary's process list).
-int process_lines(const std::string& o, const std::string& what) {
-  int n = 0;
-  std::istringstream in(o);
-  for (std::string l; std::getline(in, l);)
-    n += l.starts_with("  pid ") && l.find(what) != std::string::npos;
-  return n;
 }
 
 // Two forked ranks (no exec) on one GPU: the first to launch is followed, the other counted, not applied; each
@@ -657,6 +657,32 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   ASSERT_FALSE(log.empty());
   EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) { return l.find("set-sm") != std::string::npos; }));
   EXPECT_NE(log.back().find("reset-sm"), std::string::npos);
+}
+
+// Three processes on the run's GPU: two whose kernels repeat no step (noise: a new name each) and the training
+// one. --auto plans the one whose kernels give steps and follows it; the others are counted, not applied.
+TEST(RunAuto, PlansTheProcessWhoseKernelsGiveSteps) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  const std::string job = GEARSHIFT_FAKE_JOB;
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--auto", "--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log",
+                 s.log.string(), "--", "sh", "-c",
+                 "RANK=0 " + job + " --synthetic 40 & " + job + " --noise 2 & " + job + " --noise 2 & wait"},
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("3 CUDA process(es) connected"), std::string::npos) << o;
+  EXPECT_NE(o.find(" rank 0, GPU 0: "), std::string::npos) << o;
+  EXPECT_NE(o.find("kernels launched, followed"), std::string::npos) << o;
+  EXPECT_EQ(process_lines(o, "(no rank), GPU 0 (assumed): "), 0) << o;  // completions named their GPU
+  int noise = 0;
+  std::istringstream in(o);
+  for (std::string l; std::getline(in, l);)
+    noise += l.starts_with("  pid ") && l.find("(no rank), GPU 0: ") != std::string::npos && l.ends_with("not followed");
+  EXPECT_EQ(noise, 2) << o;
+  EXPECT_EQ(number_after(o, " (", "steps detected by"), 113) << o;  // the synthetic job's step
+  EXPECT_GE(number_after(o, "  steps "), 5) << o;
 }
 
 TEST(RunAuto, TooFewStepsSaysSoAndKeepsTheJobsExitCode) {
