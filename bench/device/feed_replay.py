@@ -9,13 +9,23 @@ live runtime (prediction, scheduling, in-time accounting) on a real launch strea
 import gzip
 import json
 import os
+import socket
 import sys
 import time
 
 
+def connect():
+    """The connection to `gearshift run`'s socket, its hello line sent (protocol: src/feed/protocol.hpp)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["GEARSHIFT_RUNTIME_SOCKET"])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    s.sendall(f"H 1 {os.getpid()} -1 -1 -1 {'-' if visible is None else '=' + visible}\n".encode())
+    return s
+
+
 def main():
     path = sys.argv[1]
-    fd = int(os.environ["GEARSHIFT_RUNTIME_FD"])
+    conn = connect()
     names, ops = {}, []
     with gzip.open(path, "rt") as f:
         f.readline()
@@ -30,7 +40,7 @@ def main():
     shift = t_mono0 - t_cpu0
     done = sorted((o[4], o) for o in ops)
     i = j = 0
-    out = os.fdopen(fd, "w", buffering=1 << 16)
+    out = conn.makefile("w", buffering=1 << 16)
     next_flush = 0
     while i < len(ops) or j < len(done):
         now = time.monotonic_ns() - shift

@@ -125,8 +125,8 @@ class Runtime:
 
     Launch events reach it from the CUPTI launch feed (:meth:`attach_feed`, done by :func:`enable`), through
     :meth:`feed_line` (protocol of docs/runtime.md: ``L <cpu_ns> <corr> <name>`` / ``C <corr> <gpu_start_ns>
-    <gpu_end_ns>``, CLOCK_MONOTONIC ns) or through the pipe whose write end is :attr:`fd` (also exported as
-    ``GEARSHIFT_RUNTIME_FD``).
+    <gpu_end_ns>``, CLOCK_MONOTONIC ns) or through the pipe whose write end is :attr:`fd` (in this process only:
+    other processes of a job reach ``gearshift run`` through its socket, not this runtime).
     """
 
     def __init__(self, plan_path: str, apply: bool, gpu_index: int, dry_run_log: str) -> None:
@@ -299,7 +299,6 @@ def enable(
         except BaseException:
             rt.stop()  # the warning made an error (or interrupted): leave nothing running
             raise
-        os.environ["GEARSHIFT_RUNTIME_FD"] = str(rt.fd)
         _runtime = rt
     return rt
 
@@ -315,7 +314,6 @@ def disable() -> Optional[dict]:
         rt, _runtime = _runtime, None
     if rt is None:
         return None
-    os.environ.pop("GEARSHIFT_RUNTIME_FD", None)
     return rt.stop()
 
 

@@ -82,7 +82,7 @@ def _run_job(tmp_path, steps, mode="ok"):
     env = dict(os.environ)
     env.update(GEARSHIFT_CUPTI_LIBRARY=str(FAKE_CUPTI), GEARSHIFT_INJECT_LIBRARY=str(INJECT), FAKE_CUPTI_MODE=mode,
                GEARSHIFT_TRACE_QUIET="1")
-    for k in ("GEARSHIFT_RUNTIME_FD", "GEARSHIFT_TRACE_OUTPUT", "CUDA_INJECTION64_PATH"):
+    for k in ("GEARSHIFT_RUNTIME_SOCKET", "GEARSHIFT_TRACE_OUTPUT", "CUDA_INJECTION64_PATH"):
         env.pop(k, None)
     p = subprocess.run([sys.executable, "-c", JOB, _plan_file(tmp_path), str(FAKE_CUPTI), str(steps)], env=env,
                        capture_output=True, text=True, timeout=60)
@@ -141,7 +141,6 @@ def test_feed_warning_made_an_error_raises_and_leaves_nothing_enabled(tmp_path, 
         with pytest.raises(gearshift.FeedWarning, match="missing.so does not exist"):
             gt.enable(plan=_plan_file(tmp_path))
     assert not gt.enabled()
-    assert "GEARSHIFT_RUNTIME_FD" not in os.environ
 
 
 def test_injection_library_path_defaults_to_the_package_copy(monkeypatch):

@@ -73,7 +73,7 @@ def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
     log = tmp_path / "dry.jsonl"
     rt = gt.enable(plan=_plan_file(tmp_path), dry_run_log=str(log), launch_feed=False)
     assert gt.enabled()
-    assert os.environ["GEARSHIFT_RUNTIME_FD"] == str(rt.fd)
+    assert "GEARSHIFT_RUNTIME_FD" not in os.environ  # the pipe is this process's own: nothing to inherit
     assert rt.writes_clocks is False
     accepted = []
     _run_fake_job(lambda line: accepted.append(rt.feed_line(line)), steps=8)
@@ -92,7 +92,6 @@ def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
     assert stats["changes"] >= 4  # it lowered for gemm_b and raised after it, step after step
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert {x["sm_clock_mhz"] for x in lines} >= {1200}
-    assert "GEARSHIFT_RUNTIME_FD" not in os.environ
 
 
 def test_launch_feed_through_the_pipe(tmp_path):

@@ -19,19 +19,40 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 }  // namespace
 
-AutoPlanner::AutoPlanner(AutoOptions options, StartLive start)
+AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu)
     : o_(std::move(options)),
       start_(std::move(start)),
-      t0_(std::chrono::steady_clock::now()),
-      collector_(o_.max_kernels) {
+      on_run_gpu_(std::move(on_run_gpu)),
+      t0_(std::chrono::steady_clock::now()) {
   thread_ = std::thread([this] { loop(); });
 }
 
 AutoPlanner::~AutoPlanner() { finish(); }
 
-void AutoPlanner::add(const runtime::FeedEvent& e) {
+void AutoPlanner::add(std::uint32_t source, const feed::FeedEvent& e) {
   std::lock_guard<std::mutex> g(mu_);
-  if (state_ == State::collecting) collector_.add(e);
+  if (state_ != State::collecting) return;
+  auto it = sources_.find(source);
+  if (it == sources_.end()) it = sources_.emplace(source, Source{runtime::FeedCollector(o_.max_kernels), {}}).first;
+  // The cap holds for all processes together: a full collection stops keeping kernels, not counting launches.
+  if (collected() >= o_.max_kernels && e.kind == feed::FeedEvent::Kind::complete) return;
+  it->second.collector.add(e);
+}
+
+std::size_t AutoPlanner::collected() const {
+  std::size_t n = 0;
+  for (const auto& [id, s] : sources_) n += s.collector.kernels();
+  return n;
+}
+
+AutoPlanner::Attempt AutoPlanner::best() const {
+  const Attempt* b = nullptr;
+  for (const auto& [id, s] : sources_) {
+    if (!on_run_gpu_(id)) continue;
+    if (b == nullptr || s.last.steps > b->steps || (s.last.steps == b->steps && s.last.kernels > b->kernels))
+      b = &s.last;
+  }
+  return b != nullptr ? *b : Attempt{};
 }
 
 AutoPlanner::Attempt AutoPlanner::detect(const trace::Trace& t, std::optional<trace::IterationAnalysis>* an) const {
@@ -48,7 +69,7 @@ AutoPlanner::Attempt AutoPlanner::detect(const trace::Trace& t, std::optional<tr
   return a;
 }
 
-std::string AutoPlanner::collected(const Attempt& a) {
+std::string AutoPlanner::collected_line(const Attempt& a) {
   std::string s = fmt::format("{} kernels collected", a.kernels);
   // A launch still running when the snapshot was taken is not collected yet: only a gap of more than 1 % says
   // that completions went missing (e.g. a launch path the feed does not name).
@@ -61,7 +82,7 @@ std::string AutoPlanner::progress(const Attempt& a) const {
   if (a.kernels == 0)
     return "no kernel came through the launch feed (no CUDA work yet, or no tracer in the job: see any warning "
            "above)";
-  std::string s = fmt::format("{}, {} steps detected, {} needed (--warmup-steps)", collected(a),
+  std::string s = fmt::format("{}, {} steps detected, {} needed (--warmup-steps)", collected_line(a),
                               a.steps, o_.warmup_steps);
   if (a.steps == 0 && !a.why.empty()) s += ": " + a.why;
   return s;
@@ -70,51 +91,82 @@ std::string AutoPlanner::progress(const Attempt& a) const {
 void AutoPlanner::loop() {
   auto next = t0_ + o_.attempt_period;
   for (;;) {
-    trace::Trace t;
-    std::vector<std::int64_t> syncs;
-    std::uint64_t launches = 0, unmatched = 0;
+    struct Snapshot {
+      std::uint32_t source;
+      trace::Trace t;
+      std::vector<std::int64_t> syncs;
+      std::uint64_t launches, unmatched;
+    };
+    std::vector<Snapshot> changed;  // processes with new kernels since their last try
     bool full = false, timed_out = false;
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait_until(g, next, [&] { return stopping_; });
       if (stopping_) return;
-      full = collector_.full();
+      full = collected() >= o_.max_kernels;
       timed_out = seconds_since(t0_) >= o_.timeout_s;
-      if (collector_.kernels() == last_.kernels && !timed_out) {
+      for (const auto& [id, src] : sources_)
+        if (src.collector.kernels() != src.last.kernels)
+          changed.push_back({id, src.collector.snapshot(), src.collector.sync_exits(), src.collector.launches(),
+                             src.collector.unmatched()});
+      if (changed.empty() && !timed_out) {
         next = std::chrono::steady_clock::now() + o_.attempt_period;
         continue;
       }
-      if (collector_.kernels() != last_.kernels) {
-        t = collector_.snapshot();
-        syncs = collector_.sync_exits();
-      }
-      launches = collector_.launches();
-      unmatched = collector_.unmatched();
     }
     const auto began = std::chrono::steady_clock::now();
-    runtime::FeedCollector::sort_by_start(t);  // outside the lock: the feed reader keeps adding meanwhile
-    std::optional<trace::IterationAnalysis> an;  // kept for planning: detection is the costly part
-    Attempt a = t.ops.empty() ? last_ : detect(t, &an);
-    a.launches = launches;
-    a.unmatched = unmatched;
+    // Outside the lock: the feed reader keeps adding meanwhile. Of the processes on the run's GPU with enough
+    // steps, the busiest is planned.
+    struct Tried {
+      std::uint32_t source;
+      trace::Trace t;
+      std::optional<trace::IterationAnalysis> an;  // kept for planning: detection is the costly part
+      Attempt a;
+      std::vector<std::int64_t> syncs;
+    };
+    std::vector<Tried> tried;
+    for (auto& c : changed) {
+      runtime::FeedCollector::sort_by_start(c.t);
+      std::optional<trace::IterationAnalysis> an;
+      Attempt a = detect(c.t, &an);
+      a.launches = c.launches;
+      a.unmatched = c.unmatched;
+      tried.push_back({c.source, std::move(c.t), std::move(an), std::move(a), std::move(c.syncs)});
+    }
+    Tried* pick = nullptr;
     {
       std::lock_guard<std::mutex> g(mu_);
-      last_ = a;
+      for (auto& x : tried) {
+        sources_.at(x.source).last = x.a;
+        if (x.a.steps >= o_.warmup_steps && on_run_gpu_(x.source) && (pick == nullptr || x.a.kernels > pick->a.kernels))
+          pick = &x;
+      }
     }
-    if (a.steps >= o_.warmup_steps) {
-      const Outcome out = plan(std::move(t), std::move(an), a, std::move(syncs), seconds_since(t0_));
+    if (pick != nullptr) {
+      const Outcome out =
+          plan(std::move(pick->t), std::move(pick->an), pick->a, std::move(pick->syncs), seconds_since(t0_), pick->source);
       if (out != Outcome::keep_learning) return;
       if (full || timed_out) {
+        std::string failed;
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          failed = check_failed_;
+        }
         give_up(fmt::format("gave up after {}: {}",
                             full ? fmt::format("{} kernels", o_.max_kernels)
                                  : fmt::format("{:g} s of warm-up (--warmup-timeout)", o_.timeout_s),
-                            check_failed_));
+                            failed));
         return;
       }
     } else if (full || timed_out) {
       std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
                              : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)", o_.timeout_s);
-      give_up(why + ": " + progress(a));
+      Attempt b;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        b = best();
+      }
+      give_up(why + ": " + progress(b));
       return;
     }
     // Detection costs more as the trace grows: at least twice its last run time between attempts.
@@ -127,12 +179,12 @@ void AutoPlanner::give_up(const std::string& why) {
   std::lock_guard<std::mutex> g(mu_);
   state_ = State::gave_up;
   reason_ = why + "; the job ran on with its clocks untouched";
-  collector_ = runtime::FeedCollector(0);  // frees the records
+  sources_.clear();  // frees the records
   fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why);
 }
 
 AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
-                                       std::vector<std::int64_t> syncs, double seconds) {
+                                       std::vector<std::int64_t> syncs, double seconds, std::uint32_t source) {
   PlanJobOptions po;
   po.display_name = o_.job_name;
   po.gpu = o_.gpu_spec;
@@ -143,16 +195,17 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
     PlanJobResult r = plan_trace(po, std::move(t), std::move(an));
     const auto& it = r.iterations;
     // The live check before anything is applied or reported: a step that fails it gets no plan and no saving.
-    const runtime::LiveStepCheck check = runtime::check_live_step(it, r.evaluation.baseline.step_time_s, std::move(syncs));
+    const runtime::LiveStepCheck check =
+        runtime::check_live_step(it, r.evaluation.baseline.step_time_s, std::move(syncs));
     const std::string found = fmt::format("{} steps detected by {} ({} kernels, {:.2f} ms per step, confidence {:.2f})",
                                           it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,
                                           it.confidence);
     if (!check.passed) {
       std::string line = fmt::format("{}: the live check failed: {} ({})", found, check.why, check.evidence);
       // Said the first time, then at most every kCheckNoteEvery (each attempt on a longer warm-up says the same).
-      if (check_failed_.empty() || seconds >= last_check_note_s_ + kCheckNoteEvery.count()) {
-        fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}; learning on\n", seconds, collected(a),
-                   line);
+      if (last_check_note_s_ == 0 || seconds >= last_check_note_s_ + static_cast<double>(kCheckNoteEvery.count())) {
+        fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}; learning on\n", seconds,
+                   collected_line(a), line);
         last_check_note_s_ = seconds;
       }
       std::lock_guard<std::mutex> g(mu_);
@@ -165,7 +218,7 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
     plan::validate(f, "the --auto plan");
     runtime::ClockPlan cp = runtime::clock_plan_from(f);
     const auto& s = *r.chosen;
-    fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}\n", seconds, collected(a), found);
+    fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}\n", seconds, collected_line(a), found);
     fmt::print(stderr, "gearshift run --auto: live check passed: {}\n", check.evidence);
     fmt::print(stderr, "gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: ",
                r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100);
@@ -185,14 +238,14 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       }
     }
     fmt::print(stderr, "gearshift run --auto: applying the plan from now on\n");
-    start_(cp);
+    start_(cp, source);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
     give_up(std::string("planning failed: ") + e.what());
     return Outcome::gave_up;
   }
   std::lock_guard<std::mutex> g(mu_);
   state_ = State::planned;
-  collector_ = runtime::FeedCollector(0);
+  sources_.clear();
   return Outcome::planned;
 }
 
@@ -203,30 +256,41 @@ std::string AutoPlanner::finish() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  trace::Trace t;
-  Attempt last;
+  std::vector<std::pair<std::uint32_t, trace::Trace>> changed;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (state_ == State::planned) return {};
     if (state_ == State::gave_up) return reason_;
-    last = last_;
-    if (collector_.kernels() != last_.kernels) t = collector_.snapshot();
-    last.launches = collector_.launches();
-    last.unmatched = collector_.unmatched();
+    for (auto& [id, src] : sources_) {
+      src.last.launches = src.collector.launches();
+      src.last.unmatched = src.collector.unmatched();
+      if (src.collector.kernels() != src.last.kernels) changed.emplace_back(id, src.collector.snapshot());
+    }
   }
-  runtime::FeedCollector::sort_by_start(t);
   // Still warming up when the job ended: one last look at what came, for the report.
-  Attempt a = t.ops.empty() ? last : detect(t);
-  a.launches = last.launches;
-  a.unmatched = last.unmatched;
+  for (auto& [id, t] : changed) {
+    runtime::FeedCollector::sort_by_start(t);
+    Attempt a = detect(t);
+    std::lock_guard<std::mutex> g(mu_);
+    Attempt& last = sources_.at(id).last;
+    a.launches = last.launches;
+    a.unmatched = last.unmatched;
+    last = a;
+  }
+  Attempt b;
+  std::size_t processes = 0;
   std::string failed;
   {
     std::lock_guard<std::mutex> g(mu_);
+    b = best();
+    processes = sources_.size();
     failed = check_failed_;
   }
-  return fmt::format("the job ended during the warm-up ({:.1f} s): {}{}; no plan was made and the clocks were left "
+  return fmt::format("the job ended during the warm-up ({:.1f} s): {}{}{}; no plan was made and the clocks were left "
                      "alone",
-                     seconds_since(t0_), progress(a), failed.empty() ? "" : "; last step found: " + failed);
+                     seconds_since(t0_), progress(b),
+                     processes > 1 ? fmt::format(" (the best of {} processes on the run's GPU)", processes) : "",
+                     failed.empty() ? "" : "; last step found: " + failed);
 }
 
 }  // namespace gearshift::cli

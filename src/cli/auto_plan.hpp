@@ -1,20 +1,23 @@
 // `gearshift run --auto`: while the job warms up, collect the launch feed's kernels without touching the clocks,
-// try iteration detection on them about once a second, and when enough steps are found plan the clocks exactly
-// as `gearshift plan` does (plan_trace -> plan.json -> ClockPlan); if the step passes the live check against the
-// job's synchronizes and wall period (runtime/step_check.hpp) hand the plan to the caller, which starts the live
-// runtime, else keep learning. Events consumed during the warm-up are not replayed to it. Past the time or kernel cap it
-// gives up and the job runs on with its clocks untouched.
+// one collection per CUDA process of the job (its feed connection), try iteration detection on them about once a
+// second, and when the busiest process on the run's GPU has enough steps plan its clocks exactly as `gearshift
+// plan` does (plan_trace -> plan.json -> ClockPlan) and hand the plan and that process to the caller, which
+// starts the live runtime following it — once the step passes the live check against the process's
+// synchronizes and wall period (runtime/step_check.hpp); a step that fails it is never planned for: the warm-up
+// keeps learning. A process whose kernels give no steps (a compile worker, a data loader
+// that touches CUDA) is never planned, however busy. Events consumed during the warm-up are not replayed to the
+// runtime. Past the time or kernel cap it gives up and the job runs on with its clocks untouched.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "runtime/clock_plan.hpp"
 #include "runtime/feed.hpp"
@@ -31,22 +34,25 @@ struct AutoOptions {
   std::string plan_output;                  // write plan.json here too (empty: no)
   std::string job_name;                     // how to name the input in the plan's provenance
   double timeout_s = 600;                   // give up after this much warm-up, s
-  std::size_t max_kernels = 1'000'000;      // and after this many kernels collected (bounds memory)
+  std::size_t max_kernels = 1'000'000;      // and after this many kernels collected, all processes (bounds memory)
   std::chrono::milliseconds attempt_period{1000};  // how often detection is tried
 };
 
 class AutoPlanner {
  public:
-  // Called once, on the planner's thread, with the plan; it starts the live runtime. It must not throw.
-  using StartLive = std::function<void(const runtime::ClockPlan&)>;
+  // Called once, on the planner's thread, with the plan and the process (feed connection) it was made from; it
+  // starts the live runtime following that process. It must not throw.
+  using StartLive = std::function<void(const runtime::ClockPlan&, std::uint32_t source)>;
+  // Whether process `source` runs on the run's GPU (asked when it has enough steps; any thread).
+  using OnRunGpu = std::function<bool(std::uint32_t source)>;
 
-  AutoPlanner(AutoOptions options, StartLive start);
+  AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu);
   ~AutoPlanner();
   AutoPlanner(const AutoPlanner&) = delete;
   AutoPlanner& operator=(const AutoPlanner&) = delete;
 
-  // From the feed reader; a no-op once planned or given up.
-  void add(const runtime::FeedEvent& e);
+  // From the feed reader: an event of process `source`; a no-op once planned or given up.
+  void add(std::uint32_t source, const feed::FeedEvent& e);
   // The job ended: stops the thread. Returns the line to report when no plan was made (empty when planned).
   std::string finish();
 
@@ -58,33 +64,40 @@ class AutoPlanner {
     std::uint64_t launches = 0, unmatched = 0;  // the feed's launch lines; completions without one
     std::string why;  // detection's message when it found nothing
   };
+  struct Source {
+    runtime::FeedCollector collector;
+    Attempt last;
+  };
   void loop();
   // Runs iteration detection on `t` (sorted by start); the analysis goes to `*an` (when given) if it found steps.
   Attempt detect(const trace::Trace& t, std::optional<trace::IterationAnalysis>* an = nullptr) const;
-  // Plans from `t` and, if the step passes the live check (runtime/step_check.hpp) against the job's
+  // Plans from `t` and, if the step passes the live check (runtime/step_check.hpp) against the process's
   // synchronizes `syncs`, starts the runtime; a step that fails it: keep_learning (nothing applied or reported
   // but the reason); on a planning failure gives up (the job runs on untouched).
   Outcome plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
-               std::vector<std::int64_t> syncs, double seconds);
+               std::vector<std::int64_t> syncs, double seconds, std::uint32_t source);
   // Ends the warm-up without a plan, saying `why`; frees the collected records.
   void give_up(const std::string& why);
   std::string progress(const Attempt& a) const;
+  // The attempt to report: of the processes on the run's GPU, the one with most steps, then kernels. Under mu_.
+  Attempt best() const;
+  std::size_t collected() const;  // kernels kept, all processes; under mu_
   // "N kernels collected" and, where they differ, of how many launched and how many completions lacked a launch.
-  static std::string collected(const Attempt& a);
+  static std::string collected_line(const Attempt& a);
 
   AutoOptions o_;
   StartLive start_;
+  OnRunGpu on_run_gpu_;
   std::chrono::steady_clock::time_point t0_;
   std::mutex mu_;  // guards the members below
   std::condition_variable cv_;
   bool stopping_ = false;
   State state_ = State::collecting;
-  runtime::FeedCollector collector_;
+  std::map<std::uint32_t, Source> sources_;
   std::string reason_;  // why no plan was made
   std::string check_failed_;  // the last step that failed the live check, and why (empty: none did)
   double last_check_note_s_ = 0;  // planner thread only: when a failed check was last said, s into the warm-up
   static constexpr std::chrono::seconds kCheckNoteEvery{30};
-  Attempt last_;
   std::thread thread_;
 };
 

@@ -1,24 +1,27 @@
 // `gearshift run --plan plan.json [--apply] -- CMD ARGS`: runs the job and applies the plan online.
 // `gearshift run --auto --max-slowdown PCT [--apply] -- CMD ARGS`: plans from the job's first steps, then applies.
 //
-// The job gets the CUPTI injection library (as `gearshift trace` gives it) and streams launches and
-// completed-kernel activity through the pipe named by GEARSHIFT_RUNTIME_FD (protocol: runtime/feed.hpp); this
-// process predicts positions, schedules the changes and actuates them from its runtime thread. With --auto the
-// feed is first only collected (auto_plan.hpp) until the plan exists. Default is dry-run: every intended change
+// The job gets the CUPTI injection library (as `gearshift run` gives it) and every CUDA process of it connects
+// to our socket (GEARSHIFT_RUNTIME_SOCKET, feed_server.hpp; protocol: feed/protocol.hpp) and streams launches and
+// completed-kernel activity; this process follows one of them (with --plan the first on --gpu that launches a
+// kernel; with --auto the busiest on --gpu whose kernels give steps), predicts positions, schedules the changes
+// and actuates them from its runtime thread. With --auto the feed is first only collected (auto_plan.hpp) until
+// the plan exists. Default is dry-run: every intended change
 // goes to a log. With --apply it takes the GPU's lock, starts the watchdog and locks clocks through NVML; without
 // permission it warns once and continues as dry-run. Clocks are restored when the job ends (normally, by a
 // signal that reached us and was forwarded, or killed), by the watchdog when this process is killed.
-#include <fcntl.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -26,48 +29,56 @@
 #include "cli/auto_plan.hpp"
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
+#include "cli/feed_server.hpp"
+#include "cli/run_energy.hpp"
 #include "cli/gpu_progress.hpp"
 #include "cli/inject_library.hpp"
 #include "cli/open_gpus.hpp"
 #include "cli/plan_job.hpp"
 #include "cli/switching_args.hpp"
 #include "cupti/config.hpp"
+#include "feed/socket.hpp"
+#include "gpu/cuda_visible.hpp"
 #include "gpu/spec.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
-#include "trace/line_split.hpp"
 
 namespace gearshift::cli {
 
 namespace {
 
-// Reads feed lines until `stop` is set and the pipe is drained; each valid event goes to `sink`. Returns the
-// number of lines that were not valid events.
-template <class Sink>
-std::uint64_t read_feed(int fd, const std::atomic<bool>& stop, Sink&& sink) {
-  std::string buf;
-  char chunk[65536];
-  std::uint64_t bad = 0;
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    int r = poll(&p, 1, 50);
-    if (r < 0 && errno != EINTR) return bad;
-    if (r <= 0) {
-      if (stop.load()) return bad;
-      continue;
+// NVML index of a job process's CUDA ordinal: through its CUDA_VISIBLE_DEVICES and NVML's devices (`infos`,
+// empty when NVML is not at hand: then only plain indices map, PCI bus order assumed as gpu/cuda_visible.hpp
+// says).
+GpuResolver gpu_resolver(std::vector<gpu::DeviceInfo> infos) {
+  return [infos = std::move(infos)](const feed::Hello& h, int ordinal) -> std::optional<unsigned> {
+    if (ordinal < 0) return std::nullopt;
+    const auto at = static_cast<std::size_t>(ordinal);
+    if (!infos.empty()) {
+      try {
+        const std::vector<unsigned> idx =
+            gpu::cuda_visible_nvml_indices(infos, h.cuda_visible_devices
+                                                      ? std::optional<std::string_view>(*h.cuda_visible_devices)
+                                                      : std::nullopt);
+        if (at < idx.size()) return idx[at];
+      } catch (const std::invalid_argument&) {  // a MIG instance: not a whole GPU we control
+      }
+      return std::nullopt;
     }
-    ssize_t got = read(fd, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      if (stop.load() || got < 0) return bad;
-      continue;
+    if (!h.cuda_visible_devices) return static_cast<unsigned>(ordinal);
+    std::size_t start = 0;
+    for (std::size_t i = 0;; ++i) {
+      const std::size_t comma = h.cuda_visible_devices->find(',', start);
+      const std::string entry = h.cuda_visible_devices->substr(start, comma == std::string::npos ? comma : comma - start);
+      if (i == at) {
+        if (entry.empty() || entry.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+        return static_cast<unsigned>(std::stoul(entry));
+      }
+      if (comma == std::string::npos) return std::nullopt;
+      start = comma + 1;
     }
-    trace::for_each_line(buf, std::string_view(chunk, static_cast<std::size_t>(got)), [&](std::string_view l) {
-      if (auto e = runtime::parse_feed_line(l)) sink(*e);
-      else ++bad;
-    });
-  }
+  };
 }
 
 // The GPU spec --auto plans for: --gpu-spec, else the one named like NVML's device, else h200 (dry-run only: with
@@ -240,18 +251,27 @@ void add_run_command(CLI::App& app) {
       act = nvml_act.get();
     }
 
-    int feed[2], control[2];
-    if (pipe(feed) != 0 || pipe(control) != 0) throw Exit(kFailure, "cannot create the launch feed pipes");
-    // Our ends stay ours (CLOEXEC); the job inherits the feed's write end and the control pipe's read end.
-    if (fcntl(feed[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(control[1], F_SETFD, FD_CLOEXEC) != 0)
-      throw Exit(kFailure, "cannot set up the launch feed pipes");
-    ProgressControl progress(o->progress, control[1]);
+    // NVML's devices map each job process's CUDA ordinals to GPUs; a dry run without NVML maps plain indices.
+    std::vector<gpu::DeviceInfo> infos = gpus.infos;
+    if (infos.empty()) {
+      try {
+        infos = open_gpus(false).infos;
+      } catch (const Exit&) {
+      }
+    }
+    // Every CUDA process of the job connects to this socket; its events reach `sink` (set below, before start).
+    std::function<void(const FeedProcess&, const feed::FeedEvent&)> sink;
+    FeedServer server(gpu_resolver(std::move(infos)), [&](const FeedProcess& p, const feed::FeedEvent& e) { sink(p, e); });
+    ProgressControl progress(o->progress, [&](const std::string& line) {
+      const std::int64_t f = server.followed();
+      return f >= 0 && server.send(static_cast<std::uint32_t>(f), line);
+    });
     // Set before any thread starts (setenv is not thread-safe).
-    setenv(cupti::kEnvRuntimeFd, std::to_string(feed[1]).c_str(), 1);
-    setenv(cupti::kEnvControlFd, std::to_string(control[0]).c_str(), 1);
+    setenv(feed::kEnvSocket, server.socket_path().c_str(), 1);
     progress.set_job_env(/*collect_first=*/o->auto_plan);
     set_tracer_env(o->trace_output);
 
+    RunEnergy energy(o->gpu);  // measured J per live step (NVML's counter, read only)
     // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
     std::optional<ForwardedSignalsBlocked> blocked;
     blocked.emplace();
@@ -259,41 +279,70 @@ void add_run_command(CLI::App& app) {
     std::unique_ptr<runtime::LiveRuntime> rt;
     std::atomic<runtime::LiveRuntime*> live{nullptr};
     std::unique_ptr<AutoPlanner> planner;
+    const unsigned run_gpu = o->gpu;
+    auto on_run_gpu = [&](const FeedProcess& p) { return p.gpu && *p.gpu == run_gpu; };
     if (plan) {
       progress.set_template_kernels(plan->kernels_only().size());
       rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
       live.store(rt.get());
     } else {
       // Runs on the planner's thread; the main thread reads plan, so and rt only after joining it (finish()).
-      planner = std::make_unique<AutoPlanner>(ao, [&](const runtime::ClockPlan& made) {
-        plan = made;
-        so = o->switching.resolve(*plan);
-        so.anchor_on_completions = progress.anchor_on_completions();
-        progress.set_template_kernels(plan->kernels_only().size());
-        rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
-        progress.plan_ready(*rt);
-        live.store(rt.get());
-      });
+      planner = std::make_unique<AutoPlanner>(
+          ao,
+          [&](const runtime::ClockPlan& made, std::uint32_t source) {
+            server.follow(source, progress.others_commands());
+            plan = made;
+            so = o->switching.resolve(*plan);
+            so.anchor_on_completions = progress.anchor_on_completions();
+            progress.set_template_kernels(plan->kernels_only().size());
+            rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
+            progress.plan_ready(*rt, server.process(source).syncs);
+            live.store(rt.get());
+          },
+          [&](std::uint32_t source) { return on_run_gpu(server.process(source)); });
     }
-    std::atomic<bool> stop{false};
-    std::uint64_t bad_lines = 0;
-    std::thread reader([&] {
-      bad_lines = read_feed(feed[0], stop, [&](const runtime::FeedEvent& e) {
-        runtime::LiveRuntime* r = live.load();
-        progress.on_event(e, r);
-        if (r != nullptr) runtime::feed_event(e, *r);
-        else if (planner) planner->add(e);
-      });
-    });
+    // The reader thread: with --plan the first process on the run's GPU to launch a kernel is followed; events of
+    // the processes not followed are counted (by the server), not applied.
+    const bool follow_first = static_cast<bool>(plan);
+    sink = [&](const FeedProcess& p, const feed::FeedEvent& e) {
+      std::int64_t f = server.followed();
+      if (f < 0 && follow_first && e.kind == feed::FeedEvent::Kind::launch && on_run_gpu(p)) {
+        server.follow(p.index, progress.others_commands());
+        f = server.followed();
+      }
+      // Not followed (another process followed, or --plan's process not found yet): counted, not applied.
+      if ((f >= 0 && f != p.index) || (f < 0 && follow_first)) return;
+      runtime::LiveRuntime* r = live.load();
+      if (f >= 0) progress.on_event(e, r);
+      if (r != nullptr) {
+        runtime::feed_event(e, *r);
+        energy.on_live_event(std::chrono::steady_clock::now().time_since_epoch().count());
+      } else if (planner) {
+        planner->add(p.index, e);
+      }
+    };
+    server.start();
     ChildExit ce = run_child(o->cmd);
     blocked.reset();
-    close(feed[1]);
-    stop.store(true);
-    reader.join();
-    close(feed[0]);
+    server.stop();  // reads what the job's processes still sent, then removes the socket's directory
     const std::string no_plan = planner ? planner->finish() : std::string();
+    const std::vector<FeedProcess> procs = server.processes();
+    std::uint64_t bad_lines = 0;
+    for (const auto& p : procs) bad_lines += p.bad_lines;
     if (bad_lines > 0)
       fmt::print(stderr, "gearshift run: {} launch feed line(s) were not valid events and were ignored\n", bad_lines);
+    if (server.refused() > 0)
+      fmt::print(stderr, "gearshift run: {} connection(s) to the launch feed sent no valid hello and were closed\n",
+                 server.refused());
+    if (procs.empty()) {
+      fmt::print(stderr, "gearshift run: no CUDA process connected to the launch feed (no CUDA work, or the injection "
+                         "library was not loaded: see any warning above)\n");
+    } else {
+      fmt::print(stderr, "gearshift run: {} CUDA process(es) connected to the launch feed{}:\n", procs.size(),
+                 server.followed() >= 0 ? ""
+                                        : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", run_gpu));
+      for (const auto& p : procs) fmt::print(stderr, "  {}\n", p.describe());
+    }
     if (rt) {
       runtime::LiveStats st = rt->stop();  // restores the default clocks
       fmt::print(stderr,
@@ -301,6 +350,7 @@ void add_run_command(CLI::App& app) {
                  "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
                  "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
                  "  kernel time at the intended clocks{} {}\n"
+                 "  {}\n"
                  "  {}\n",
                  o->apply && act->writes_clocks() ? "applied" : "dry-run",
                  act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
@@ -308,13 +358,10 @@ void add_run_command(CLI::App& app) {
                  act->writes_clocks() ? "" : " (would have run)",
                  st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
                                   : std::string("not measured (no kernel activity recorded while the plan ran)"),
-                 progress.summary());
+                 progress.summary(), energy.summary(st.steps));
     } else {
       fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
     }
-    // Only now: until here the planner (finish) or the reader may still write a command, and a pipe without a
-    // reader would answer with SIGPIPE.
-    close(control[0]);
     if (watchdog) watchdog->release();
     if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);
     if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->cmd[0], ce.code));

@@ -1,8 +1,5 @@
 #include "cli/gpu_progress.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <stdexcept>
 
@@ -19,14 +16,8 @@ GpuProgress parse_gpu_progress(const std::string& name) {
   throw std::invalid_argument("--gpu-progress " + name + ": expected markers, sync or activity");
 }
 
-ProgressControl::ProgressControl(GpuProgress mode, int control_fd) : mode_(mode), fd_(control_fd) {
-  // Never block on a job that stopped reading (its pipe buffer is full): a lost command only costs overhead.
-  if (fd_ >= 0) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
-}
-
-ProgressControl::~ProgressControl() {
-  if (fd_ >= 0) close(fd_);
-}
+ProgressControl::ProgressControl(GpuProgress mode, std::function<bool(const std::string&)> to_followed)
+    : mode_(mode), to_followed_(std::move(to_followed)) {}
 
 void ProgressControl::set_job_env(bool collect_first) {
   if (mode_ != GpuProgress::markers) {
@@ -49,24 +40,23 @@ void ProgressControl::set_job_env(bool collect_first) {
 }
 
 void ProgressControl::send(const std::string& line) {
-  std::lock_guard lock(write_mu_);
-  if (fd_ < 0) return;
-  if (write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+  // Never blocks on a job that stopped reading: a lost command only costs overhead.
+  if (!to_followed_(line))
     fmt::print(stderr, "gearshift run: note: could not tell the job to change its kernel activity or markers\n");
 }
 
 void ProgressControl::start_sampling() {
-  if (!switched_ && !sampling_.exchange(true)) send(fmt::format("A {} {}\n", kAuditPeriodMs, kAuditWindowMs));
+  if (!switched_ && !sampling_.exchange(true)) send(feed::activity_command(kAuditPeriodMs, kAuditWindowMs));
 }
 
 void ProgressControl::fall_back(runtime::LiveRuntime& rt) {
   if (switched_.exchange(true)) return;
-  send("A 0 0\n");
+  send(feed::activity_command(0, 0));
   rt.set_anchor_on_completions(true);
 }
 
-void ProgressControl::on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt) {
-  using Kind = runtime::FeedEvent::Kind;
+void ProgressControl::on_event(const feed::FeedEvent& e, runtime::LiveRuntime* rt) {
+  using Kind = feed::FeedEvent::Kind;
   if (e.kind == Kind::sync || e.kind == Kind::marker) {
     ++(e.kind == Kind::sync ? syncs_ : markers_);
     launches_since_anchor_ = 0;
@@ -81,15 +71,25 @@ void ProgressControl::on_event(const runtime::FeedEvent& e, runtime::LiveRuntime
   if (n > 0 && ++launches_since_anchor_ > kNoSyncFallbackSteps * n) fall_back(*rt);
 }
 
-void ProgressControl::plan_ready(runtime::LiveRuntime& rt) {
+void ProgressControl::plan_ready(runtime::LiveRuntime& rt, std::uint64_t warmup_syncs) {
   if (mode_ == GpuProgress::activity) return;
-  if (mode_ == GpuProgress::markers && !user_markers_) send(fmt::format("M {}\n", kMarkerPeriodUs));
+  if (mode_ == GpuProgress::markers && !user_markers_) send(feed::marker_command(kMarkerPeriodUs));
+  syncs_ += warmup_syncs;
   if (mode_ == GpuProgress::sync && syncs_.load() == 0) {
     switched_ = true;  // every kernel's activity is still on: keep it, anchor on it
     rt.set_anchor_on_completions(true);
     return;
   }
   start_sampling();
+}
+
+std::string ProgressControl::others_commands() const {
+  // activity mode: every kernel's activity is the mode's promise (and a trace file may be written): left alone.
+  if (mode_ == GpuProgress::activity) return "";
+  std::string lines;
+  if (!user_sampling_) lines += feed::activity_command(kAuditPeriodMs, 0);
+  if (!user_markers_) lines += feed::marker_command(0);
+  return lines;
 }
 
 std::string ProgressControl::summary() const {

@@ -13,17 +13,21 @@
 // A job that gives no anchor (no synchronize, and markers unavailable) for two template steps of launches made
 // while the runtime's predictor follows the job (as of the last launch it handled: not the model's
 // initialisation) is
-// asked (control pipe, cupti/feed_control.hpp) for every kernel's activity and the runtime anchors on it from
+// asked (a control command on its feed connection, feed/protocol.hpp) for every kernel's activity and the runtime anchors on it from
 // then on (one way). `run --auto` collects every kernel until its plan exists (it needs their durations),
 // then samples.
+// The commands go to the followed process only: only its events reach the runtime, and they change what CUPTI
+// costs that process. Every other process of the job (other ranks' GPUs, compile workers) is told, once one is
+// followed, to record no kernel activity and no markers (others_commands()): nobody reads them then, and their
+// cost would slow the job's collectives for nothing.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
+#include <functional>
 #include <string>
 
-#include "runtime/feed.hpp"
+#include "feed/protocol.hpp"
 #include "runtime/live.hpp"
 
 namespace gearshift::cli {
@@ -42,9 +46,9 @@ inline constexpr std::uint64_t kNoSyncFallbackSteps = 2;
 
 class ProgressControl {
  public:
-  // `control_fd`: the write end of the control pipe (ours; non-blocking; closed by the destructor); -1: none.
-  ProgressControl(GpuProgress mode, int control_fd);
-  ~ProgressControl();
+  // `to_followed` sends one command line to the followed process (false: it could not; any thread, must not
+  // block).
+  ProgressControl(GpuProgress mode, std::function<bool(const std::string&)> to_followed);
   ProgressControl(const ProgressControl&) = delete;
   ProgressControl& operator=(const ProgressControl&) = delete;
 
@@ -61,11 +65,16 @@ class ProgressControl {
   // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In markers and
   // sync mode the first anchor (synchronize, marker) while live starts the sampled windows; a live job that
   // launches kNoSyncFallbackSteps template steps without one gets every kernel's activity instead.
-  void on_event(const runtime::FeedEvent& e, runtime::LiveRuntime* rt);
+  void on_event(const feed::FeedEvent& e, runtime::LiveRuntime* rt);
 
-  // --auto: the plan exists and its runtime `rt` starts (the planner's thread). Markers start; in sync mode
-  // without synchronizes seen during the warm-up every kernel's activity stays on, else sampling starts.
-  void plan_ready(runtime::LiveRuntime& rt);
+  // --auto: the plan exists and its runtime `rt` starts (the planner's thread), following a process that sent
+  // `warmup_syncs` synchronizes while collecting. Markers start; in sync mode without synchronizes during the
+  // warm-up every kernel's activity stays on, else sampling starts.
+  void plan_ready(runtime::LiveRuntime& rt, std::uint64_t warmup_syncs);
+
+  // The commands for every process not followed (no kernel activity, no markers, where the user did not set
+  // those); "" when none is needed.
+  std::string others_commands() const;
 
   // One line for the exit summary.
   std::string summary() const;
@@ -76,8 +85,7 @@ class ProgressControl {
   void fall_back(runtime::LiveRuntime& rt);
 
   GpuProgress mode_;
-  int fd_;
-  std::mutex write_mu_;
+  std::function<bool(const std::string&)> to_followed_;
   std::atomic<std::uint64_t> syncs_{0};
   std::atomic<std::uint64_t> markers_{0};
   bool user_markers_ = false;          // the user's GEARSHIFT_FEED_MARKER_US is in force

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "feed/socket.hpp"
+
 namespace gearshift::cupti {
 namespace {
 
@@ -51,8 +53,14 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
   integer(kEnvSampleMs, c.sample_period_ms, 0, 60'000);
   integer(kEnvFlushMs, c.flush_period_ms, 0, 600'000);
   integer(kEnvMaxRecords, c.max_records, 1, 1'000'000'000'000);
-  integer(kEnvRuntimeFd, c.runtime_fd, 0, 1'000'000);
-  integer(kEnvControlFd, c.control_fd, 0, 1'000'000);
+  c.runtime_socket = str(feed::kEnvSocket);
+  if (std::string t = str(kEnvTraceTag); !t.empty()) {
+    if (t.size() <= 32 && t.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") ==
+                              std::string::npos)
+      c.trace_tag = t;
+    else
+      warn(kEnvTraceTag, t, "up to 32 letters and digits");
+  }
   integer(kEnvFeedFlushMs, c.feed_flush_ms, 1, 60'000);
   integer(kEnvFeedPeriodUs, c.feed_period_us, 50, 1'000'000);
   integer(kEnvFeedActivityPeriodMs, c.feed_activity_period_ms, 0, 60'000);
@@ -71,6 +79,31 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
     else c.duration_s = d;
   }
   return c;
+}
+
+std::string insert_before_extension(const std::string& path, const std::string& tag) {
+  const std::size_t slash = path.rfind('/');
+  const std::string_view name = std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1);
+  for (std::string_view ext : {".jsonl.gz", ".json.gz", ".jsonl", ".json", ".gz"})
+    if (name.size() > ext.size() && name.ends_with(ext))
+      return path.substr(0, path.size() - ext.size()) + "." + tag + std::string(ext);
+  return path + "." + tag;
+}
+
+std::string staging_trace_path(const std::string& output, const std::string& tag, long pid) {
+  return insert_before_extension(output, "gs-" + tag + ".pid" + std::to_string(pid));
+}
+
+long staging_trace_pid(const std::string& output, const std::string& tag, const std::string& path) {
+  const std::string marker = "@@PID@@";
+  const std::string pattern = insert_before_extension(output, "gs-" + tag + ".pid" + marker);
+  const std::size_t at = pattern.find(marker);
+  const std::string before = pattern.substr(0, at), after = pattern.substr(at + marker.size());
+  if (path.size() <= before.size() + after.size() || !path.starts_with(before) || !path.ends_with(after)) return -1;
+  const std::string_view digits = std::string_view(path).substr(before.size(), path.size() - before.size() - after.size());
+  long pid = -1;
+  if (!parse_number(digits, pid) || pid <= 0) return -1;
+  return pid;
 }
 
 bool is_step_marker(std::string_view name) {

@@ -22,10 +22,11 @@ inline constexpr const char* kEnvMaxRecords = "GEARSHIFT_TRACE_MAX_RECORDS";  //
 inline constexpr const char* kEnvCuptiLibrary = "GEARSHIFT_CUPTI_LIBRARY";  // libcupti.so to load
 inline constexpr const char* kEnvQuiet = "GEARSHIFT_TRACE_QUIET";           // 1: no summary line at exit
 inline constexpr const char* kEnvAllRanges = "GEARSHIFT_TRACE_ALL_RANGES";  // 1: every NVTX range + graph spans
-// Set by `gearshift run`: the write end of the runtime's launch feed (a pipe; protocol in src/runtime/feed.hpp).
-inline constexpr const char* kEnvRuntimeFd = "GEARSHIFT_RUNTIME_FD";
-// Set by `gearshift run`: the read end of the runtime's control pipe (feed_control.hpp).
-inline constexpr const char* kEnvControlFd = "GEARSHIFT_RUNTIME_CONTROL_FD";
+// Set by `gearshift run`: its launch feed's socket (feed/socket.hpp's kEnvSocket, GEARSHIFT_RUNTIME_SOCKET; the
+// protocol in feed/protocol.hpp). Every CUDA process of the job that loads the library connects to it.
+// Set by `gearshift trace`: every CUDA process writes its own file, staging_trace_path(output, tag, pid), which
+// `gearshift trace` renames once the job ended (multi-process file naming: docs/trace-format.md).
+inline constexpr const char* kEnvTraceTag = "GEARSHIFT_TRACE_PROCESS_TAG";
 // The runtime feed's tuning (no trace file only; a trace records every kernel and keeps its own flush period):
 inline constexpr const char* kEnvFeedFlushMs = "GEARSHIFT_FEED_FLUSH_MS";  // flush period, ms (default 10)
 inline constexpr const char* kEnvFeedPeriodUs = "GEARSHIFT_FEED_PERIOD_US";  // writer period, µs (default 500)
@@ -51,8 +52,8 @@ struct TracerConfig {
   // every marker of a trace as a step boundary; with all_ranges, also library ranges (CUB, NCCL, user NVTX)
   // and "cuda.graph_launch#G" GPU spans.
   bool all_ranges = false;
-  int runtime_fd = -1;                // >= 0: write the runtime's launch feed to this pipe
-  int control_fd = -1;                // >= 0: read the runtime's commands from this pipe (with the feed only)
+  std::string runtime_socket;         // non-empty: connect there and write the runtime's launch feed
+  std::string trace_tag;              // non-empty: write staging_trace_path(output, trace_tag, pid)
   // How often CUPTI hands completed kernels to the feed: the runtime anchors its estimate of GPU progress on
   // them, so staleness costs in-time accuracy.
   int feed_flush_ms = 10;
@@ -71,6 +72,16 @@ struct TracerConfig {
 // Reads the variables above through `getenv`. A malformed value keeps its default and adds a warning.
 TracerConfig config_from_env(const std::function<const char*(const char*)>& getenv,
                              std::vector<std::string>* warnings);
+
+// `path` with ".<tag>" before its extension (.jsonl.gz, .json.gz, .jsonl, .json, .gz; none: at the end):
+// ("t.jsonl.gz", "rank1") -> "t.rank1.jsonl.gz".
+std::string insert_before_extension(const std::string& path, const std::string& tag);
+
+// The file one process of a `gearshift trace` run writes: `output` with ".gs-<tag>.pid<pid>" before its
+// extension. A tag is letters and digits only, so that a reader tells these files apart (trace_tag_pid).
+std::string staging_trace_path(const std::string& output, const std::string& tag, long pid);
+// The pid in a file name staging_trace_path(output, tag, pid) made; -1 when `name` is no such name.
+long staging_trace_pid(const std::string& output, const std::string& tag, const std::string& path);
 
 // The step-range names counted for --steps (NVTX ranges as torch.cuda.nvtx.range_push emits them).
 bool is_step_marker(std::string_view name);

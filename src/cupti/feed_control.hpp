@@ -1,9 +1,5 @@
-// The runtime's way back into the job: `gearshift run` names the read end of a second pipe in
-// GEARSHIFT_RUNTIME_CONTROL_FD and writes one command per line:
-//   A <period_ms> <window_ms>   kernel activity: every kernel (period 0), none (window 0), or only kernels
-//                               launched in the first window_ms of every period_ms
-//   M <period_us>               stream markers (stream_marker.hpp): one every period_us at most; 0: none
-// (so that `run --auto` collects every kernel until its plan exists, then only samples, and the runtime can
+// The runtime's way back into the job: `gearshift run` writes control commands (A: kernel activity windows,
+// M: stream marker period; feed/protocol.hpp) on the feed's own connection (so that `run --auto` collects every kernel until its plan exists, then only samples, and the runtime can
 // ask for every kernel again when it gets no other sign of GPU progress). The injection library's controller
 // thread polls it; nothing here blocks.
 #pragma once
@@ -23,12 +19,10 @@ struct ControlCommand {
   bool empty() const { return !windows && !marker_period_us; }
 };
 
-// One command line (without '\n'); nullopt when it is not a valid command.
-std::optional<ControlCommand> parse_control_line(std::string_view line);
-
 class FeedControl {
  public:
-  // `fd` is ours from here on (made non-blocking, closed by the destructor).
+  // `fd` is ours from here on (made non-blocking, closed by the destructor or at end of file): the feed's
+  // connection, or a duplicate of it.
   explicit FeedControl(int fd);
   ~FeedControl();
   FeedControl(const FeedControl&) = delete;
@@ -41,6 +35,7 @@ class FeedControl {
 
  private:
   int fd_;
+  bool socket_ = false;
   std::string buf_;
   int invalid_ = 0;
 };

@@ -1,6 +1,8 @@
 // libgearshift_inject.so: loaded into an unmodified CUDA program by the driver (CUDA_INJECTION64_PATH calls
 // InitializeInjection at cuInit) and by NVTX (NVTX_INJECTION64_PATH calls InitializeInjectionNvtx2, which we
-// forward to the same CUPTI so that NVTX ranges become CUPTI marker records). A program may also load it
+// forward to the same CUPTI so that NVTX ranges become CUPTI marker records). Under `gearshift run` every CUDA
+// process that loads it connects to the runtime's socket (GEARSHIFT_RUNTIME_SOCKET: a path reaches workers that
+// launchers start without our descriptors) and sends its hello, then its launch feed. A program may also load it
 // itself and start the runtime launch feed on its running CUDA process with gearshift_feed_attach(fd) (the
 // Python package's gearshift.torch.enable(); entry points in inject_api.h); both starts share one code path.
 //
@@ -42,6 +44,8 @@
 #include "cupti/runtime_feed.hpp"
 #include "cupti/stream_marker.hpp"
 #include "cupti/tracer.hpp"
+#include "feed/protocol.hpp"
+#include "feed/socket.hpp"
 #include "trace/gearshift_format.hpp"
 
 #define GEARSHIFT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -321,22 +325,32 @@ std::string command_line() {
   return all;
 }
 
-// True when `fd` is an open pipe (or socket), the only thing the runtime feed writes to: a program started by
-// a traced one may inherit GEARSHIFT_RUNTIME_FD without the descriptor, whose number may then name something
-// else entirely.
+// True when `fd` is an open pipe (or socket), the only thing gearshift_feed_attach's feed writes to.
 bool is_pipe(int fd) {
   struct stat st {};
   return fd >= 0 && fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
-// The runtime feed's pipe from GEARSHIFT_RUNTIME_FD, or -1 (with a note) when it is not a pipe.
-int feed_pipe(int fd) {
-  if (fd < 0) return -1;
-  if (!is_pipe(fd)) {
-    say("note", std::string(kEnvRuntimeFd) + "=" + std::to_string(fd) + " is not an open pipe; no launch feed");
+// How long a process waits for `gearshift run` to accept its connection (only a listener whose backlog is full
+// makes it wait: a missing or stale socket fails at once).
+constexpr int kConnectTimeoutMs = 1000;
+
+// This process's connection to the runtime's socket (`gearshift run`), its hello line sent; -1 after one note
+// when there is none to be had. The job runs on either way.
+int connect_runtime(const std::string& path) {
+  std::string why;
+  const int fd = feed::connect_socket(path, kConnectTimeoutMs, &why);
+  if (fd < 0) {
+    say("note", "no launch feed (" + std::string(feed::kEnvSocket) + "): " + why);
     return -1;
   }
-  fcntl(fd, F_SETFD, FD_CLOEXEC);  // programs this one execs must not write into the feed
+  std::string hello;
+  feed::append_hello_line(hello, feed::hello_from_env(getpid(), [](const char* k) { return std::getenv(k); }));
+  if (!feed::write_all(fd, hello)) {
+    say("note", "no launch feed: " + path + " closed the connection");
+    close(fd);
+    return -1;
+  }
   return fd;
 }
 
@@ -366,10 +380,19 @@ bool running(State* s) {
 }
 
 // The one start path, for the driver's injection (settings from the environment) and for
-// gearshift_feed_attach (feed-only on a given pipe). `feed_fd` is a checked pipe or -1; once the feed exists
-// it owns the descriptor (`fd_taken`), before that a refusal leaves it to the caller. The caller holds
-// g_start_mu. Returns nothing once tracing and/or the feed run.
-std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attached, bool& fd_taken) {
+// gearshift_feed_attach (feed-only on a given pipe). `feed_fd` is the runtime's connection, a checked pipe or -1;
+// once the feed exists it owns the descriptor (`fd_taken`), before that a refusal leaves it to the caller.
+// `control_fd` (the runtime's commands: a duplicate of the connection, or -1) is always ours to close. The caller
+// holds g_start_mu. Returns nothing once tracing and/or the feed run.
+std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int control_fd, bool attached,
+                                bool& fd_taken) {
+  // Closed unless the feed takes it (FeedControl owns it from then on).
+  struct ControlFd {
+    int fd;
+    ~ControlFd() {
+      if (fd >= 0) close(fd);
+    }
+  } control{control_fd};
   fd_taken = false;
   if (cfg.output.empty() && feed_fd < 0)
     return StartError{GEARSHIFT_FEED_BAD_FD,
@@ -406,19 +429,30 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, bool attac
                                          &nvml_error);
     }
     if (cfg.sample_period_ms > 0 && !s->clocks) say("note", "no clock sampling: " + nvml_error);
+    // Which process of the job this is (`gearshift trace` names its file by rank): -1 / null when absent.
+    const feed::Hello who = feed::hello_from_env(s->pid, [](const char* k) { return std::getenv(k); });
     nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
                            {"cupti_api_version", api.version}, {"pid", s->pid}, {"command", command_line()},
+                           {"rank", who.rank}, {"local_rank", who.local_rank}, {"world_size", who.world_size},
+                           {"cuda_visible_devices", who.cuda_visible_devices ? nlohmann::json(*who.cuda_visible_devices)
+                                                                             : nlohmann::json(nullptr)},
                            {"clock_sampling_ms", s->clocks ? cfg.sample_period_ms : 0},
                            {"timestamps", "CUPTI (cuptiGetTimestamp), ns"}};
     if (!nvml_error.empty()) meta["clock_sampling_error"] = nvml_error;
-    s->output = claim_output(cfg.output, s->pid);
+    // Under `gearshift trace` each process writes a name of its own, which it renames after the job.
+    s->output = cfg.trace_tag.empty() ? claim_output(cfg.output, s->pid)
+                                      : staging_trace_path(cfg.output, cfg.trace_tag, s->pid);
     s->config.output = s->output;
     std::string gpu = s->clocks ? s->clocks->device_name(0) : std::string();
     s->tracer = std::make_unique<Tracer>(s->config, &s->launches, "CUPTI", gpu, meta.dump());
     if (!s->tracer->ok()) return undo(GEARSHIFT_FEED_CUPTI_FAILED, "cannot write the trace: " + s->tracer->error());
   }
   // Before the launch callbacks are on: they read s->feed without a lock.
-  if (feed_fd >= 0 && cfg.control_fd >= 0 && !s->tracer) s->control = std::make_unique<FeedControl>(cfg.control_fd);
+  // A trace file records every kernel anyway: no commands to read then.
+  if (feed_fd >= 0 && control.fd >= 0 && !s->tracer) {
+    s->control = std::make_unique<FeedControl>(control.fd);
+    control.fd = -1;
+  }
   if (feed_fd >= 0) {
     s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); }, cfg.feed_period_us);
     fd_taken = true;
@@ -518,18 +552,15 @@ TracerConfig env_config() {
 // The driver's injection: settings from the environment (`gearshift trace`, `gearshift run`).
 void start_from_env() {
   TracerConfig cfg = env_config();
-  if (cfg.control_fd >= 0 && !is_pipe(cfg.control_fd)) {
-    say("note", std::string(kEnvControlFd) + "=" + std::to_string(cfg.control_fd) + " is not an open pipe; ignored");
-    cfg.control_fd = -1;
-  }
-  const int control_fd = cfg.control_fd;
   std::lock_guard lock(g_start_mu);
-  bool fd_taken = false;  // the inherited descriptor stays open when refused, as before attach existed
-  if (auto e = start(cfg, feed_pipe(cfg.runtime_fd), /*attached=*/false, fd_taken)) warn_untraced(e->why);
-  // The control pipe's read end when no feed took it (refused, or a trace file: every kernel recorded anyway):
-  // not ours to keep, nor for programs this one execs.
-  State* now = g_state.load(std::memory_order_acquire);
-  if (control_fd >= 0 && (now == nullptr || !now->control)) close(control_fd);
+  const int feed_fd = cfg.runtime_socket.empty() ? -1 : connect_runtime(cfg.runtime_socket);
+  if (feed_fd < 0 && !cfg.runtime_socket.empty() && cfg.output.empty()) return;  // its note said it all
+  // The commands come back on the same connection; the control reader has a descriptor of its own, so that
+  // each closes its own (the feed's shutdown ends the connection for both).
+  const int control_fd = feed_fd >= 0 ? fcntl(feed_fd, F_DUPFD_CLOEXEC, 3) : -1;
+  bool fd_taken = false;
+  if (auto e = start(cfg, feed_fd, control_fd, /*attached=*/false, fd_taken)) warn_untraced(e->why);
+  if (feed_fd >= 0 && !fd_taken) close(feed_fd);  // refused: `gearshift run` sees the connection end
 }
 
 // The last refusal of gearshift_feed_attach, for gearshift_feed_error(). Leaked: read until the very end.
@@ -544,8 +575,7 @@ int attach(int fd) {
   TracerConfig cfg = env_config();
   cfg.output.clear();
   cfg.chrome_output.clear();
-  cfg.runtime_fd = fd;
-  cfg.control_fd = -1;  // the caller's own runtime has no control pipe
+  cfg.runtime_socket.clear();  // the caller's own pipe, whatever the environment names
   std::lock_guard lock(g_start_mu);
   auto refuse = [](int code, const std::string& why) {
     feed_error() = why;
@@ -559,7 +589,7 @@ int attach(int fd) {
   bool fd_taken = false;
   std::optional<StartError> e;
   try {
-    e = start(cfg, own, /*attached=*/true, fd_taken);
+    e = start(cfg, own, /*control_fd=*/-1, /*attached=*/true, fd_taken);  // the caller's runtime sends no commands
   } catch (const std::exception& x) {
     e = StartError{GEARSHIFT_FEED_CUPTI_FAILED, std::string("the feed failed to start: ") + x.what()};
   }

@@ -1,6 +1,7 @@
 #include "cupti/runtime_feed.hpp"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,8 @@
 #include <ctime>
 
 #include "cupti/tracer.hpp"
+#include "feed/protocol.hpp"
+#include "feed/socket.hpp"
 
 namespace gearshift::cupti {
 namespace {
@@ -21,48 +24,7 @@ std::int64_t monotonic_now_ns() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-template <typename T>
-void append_number(std::string& out, T v) {
-  char buf[24];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, p);
-}
-
 }  // namespace
-
-namespace {
-// "<kind> <v1> <v2> ..." (no newline).
-template <typename... T>
-void append_fields(std::string& out, char kind, T... values) {
-  out += kind;
-  ((out += ' ', append_number(out, values)), ...);
-}
-}  // namespace
-
-void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t correlation, std::string_view name) {
-  append_fields(out, 'L', cpu_ns, correlation);
-  out += ' ';
-  // A name never spans lines in the protocol: newlines (never seen in real symbols) become spaces.
-  for (char c : name) out += c == '\n' || c == '\r' ? ' ' : c;
-  out += '\n';
-}
-
-void append_sync_line(std::string& out, std::uint32_t correlation, std::int64_t enter_ns, std::int64_t exit_ns) {
-  append_fields(out, 'S', correlation, enter_ns, exit_ns);
-  out += '\n';
-}
-
-void append_marker_line(std::string& out, std::uint32_t correlation, std::int64_t not_before_ns,
-                        std::int64_t seen_ns) {
-  append_fields(out, 'M', correlation, not_before_ns, seen_ns);
-  out += '\n';
-}
-
-void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
-                            std::uint32_t stream, std::uint32_t device) {
-  append_fields(out, 'C', correlation, start_ns, end_ns, stream, device);
-  out += '\n';
-}
 
 std::int64_t monotonic_offset_ns(const std::function<std::int64_t()>& other_now_ns, int tries) {
   std::int64_t best_width = INT64_MAX, best = 0;
@@ -126,19 +88,19 @@ void RuntimeFeed::drain(std::string& batch) {
   std::uint64_t syncs = 0;
   for (LaunchEvent e; queue_.pop(e);) {
     if (e.sync_exit_ns >= 0) {
-      append_sync_line(batch, e.correlation, e.cpu_ns + offset_ns_, e.sync_exit_ns + offset_ns_);
+      feed::append_sync_line(batch, e.correlation, e.cpu_ns + offset_ns_, e.sync_exit_ns + offset_ns_);
       ++syncs;
       continue;
     }
     if (e.symbol == nullptr) continue;  // graph launches: their kernels are not launches of the template
-    append_launch_line(batch, e.cpu_ns + offset_ns_, e.correlation, name_of(e.symbol));
+    feed::append_launch_line(batch, e.cpu_ns + offset_ns_, e.correlation, name_of(e.symbol));
     ++launches;
   }
   for (const Completion& c : done)
-    append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device);
+    feed::append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device);
   std::uint64_t markers = 0;
   if (seen) {
-    append_marker_line(batch, seen->correlation, seen->not_before_ns + offset_ns_, seen->seen_ns + offset_ns_);
+    feed::append_marker_line(batch, seen->correlation, seen->not_before_ns + offset_ns_, seen->seen_ns + offset_ns_);
     ++markers;
   }
   std::lock_guard lock(mu_);
@@ -149,19 +111,11 @@ void RuntimeFeed::drain(std::string& batch) {
 }
 
 void RuntimeFeed::write_all(const std::string& batch) {
-  std::size_t done = 0;
-  while (done < batch.size()) {
-    ssize_t n = ::write(fd_, batch.data() + done, batch.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      std::lock_guard lock(mu_);
-      if (!stats_.broken)
-        std::fprintf(stderr, "gearshift-trace: note: the runtime's launch feed closed; the program runs on\n");
-      stats_.broken = true;
-      return;
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  if (feed::write_all(fd_, batch)) return;
+  std::lock_guard lock(mu_);
+  if (!stats_.broken)
+    std::fprintf(stderr, "gearshift-trace: note: the runtime's launch feed closed; the program runs on\n");
+  stats_.broken = true;
 }
 
 void RuntimeFeed::loop() noexcept {
@@ -204,7 +158,10 @@ void RuntimeFeed::stop() noexcept {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    ::shutdown(fd_, SHUT_WR);  // not a socket (a pipe): ENOTSOCK, nothing to do
+    ::close(fd_);
+  }
   fd_ = -1;
 }
 

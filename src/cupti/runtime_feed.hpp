@@ -1,10 +1,7 @@
-// The injection library's side of the runtime's launch feed (protocol: src/runtime/feed.hpp): when
-// `gearshift run` names a pipe in GEARSHIFT_RUNTIME_FD, every kernel launch and every completed kernel is
-// written to it as one text line, times converted from the CUPTI clock to CLOCK_MONOTONIC:
-//   L <cpu_ns> <correlation> <demangled kernel name>
-//   C <correlation> <gpu_start_ns> <gpu_end_ns> <stream> <device>
-//   S <correlation> <enter_ns> <exit_ns>        (a device/stream synchronize that returned)
-//   M <correlation> <not_before_ns> <seen_ns>   (a stream marker arrived: stream_marker.hpp)
+// The injection library's side of the runtime's launch feed (protocol: src/feed/protocol.hpp): on the
+// connection to `gearshift run`'s socket (feed/socket.hpp; a pipe for gearshift_feed_attach), every kernel
+// launch, completed kernel, synchronize and stream marker is written as one L, C, S or M line, times converted
+// from the CUPTI clock to CLOCK_MONOTONIC.
 // The launch callback only pushes a LaunchEvent into a lock-free queue (no syscall, no allocation); a writer
 // thread of our own drains it every `period_us`, demangles names (cached by CUPTI's symbol pointer) and
 // writes whole batches. Completed kernels come from CUPTI's buffer thread and are queued under a mutex
@@ -27,13 +24,6 @@
 #include "cupti/stream_marker.hpp"
 
 namespace gearshift::cupti {
-
-// Protocol lines (no trailing newline handling beyond appending '\n').
-void append_launch_line(std::string& out, std::int64_t cpu_ns, std::uint32_t correlation, std::string_view name);
-void append_sync_line(std::string& out, std::uint32_t correlation, std::int64_t enter_ns, std::int64_t exit_ns);
-void append_marker_line(std::string& out, std::uint32_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns);
-void append_completion_line(std::string& out, std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
-                            std::uint32_t stream, std::uint32_t device);
 
 // CLOCK_MONOTONIC minus `other_now_ns()`, ns: the read of `other` bracketed by two monotonic reads, the
 // tightest of `tries` brackets kept (error ≤ half its width, well under a microsecond).
@@ -68,7 +58,8 @@ class RuntimeFeed {
   void on_kernel_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
                           std::uint32_t device) noexcept;
 
-  // Writes what is queued, stops the thread and closes the pipe. Idempotent.
+  // Writes what is queued, stops the thread, ends our side of a socket (shutdown: the reader sees the end even
+  // while the control reader holds a duplicate) and closes the descriptor. Idempotent.
   void stop() noexcept;
   FeedStats stats() const;
 

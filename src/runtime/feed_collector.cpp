@@ -4,8 +4,8 @@
 
 namespace gearshift::runtime {
 
-void FeedCollector::add(const FeedEvent& e) {
-  if (e.kind == FeedEvent::Kind::launch) {
+void FeedCollector::add(const feed::FeedEvent& e) {
+  if (e.kind == feed::FeedEvent::Kind::launch) {
     ++launches_;
     if (full()) return;
     auto it = ids_.find(e.name);  // a string is built only for a name seen the first time
@@ -16,11 +16,11 @@ void FeedCollector::add(const FeedEvent& e) {
     pending_[e.correlation] = {it->second, e.cpu_ns};
     return;
   }
-  if (e.kind == FeedEvent::Kind::sync) {
+  if (e.kind == feed::FeedEvent::Kind::sync) {
     if (syncs_.size() < max_kernels_) syncs_.push_back(e.gpu_end_ns);
     return;
   }
-  if (e.kind == FeedEvent::Kind::marker) return;  // no kernel of its own
+  if (e.kind == feed::FeedEvent::Kind::marker) return;  // no kernel of its own
   auto it = pending_.find(e.correlation);
   if (it == pending_.end()) {
     ++unmatched_;

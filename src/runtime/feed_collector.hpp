@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/feed.hpp"
+#include "feed/protocol.hpp"
 #include "runtime/string_map.hpp"
 #include "trace/record.hpp"
 
@@ -19,7 +19,7 @@ class FeedCollector {
   // Kernels completed beyond `max_kernels` are counted but not kept (a bound on memory).
   explicit FeedCollector(std::size_t max_kernels) : max_kernels_(max_kernels) {}
 
-  void add(const FeedEvent& e);
+  void add(const feed::FeedEvent& e);
 
   std::size_t kernels() const { return ops_.size(); }        // completed kernels kept
   std::uint64_t launches() const { return launches_; }       // launch events seen

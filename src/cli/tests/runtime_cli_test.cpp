@@ -18,6 +18,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "trace/error.hpp"
+#include "trace/gearshift_format.hpp"
+
 extern char** environ;
 
 namespace {
@@ -276,7 +279,7 @@ TEST(Run, DefaultFollowsSynchronizesAndMarkersAndSamplesKernelActivity) {
   // What the job's injection library is told.
   ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string(), "--", "/bin/sh",
                  "-c", "echo $GEARSHIFT_FEED_ACTIVITY_PERIOD_MS $GEARSHIFT_FEED_ACTIVITY_WINDOW_MS $GEARSHIFT_FEED_MARKER_US > " +
-                           env_out.string() + "; test -n \"$GEARSHIFT_RUNTIME_CONTROL_FD\""},
+                           env_out.string() + "; test -n \"$GEARSHIFT_RUNTIME_SOCKET\""},
                 s.env, out),
             0)
       << slurp(out);
@@ -467,6 +470,144 @@ TEST(Run, MissingInjectLibraryWarnsOnceAndRunsTheJob) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Every CUDA process of a job reaches `gearshift run`, however it was started: the stand-in job
+// (src/cupti/tests/stand_in_job.cpp) plays the driver for the real injection library over the fake CUPTI.
+// The lines of `o` naming a connected process that contain `what` (the exit summary's process list).
+int process_lines(const std::string& o, const std::string& what) {
+  int n = 0;
+  std::istringstream in(o);
+  for (std::string l; std::getline(in, l);)
+    n += l.starts_with("  pid ") && l.find(what) != std::string::npos;
+  return n;
+}
+
+#ifdef GEARSHIFT_STAND_IN_JOB
+
+// Kernels in a gearshift trace file; -1 when it is not readable.
+int gearshift_kernels(const fs::path& p) {
+  try {
+    return static_cast<int>(gearshift::trace::read_gearshift_trace(p.string()).kernel_count());
+  } catch (const gearshift::trace::TraceError&) {
+    return -1;
+  }
+}
+
+std::vector<std::string> stand_in_env(const SimEnv& s) {
+  std::vector<std::string> env = s.env;
+  env.push_back("GEARSHIFT_INJECT_LIBRARY=" GEARSHIFT_INJECT_LIB);
+  env.push_back("GEARSHIFT_CUPTI_LIBRARY=" GEARSHIFT_FAKE_CUPTI);
+  env.push_back("GEARSHIFT_TRACE_SAMPLE_MS=0");  // no NVML clock sampling in the job
+  return env;
+}
+
+std::vector<std::string> run_stand_in(const SimEnv& s, std::vector<std::string> opts, std::vector<std::string> job) {
+  std::vector<std::string> a{GEARSHIFT_BINARY, "run", "--plan", s.plan.string(), "--dry-run-log", s.log.string()};
+  a.insert(a.end(), opts.begin(), opts.end());
+  a.push_back("--");
+  for (auto& j : job) a.push_back(j == "JOB" ? GEARSHIFT_STAND_IN_JOB : j);
+  return a;
+}
+
+// torchrun, srun and many launcher scripts close every inherited descriptor before starting their workers: the
+// feed must not depend on one (it did: "GEARSHIFT_RUNTIME_FD=11 is not an open pipe; no launch feed").
+TEST(RunJob, FeedReachesAWorkerStartedByALauncherThatClosesDescriptors) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  ASSERT_EQ(run(run_stand_in(s, {}, {"JOB", "launch", "JOB", "worker", "6"}), stand_in_env(s), out), 0) << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_EQ(number_after(o, "launches ", "  steps "), 24) << o;  // 6 steps of 4 kernels
+  EXPECT_EQ(o.find("no launch feed"), std::string::npos) << o;
+}
+
+// Two forked ranks (no exec) on one GPU: the first to launch is followed, the other counted, not applied; each
+// process's correlation ids (both count from 1) stay apart.
+TEST(RunJob, ForkedRanksOnOneGpuFollowTheFirstAndCountTheOther) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  ASSERT_EQ(run(run_stand_in(s, {}, {"JOB", "fork", "2", "6"}), stand_in_env(s), out), 0) << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("2 CUDA process(es) connected to the launch feed:"), std::string::npos) << o;
+  EXPECT_EQ(process_lines(o, "GPU 0"), 2) << o;
+  EXPECT_EQ(process_lines(o, "24 kernels launched, followed"), 1) << o;
+  EXPECT_EQ(process_lines(o, "24 kernels launched, not followed"), 1) << o;
+  EXPECT_EQ(process_lines(o, "(local 0, world 2)") + process_lines(o, "(local 1, world 2)"), 2) << o;
+  EXPECT_EQ(number_after(o, "launches ", "  steps "), 24) << o;  // the followed one's only
+  EXPECT_EQ(number_after(o, "  steps "), 6) << o;
+}
+
+// Two spawned ranks (fork+exec), one GPU each (CUDA_VISIBLE_DEVICES=0 and 1), behind a launcher that closes every
+// inherited descriptor: `--gpu 1` follows rank 1, whatever connected first.
+TEST(RunJob, SpawnedRanksOnTwoGpusFollowTheRankOnTheRunsGpu) {
+  SimEnv s;
+  s.env.push_back("GEARSHIFT_SIMGPU_COUNT=2");
+  std::vector<std::string> env = stand_in_env(s);
+  env.push_back("STAND_IN_GPUS=1");
+  const fs::path out = s.t.dir / "out.txt";
+  ASSERT_EQ(run(run_stand_in(s, {"--gpu", "1"}, {"JOB", "launch", "JOB", "spawn", "2", "JOB", "worker", "5"}), env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("2 CUDA process(es) connected"), std::string::npos) << o;
+  EXPECT_EQ(process_lines(o, " rank 1 (local 1, world 2), GPU 1: 20 kernels launched, followed"), 1) << o;
+  EXPECT_EQ(process_lines(o, " rank 0 (local 0, world 2), GPU 0: 20 kernels launched, not followed"), 1) << o;
+  EXPECT_EQ(number_after(o, "launches ", "  steps "), 20) << o;
+  // No process on the run's GPU: nothing followed, said so.
+  ASSERT_EQ(run(run_stand_in(s, {"--gpu", "1"}, {"JOB", "worker", "2"}), stand_in_env(s), out), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find("none followed: none launched kernels on GPU 1 (--gpu)"), std::string::npos) << slurp(out);
+}
+
+// A stale socket (a killed `gearshift run`) or a missing one costs the job one note line, nothing else.
+TEST(RunJob, MissingOrStaleSocketCostsOneNote) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  std::vector<std::string> env = stand_in_env(s);
+  env.push_back("CUDA_INJECTION64_PATH=" GEARSHIFT_INJECT_LIB);
+  env.push_back("GEARSHIFT_RUNTIME_SOCKET=" + (s.t.dir / "gone.sock").string());
+  ASSERT_EQ(run({GEARSHIFT_STAND_IN_JOB, "worker", "2"}, env, out), 0) << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("gearshift-trace: note: no launch feed (GEARSHIFT_RUNTIME_SOCKET): "), std::string::npos) << o;
+  EXPECT_NE(o.find("gone.sock does not exist"), std::string::npos) << o;
+  EXPECT_EQ(std::count(o.begin(), o.end(), '\n'), 1) << o;
+}
+
+// `gearshift trace -o F` under a launcher: each CUDA process writes its own file; F holds the training process's
+// (the busiest of rank 0: here a compile-worker-like process inherited RANK=0 too), the other rank's is F.rank1,
+// the rest F.pid<pid>; the summary lists each.
+TEST(TraceJob, EveryProcessWritesItsOwnFileNamedByRank) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", f = s.t.dir / "t.jsonl.gz";
+  const std::string job = GEARSHIFT_STAND_IN_JOB;
+  // Rank 0: the trainer (6 steps) and a helper (1 step) that inherited its RANK; rank 1: the trainer (3 steps).
+  const std::string ranks = "if [ \"$RANK\" = 0 ]; then " + job + " worker 1 & " + job + " worker 6; wait; else " +
+                            job + " worker 3; fi";
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "trace", "-o", f.string(), "--sample-ms", "0", "--", job, "launch", job, "spawn", "2",
+                 "sh", "-c", ranks},
+                stand_in_env(s), out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_EQ(gearshift_kernels(f), 24) << o;
+  EXPECT_EQ(gearshift_kernels(s.t.dir / "t.rank1.jsonl.gz"), 12) << o;
+  int pid_files = 0;
+  for (const auto& e : fs::directory_iterator(s.t.dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.starts_with("t.pid")) {
+      ++pid_files;
+      EXPECT_EQ(gearshift_kernels(e.path()), 4) << n;
+    }
+    EXPECT_EQ(n.find(".gs-"), std::string::npos) << n;  // every staged name was renamed
+  }
+  EXPECT_EQ(pid_files, 1) << o;
+  EXPECT_NE(o.find("  kernels seen   24 "), std::string::npos) << o;
+  EXPECT_NE(o.find("files written  3 (one per CUDA process)"), std::string::npos) << o;
+  EXPECT_NE(o.find(f.string() + ": pid "), std::string::npos) << o;
+  EXPECT_NE(o.find(", rank 1, 12 kernels"), std::string::npos) << o;
+  EXPECT_NE(o.find(", rank 0, 4 kernels"), std::string::npos) << o;
+}
+
+#endif  // GEARSHIFT_STAND_IN_JOB
+
+// ---------------------------------------------------------------------------------------------------------
 // `gearshift run --auto` on the synthetic job: 113 kernels per ~51 ms step, a memory-bound Adam phase at its end.
 
 std::vector<std::string> auto_argv(std::vector<std::string> opts, std::vector<std::string> job) {
@@ -498,6 +639,9 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
   EXPECT_GE(number_after(o, "  steps "), 10) << o;
   EXPECT_NE(o.find("applied (NVML)"), std::string::npos) << o;
+  // The simulated GPU's energy counter, read while live: J per step beside the modelled figures.
+  EXPECT_NE(o.find("GPU 0 energy while live (measured, NVML energy counter): "), std::string::npos) << o;
+  EXPECT_GT(number_after(o, " W, "), 0) << o;  // "... J per step over N steps"
   // Every kernel's activity while collecting (nothing in the job's environment), then markers and sampled
   // activity once planned.
   EXPECT_EQ(slurp(control), "M 5000\nA 5000 200\n");
@@ -544,6 +688,32 @@ TEST(RunAuto, SaysHowManyLaunchedKernelsItCouldNotCollect) {
             0);
   const std::string o = slurp(out);
   EXPECT_NE(o.find("500 kernels collected of 500 launched (65 completions without a launch)"), std::string::npos) << o;
+}
+
+// Three processes on the run's GPU: two whose kernels repeat no step (noise: a new name each) and the training
+// one. --auto plans the one whose kernels give steps and follows it; the others are counted, not applied.
+TEST(RunAuto, PlansTheProcessWhoseKernelsGiveSteps) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  const std::string job = GEARSHIFT_FAKE_JOB;
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--auto", "--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log",
+                 s.log.string(), "--", "sh", "-c",
+                 "RANK=0 " + job + " --synthetic 40 & " + job + " --noise 2 & " + job + " --noise 2 & wait"},
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("3 CUDA process(es) connected"), std::string::npos) << o;
+  EXPECT_NE(o.find(" rank 0, GPU 0: "), std::string::npos) << o;
+  EXPECT_NE(o.find("kernels launched, followed"), std::string::npos) << o;
+  EXPECT_EQ(process_lines(o, "(no rank), GPU 0 (assumed): "), 0) << o;  // completions named their GPU
+  int noise = 0;
+  std::istringstream in(o);
+  for (std::string l; std::getline(in, l);)
+    noise += l.starts_with("  pid ") && l.find("(no rank), GPU 0: ") != std::string::npos && l.ends_with("not followed");
+  EXPECT_EQ(noise, 2) << o;
+  EXPECT_EQ(number_after(o, " (", "steps detected by"), 113) << o;  // the synthetic job's step
+  EXPECT_GE(number_after(o, "  steps "), 5) << o;
 }
 
 TEST(RunAuto, TooFewStepsSaysSoAndKeepsTheJobsExitCode) {

@@ -49,18 +49,18 @@ TEST(TracerConfig, MalformedValuesKeepDefaultsAndWarn) {
 // longer than its period is refused as a whole (every kernel recorded), with a warning.
 TEST(TracerConfig, FeedTuning) {
   std::vector<std::string> w;
-  auto c = parse({{kEnvControlFd, "7"}, {kEnvFeedFlushMs, "50"}, {kEnvFeedPeriodUs, "5000"},
+  auto c = parse({{"GEARSHIFT_RUNTIME_SOCKET", "/tmp/gearshift-run-x/feed.sock"}, {kEnvFeedFlushMs, "50"}, {kEnvFeedPeriodUs, "5000"},
                   {kEnvFeedActivityPeriodMs, "5000"}, {kEnvFeedActivityWindowMs, "200"}},
                  &w);
   EXPECT_TRUE(w.empty());
-  EXPECT_EQ(c.control_fd, 7);
+  EXPECT_EQ(c.runtime_socket, "/tmp/gearshift-run-x/feed.sock");
   EXPECT_EQ(c.feed_flush_ms, 50);
   EXPECT_EQ(c.feed_period_us, 5000);
   EXPECT_EQ(c.feed_activity_period_ms, 5000);
   EXPECT_EQ(c.feed_activity_window_ms, 200);
 
   auto d = parse({}, &w);
-  EXPECT_EQ(d.control_fd, -1);
+  EXPECT_EQ(d.runtime_socket, "");
   EXPECT_EQ(d.feed_flush_ms, 10);
   EXPECT_EQ(d.feed_period_us, 500);
   EXPECT_EQ(d.feed_activity_period_ms, 0);
@@ -80,4 +80,24 @@ TEST(TracerConfig, StepMarkers) {
   EXPECT_TRUE(is_step_marker("gearshift.step"));
   EXPECT_TRUE(is_step_marker("ProfilerStep#12"));
   EXPECT_FALSE(is_step_marker("forward"));
+}
+
+// Multi-process trace naming (docs/trace-format.md): the tag goes before the extension, and each staging name
+// gives its pid back.
+TEST(TracerConfig, ProcessTraceNames) {
+  EXPECT_EQ(insert_before_extension("/d/t.jsonl.gz", "rank1"), "/d/t.rank1.jsonl.gz");
+  EXPECT_EQ(insert_before_extension("/d/t.jsonl", "rank1"), "/d/t.rank1.jsonl");
+  EXPECT_EQ(insert_before_extension("/d/run.v2.json.gz", "pid7"), "/d/run.v2.pid7.json.gz");
+  EXPECT_EQ(insert_before_extension("/d.x/trace", "rank3"), "/d.x/trace.rank3");
+  EXPECT_EQ(insert_before_extension("/d/.gz", "rank3"), "/d/.gz.rank3");  // no name before the extension
+  const std::string s = staging_trace_path("/d/t.jsonl.gz", "a1B2", 540);
+  EXPECT_EQ(s, "/d/t.gs-a1B2.pid540.jsonl.gz");
+  EXPECT_EQ(staging_trace_pid("/d/t.jsonl.gz", "a1B2", s), 540);
+  EXPECT_EQ(staging_trace_pid("/d/t.jsonl.gz", "other", s), -1);
+  EXPECT_EQ(staging_trace_pid("/d/t.jsonl.gz", "a1B2", "/d/t.gs-a1B2.pidx.jsonl.gz"), -1);
+  EXPECT_EQ(staging_trace_pid("/d/t.jsonl.gz", "a1B2", "/d/t.jsonl.gz"), -1);
+  std::vector<std::string> w;
+  EXPECT_EQ(parse({{kEnvTraceTag, "a1B2"}}, &w).trace_tag, "a1B2");
+  EXPECT_EQ(parse({{kEnvTraceTag, "../x"}}, &w).trace_tag, "");
+  ASSERT_EQ(w.size(), 1u);
 }

@@ -181,6 +181,14 @@ FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_
   std::memcpy(rec.data(), &k, sizeof k);
   g_pending.push_back(std::move(rec));
 }
+// As fake_cupti_add_kernel, on CUDA device ordinal `device`.
+FAKE_EXPORT void fake_cupti_add_kernel_on(const char* name, uint64_t start, uint64_t end, uint32_t correlation,
+                                          uint32_t device) {
+  fake_cupti_add_kernel(name, start, end, correlation);
+  std::lock_guard lock(g_mu);
+  auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(g_pending.back().data());
+  k->deviceId = device;
+}
 FAKE_EXPORT void fake_cupti_add_range(const char* name, uint32_t id, uint64_t start, uint64_t end) {
   std::lock_guard lock(g_mu);
   g_names.emplace_back(name);

@@ -1,4 +1,5 @@
-// The runtime's control pipe into the injection library: command parsing and the non-blocking reader.
+// The runtime's control commands into the injection library: the non-blocking reader (the commands' own
+// parsing: src/feed/tests/protocol_test.cpp).
 #include "cupti/feed_control.hpp"
 
 #include <unistd.h>
@@ -7,42 +8,6 @@
 
 namespace gearshift::cupti {
 namespace {
-
-// The windows of an A line (asserting it parsed as one).
-ActivityWindows windows_of(std::string_view line) {
-  auto c = parse_control_line(line);
-  EXPECT_TRUE(c && c->windows && !c->marker_period_us) << line;
-  return c && c->windows ? *c->windows : ActivityWindows{-1, -1};
-}
-
-TEST(FeedControl, ParsesActivityCommands) {
-  EXPECT_FALSE(windows_of("A 0 0").sampled());
-  const ActivityWindows sampled = windows_of("A 5000 200 ");
-  EXPECT_EQ(sampled.period_ms, 5000);
-  EXPECT_EQ(sampled.window_ms, 200);
-  EXPECT_TRUE(sampled.sampled());
-  EXPECT_TRUE(windows_of("A 100 0").sampled());
-  EXPECT_FALSE(parse_control_line("A 100 200"));  // window longer than the period
-  EXPECT_FALSE(parse_control_line("A 100"));
-  EXPECT_FALSE(parse_control_line("A -1 0"));
-  EXPECT_FALSE(parse_control_line("A 1 0 7"));
-  EXPECT_FALSE(parse_control_line("B 1 0"));
-  EXPECT_FALSE(parse_control_line(""));
-}
-
-TEST(FeedControl, ParsesMarkerCommands) {
-  auto m = parse_control_line("M 2000");
-  ASSERT_TRUE(m && m->marker_period_us);
-  EXPECT_EQ(*m->marker_period_us, 2000);
-  EXPECT_FALSE(m->windows);
-  auto off = parse_control_line("M 0 ");
-  ASSERT_TRUE(off && off->marker_period_us);
-  EXPECT_EQ(*off->marker_period_us, 0);
-  EXPECT_FALSE(parse_control_line("M"));
-  EXPECT_FALSE(parse_control_line("M -5"));
-  EXPECT_FALSE(parse_control_line("M 10 10"));
-  EXPECT_FALSE(parse_control_line("M2000"));
-}
 
 // Partial lines wait for their end; the last valid command of what arrived wins; bad lines are counted; end of
 // file ends reading (the pipe is closed, not polled again).

@@ -21,6 +21,7 @@
 
 #include <cupti.h>
 
+#include "feed/socket.hpp"
 #include "trace/gearshift_format.hpp"
 
 namespace fs = std::filesystem;
@@ -120,6 +121,35 @@ PipeRun with_pipes(int n, const std::function<int(const std::vector<int>&)>& bod
   return out;
 }
 
+// Runs `body` in a child with GEARSHIFT_RUNTIME_SOCKET naming a listening socket (as `gearshift run` gives it);
+// returns the child's result and what its connection carried, the hello line apart.
+struct SocketRun {
+  ChildResult child;
+  std::string hello;
+  std::string text;
+  int connections = 0;
+};
+SocketRun with_socket(const std::function<int()>& body) {
+  gearshift::feed::Listener l;
+  ChildResult r = in_child([&] {
+    setenv("GEARSHIFT_RUNTIME_SOCKET", l.path().c_str(), 1);
+    return body();
+  });
+  SocketRun out{r, {}, {}, 0};
+  for (int fd; (fd = l.accept_one()) >= 0;) {  // queued while the child ran; it has ended, so all is there
+    ++out.connections;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    out.text += read_to_end(fd);
+    close(fd);
+  }
+  const auto nl = out.text.find('\n');
+  if (nl != std::string::npos && out.text.starts_with("H ")) {
+    out.hello = out.text.substr(0, nl);
+    out.text.erase(0, nl + 1);
+  }
+  return out;
+}
+
 std::string out_path(const std::string& name) {
   auto p = (fs::path(::testing::TempDir()) / ("inject_" + name + ".jsonl.gz")).string();
   fs::remove(p);
@@ -205,11 +235,15 @@ TEST(Injection, TracesLaunchesAndRecordsThroughFakeCupti) {
   EXPECT_NE(tr.meta_json.find("fake_cupti"), std::string::npos);
 }
 
-// `gearshift run`'s mode: no trace file, the launch feed on a pipe. Launches arrive as L lines with demangled
-// names, completed kernels as C lines after their launch; written at exit at the latest.
-TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToThePipe) {
-  PipeRun run = with_pipes(1, [](const std::vector<int>& fd) {
-    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(fd[0]).c_str(), 1);
+// `gearshift run`'s mode: no trace file, the launch feed on a connection to the runtime's socket. The hello
+// line names the process (pid, rank from RANK/LOCAL_RANK/WORLD_SIZE, CUDA_VISIBLE_DEVICES), launches arrive as L
+// lines with demangled names, completed kernels as C lines after their launch; written at exit at the latest.
+TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToTheSocket) {
+  SocketRun run = with_socket([] {
+    setenv("RANK", "3", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    setenv("WORLD_SIZE", "4", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
     void* lib = inject("ok", "");
     unsetenv("GEARSHIFT_TRACE_OUTPUT");
     if (lib == nullptr) return 2;
@@ -224,8 +258,11 @@ TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToThePipe) {
     std::exit(0);  // through the exit handler, as a program ends
   });
   const ChildResult& r = run.child;
-  const std::string& all = run.text[0];
+  const std::string& all = run.text;
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(run.connections, 1);
+  EXPECT_TRUE(run.hello.starts_with("H 1 ")) << run.hello;
+  EXPECT_TRUE(run.hello.ends_with(" 3 1 4 =2,3")) << run.hello;
   std::vector<std::string> lines = lines_of(all);
   ASSERT_EQ(lines.size(), 8u) << all << r.stderr_text;
   int launches = 0, completions = 0;
@@ -253,10 +290,9 @@ TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToThePipe) {
 // callback claims a launch at its entry, writes the marker at its exit, and the feed's writer sends an M line
 // for it once the word holds its number, after the launch's L line.
 TEST(Injection, FeedSendsStreamMarkersAfterTheirLaunches) {
-  PipeRun run = with_pipes(1, [](const std::vector<int>& fd) {
+  SocketRun run = with_socket([] {
     void* cuda = dlopen(GEARSHIFT_FAKE_CUDA, RTLD_NOW | RTLD_GLOBAL);
     if (cuda == nullptr) return 5;
-    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(fd[0]).c_str(), 1);
     setenv("GEARSHIFT_FEED_MARKER_US", "1", 1);
     void* lib = inject("ok", "");
     unsetenv("GEARSHIFT_TRACE_OUTPUT");
@@ -276,7 +312,7 @@ TEST(Injection, FeedSendsStreamMarkersAfterTheirLaunches) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   std::set<long> launched;
   int markers = 0;
-  for (const auto& l : lines_of(run.text[0])) {
+  for (const auto& l : lines_of(run.text)) {
     if (l.starts_with("L ")) {
       long cpu = 0, corr = 0;
       ASSERT_EQ(std::sscanf(l.c_str(), "L %ld %ld", &cpu, &corr), 2) << l;
@@ -289,22 +325,36 @@ TEST(Injection, FeedSendsStreamMarkersAfterTheirLaunches) {
       ++markers;
     }
   }
-  EXPECT_GE(markers, 2) << run.text[0];
+  EXPECT_GE(markers, 2) << run.text;
   EXPECT_EQ(launched.size(), 6u);
   const std::string note = "stream markers (";
   EXPECT_NE(r.stderr_text.find(note), std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("markers off"), std::string::npos) << r.stderr_text;
 }
 
-TEST(Injection, FeedDescriptorThatIsNotAPipeIsIgnoredWithANote) {
-  std::string out = out_path("notpipe");
+// A socket that is gone (`gearshift run` killed) costs one note; a trace file asked for is written all the same,
+// and without one the program runs on after that note alone.
+TEST(Injection, MissingRuntimeSocketIsOneNote) {
+  std::string out = out_path("nosocket");
   auto r = in_child([&] {
-    setenv("GEARSHIFT_RUNTIME_FD", "2", 1);  // stderr: a file here, not a pipe
+    setenv("GEARSHIFT_RUNTIME_SOCKET", "/nonexistent/gearshift-run-x/feed.sock", 1);
     void* lib = inject("ok", out);
     return lib != nullptr ? 0 : 2;
   });
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_NE(r.stderr_text.find("GEARSHIFT_RUNTIME_FD=2 is not an open pipe"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("no launch feed (GEARSHIFT_RUNTIME_SOCKET): /nonexistent/gearshift-run-x/feed.sock does "
+                               "not exist"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+  auto feed_only = in_child([&] {
+    setenv("GEARSHIFT_RUNTIME_SOCKET", "/nonexistent/gearshift-run-x/feed.sock", 1);
+    void* lib = inject("ok", "");
+    unsetenv("GEARSHIFT_TRACE_OUTPUT");
+    return lib != nullptr ? 0 : 2;
+  });
+  EXPECT_EQ(feed_only.exit_code, 0) << feed_only.stderr_text;
+  EXPECT_EQ(count_lines(feed_only.stderr_text), 1) << feed_only.stderr_text;
 }
 
 // --- gearshift_feed_attach / gearshift_feed_detach: the feed started on a running process (Python's enable()).
@@ -328,7 +378,7 @@ bool load_for_attach(const std::string& mode, Feed& f) {
   setenv("GEARSHIFT_CUPTI_LIBRARY", GEARSHIFT_FAKE_CUPTI, 1);
   setenv("GEARSHIFT_TRACE_SAMPLE_MS", "0", 1);
   unsetenv("GEARSHIFT_TRACE_OUTPUT");
-  unsetenv("GEARSHIFT_RUNTIME_FD");
+  unsetenv("GEARSHIFT_RUNTIME_SOCKET");
   void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_LOCAL);
   void* lib = dlopen(GEARSHIFT_INJECT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
   if (fake == nullptr || lib == nullptr) return false;
@@ -531,10 +581,13 @@ TEST(FeedAttach, MissingCuptiOrAnotherSubscriberIsRefusedWithOneWarning) {
 }
 
 // The driver injected the library (CUDA_INJECTION64_PATH, here a feed of `gearshift run`): attach refuses and
-// the existing feed keeps its pipe; detach does not stop a feed it did not start.
+// the existing feed keeps its connection; detach does not stop a feed it did not start.
 TEST(FeedAttach, RefusedWhenTheDriverAlreadyInjectedTheFeed) {
-  PipeRun run = with_pipes(2, [](const std::vector<int>& fd) {
-    setenv("GEARSHIFT_RUNTIME_FD", std::to_string(fd[0]).c_str(), 1);
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  const std::vector<int> fd{-1, p[1]};
+  SocketRun run = with_socket([&] {
+    close(p[0]);
     setenv("GEARSHIFT_TRACE_QUIET", "1", 1);
     void* lib = inject("ok", "");
     unsetenv("GEARSHIFT_TRACE_OUTPUT");
@@ -549,8 +602,11 @@ TEST(FeedAttach, RefusedWhenTheDriverAlreadyInjectedTheFeed) {
     close(fd[1]);
     std::exit(0);  // the injected feed ends at exit, as before
   });
+  close(p[1]);
+  const std::string attached = read_to_end(p[0]);
+  close(p[0]);
   const ChildResult& r = run.child;
-  const std::string &injected = run.text[0], &attached = run.text[1];
+  const std::string& injected = run.text;
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(lines_of(injected).size(), 1u) << injected;
   EXPECT_EQ(attached, "");

@@ -33,15 +33,6 @@ std::vector<std::string> read_lines(int fd) {
   return lines;
 }
 
-TEST(RuntimeFeedLines, FormatsTheProtocol) {
-  std::string out;
-  append_launch_line(out, 123, 7, "gelu(float*)");
-  append_completion_line(out, 7, 1000, 2500, 13, 1);
-  append_launch_line(out, -1, 8, "bad\nname");
-  append_sync_line(out, 9, 3000, 4200);
-  EXPECT_EQ(out, "L 123 7 gelu(float*)\nC 7 1000 2500 13 1\nL -1 8 bad name\nS 9 3000 4200\n");
-}
-
 TEST(RuntimeFeedClock, OffsetRelatesTheClocksWithinAMicrosecond) {
   std::int64_t off = monotonic_offset_ns(&cupti_clock);
   EXPECT_NEAR(static_cast<double>(off), static_cast<double>(kSkew), 1000.0);

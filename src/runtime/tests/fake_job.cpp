@@ -1,13 +1,14 @@
-// A stand-in training job for `gearshift run` tests (no CUDA): it launches a step's kernels step after step
-// through the GEARSHIFT_RUNTIME_FD feed, with the GPU simulated by sleeping through the kernels' durations.
+// A stand-in training job for `gearshift run` tests (no CUDA): it connects to the runtime's socket
+// (GEARSHIFT_RUNTIME_SOCKET), says hello, and launches a step's kernels step after step through the feed, with the
+// GPU simulated by sleeping through the kernels' durations.
 // Usage:
 //   runtime_fake_job PLAN STEPS [PIDFILE]      the plan's template step (STEPS < 0: until the feed closes)
 //   runtime_fake_job --synthetic STEPS [CODE]  a toy transformer step (~51 ms: forward, backward, a memory-bound
 //                                              Adam phase, an idle gap); completions carry stream 7, device 0;
 //                                              exits with CODE (default 0)
 //   runtime_fake_job --noise SECONDS           1 ms kernels, each with a new name: nothing repeats
-#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "feed/protocol.hpp"
+#include "feed/socket.hpp"
 #include "runtime/clock_plan.hpp"
 #include "runtime/live.hpp"
 
@@ -25,15 +28,7 @@ namespace {
 
 using gearshift::runtime::monotonic_ns;
 
-bool put(int fd, const std::string& s) {
-  std::size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = write(fd, s.data() + off, s.size() - off);
-    if (n <= 0) return false;
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
+bool put(int fd, const std::string& s) { return gearshift::feed::write_all(fd, s); }
 
 void sleep_until(std::int64_t t) {
   for (std::int64_t now; (now = monotonic_ns()) < t;) {
@@ -97,20 +92,18 @@ Step synthetic() {
 // Launches each step ahead of the GPU (as a CPU does), then reports completions as the simulated GPU ends them,
 // and synchronizes at the step's end (an S line: entered after the launches, returned with the last kernel)
 // unless FAKE_JOB_NO_SYNC=1. Returns false when the feed broke.
-// FAKE_JOB_CONTROL_LOG=FILE: appends what arrived on the runtime's control pipe (GEARSHIFT_RUNTIME_CONTROL_FD)
-// to FILE after each step, as the injection library would read it.
+// FAKE_JOB_CONTROL_LOG=FILE: appends the control commands that arrived on the feed's connection to FILE after
+// each step, as the injection library would read them.
 // Stream markers as the injection library sends them: with GEARSHIFT_FEED_MARKER_US > 0 (or an "M <us>"
 // command), an M line after the first kernel that ends at least that long after the last marker.
 std::int64_t g_marker_ns = -1;
 
+int g_feed = -1;
+
 void log_control() {
   static const char* path = std::getenv("FAKE_JOB_CONTROL_LOG");
-  static const char* fd_env = std::getenv("GEARSHIFT_RUNTIME_CONTROL_FD");
-  if (fd_env == nullptr) return;
-  const int fd = std::atoi(fd_env);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   char buf[256];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+  for (ssize_t n; (n = recv(g_feed, buf, sizeof buf, MSG_DONTWAIT)) > 0;) {
     const std::string got(buf, static_cast<std::size_t>(n));
     if (auto m = got.rfind("M "); m != std::string::npos && (m == 0 || got[m - 1] == '\n'))
       g_marker_ns = std::atoll(got.c_str() + m + 2) * 1000;
@@ -189,9 +182,20 @@ bool run_noise(int fd, double seconds) {
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   signal(SIGPIPE, SIG_IGN);
-  const char* fdenv = std::getenv("GEARSHIFT_RUNTIME_FD");
-  if (!fdenv) return 3;
-  const int fd = std::atoi(fdenv);
+  const char* path = std::getenv(gearshift::feed::kEnvSocket);
+  if (!path) return 3;
+  std::string why;
+  const int fd = gearshift::feed::connect_socket(path, 1000, &why);
+  if (fd < 0) {
+    std::fprintf(stderr, "runtime_fake_job: %s\n", why.c_str());
+    return 3;
+  }
+  g_feed = fd;
+  std::string hello;
+  gearshift::feed::append_hello_line(hello, gearshift::feed::hello_from_env(getpid(), [](const char* k) {
+    return std::getenv(k);
+  }));
+  if (!put(fd, hello)) return 3;
   if (std::strcmp(argv[1], "--noise") == 0) {
     run_noise(fd, std::atof(argv[2]));
     return 0;

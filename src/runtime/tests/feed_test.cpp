@@ -1,83 +1,15 @@
-// The launch feed's parser (both forms of the completion line) and the collector that turns the feed into
-// kernel records for `gearshift run --auto`.
+// The collector that turns the launch feed into kernel records for `gearshift run --auto` (the protocol's own
+// tests: src/feed/tests/protocol_test.cpp).
 #include <gtest/gtest.h>
 
-#include "runtime/feed.hpp"
+#include "feed/protocol.hpp"
 #include "runtime/feed_collector.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::runtime {
 namespace {
 
-TEST(FeedParse, LaunchLine) {
-  auto e = parse_feed_line("L 100 7 a kernel name with spaces");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->kind, FeedEvent::Kind::launch);
-  EXPECT_EQ(e->cpu_ns, 100);
-  EXPECT_EQ(e->correlation, 7);
-  EXPECT_EQ(e->name, "a kernel name with spaces");
-  EXPECT_FALSE(parse_feed_line("L 100 7"));
-  EXPECT_FALSE(parse_feed_line("L 100 7 "));
-  EXPECT_FALSE(parse_feed_line("L 100 x a"));
-  EXPECT_FALSE(parse_feed_line("L 100-7 a"));
-}
-
-TEST(FeedParse, CompletionLineOldAndExtendedForms) {
-  auto old = parse_feed_line("C 7 100 200");
-  ASSERT_TRUE(old);
-  EXPECT_EQ(old->kind, FeedEvent::Kind::complete);
-  EXPECT_EQ(old->correlation, 7);
-  EXPECT_EQ(old->gpu_start_ns, 100);
-  EXPECT_EQ(old->gpu_end_ns, 200);
-  EXPECT_EQ(old->stream, 0);
-  EXPECT_EQ(old->device, 0);
-
-  auto with_stream = parse_feed_line("C 8 300 400 13");
-  ASSERT_TRUE(with_stream);
-  EXPECT_EQ(with_stream->stream, 13);
-  EXPECT_EQ(with_stream->device, 0);
-
-  auto full = parse_feed_line("C 9 500 650 7 3 ");
-  ASSERT_TRUE(full);
-  EXPECT_EQ(full->correlation, 9);
-  EXPECT_EQ(full->gpu_end_ns, 650);
-  EXPECT_EQ(full->stream, 7);
-  EXPECT_EQ(full->device, 3);
-
-  EXPECT_FALSE(parse_feed_line("C 7 100"));
-  EXPECT_FALSE(parse_feed_line("C 7 100 200 x"));        // stream not a number
-  EXPECT_FALSE(parse_feed_line("C 7 100 200 -1"));       // negative stream
-  EXPECT_FALSE(parse_feed_line("C 7 100 200 1 2 3"));    // a field too many
-  EXPECT_FALSE(parse_feed_line("C 7 100 200 4294967296"));  // stream beyond int32
-  EXPECT_FALSE(parse_feed_line("X 1 2 3"));
-  EXPECT_FALSE(parse_feed_line(""));
-}
-
-TEST(FeedParse, SyncLine) {
-  auto e = parse_feed_line("S 12 1000 2500");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->kind, FeedEvent::Kind::sync);
-  EXPECT_EQ(e->correlation, 12);
-  EXPECT_EQ(e->gpu_start_ns, 1000);
-  EXPECT_EQ(e->gpu_end_ns, 2500);
-  EXPECT_TRUE(parse_feed_line("S 12 1000 1000 "));
-  EXPECT_FALSE(parse_feed_line("S 12 1000"));
-  EXPECT_FALSE(parse_feed_line("S 12 2500 1000"));  // returned before it was entered
-  EXPECT_FALSE(parse_feed_line("S 12 1000 2500 3"));  // a field too many
-  EXPECT_FALSE(parse_feed_line("S x 1000 2500"));
-}
-
-TEST(FeedParse, MarkerLine) {
-  auto e = parse_feed_line("M 12 1000 1400");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->kind, FeedEvent::Kind::marker);
-  EXPECT_EQ(e->correlation, 12);
-  EXPECT_EQ(e->gpu_start_ns, 1000);
-  EXPECT_EQ(e->gpu_end_ns, 1400);
-  EXPECT_FALSE(parse_feed_line("M 12 1400 1000"));  // seen before the poll that had not seen it
-  EXPECT_FALSE(parse_feed_line("M 12 1000"));
-  EXPECT_FALSE(parse_feed_line("M 12 1000 1400 1"));
-}
+using feed::parse_feed_line;
 
 // Two names alternating on stream 5 of device 1, completions in reverse order within each step.
 TEST(FeedCollector, BuildsSortedKernelRecordsFromLaunchesAndCompletions) {

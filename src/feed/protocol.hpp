@@ -1,0 +1,108 @@
+// The launch feed's protocol: how every CUDA process of a job (the CUPTI injection library, a test's stand-in
+// job) tells `gearshift run` what it launches and what its GPU finished, and how `gearshift run` tells it what to
+// record. One owner of the line formats: the writers (injection library) and the readers (`gearshift run`, the
+// Python runtime) both use this file. No dependency beyond the standard library: the injection library compiles
+// it in.
+//
+// Job -> gearshift: one event per line, fields separated by one or more spaces, times CLOCK_MONOTONIC ns:
+//   H <version> <pid> <rank> <local_rank> <world_size> <visible>   hello: the connection's first line
+//   L <cpu_ns> <correlation> <kernel name to the end of the line>
+//   C <correlation> <gpu_start_ns> <gpu_end_ns> [<stream> [<device>]]
+//   S <correlation> <enter_ns> <exit_ns>
+//   M <correlation> <not_before_ns> <seen_ns>
+// H names the process: version is kHelloVersion; rank, local rank and world size as the launcher gave them
+// (RANK/LOCAL_RANK/WORLD_SIZE, else SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS, else OMPI_COMM_WORLD_RANK/
+// _LOCAL_RANK/_SIZE; -1 when absent); <visible> is "-" when CUDA_VISIBLE_DEVICES is unset, else "=" and its
+// value to the end of the line ("=" alone: set and empty, no GPU), so that the reader maps a C line's device
+// ordinal to an NVML index (gpu/cuda_visible.hpp).
+// C's optional trailing fields are the kernel's CUDA stream id and device ordinal (absent: stream 0, device 0;
+// a line without them, the protocol's first form, stays valid). Nothing may follow them. S is a device or stream
+// synchronize the job called (entered, returned): every kernel launched before it had finished by exit_ns. M is a
+// stream marker (cupti/stream_marker.hpp) written by the GPU after the kernel launched with that correlation:
+// not written yet at not_before_ns, written by seen_ns (the two polls around it), so the kernel ended between.
+// Correlation ids are unique within one process only (CUPTI's are 32-bit): a reader of several processes
+// namespaces them (namespaced_correlation) before they meet.
+//
+// gearshift -> job (control commands, one per line):
+//   A <period_ms> <window_ms>   kernel activity: every kernel (period 0), none (window 0), or only kernels
+//                               launched in the first window_ms of every period_ms
+//   M <period_us>               stream markers: one every period_us at most; 0: none
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gearshift::feed {
+
+struct FeedEvent {
+  enum class Kind { launch, complete, sync, marker };
+  Kind kind = Kind::launch;
+  std::int64_t correlation = 0;
+  std::int64_t cpu_ns = 0;        // launch: CPU time of the launch call
+  std::int64_t gpu_start_ns = 0;  // complete; sync: entered; marker: not yet written
+  std::int64_t gpu_end_ns = 0;    // complete; sync: returned; marker: written
+  std::int32_t stream = 0;        // complete: CUDA stream id (0 when the line omits it)
+  std::int32_t device = 0;        // complete: CUDA device ordinal (0 when the line omits it)
+  std::string_view name;          // launch: the kernel name, a view into the parsed line
+};
+
+// One event line (without its '\n'); nullopt when it is not a valid event: unknown kind (H included), a missing
+// or non-numeric field, a negative or out-of-range stream/device, text after the last field of a C, S or M line,
+// or an S or M line whose second time is before its first.
+std::optional<FeedEvent> parse_feed_line(std::string_view line);
+
+// The writers: each appends one line and its '\n'. A kernel name's newlines (never seen in real symbols) become
+// spaces, so that it stays one line.
+void append_launch_line(std::string& out, std::int64_t cpu_ns, std::int64_t correlation, std::string_view name);
+void append_completion_line(std::string& out, std::int64_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                            std::uint32_t stream, std::uint32_t device);
+void append_sync_line(std::string& out, std::int64_t correlation, std::int64_t enter_ns, std::int64_t exit_ns);
+void append_marker_line(std::string& out, std::int64_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns);
+
+inline constexpr int kHelloVersion = 1;
+
+// Who is on the other end of a connection.
+struct Hello {
+  int version = kHelloVersion;
+  std::int64_t pid = 0;
+  int rank = -1, local_rank = -1, world_size = -1;  // -1: the launcher gave none
+  std::optional<std::string> cuda_visible_devices;  // nullopt: unset
+  bool operator==(const Hello&) const = default;
+};
+
+void append_hello_line(std::string& out, const Hello& h);
+// nullopt when not a hello line: another kind, a missing or non-numeric field, a pid <= 0, a rank field below -1,
+// no <visible> field, or another version than kHelloVersion.
+std::optional<Hello> parse_hello_line(std::string_view line);
+
+// This process's hello from its environment (`getenv` as std::getenv): the first of the launchers' variables
+// that holds a whole non-negative number, per field; CUDA_VISIBLE_DEVICES as it is.
+Hello hello_from_env(std::int64_t pid, const std::function<const char*(const char*)>& getenv);
+
+// Correlation ids of connection `connection` in a namespace of their own: the connection in the high 32 bits,
+// the process's (32-bit, CUPTI's) id in the low ones.
+constexpr std::int64_t namespaced_correlation(std::uint32_t connection, std::int64_t correlation) {
+  return static_cast<std::int64_t>((static_cast<std::uint64_t>(connection) << 32) |
+                                   (static_cast<std::uint64_t>(correlation) & 0xffff'ffffu));
+}
+
+// What the runtime asked for; an empty field: nothing new of that kind.
+struct ControlCommand {
+  struct Windows {
+    int period_ms = 0, window_ms = 0;  // as the A line
+  };
+  std::optional<Windows> windows;       // A
+  std::optional<int> marker_period_us;  // M
+  bool empty() const { return !windows && !marker_period_us; }
+};
+
+// One command line (without '\n'); nullopt when it is not a valid command (negative numbers, a window longer
+// than its non-zero period, extra fields, another kind).
+std::optional<ControlCommand> parse_control_line(std::string_view line);
+std::string activity_command(int period_ms, int window_ms);  // "A <period> <window>\n"
+std::string marker_command(int period_us);                   // "M <period>\n"
+
+}  // namespace gearshift::feed
