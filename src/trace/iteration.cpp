@@ -522,8 +522,14 @@ class Detector {
       if (!it.regular) continue;
       ++regular;
       if (segs[k].e < n) periods.push_back(static_cast<double>(op(segs[k].e).start_ns - it.start_ns));
-      accumulate_main(acc, maps[k], segs[k].b, it.start_ns);
+      accumulate_main(acc, maps[k], segs[k].b, it.start_ns, cut.variable);
     }
+    // Steps that differ inside: a position matched in few steps (an expert GEMM variant for one token count)
+    // would keep its idle time at full weight while the steps that lack it put theirs on a later position, and
+    // the template would idle longer than any step. A gap counts as idle per regular step instead (unmatched:
+    // none), so the template's idle time is the steps' mean.
+    if (cut.variable && regular > 0)
+      for (Accum& ac : acc) ac.gap.sum *= static_cast<double>(ac.gap.n) / static_cast<double>(regular);
     if (regular < 2)
       throw NoIterationError(fmt::format("only {} of the {} steps found ({} ops each, by {}) has the step's kernel "
                                          "sequence: no two steps share one; the trace needs at least 2 whole steps "
@@ -541,7 +547,7 @@ class Detector {
       if (segs[k].b == start_of_tmpl && a.iterations[k].regular) ref = k;
     for (std::size_t k = 0; k < segs.size() && ref == segs.size(); ++k)
       if (a.iterations[k].regular) ref = k;
-    build_template(a, tmpl, acc, ref, [&](std::size_t k) { return a.iterations[k]; });
+    build_template(a, tmpl, acc, ref, cut.variable, [&](std::size_t k) { return a.iterations[k]; });
     if (periods.empty()) {
       for (const auto& it : a.iterations)
         if (it.regular) periods.push_back(static_cast<double>(it.end_ns - it.start_ns));
@@ -1006,16 +1012,25 @@ class Detector {
     return {static_cast<std::size_t>(lo - dev_ops_.begin()), static_cast<std::size_t>(hi - dev_ops_.begin())};
   }
 
+  // `since_matched`: a position's gap is the stream's idle time since the op matched to the previous position
+  // (steps that differ inside: the idle time around inserted kernels, a D2H sync of the routing, stays in the
+  // step instead of being lost with the kernels the template lacks).
   void accumulate_main(std::vector<Accum>& acc, const std::vector<std::int64_t>& m, std::size_t b,
-                       std::int64_t step_start) const {
+                       std::int64_t step_start, bool since_matched) const {
+    auto idle_before = [&](std::size_t i) {
+      return i > b ? static_cast<double>(std::max<std::int64_t>(0, op(i).start_ns - op(i - 1).end_ns())) : 0.0;
+    };
+    std::size_t prev = b;  // main index of the last matched op
     for (std::size_t j = 0; j < m.size(); ++j) {
       if (m[j] < 0) continue;
       std::size_t i = b + static_cast<std::size_t>(m[j]);
       const auto& r = op(i);
       acc[j].dur.add(static_cast<double>(r.duration_ns));
       acc[j].offset.add(static_cast<double>(r.start_ns - step_start));
-      double g = 0;
-      if (i > b) g = static_cast<double>(std::max<std::int64_t>(0, r.start_ns - op(i - 1).end_ns()));
+      double g = idle_before(i);
+      if (since_matched)
+        for (std::size_t q = prev + 1; q < i; ++q) g += idle_before(q);
+      prev = i;
       acc[j].gap.add(g);
       acc[j].sm[r.sm_clock_mhz]++;
       acc[j].mem[r.mem_clock_mhz]++;
@@ -1024,7 +1039,7 @@ class Detector {
 
   template <typename GetIteration>
   void build_template(IterationAnalysis& a, const std::vector<std::uint32_t>& tmpl, const std::vector<Accum>& acc,
-                      std::size_t ref_k, GetIteration get) const {
+                      std::size_t ref_k, bool variable, GetIteration get) const {
     IterationTemplate& t = a.tmpl;
     t.main_stream = stream_;
     const std::size_t nseg = a.iterations.size();
@@ -1076,6 +1091,17 @@ class Detector {
         if (sacc[q].dur.n == 0) continue;
         TemplateOp to = from_stats(trace_.ops[ref_ops[q]], sacc[q]);
         t.ops.push_back(to);
+      }
+    }
+    if (variable) {
+      // Steps of unequal length (a CPU-bound expert loop takes 120–280 ms) make a position's mean start offset
+      // depend on which steps matched it: the main stream keeps the template's order, its offsets follow from
+      // the mean durations and gaps as the simulator lays them out.
+      double at = 0;
+      for (std::size_t j = 0; j < tmpl.size(); ++j) {
+        at += t.ops[j].gap_before_ns;
+        t.ops[j].start_offset_ns = at;
+        at += t.ops[j].duration_ns;
       }
     }
     std::stable_sort(t.ops.begin(), t.ops.end(),
