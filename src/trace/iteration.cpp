@@ -144,7 +144,6 @@ constexpr double kUpdateTimeTolerance = 2.0;  // its duration within [1/2, 2] x 
 constexpr double kUpdateMinAligned = 0.8;     // at least 80 % of the longer of step and template align
 constexpr double kUpdateMinRegular = 0.8;     // regular share of the steps counted (after the warm-up ones)
 constexpr std::size_t kMaxUpdatesPerStep = 4; // updates per step tried (AMP unscale, EMA, two optimizers)
-constexpr std::size_t kUpdatesSpan = 10;      // several updates of one step lie within its last 1/10
 
 class Detector {
  public:
@@ -220,8 +219,8 @@ class Detector {
   // One step = the ops after an update's end up to and including the next update (k updates per step: after
   // every k-th, the one followed by the longest stretch without updates, where the forward pass begins). Steps
   // are regular when their op count and duration lie near the median step's; the warm-up steps before the first
-  // regular one do not count. k > 1 only where the updates of one step lie close together (within its last
-  // tenth: AMP's unscale, an EMA after the optimizer), so two alternating steps are never one.
+  // regular one do not count. k > 1 only where the k updates of a step are different updates (distinct_updates),
+  // so two alternating steps are never one.
   Cut cut_by_updates(const std::string& why_not_period) const {
     const auto& B = opt_blocks_;
     std::string reason;
@@ -247,9 +246,9 @@ class Detector {
       const double med_len = median(lens), med_dur = median(durs);
       std::vector<bool> ok(lens.size());
       for (std::size_t i = 0; i < lens.size(); ++i) {
-        // the updates inside the step (k > 1) lie within its last quarter
-        const std::size_t inner = k > 1 ? bounds[i + 1] - B[phase + i * k + 1].first : 0;
-        ok[i] = regular_update_step(lens[i], durs[i], med_len, med_dur) && kUpdatesSpan * inner <= bounds[i + 1] - bounds[i];
+        std::vector<std::size_t> mine;  // the step's updates
+        for (std::size_t j = phase + i * k + 1; j <= phase + (i + 1) * k; ++j) mine.push_back(j);
+        ok[i] = regular_update_step(lens[i], durs[i], med_len, med_dur) && distinct_updates(mine);
       }
       const auto first = std::find(ok.begin(), ok.end(), true);
       const std::size_t regular = static_cast<std::size_t>(std::count(ok.begin(), ok.end(), true));
@@ -298,16 +297,34 @@ class Detector {
       if (nearest == lens.size() || std::abs(lens[k] - med_len) < std::abs(lens[nearest] - med_len)) nearest = k;
     }
     if (best_count < 2) best_k = nearest;
-    if (best_k == lens.size()) best_k = 0;  // (cut_by_updates found regular steps; kept total)
+    if (best_k == lens.size()) best_k = 0;  // (not reached: cut_by_updates found regular steps)
     p = bounds[best_k + 1] - bounds[best_k];
     tmpl_note_ = best_count >= 2
                      ? fmt::format("the template is the most common step: {} of the {} steps near the median launch "
-                                   "exactly its {} ops",
-                                   best_count, candidates, p)
-                     : fmt::format("no two steps launch the same op sequence: the template is the step of {} ops "
-                                   "(nearest the median); its positions are matched by name in the others",
+                                   "exactly its {} ops{}",
+                                   best_count, candidates, p,
+                                   best_count < candidates ? "; the others differ inside (data-dependent code: expert "
+                                                             "routing, gradient clipping) and are matched by name"
+                                                           : "")
+                     : fmt::format("no two steps launch the same op sequence (data-dependent code: expert routing, "
+                                   "gradient clipping): the template is the step of {} ops (nearest the median); its "
+                                   "positions are matched by name in the others",
                                    p);
     return bounds[best_k];
+  }
+
+  // Several updates of one step are different updates (AMP's unscale and the optimizer, an EMA after it, the
+  // two optimizers of a compiled step): the same update twice is two training steps (steps that alternate in
+  // length would otherwise pair up as one). `blocks`: indices into opt_blocks_.
+  bool distinct_updates(const std::vector<std::size_t>& blocks) const {
+    std::set<std::pair<std::size_t, std::uint64_t>> sigs;
+    for (std::size_t j : blocks) {
+      const auto [b, e] = opt_blocks_[j];
+      std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the name ids
+      for (std::size_t i = b; i < e; ++i) h = (h ^ seq_[i]) * 1099511628211ull;
+      if (!sigs.insert({e - b, h}).second) return false;
+    }
+    return true;
   }
 
   static double median(std::vector<double> v) {
@@ -596,20 +613,26 @@ class Detector {
   }
 
   // Optimizer updates per regular step: the same non-zero count in every regular step is consistent.
-  // Several updates in a step must lie close together (within its last tenth: AMP's unscale, an EMA after the
-  // optimizer): updates spread across the period mean it is several training steps (steps that alternate).
+  // Several updates in a step must be different updates (distinct_updates): the same update twice means the
+  // period is several training steps.
   bool updates_consistent(IterationAnalysis& a) const {
     const auto blocks = optimizer_blocks(std::min<std::size_t>(kOptimizerGap, a.period_ops / 4));
     std::set<std::size_t> counts;
     for (const auto& it : a.iterations) {
       if (!it.regular) continue;
-      std::size_t c = 0, first = SIZE_MAX;
+      std::size_t c = 0;
       for (const auto& [b, e] : blocks) {
         const std::int64_t t = op(b).start_ns;
-        if (t >= it.start_ns && t < it.end_ns) ++c, first = std::min(first, b);
+        c += t >= it.start_ns && t < it.end_ns;
       }
-      const std::size_t s0 = first_main_at_or_after(it.start_ns), s1 = first_main_at_or_after(it.end_ns);
-      if (c > 1 && kUpdatesSpan * (first - s0) < (kUpdatesSpan - 1) * (s1 - s0)) return false;
+      if (c > 1) {  // the step's updates, as opt_blocks_ (kOptimizerGap) delimits them
+        std::vector<std::size_t> mine;
+        for (std::size_t j = 0; j < opt_blocks_.size(); ++j) {
+          const std::int64_t t = op(opt_blocks_[j].first).start_ns;
+          if (t >= it.start_ns && t < it.end_ns) mine.push_back(j);
+        }
+        if (!distinct_updates(mine)) return false;
+      }
       counts.insert(c);
     }
     if (counts.size() != 1 || *counts.begin() == 0) return false;
@@ -642,8 +665,7 @@ class Detector {
       ev.lines.push_back(fmt::format(
           "the optimizer update delimits the steps instead: {} updates, {} per step; {} of {} steps between them "
           "are regular (within ±{:.0f} % of the median op count and [1/{:.0f}, {:.0f}] x the median time; "
-          "{}–{} kernels, {:.3f}–{:.3f} ms GPU span); their kernel sequences differ inside, as data-dependent "
-          "code does (expert routing, gradient clipping)",
+          "{}–{} kernels, {:.3f}–{:.3f} ms GPU span)",
           opt_blocks_.size(), first_cut.updates_per_step, regular, a.iterations.size(), 100 * kUpdateOpsTolerance,
           kUpdateTimeTolerance, kUpdateTimeTolerance, lo, hi, tlo / 1e6, thi / 1e6));
       ev.lines.push_back(tmpl_note_);

@@ -205,5 +205,23 @@ TEST(VariableSteps, AlternatingStepsAreNeverMergedIntoOne) {
   }
 }
 
+TEST(VariableSteps, RecordedMoeExcerptIsTheTrueStep) {
+  // Steps 22–24 of the 40-step MoE trace (data/step_traces/README.md): kernels between update ends counted in
+  // the full trace, 4,650 / 4,645 / 4,656; the full trace's 39 whole steps: median 4,651 (4,632–4,689).
+  Trace t = import_trace(test::data_path("step_traces/moe_excerpt_3steps.trace.jsonl.gz"));
+  IterationAnalysis a = detect_iterations(t);
+  EXPECT_EQ(a.method, "optimizer updates");
+  ASSERT_EQ(a.iterations.size(), 3u);
+  EXPECT_EQ(a.iterations[0].kernel_count, 4650u);
+  EXPECT_EQ(a.iterations[1].kernel_count, 4645u);
+  EXPECT_EQ(a.iterations[2].kernel_count, 4656u);
+  EXPECT_NEAR(static_cast<double>(a.tmpl.kernels), 4651, 0.01 * 4651);
+  EXPECT_EQ(a.evidence.optimizer_updates, 1u);
+  EXPECT_GE(a.confidence, kMinStepConfidence);
+  // The template idles as long as the steps: its laid-out span is their mean GPU span (138.8–151.9 ms).
+  const TemplateOp& last = a.tmpl.ops.back();
+  EXPECT_NEAR((last.start_offset_ns + last.duration_ns) / 1e6, (138.823 + 151.862 + 144.577) / 3, 1.0);
+}
+
 }  // namespace
 }  // namespace gearshift::trace
