@@ -65,6 +65,51 @@ std::vector<std::int64_t> align(const std::vector<std::uint32_t>& tmpl, const st
   return map;
 }
 
+// Longest-common-subsequence alignment of a segment to the template (Myers' O((N+M)·D) greedy diff: steps that
+// differ by a few hundred data-dependent kernels align in a few ms where the edit-distance table would take
+// 30 M cells). For every template position, the segment index matched to it, or -1. Empty when more than
+// `max_d` inserted plus missing ops separate them (the caller's regularity bound).
+std::vector<std::int64_t> align_lcs(const std::vector<std::uint32_t>& a, const std::uint32_t* b, std::size_t m,
+                                    std::size_t max_d) {
+  const std::int64_t N = static_cast<std::int64_t>(a.size()), M = static_cast<std::int64_t>(m);
+  const std::int64_t D = std::min<std::int64_t>(static_cast<std::int64_t>(max_d), N + M);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(2 * D + 3), 0);  // furthest x on diagonal k, at v[k + D + 1]
+  std::vector<std::vector<std::int64_t>> snaps;  // v[-d..d] after round d, for the traceback
+  auto at = [&](std::int64_t k) -> std::int64_t& { return v[static_cast<std::size_t>(k + D + 1)]; };
+  std::int64_t done = -1;
+  for (std::int64_t d = 0; d <= D && done < 0; ++d) {
+    for (std::int64_t k = -d; k <= d; k += 2) {
+      std::int64_t x = (k == -d || (k != d && at(k - 1) < at(k + 1))) ? at(k + 1) : at(k - 1) + 1;
+      std::int64_t y = x - k;
+      while (x < N && y < M && a[static_cast<std::size_t>(x)] == b[y]) ++x, ++y;
+      at(k) = x;
+      if (x >= N && y >= M) done = d;
+    }
+    snaps.emplace_back(v.begin() + (D + 1 - d), v.begin() + (D + 2 + d));
+  }
+  std::vector<std::int64_t> map;
+  if (done < 0) return map;
+  map.assign(a.size(), -1);
+  std::int64_t x = N, y = M;
+  for (std::int64_t d = done; d >= 0; --d) {
+    const std::int64_t k = x - y;
+    std::int64_t sx = 0, sy = 0;  // where this round's diagonal run (snake) starts
+    if (d > 0) {
+      const auto& prev = snaps[static_cast<std::size_t>(d - 1)];  // holds diagonals -(d-1)..(d-1)
+      auto pv = [&](std::int64_t kk) { return prev[static_cast<std::size_t>(kk + d - 1)]; };
+      const bool down = k == -d || (k != d && pv(k - 1) < pv(k + 1));
+      const std::int64_t pk = down ? k + 1 : k - 1, px = pv(pk), py = px - pk;
+      sx = down ? px : px + 1;
+      sy = down ? py + 1 : py;
+      while (x > sx && y > sy) --x, --y, map[static_cast<std::size_t>(x)] = y;
+      x = px, y = py;
+    } else {
+      while (x > 0 && y > 0) --x, --y, map[static_cast<std::size_t>(x)] = y;
+    }
+  }
+  return map;
+}
+
 struct Stats {
   double sum = 0, sum2 = 0, lo = 1e300, hi = -1e300;
   std::uint32_t n = 0;
@@ -91,8 +136,14 @@ int mode(const std::map<std::int32_t, int>& m) {
 constexpr double kLongerRepeatMatch = 0.9;  // a longer repetition this exact makes the period a part of it
 constexpr double kSpanOutlier = 10.0;       // a step spanning 10x more or less than its siblings' median is left out
 constexpr double kWeakPeriodFactor = 0.6;   // confidence factor: the period alone (below kMinStepConfidence)
-constexpr double kMinCoverage = 0.8;
-constexpr std::size_t kOptimizerGap = 6;    // other ops allowed between the kernels of one optimizer update        // regular steps covering less of the trace: look for a longer repetition
+constexpr double kMinCoverage = 0.8;        // regular steps covering less of the trace: look for a longer repetition
+constexpr std::size_t kOptimizerGap = 6;    // other ops allowed between the kernels of one optimizer update
+// Update-delimited steps (steps whose kernels differ inside: MoE routing, data-dependent clipping).
+constexpr double kUpdateOpsTolerance = 0.2;   // a step's main-stream ops within ±20 % of the median step's
+constexpr double kUpdateTimeTolerance = 2.0;  // its duration within [1/2, 2] x the median step's
+constexpr double kUpdateMinAligned = 0.8;     // at least 80 % of the longer of step and template align
+constexpr double kUpdateMinRegular = 0.8;     // regular share of the steps counted (after the warm-up ones)
+constexpr std::size_t kMaxUpdatesPerStep = 4; // updates per step tried (AMP unscale, EMA, two optimizers)
 
 class Detector {
  public:
@@ -101,6 +152,19 @@ class Detector {
   IterationAnalysis run() {
     select_device_and_stream();
     opt_blocks_ = optimizer_blocks(kOptimizerGap);
+    try {
+      return run_by_repetition();
+    } catch (const NoIterationError& e) {
+      // The op sequence does not repeat exactly (MoE routing, data-dependent gradient clipping change the
+      // kernels inside a step): where the trace holds at least two whole optimizer steps, the updates themselves
+      // delimit the steps, if they recur regularly in op count and time.
+      if (opt_blocks_.size() < 3) throw;
+      return run_by_updates(e.what());
+    }
+  }
+
+ private:
+  IterationAnalysis run_by_repetition() {
     const Cut first = select_markers().empty() ? cut_by_period() : cut_by_markers();
     Cut cut = first;
     IterationAnalysis a = build(cut);
@@ -129,7 +193,149 @@ class Detector {
     std::size_t p = 0;                // ops per step on the main stream
     double score = 1.0;               // period match fraction (markers: 1)
     std::size_t sub_period = 0;       // the shorter period the optimizer rule replaced (0: none)
+    bool variable = false;            // steps may differ inside (update-delimited): regular by count and time
+    std::size_t updates_per_step = 0; // update-delimited: optimizer updates per step
+    std::string why_not_period;       // update-delimited: why the exact repetition failed
   };
+
+  // Steps delimited by the optimizer updates, when the exact op sequence does not repeat.
+  IterationAnalysis run_by_updates(const std::string& why_not_period) {
+    seq_end_ = 0;  // a failed marker cut may have set it
+    const Cut cut = cut_by_updates(why_not_period);
+    IterationAnalysis a;
+    try {
+      a = build(cut);
+    } catch (const NoIterationError& e) {
+      throw NoIterationError(fmt::format("{}; nor do the optimizer updates delimit a regular step: {}", why_not_period, e.what()));
+    }
+    a.evidence.optimizer_updates = cut.updates_per_step;
+    finish_evidence(a, cut);
+    return a;
+  }
+
+  // Main-stream op index -> its start time; one past the end: the end of the last op.
+  std::int64_t time_at(std::size_t i) const { return i < main_.size() ? op(i).start_ns : op(main_.size() - 1).end_ns(); }
+
+  // One step = the ops after an update's end up to and including the next update (k updates per step: after
+  // every k-th, the one followed by the longest stretch without updates, where the forward pass begins). Steps
+  // are regular when their op count and duration lie near the median step's; the warm-up steps before the first
+  // regular one do not count. k > 1 only where the k updates of a step are different updates (distinct_updates),
+  // so two alternating steps are never one.
+  Cut cut_by_updates(const std::string& why_not_period) const {
+    const auto& B = opt_blocks_;
+    std::string reason;
+    for (std::size_t k = 1; k <= kMaxUpdatesPerStep && B.size() >= 2 * k + 1; ++k) {
+      std::size_t phase = 0;
+      if (k > 1) {
+        double best = -1;
+        for (std::size_t ph = 0; ph < k; ++ph) {
+          double sum = 0;
+          int c = 0;
+          for (std::size_t j = ph; j + 1 < B.size(); j += k) sum += static_cast<double>(B[j + 1].first - B[j].second), ++c;
+          if (c && sum / c > best) best = sum / c, phase = ph;
+        }
+      }
+      std::vector<std::size_t> bounds;
+      for (std::size_t j = phase; j < B.size(); j += k) bounds.push_back(B[j].second);
+      if (bounds.size() < 3) continue;
+      std::vector<double> lens, durs;
+      for (std::size_t i = 0; i + 1 < bounds.size(); ++i) {
+        lens.push_back(static_cast<double>(bounds[i + 1] - bounds[i]));
+        durs.push_back(static_cast<double>(time_at(bounds[i + 1]) - time_at(bounds[i])));
+      }
+      const double med_len = median(lens), med_dur = median(durs);
+      std::vector<bool> ok(lens.size());
+      for (std::size_t i = 0; i < lens.size(); ++i) {
+        std::vector<std::size_t> mine;  // the step's updates
+        for (std::size_t j = phase + i * k + 1; j <= phase + (i + 1) * k; ++j) mine.push_back(j);
+        ok[i] = regular_update_step(lens[i], durs[i], med_len, med_dur) && distinct_updates(mine);
+      }
+      const auto first = std::find(ok.begin(), ok.end(), true);
+      const std::size_t regular = static_cast<std::size_t>(std::count(ok.begin(), ok.end(), true));
+      const std::size_t counted = static_cast<std::size_t>(ok.end() - first);
+      if (regular >= 2 && static_cast<double>(regular) >= kUpdateMinRegular * static_cast<double>(counted)) {
+        Cut c;
+        c.method = "optimizer updates";
+        c.bounds = std::move(bounds);
+        c.p = static_cast<std::size_t>(med_len);
+        c.score = static_cast<double>(regular) / static_cast<double>(counted);
+        c.variable = true;
+        c.updates_per_step = k;
+        c.why_not_period = why_not_period;
+        return c;
+      }
+      if (k == 1)
+        reason = fmt::format("only {} of the {} steps between them lie within ±{:.0f} % of the median {:.0f} ops and "
+                             "[1/{:.0f}, {:.0f}] x the median {:.3f} ms",
+                             regular, counted, 100 * kUpdateOpsTolerance, med_len, kUpdateTimeTolerance,
+                             kUpdateTimeTolerance, med_dur / 1e6);
+    }
+    throw NoIterationError(fmt::format("{}; nor do the trace's {} optimizer updates delimit regular steps{}{}",
+                                       why_not_period, B.size(), reason.empty() ? "" : ": ", reason));
+  }
+
+  // The template step of update-delimited steps: among the steps near the median in op count and time, the
+  // one whose exact op sequence recurs most often (the first of them); where no two are the same, the one
+  // whose op count is nearest the median. Sets `p` to its length; returns its first main-stream index.
+  std::size_t most_common_step(const std::vector<std::size_t>& bounds, std::size_t& p) const {
+    std::vector<double> lens, durs;
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      lens.push_back(static_cast<double>(bounds[k + 1] - bounds[k]));
+      durs.push_back(static_cast<double>(time_at(bounds[k + 1]) - time_at(bounds[k])));
+    }
+    const double med_len = median(lens), med_dur = median(durs);
+    std::map<std::pair<std::size_t, std::uint64_t>, std::pair<std::size_t, std::size_t>> seen;  // (len, hash) -> (count, first k)
+    std::size_t best_k = lens.size(), nearest = lens.size();
+    std::size_t best_count = 0, candidates = 0;
+    for (std::size_t k = 0; k < lens.size(); ++k) {
+      if (!regular_update_step(lens[k], durs[k], med_len, med_dur)) continue;
+      ++candidates;
+      std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the name ids
+      for (std::size_t i = bounds[k]; i < bounds[k + 1]; ++i) h = (h ^ seq_[i]) * 1099511628211ull;
+      auto& [count, first] = seen.try_emplace({bounds[k + 1] - bounds[k], h}, 0, k).first->second;
+      if (++count > best_count) best_count = count, best_k = first;
+      if (nearest == lens.size() || std::abs(lens[k] - med_len) < std::abs(lens[nearest] - med_len)) nearest = k;
+    }
+    if (best_count < 2) best_k = nearest;
+    if (best_k == lens.size()) best_k = 0;  // (not reached: cut_by_updates found regular steps)
+    p = bounds[best_k + 1] - bounds[best_k];
+    tmpl_note_ = best_count >= 2
+                     ? fmt::format("the template is the most common step: {} of the {} steps near the median launch "
+                                   "exactly its {} ops{}",
+                                   best_count, candidates, p,
+                                   best_count < candidates ? "; the others differ inside (data-dependent code: expert "
+                                                             "routing, gradient clipping) and are matched by name"
+                                                           : "")
+                     : fmt::format("no two steps launch the same op sequence (data-dependent code: expert routing, "
+                                   "gradient clipping): the template is the step of {} ops (nearest the median); its "
+                                   "positions are matched by name in the others",
+                                   p);
+    return bounds[best_k];
+  }
+
+  // Several updates of one step are different updates (AMP's unscale and the optimizer, an EMA after it, the
+  // two optimizers of a compiled step): the same update twice is two training steps (steps that alternate in
+  // length would otherwise pair up as one). `blocks`: indices into opt_blocks_.
+  bool distinct_updates(const std::vector<std::size_t>& blocks) const {
+    std::set<std::pair<std::size_t, std::uint64_t>> sigs;
+    for (std::size_t j : blocks) {
+      const auto [b, e] = opt_blocks_[j];
+      std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the name ids
+      for (std::size_t i = b; i < e; ++i) h = (h ^ seq_[i]) * 1099511628211ull;
+      if (!sigs.insert({e - b, h}).second) return false;
+    }
+    return true;
+  }
+
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
+  }
+
+  static bool regular_update_step(double len, double dur, double med_len, double med_dur) {
+    return std::abs(len - med_len) <= kUpdateOpsTolerance * med_len && dur * kUpdateTimeTolerance >= med_dur &&
+           dur <= kUpdateTimeTolerance * med_dur;
+  }
 
   Cut cut_by_markers() const {
     Cut c;
@@ -242,9 +448,14 @@ class Detector {
     std::size_t p = cut.p;
     const std::size_t n = seq_.size();
     std::size_t start_of_tmpl = bounds.front();
-    // Canonical sequence: the first segment with the modal length.
+    // Canonical sequence: the first segment with the modal length; for steps that differ inside, the most
+    // common step (tmpl_note_ says which).
     std::vector<std::uint32_t> tmpl;
-    {
+    if (cut.variable) {
+      start_of_tmpl = most_common_step(bounds, p);
+      tmpl.assign(seq_.begin() + static_cast<std::ptrdiff_t>(start_of_tmpl),
+                  seq_.begin() + static_cast<std::ptrdiff_t>(start_of_tmpl + p));
+    } else {
       std::map<std::size_t, int> lens;
       for (std::size_t k = 0; k + 1 < bounds.size(); ++k) lens[bounds[k + 1] - bounds[k]]++;
       std::size_t modal = p;
@@ -264,7 +475,17 @@ class Detector {
     // Segments: between consecutive bounds, plus the tail when it is a whole step.
     std::vector<Seg> segs;
     for (std::size_t k = 0; k + 1 < bounds.size(); ++k) segs.push_back({bounds[k], bounds[k + 1]});
-    if (n - bounds.back() >= p && n - bounds.back() <= p + p / 50 + 1) segs.push_back({bounds.back(), n});
+    // (update-delimited steps end with their update: what follows the last one is never a whole step)
+    if (!cut.variable && n - bounds.back() >= p && n - bounds.back() <= p + p / 50 + 1) segs.push_back({bounds.back(), n});
+    double med_len = 0, med_dur = 0;
+    if (cut.variable) {
+      std::vector<double> lens, durs;
+      for (const Seg& s : segs) {
+        lens.push_back(static_cast<double>(s.e - s.b));
+        durs.push_back(static_cast<double>(time_at(s.e) - time_at(s.b)));
+      }
+      med_len = median(lens), med_dur = median(durs);
+    }
     if (segs.size() < 2 && cut.method != "step markers")
       throw NoIterationError(fmt::format("found a period of {} ops but fewer than 2 whole steps; the trace "
                                          "needs at least 2 complete training steps",
@@ -289,9 +510,21 @@ class Detector {
       }
       std::size_t len = s.e - s.b;
       std::vector<std::int64_t> m;
-      if (len * 5 >= p * 4 && len * 4 <= p * 5) m = align(tmpl, seq_.data() + s.b, len);
-      std::size_t matched = static_cast<std::size_t>(std::count_if(m.begin(), m.end(), [](auto v) { return v >= 0; }));
-      it.regular = !m.empty() && matched * 100 >= p * 95;
+      std::size_t matched = 0;
+      if (cut.variable) {
+        // Regular: near the median step in op count and time, and most of it aligns with the template by name.
+        const double need = std::ceil(kUpdateMinAligned * static_cast<double>(std::max(len, p)));
+        const double slack = static_cast<double>(len + p) - 2 * need;
+        if (slack >= 0 && regular_update_step(static_cast<double>(len), static_cast<double>(time_at(s.e) - time_at(s.b)),
+                                              med_len, med_dur))
+          m = align_lcs(tmpl, seq_.data() + s.b, len, static_cast<std::size_t>(slack));
+        matched = static_cast<std::size_t>(std::count_if(m.begin(), m.end(), [](auto v) { return v >= 0; }));
+        it.regular = !m.empty() && static_cast<double>(matched) >= need;
+      } else {
+        if (len * 5 >= p * 4 && len * 4 <= p * 5) m = align(tmpl, seq_.data() + s.b, len);
+        matched = static_cast<std::size_t>(std::count_if(m.begin(), m.end(), [](auto v) { return v >= 0; }));
+        it.regular = !m.empty() && matched * 100 >= p * 95;
+      }
       if (it.regular) aligned.push_back(static_cast<double>(matched) / static_cast<double>(std::max(len, p)));
       a.iterations.push_back(it);
       maps.push_back(std::move(m));
@@ -306,8 +539,14 @@ class Detector {
       if (!it.regular) continue;
       ++regular;
       if (segs[k].e < n) periods.push_back(static_cast<double>(op(segs[k].e).start_ns - it.start_ns));
-      accumulate_main(acc, maps[k], segs[k].b, it.start_ns);
+      accumulate_main(acc, maps[k], segs[k].b, it.start_ns, cut.variable);
     }
+    // Steps that differ inside: a position matched in few steps (an expert GEMM variant for one token count)
+    // would keep its idle time at full weight while the steps that lack it put theirs on a later position, and
+    // the template would idle longer than any step. A gap counts as idle per regular step instead (unmatched:
+    // none), so the template's idle time is the steps' mean.
+    if (cut.variable && regular > 0)
+      for (Accum& ac : acc) ac.gap.sum *= static_cast<double>(ac.gap.n) / static_cast<double>(regular);
     if (regular < 2)
       throw NoIterationError(fmt::format("only {} of the {} steps found ({} ops each, by {}) has the step's kernel "
                                          "sequence: no two steps share one; the trace needs at least 2 whole steps "
@@ -318,7 +557,14 @@ class Detector {
           "only {} step with plausible timing remains after leaving out {} step(s) with impossible timing "
           "(see the warnings); the trace needs at least 2",
           regular, a.evidence.excluded_steps));
-    build_template(a, tmpl, acc, segs.size(), [&](std::size_t k) { return a.iterations[k]; });
+    // The representative records (kind, stream, launch shape) come from the template's own step where it is
+    // regular: another step's op at the same index may be another kernel when steps differ inside.
+    std::size_t ref = segs.size();
+    for (std::size_t k = 0; k < segs.size(); ++k)
+      if (segs[k].b == start_of_tmpl && a.iterations[k].regular) ref = k;
+    for (std::size_t k = 0; k < segs.size() && ref == segs.size(); ++k)
+      if (a.iterations[k].regular) ref = k;
+    build_template(a, tmpl, acc, ref, cut.variable, [&](std::size_t k) { return a.iterations[k]; });
     if (periods.empty()) {
       for (const auto& it : a.iterations)
         if (it.regular) periods.push_back(static_cast<double>(it.end_ns - it.start_ns));
@@ -367,6 +613,8 @@ class Detector {
   }
 
   // Optimizer updates per regular step: the same non-zero count in every regular step is consistent.
+  // Several updates in a step must be different updates (distinct_updates): the same update twice means the
+  // period is several training steps.
   bool updates_consistent(IterationAnalysis& a) const {
     const auto blocks = optimizer_blocks(std::min<std::size_t>(kOptimizerGap, a.period_ops / 4));
     std::set<std::size_t> counts;
@@ -376,6 +624,14 @@ class Detector {
       for (const auto& [b, e] : blocks) {
         const std::int64_t t = op(b).start_ns;
         c += t >= it.start_ns && t < it.end_ns;
+      }
+      if (c > 1) {  // the step's updates, as opt_blocks_ (kOptimizerGap) delimits them
+        std::vector<std::size_t> mine;
+        for (std::size_t j = 0; j < opt_blocks_.size(); ++j) {
+          const std::int64_t t = op(opt_blocks_[j].first).start_ns;
+          if (t >= it.start_ns && t < it.end_ns) mine.push_back(j);
+        }
+        if (!distinct_updates(mine)) return false;
       }
       counts.insert(c);
     }
@@ -394,6 +650,30 @@ class Detector {
       ev.lines.push_back(fmt::format("{} step markers (ProfilerStep# / gearshift.step) with each kernel's launch "
                                      "time; {} of {} steps share one kernel sequence",
                                      select_markers().size(), regular, a.iterations.size()));
+    } else if (first_cut.variable) {
+      std::size_t lo = SIZE_MAX, hi = 0;
+      double tlo = 1e300, thi = 0;
+      for (const auto& it : a.iterations)
+        if (it.regular) {
+          lo = std::min(lo, it.kernel_count), hi = std::max(hi, it.kernel_count);
+          const double t = static_cast<double>(it.end_ns - it.start_ns);
+          tlo = std::min(tlo, t), thi = std::max(thi, t);
+        }
+      // (the refusal's reason without its advice)
+      const std::string why = first_cut.why_not_period.substr(0, first_cut.why_not_period.find("; "));
+      ev.lines.push_back(fmt::format("the op sequence does not repeat exactly ({})", why));
+      ev.lines.push_back(fmt::format(
+          "the optimizer update delimits the steps instead: {} updates, {} per step; {} of {} steps between them "
+          "are regular (within ±{:.0f} % of the median op count and [1/{:.0f}, {:.0f}] x the median time; "
+          "{}–{} kernels, {:.3f}–{:.3f} ms GPU span)",
+          opt_blocks_.size(), first_cut.updates_per_step, regular, a.iterations.size(), 100 * kUpdateOpsTolerance,
+          kUpdateTimeTolerance, kUpdateTimeTolerance, lo, hi, tlo / 1e6, thi / 1e6));
+      ev.lines.push_back(tmpl_note_);
+      if (regular < a.iterations.size())
+        ev.warnings.push_back(fmt::format("{} of the {} update-delimited steps are irregular (warm-up, or far from "
+                                          "the median in op count or time) and left out of the template",
+                                          a.iterations.size() - regular, a.iterations.size()));
+      markers_agree = cross_check_markers(a);
     } else {
       ev.lines.push_back(fmt::format("the kernel stream repeats every {} ops ({:.1f} % of ops match one period "
                                      "later); {} of {} steps share one kernel sequence",
@@ -406,6 +686,9 @@ class Detector {
     else
       ev.lines.push_back("no optimizer update recognised in the trace (inference, or an optimizer whose kernels "
                          "gearshift does not name)");
+    // Update-delimited steps do not count micro-steps: the step's opening kernels need not open a micro-batch
+    // (Megatron's open with per-parameter copies), and the update delimits the step with or without accumulation.
+    if (first_cut.variable) ev.micro_steps = 0;
     if (a.method == "optimizer period") {
       ev.micro_steps = std::max<std::size_t>(1, micro_steps(a));
       ev.lines.push_back(fmt::format("gradient accumulation: the step is the optimizer's period; a shorter "
@@ -751,16 +1034,25 @@ class Detector {
     return {static_cast<std::size_t>(lo - dev_ops_.begin()), static_cast<std::size_t>(hi - dev_ops_.begin())};
   }
 
+  // `since_matched`: a position's gap is the stream's idle time since the op matched to the previous position
+  // (steps that differ inside: the idle time around inserted kernels, a D2H sync of the routing, stays in the
+  // step instead of being lost with the kernels the template lacks).
   void accumulate_main(std::vector<Accum>& acc, const std::vector<std::int64_t>& m, std::size_t b,
-                       std::int64_t step_start) const {
+                       std::int64_t step_start, bool since_matched) const {
+    auto idle_before = [&](std::size_t i) {
+      return i > b ? static_cast<double>(std::max<std::int64_t>(0, op(i).start_ns - op(i - 1).end_ns())) : 0.0;
+    };
+    std::size_t prev = b;  // main index of the last matched op
     for (std::size_t j = 0; j < m.size(); ++j) {
       if (m[j] < 0) continue;
       std::size_t i = b + static_cast<std::size_t>(m[j]);
       const auto& r = op(i);
       acc[j].dur.add(static_cast<double>(r.duration_ns));
       acc[j].offset.add(static_cast<double>(r.start_ns - step_start));
-      double g = 0;
-      if (i > b) g = static_cast<double>(std::max<std::int64_t>(0, r.start_ns - op(i - 1).end_ns()));
+      double g = idle_before(i);
+      if (since_matched)
+        for (std::size_t q = prev + 1; q < i; ++q) g += idle_before(q);
+      prev = i;
       acc[j].gap.add(g);
       acc[j].sm[r.sm_clock_mhz]++;
       acc[j].mem[r.mem_clock_mhz]++;
@@ -769,12 +1061,12 @@ class Detector {
 
   template <typename GetIteration>
   void build_template(IterationAnalysis& a, const std::vector<std::uint32_t>& tmpl, const std::vector<Accum>& acc,
-                      std::size_t nseg, GetIteration get) const {
+                      std::size_t ref_k, bool variable, GetIteration get) const {
     IterationTemplate& t = a.tmpl;
     t.main_stream = stream_;
-    // Main-stream positions: the representative record comes from the first regular step.
-    std::size_t first_regular = 0;
-    while (first_regular < nseg && !get(first_regular).regular) ++first_regular;
+    const std::size_t nseg = a.iterations.size();
+    // Main-stream positions: the representative record comes from the reference step (regular).
+    const std::size_t first_regular = ref_k;
     const Iteration& ref = get(first_regular);
     std::size_t ref_main = first_main_at_or_after(ref.start_ns);
     for (std::size_t j = 0; j < tmpl.size(); ++j) {
@@ -828,6 +1120,17 @@ class Detector {
         t.ops.push_back(to);
       }
     }
+    if (variable) {
+      // Steps of unequal length (a CPU-bound expert loop takes 120–280 ms) make a position's mean start offset
+      // depend on which steps matched it: the main stream keeps the template's order, its offsets follow from
+      // the mean durations and gaps as the simulator lays them out.
+      double at = 0;
+      for (std::size_t j = 0; j < tmpl.size(); ++j) {
+        at += t.ops[j].gap_before_ns;
+        t.ops[j].start_offset_ns = at;
+        at += t.ops[j].duration_ns;
+      }
+    }
     std::stable_sort(t.ops.begin(), t.ops.end(),
                      [](const TemplateOp& x, const TemplateOp& y) { return x.start_offset_ns < y.start_offset_ns; });
     t.kernels = static_cast<std::size_t>(
@@ -865,6 +1168,7 @@ class Detector {
   std::vector<std::size_t> main_;     // indices into trace_.ops of the main stream
   std::vector<std::uint32_t> seq_;    // name ids of main_
   mutable std::size_t seq_end_ = 0;
+  mutable std::string tmpl_note_;  // update-delimited steps: how the template step was chosen
   std::map<int, std::size_t> devices_;                        // device -> kernels
   std::vector<std::pair<std::size_t, std::size_t>> opt_blocks_;  // optimizer updates: [first, end) main indices
 };

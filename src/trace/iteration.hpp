@@ -43,7 +43,8 @@ inline constexpr double kMinStepConfidence = 0.7;
 struct StepEvidence {
   std::vector<std::string> lines;     // the evidence used, plain words, one per line
   std::vector<std::string> warnings;  // what was excluded or is doubtful, plain words
-  std::size_t micro_steps = 1;        // micro-batches inside one step (gradient accumulation), 1 without
+  std::size_t micro_steps = 1;        // micro-batches inside one step (gradient accumulation), 1 without;
+                                      // 0: not counted (steps delimited by optimizer updates)
   std::size_t optimizer_updates = 0;  // optimizer updates per step (0: none recognised)
   std::size_t excluded_steps = 0;     // steps left out of the template (impossible timing, outlier span)
   std::size_t devices = 1;            // devices with kernels in the trace (only `device` was analysed)
@@ -82,7 +83,7 @@ struct IterationTemplate {
 };
 
 struct IterationAnalysis {
-  std::string method;              // "kernel-stream period" or "step markers"
+  std::string method;              // "step markers", "kernel-stream period", "optimizer period" or "optimizer updates"
   int device = 0;
   std::size_t period_ops = 0;      // ops per step on the main stream
   std::vector<Iteration> iterations;  // full steps found, in order

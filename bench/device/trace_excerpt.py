@@ -1,0 +1,52 @@
+"""Cut a window of whole steps out of a gearshift trace (for small test fixtures; data/step_traces/README.md).
+
+    python3 trace_excerpt.py FULL.trace.jsonl.gz OUT.trace.jsonl.gz FIRST_UPDATE STEPS
+
+Keeps every name record, the ops and samples starting from 200 ops before optimizer update FIRST_UPDATE
+(0-based, updates found as the detector does: optimizer kernels with at most 6 other ops between) up to 100 ops
+after update FIRST_UPDATE + STEPS, and writes a fresh trailer; `meta.excerpt` records the window.
+"""
+import gzip
+import json
+import re
+import sys
+
+OPTIMIZER = re.compile(r'multi_tensor_apply|adam|optimizer|sgd', re.I)
+
+
+def is_optimizer(name):
+    return bool(OPTIMIZER.search(name)) and 'hadamard' not in name.lower()
+
+
+def main(src, dst, first, steps):
+    lines = gzip.open(src, 'rt').read().splitlines()
+    header = json.loads(lines[0])
+    records = [json.loads(line) for line in lines[1:]]
+    names = {r[1]: r[2] for r in records if r[0] == 'n'}
+    ops = sorted((r for r in records if r[0] in ('k', 'c', 's')), key=lambda r: r[2])
+    blocks, last = [], -100
+    for i, r in enumerate(ops):
+        if not is_optimizer(names[r[1]]):
+            continue
+        if blocks and i - last <= 7:
+            blocks[-1][1] = i + 1
+        else:
+            blocks.append([i, i + 1])
+        last = i
+    lo = ops[max(0, blocks[first][0] - 200)][2]
+    hi = ops[min(len(ops) - 1, blocks[first + steps][1] + 100)][2]
+    keep = [r for r in records if r[0] == 'n' or (r[0] in ('k', 'c', 's', 'p', 'm') and lo <= r[2] < hi)]
+    header['meta']['excerpt'] = (f'{src.split("/")[-1]}: ops from 200 before optimizer update {first + 1} '
+                                 f'(of {len(blocks)}) to 100 after update {first + steps + 1}: {steps} whole steps')
+    count = sum(1 for r in keep if r[0] != 'n')
+    with gzip.open(dst, 'wt', compresslevel=9) as f:
+        f.write(json.dumps(header, separators=(',', ':')) + '\n')
+        for r in keep:
+            f.write(json.dumps(r, separators=(',', ':')) + '\n')
+        trailer = {'complete': True, 'dropped_records': 0, 'note': 'excerpt', 'records': count}
+        f.write(json.dumps(['end', trailer], separators=(',', ':')) + '\n')
+    print(f'{dst}: {sum(1 for r in keep if r[0] in "kcs")} ops, {sum(1 for r in keep if r[0] == "k")} kernels')
+
+
+if __name__ == '__main__':
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
