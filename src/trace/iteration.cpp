@@ -1,4 +1,5 @@
 #include "trace/iteration.hpp"
+#include "trace/graph_units.hpp"
 #include "trace/kernel_names.hpp"
 
 #include <algorithm>
@@ -116,6 +117,8 @@ class Detector {
             "the optimizer update ({} in the trace) does not recur once per step of {} ops: no consistent training "
             "step; the trace needs at least 2 whole optimizer steps",
             opt_blocks_.size(), a.period_ops));
+    } else if (a.evidence.optimizer_updates > 1 && cut.method == "kernel-stream period") {
+      prefer_optimizer_period(cut, a);
     }
     finish_evidence(a, cut);
     return a;
@@ -192,6 +195,63 @@ class Detector {
     c.score = best;
     c.bounds = bounds_for_period(c.p);
     return c;
+  }
+
+  // A period holding several optimizer updates may be several steps: a job whose every k-th step differs by
+  // an op (a loss.item() copy every 10 steps) matches best at k steps. Where the optimizer's own period is
+  // shorter and its steps are regular and hold the same updates each, that shorter period is the step.
+  void prefer_optimizer_period(Cut& cut, IterationAnalysis& a) const {
+    Cut c;
+    IterationAnalysis b;
+    try {
+      c = cut_by_optimizer_period(cut);
+      if (c.p == 0 || c.p >= cut.p) return;
+      b = build(c);
+      // The first steps after a warm-up (a graph's capture, the first replay) may hold the update split
+      // differently: leading steps whose update count is not the others' are warm-up, before the first step.
+      const std::vector<std::size_t> counts = updates_per_step(b);
+      std::map<std::size_t, std::size_t> freq;
+      for (std::size_t k : counts) ++freq[k];
+      std::size_t mode = 0, best = 0;
+      for (auto [k, f] : freq)
+        if (f > best) mode = k, best = f;
+      std::size_t lead = 0;
+      while (lead < counts.size() && lead < 3 && counts[lead] != mode) ++lead;
+      if (lead > 0 && lead + 2 < c.bounds.size()) {
+        c.bounds.erase(c.bounds.begin(), c.bounds.begin() + static_cast<std::ptrdiff_t>(lead));
+        b = build(c);
+      }
+    } catch (const NoIterationError&) {
+      return;
+    }
+    if (!updates_consistent(b) || b.evidence.optimizer_updates >= a.evidence.optimizer_updates ||
+        covered(b) + 0.05 < covered(a))
+      return;
+    b.evidence.lines.push_back(fmt::format(
+        "the best-matching period of {} ops held {} optimizer updates; the optimizer recurs every {} ops and those "
+        "steps are regular (a step that differs every few steps, e.g. by a loss.item() copy)",
+        cut.p, a.evidence.optimizer_updates, c.p));
+    c.method = cut.method;
+    c.sub_period = 0;  // not gradient accumulation
+    b.method = c.method;
+    cut = c;
+    a = std::move(b);
+  }
+
+  // Optimizer updates starting inside each regular step (updates_consistent's count), in step order.
+  std::vector<std::size_t> updates_per_step(const IterationAnalysis& a) const {
+    const auto blocks = optimizer_blocks(std::min<std::size_t>(kOptimizerGap, a.period_ops / 4));
+    std::vector<std::size_t> out;
+    for (const auto& it : a.iterations) {
+      if (!it.regular) continue;
+      std::size_t c = 0;
+      for (const auto& [b, e] : blocks) {
+        const std::int64_t t = op(b).start_ns;
+        c += t >= it.start_ns && t < it.end_ns;
+      }
+      out.push_back(c);
+    }
+    return out;
   }
 
   // Share of the device's ops that lie in regular steps.
@@ -827,6 +887,7 @@ class Detector {
                      [](const TemplateOp& x, const TemplateOp& y) { return x.start_offset_ns < y.start_offset_ns; });
     t.kernels = static_cast<std::size_t>(
         std::count_if(t.ops.begin(), t.ops.end(), [](const TemplateOp& o) { return o.kind == OpKind::kernel; }));
+    number_graph_launches(t);
   }
 
   std::int64_t next_start(const IterationAnalysis& a, std::size_t k) const {
@@ -849,6 +910,8 @@ class Detector {
     to.sm_clock_mhz = mode(s.sm);
     to.mem_clock_mhz = mode(s.mem);
     to.samples = s.dur.n;
+    to.graph_id = r.graph_id;
+    to.graph_launch = r.graph_id != 0 ? r.correlation : -1;  // numbered by number_graph_launches
     return to;
   }
 
