@@ -189,8 +189,11 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
   out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_kernel_global(t, b, &lower_bound_j); }));
   const std::size_t global = 3, first_phase = out.size();
   double lambda_hint = -1;
+  // Inside a CUDA graph launch no change can land: then even L = 0 phases are not single ops.
+  const bool any_op_may_change =
+      std::all_of(t.may_change.begin(), t.may_change.end(), [](std::uint8_t m) { return m != 0; });
   for (double L : latencies) {
-    if (L == 0) {
+    if (L == 0 && any_op_may_change) {
       out.push_back(out[global]);  // with L = 0 phases are single ops: the kernel-global problem (below)
       out.back().schedule.strategy = "phase";
       continue;

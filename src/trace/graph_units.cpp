@@ -61,12 +61,12 @@ void number_graph_launches(IterationTemplate& tmpl) {
   }
 }
 
-std::vector<bool> unit_starts(const IterationTemplate& tmpl) {
-  const std::size_t n = tmpl.ops.size();
+std::vector<bool> unit_starts(const std::vector<std::int64_t>& graph_launch) {
+  const std::size_t n = graph_launch.size();
   std::vector<bool> start(n, true);
   std::map<std::int64_t, std::pair<std::size_t, std::size_t>> span;  // launch -> first, last position
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t g = tmpl.ops[i].graph_launch;
+    const std::int64_t g = graph_launch[i];
     if (g < 0) continue;
     auto [it, fresh] = span.try_emplace(g, i, i);
     it->second.second = i;

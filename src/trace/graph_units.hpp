@@ -26,9 +26,11 @@ std::optional<std::uint32_t> graph_id_of_launch_name(std::string_view name);
 // launch. Returns the number of graph launches found. `t.ops` sorted by start.
 std::size_t infer_graph_launches(Trace& t);
 
-// Template positions that start a launch unit: a position outside graphs, or the first position of a graph
-// launch. A clock change may only land there. Empty template: empty.
-std::vector<bool> unit_starts(const IterationTemplate& tmpl);
+// Positions that start a launch unit, given each position's graph launch (TemplateOp::graph_launch, -1: none):
+// a position outside graphs, or the first position of a graph launch; every position after a launch's first
+// up to its last (other streams' ops too) runs while the graph does. A clock change may only land at a unit
+// start.
+std::vector<bool> unit_starts(const std::vector<std::int64_t>& graph_launch);
 
 // Numbers the template's graph launches. On entry TemplateOp::graph_launch holds the correlation id of the
 // position's representative op (graph ops only, else -1); on return the launch's ordinal in the step (0, 1,

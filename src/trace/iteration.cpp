@@ -155,14 +155,16 @@ class Detector {
     // Ops right at a step boundary (data copies, one-off memsets) are the least stable: when the step's
     // first ops do not repeat, start the signature a little later.
     const std::size_t expected = seq_.size() / p;
-    std::vector<std::size_t> bounds;
+    std::vector<std::size_t> bounds, most;  // most: the signature found most often (warm-up ops lower `expected`)
     for (std::size_t d = 0; d <= std::max<std::size_t>(16, p / 10) && d < p; ++d) {
       bounds = signature_bounds(o + d, p);
       if (bounds.size() + 1 >= expected && bounds.size() >= 2) break;
+      if (bounds.size() > most.size()) most = bounds;
     }
+    if (bounds.size() + 1 < expected && most.size() > bounds.size()) bounds = std::move(most);
     if (bounds.size() < 2)
       throw NoIterationError(fmt::format("found a period of {} ops but no step start that repeats", p));
-    return bounds;
+    return snap_to_launch_units(bounds);
   }
 
   // The period between optimizer updates: the best-matching distance between update ends.
@@ -252,6 +254,17 @@ class Detector {
       out.push_back(c);
     }
     return out;
+  }
+
+  // A step cannot start inside a CUDA graph launch (the runtime sees the launch as one unit): a bound on a
+  // graph op moves back to its launch's first op on the main stream.
+  std::vector<std::size_t> snap_to_launch_units(std::vector<std::size_t> bounds) const {
+    for (auto& b : bounds)
+      while (b > 0 && b < main_.size() && op(b).graph_id != 0 && op(b - 1).graph_id != 0 &&
+             op(b - 1).correlation == op(b).correlation)
+        --b;
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    return bounds;
   }
 
   // Share of the device's ops that lie in regular steps.
