@@ -203,41 +203,55 @@ class Detector {
   // an op (a loss.item() copy every 10 steps) matches best at k steps. Where the optimizer's own period is
   // shorter and its steps are regular and hold the same updates each, that shorter period is the step.
   void prefer_optimizer_period(Cut& cut, IterationAnalysis& a) const {
-    Cut c;
-    IterationAnalysis b;
-    try {
-      c = cut_by_optimizer_period(cut);
-      if (c.p == 0 || c.p >= cut.p) return;
-      b = build(c);
-      // The first steps after a warm-up (a graph's capture, the first replay) may hold the update split
-      // differently: leading steps whose update count is not the others' are warm-up, before the first step.
-      const std::vector<std::size_t> counts = updates_per_step(b);
-      std::map<std::size_t, std::size_t> freq;
-      for (std::size_t k : counts) ++freq[k];
-      std::size_t mode = 0, best = 0;
-      for (auto [k, f] : freq)
-        if (f > best) mode = k, best = f;
-      std::size_t lead = 0;
-      while (lead < counts.size() && lead < 3 && counts[lead] != mode) ++lead;
-      if (lead > 0 && lead + 2 < c.bounds.size()) {
-        c.bounds.erase(c.bounds.begin(), c.bounds.begin() + static_cast<std::ptrdiff_t>(lead));
-        b = build(c);
+    // Candidates: distances between the ends of updates up to 4 apart, shorter than the period, best match first.
+    std::set<std::size_t> dists;
+    for (std::size_t k = 1; k <= 4; ++k)
+      for (std::size_t j = 0; j + k < opt_blocks_.size(); ++j) {
+        const std::size_t d = opt_blocks_[j + k].second - opt_blocks_[j].second;
+        if (d > 0 && d < cut.p) dists.insert(d);
       }
-    } catch (const NoIterationError&) {
+    std::vector<std::pair<double, std::size_t>> cands;
+    for (std::size_t d : dists)
+      if (double m = match(d); m >= 0.5) cands.emplace_back(m, d);
+    std::sort(cands.begin(), cands.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    if (cands.size() > 8) cands.resize(8);
+    for (const auto& [score, P] : cands) {
+      Cut c;
+      c.method = cut.method;
+      c.p = P;
+      c.score = score;
+      IterationAnalysis b;
+      try {
+        c.bounds = bounds_for_period(P);
+        b = build(c);
+        // The first steps after a warm-up (a graph's capture, its first replay) may hold the update split
+        // otherwise: leading steps whose update count is not the others' are warm-up, before the first step.
+        const std::vector<std::size_t> counts = updates_per_step(b);
+        std::map<std::size_t, std::size_t> freq;
+        for (std::size_t k : counts) ++freq[k];
+        std::size_t mode = 0, most = 0;
+        for (auto [k, f] : freq)
+          if (f > most) mode = k, most = f;
+        std::size_t lead = 0;
+        while (lead < counts.size() && lead < 3 && counts[lead] != mode) ++lead;
+        if (lead > 0 && lead + 2 < c.bounds.size()) {
+          c.bounds.erase(c.bounds.begin(), c.bounds.begin() + static_cast<std::ptrdiff_t>(lead));
+          b = build(c);
+        }
+      } catch (const NoIterationError&) {
+        continue;
+      }
+      if (!updates_consistent(b) || b.evidence.optimizer_updates >= a.evidence.optimizer_updates ||
+          covered(b) + 0.05 < covered(a))
+        continue;
+      b.evidence.lines.push_back(fmt::format(
+          "the best-matching period of {} ops held {} optimizer updates; the optimizer recurs every {} ops and "
+          "those steps are regular (a step that differs every few steps, e.g. by a loss.item() copy)",
+          cut.p, a.evidence.optimizer_updates, P));
+      cut = c;
+      a = std::move(b);
       return;
     }
-    if (!updates_consistent(b) || b.evidence.optimizer_updates >= a.evidence.optimizer_updates ||
-        covered(b) + 0.05 < covered(a))
-      return;
-    b.evidence.lines.push_back(fmt::format(
-        "the best-matching period of {} ops held {} optimizer updates; the optimizer recurs every {} ops and those "
-        "steps are regular (a step that differs every few steps, e.g. by a loss.item() copy)",
-        cut.p, a.evidence.optimizer_updates, c.p));
-    c.method = cut.method;
-    c.sub_period = 0;  // not gradient accumulation
-    b.method = c.method;
-    cut = c;
-    a = std::move(b);
   }
 
   // Optimizer updates starting inside each regular step (updates_consistent's count), in step order.
