@@ -336,7 +336,8 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   for (std::size_t i = 0; i < r.workload.ops.size(); ++i) {
     const auto& op = r.workload.ops[i];
     f.positions.push_back({op.name, op.kind, op.stream, model::to_string(op.cls), model::to_string(op.pass),
-                           op.ref_time_ns / 1e3, op.start_offset_ns / 1e3, s.schedule.clocks[i]});
+                           op.ref_time_ns / 1e3, op.start_offset_ns / 1e3, s.schedule.clocks[i], op.graph_id,
+                           op.graph_launch});
   }
   for (const auto& ph : plan::phases_of(s.schedule))
     f.phases.push_back({ph.first, ph.last, r.workload.ops[ph.first].name, ph.clocks});

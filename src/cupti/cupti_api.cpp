@@ -37,6 +37,7 @@ bool fill(CuptiApi& api, std::string* error) {
     *error = api.path + " lacks CUPTI activity/callback functions";
     return false;
   }
+  if (!resolve(api.handle, "cuptiGetGraphExecId", api.get_graph_exec_id)) api.get_graph_exec_id = nullptr;
   if (api.get_version(&api.version) != CUPTI_SUCCESS || api.version < kMinCuptiApiVersion) {
     *error = api.path + ": CUPTI API version " + std::to_string(api.version) + " is older than " +
              std::to_string(kMinCuptiApiVersion) + " (CUDA 12.0); use CUDA 12 or newer";

@@ -40,6 +40,8 @@ struct CuptiApi {
   CUptiResult (*get_result_string)(CUptiResult, const char**) = nullptr;
   CUptiResult (*get_timestamp)(uint64_t*) = nullptr;
   CUptiResult (*get_version)(uint32_t*) = nullptr;
+  // cuptiGetGraphExecId: optional (null when the CUPTI lacks it); names a graph launch's graph in the feed.
+  CUptiResult (*get_graph_exec_id)(CUgraphExec, uint32_t*) = nullptr;
 
   // "CUPTI_ERROR_... (code N)".
   std::string describe(CUptiResult r) const;

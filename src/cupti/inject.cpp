@@ -145,6 +145,15 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
     // Callback ids are per domain: a runtime id may equal a driver launch id.
     const bool fed = (domain == CUPTI_CB_DOMAIN_DRIVER_API && on_driver_api(s->launches, cbid, cb, now, e)) ||
                      on_sync_api(domain, cbid, cb, now, e);
+    if (fed && e.api == LaunchApi::graph && s->api->get_graph_exec_id != nullptr && cb->functionParams != nullptr) {
+      // cuGraphLaunch and its _ptsz variant take (hGraphExec, hStream): one id lookup per graph launch.
+      const auto* p = static_cast<const cuGraphLaunch_params*>(cb->functionParams);
+      std::uint32_t id = 0;
+      if (s->api->get_graph_exec_id(p->hGraph, &id) == CUPTI_SUCCESS) {
+        e.graph_id = id;
+        s->launches.record_graph(e.correlation, id);
+      }
+    }
     if (fed && s->feed) s->feed->on_launch(e);
     if (s->issuer && domain == CUPTI_CB_DOMAIN_DRIVER_API)
       mark_launch(*s, cbid, cb, fed && e.sync_exit_ns < 0 ? &e : nullptr);

@@ -22,6 +22,7 @@ struct LaunchEvent {
   std::int64_t cpu_ns = -1;       // CUPTI timestamp at the launch call / on entering the synchronize, ns
   const char* symbol = nullptr;   // CUPTI's kernel symbol name (mangled; null for graph launches); owned by CUPTI
   std::int64_t sync_exit_ns = -1;  // synchronize: CUPTI timestamp when it returned, ns; -1: a launch
+  std::uint32_t graph_id = 0;     // graph launches: the graph exec's CUPTI id (cuptiGetGraphExecId; 0: unknown)
 };
 
 class LaunchQueue {

@@ -18,9 +18,11 @@ const char* to_string(LaunchApi api) {
 LaunchTable::LaunchTable(std::size_t slots)
     : mask_(std::bit_ceil(slots < 2 ? std::size_t{2} : slots) - 1),
       slots_(std::make_unique<std::atomic<std::uint64_t>[]>(mask_ + 1)),
-      times_(std::make_unique<std::atomic<std::int64_t>[]>(mask_ + 1)) {
+      times_(std::make_unique<std::atomic<std::int64_t>[]>(mask_ + 1)),
+      graphs_(std::make_unique<std::atomic<std::uint64_t>[]>(mask_ + 1)) {
   for (std::size_t i = 0; i <= mask_; ++i) {
     slots_[i].store(0, std::memory_order_relaxed);
+    graphs_[i].store(0, std::memory_order_relaxed);
     times_[i].store(-1, std::memory_order_relaxed);
   }
 }

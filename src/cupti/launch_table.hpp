@@ -54,6 +54,16 @@ class LaunchTable {
     return static_cast<LaunchApi>(w & 0xff);
   }
 
+  // The graph launched by `correlation` (cuGraphLaunch: its graph exec's CUPTI id), recorded after record();
+  // 0 when none, unknown or the slot was reused.
+  void record_graph(std::uint32_t correlation, std::uint32_t graph_id) noexcept {
+    graphs_[correlation & mask_].store((std::uint64_t{correlation} << 32) | graph_id, std::memory_order_relaxed);
+  }
+  std::uint32_t graph_id(std::uint32_t correlation) const noexcept {
+    const std::uint64_t w = graphs_[correlation & mask_].load(std::memory_order_relaxed);
+    return (w >> 32) == correlation ? static_cast<std::uint32_t>(w) : 0;
+  }
+
   std::uint64_t launches(LaunchApi api) const noexcept {
     return counters_[static_cast<std::size_t>(api)].value.load(std::memory_order_relaxed);
   }
@@ -68,6 +78,7 @@ class LaunchTable {
   std::size_t mask_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> slots_;
   std::unique_ptr<std::atomic<std::int64_t>[]> times_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> graphs_;  // (correlation << 32) | graph id
   Counter counters_[kLaunchApiCount];
 };
 

@@ -1,5 +1,7 @@
 #include "cupti/runtime_feed.hpp"
 
+#include "trace/graph_units.hpp"
+
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -92,7 +94,14 @@ void RuntimeFeed::drain(std::string& batch) {
       ++syncs;
       continue;
     }
-    if (e.symbol == nullptr) continue;  // graph launches: their kernels are not launches of the template
+    if (e.api == LaunchApi::graph) {
+      // One L line per graph launch: the launch is one unit of the template; its kernels' C lines carry its
+      // correlation.
+      feed::append_launch_line(batch, e.cpu_ns + offset_ns_, e.correlation, trace::graph_launch_name(e.graph_id));
+      ++launches;
+      continue;
+    }
+    if (e.symbol == nullptr) continue;
     feed::append_launch_line(batch, e.cpu_ns + offset_ns_, e.correlation, name_of(e.symbol));
     ++launches;
   }

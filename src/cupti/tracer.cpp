@@ -68,6 +68,11 @@ void Tracer::add(const GpuActivity& a) {
   r.stream = static_cast<std::int32_t>(a.stream);
   r.correlation = a.correlation;
   if (launches_ != nullptr && a.correlation != 0) r.launch_ns = launches_->launch_time(a.correlation);
+  // A graph's ops carry the id the launch callback saw (the launch feed names the launch by it), else CUPTI's.
+  if (a.graph_id != 0) {
+    const std::uint32_t at_launch = launches_ != nullptr ? launches_->graph_id(a.correlation) : 0;
+    r.graph_id = at_launch != 0 ? at_launch : a.graph_id;
+  }
   r.grid = a.grid;
   r.block = a.block;
   r.registers_per_thread = a.registers_per_thread;

@@ -40,6 +40,8 @@ Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysi
     op.ref_time_ns = t.duration_ns;
     op.start_offset_ns = t.start_offset_ns;
     op.gap_before_ns = t.gap_before_ns;
+    op.graph_id = t.graph_id;
+    op.graph_launch = t.graph_launch;
     if (t.sm_clock_mhz > 0) {
       op.ref = {t.sm_clock_mhz, t.mem_clock_mhz > 0 ? t.mem_clock_mhz : model.spec().default_mem_clock_mhz};
       op.ref_sampled = true;

@@ -25,6 +25,8 @@ struct WorkloadOp {
   bool ref_sampled = false;   // true when the trace sampled the clock
   double start_offset_ns = 0; // mean start relative to the step start, ns
   double gap_before_ns = 0;   // idle time on its stream before it, ns (clock-independent: CPU launch bound)
+  std::uint32_t graph_id = 0;      // CUDA graph it runs in (0: launched on its own)
+  std::int64_t graph_launch = -1;  // the step's graph launch it belongs to (0, 1, ...), -1: none
 };
 
 struct Workload {

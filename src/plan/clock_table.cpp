@@ -1,5 +1,7 @@
 #include "plan/clock_table.hpp"
 
+#include "trace/graph_units.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -31,6 +33,11 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
   auto it = std::find(t.clocks.begin(), t.clocks.end(), def);
   t.default_index = it == t.clocks.end() ? t.clocks.size() - 1 : static_cast<std::size_t>(it - t.clocks.begin());
   t.ops = w.ops.size();
+  {
+    std::vector<std::int64_t> launches;
+    for (const auto& op : w.ops) launches.push_back(op.graph_launch);
+    for (bool b : trace::unit_starts(launches)) t.may_change.push_back(b ? 1 : 0);
+  }
   const std::size_t n = t.ops, nc = t.clocks.size();
   t.time_ns.resize(n * nc);
   t.energy_j.resize(n * nc);

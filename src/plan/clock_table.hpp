@@ -31,6 +31,9 @@ struct ClockTable {
   std::vector<double> start_ns, fastest_start_ns;
   double step_ns = 0, fastest_step_ns = 0;  // step time on those timelines (tail included), ns
   bool single_stream = true;                // every op on one stream: the sums are the simulator's exactly
+  // Per op: 1 where a clock change may land (a launch unit's start, trace/graph_units.hpp), 0 inside a CUDA
+  // graph launch. Empty (a hand-made table): everywhere.
+  std::vector<std::uint8_t> may_change;
 
   double time(std::size_t op, std::size_t c) const { return time_ns[op * clocks.size() + c]; }
   double energy(std::size_t op, std::size_t c) const { return energy_j[op * clocks.size() + c]; }

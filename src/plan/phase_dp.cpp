@@ -76,7 +76,7 @@ struct PhasePlanner::Impl {
       // Row k is final: where a phase may land at k, the cheapest clocks to leave from. (Landing on those very
       // clocks is never cheaper than continuing on them, so that min serves every target clock.)
       const double* __restrict row = &dp[k * nc];
-      if (window_end[k] <= n) best[k] = min_of(row, 0, nc);
+      if (window_end[k] <= n) best[k] = t.may_change.empty() || t.may_change[k] ? min_of(row, 0, nc) : kInf;
       // Row k+1: continue at the same clocks, or the end of the hold of a phase that landed earlier.
       const double* __restrict e = &t.energy_j[k * nc];
       const double* __restrict b = budget + k * nc;

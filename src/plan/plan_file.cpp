@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -225,6 +226,10 @@ json to_json(const PlanFile& p) {
     e["start_offset_us"] = x.start_offset_us;
     e["sm_clock_mhz"] = x.clocks.sm_mhz;
     e["mem_clock_mhz"] = x.clocks.mem_mhz;
+    if (x.graph_launch >= 0) {
+      e["graph"] = x.graph_id;
+      e["graph_launch"] = x.graph_launch;
+    }
     positions.push_back(std::move(e));
   }
   j["positions"] = positions;
@@ -288,6 +293,24 @@ void validate(const PlanFile& p, const std::string& source) {
       fail(where, fmt::format("SM {} MHz, memory {} MHz is not a clock pair of its GPU '{}' ({}): see `gearshift gpus "
                               "--spec {}`",
                               x.clocks.sm_mhz, x.clocks.mem_mhz, p.gpu, clocks_text(spec), spec.name));
+  }
+  // One graph launch is one unit: the GPU runs it without the CPU, so no clock change can land inside it.
+  std::map<std::int64_t, std::size_t> launch_first;  // graph launch -> its first position
+  for (std::size_t i = 0; i < p.positions.size(); ++i) {
+    const auto& x = p.positions[i];
+    if (x.graph_launch < 0) continue;
+    auto [it, fresh] = launch_first.try_emplace(x.graph_launch, i);
+    const auto& first = p.positions[it->second];
+    const std::string where = fmt::format("{}: positions[{}]", source, i);
+    if (first.graph_id != x.graph_id)
+      fail(where, fmt::format("graph launch {} is graph {} at positions[{}] but graph {} here", x.graph_launch,
+                              first.graph_id, it->second, x.graph_id));
+    if (!(first.clocks == x.clocks))
+      fail(where, fmt::format("a clock change inside CUDA graph launch {} (positions[{}] wants SM {} MHz, memory {} "
+                              "MHz; this one SM {} MHz, memory {} MHz): a graph runs without the CPU, so clocks "
+                              "can change only between graph launches",
+                              x.graph_launch, it->second, first.clocks.sm_mhz, first.clocks.mem_mhz, x.clocks.sm_mhz,
+                              x.clocks.mem_mhz));
   }
   const std::size_t n = p.positions.size();
   for (std::size_t k = 0; k < p.phases.size(); ++k) {
@@ -366,6 +389,12 @@ PlanFile plan_file_from_json(const json& j, const std::string& source) {
     x.duration_us = number(e, "duration_us", where, "µs");
     x.start_offset_us = number(e, "start_offset_us", where, "µs");
     x.clocks = clocks_of(e, where);
+    if (auto g = opt_whole(e, "graph_launch", where, "a graph launch ordinal")) {
+      x.graph_launch = *g;
+      auto id = opt_whole(e, "graph", where, "a CUDA graph id");
+      if (!id || *id <= 0 || *id > 0xffffffffLL) fail(where, "'graph_launch' needs 'graph', a CUDA graph id > 0");
+      x.graph_id = static_cast<std::uint32_t>(*id);
+    }
     p.positions.push_back(std::move(x));
   }
   if (const json* ph = find(j, "phases"); ph != nullptr && !ph->is_null()) {

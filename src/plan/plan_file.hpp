@@ -39,6 +39,10 @@ struct PlanFilePosition {
   double duration_us = 0;                    // mean GPU duration at the traced clocks, µs (>= 0)
   double start_offset_us = 0;                // mean GPU start relative to the step's start, µs
   model::ClockPair clocks;                   // "sm_clock_mhz", "mem_clock_mhz": wanted clocks, MHz
+  // "graph", "graph_launch": the CUDA graph it ran in and which graph launch of the step (0, 1, ...); absent for
+  // ops launched on their own. The positions of one launch are one unit for the runtime: same clocks.
+  std::uint32_t graph_id = 0;
+  std::int64_t graph_launch = -1;
 };
 
 // A contiguous run of positions with one clock pair (what phases_of gives for the schedule).

@@ -1,6 +1,10 @@
 #include "runtime/clock_plan.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "gpu/spec.hpp"
+#include "trace/graph_units.hpp"
 
 namespace gearshift::runtime {
 
@@ -26,8 +30,23 @@ ClockPlan clock_plan_from(const plan::PlanFile& f) {
   p.gpu = f.gpu;
   p.period_ns = f.period_us * 1e3;
   p.switch_latency_ns = f.switch_latency_us * 1e3;
-  for (const auto& x : f.positions)
-    p.positions.push_back({x.name, x.duration_us * 1e3, x.start_offset_us * 1e3, x.clocks, x.kind == trace::OpKind::kernel});
+  std::map<std::int64_t, std::size_t> unit_of;  // graph launch -> its position in p
+  for (const auto& x : f.positions) {
+    const double start = x.start_offset_us * 1e3, end = start + x.duration_us * 1e3;
+    if (x.graph_launch >= 0) {
+      auto it = unit_of.find(x.graph_launch);
+      if (it != unit_of.end()) {
+        PlanPosition& u = p.positions[it->second];
+        u.duration_ns = std::max(u.duration_ns, end - u.start_offset_ns);
+        ++u.ops;
+        continue;
+      }
+      unit_of.emplace(x.graph_launch, p.positions.size());
+      p.positions.push_back({trace::graph_launch_name(x.graph_id), x.duration_us * 1e3, start, x.clocks, true});
+      continue;
+    }
+    p.positions.push_back({x.name, x.duration_us * 1e3, start, x.clocks, x.kind == trace::OpKind::kernel});
+  }
   const gpu::GpuSpec s = gpu::find_spec(f.gpu);  // a validated plan's GPU has a spec
   p.default_clocks = {s.default_sm_clock_mhz, s.max_mem_clock_mhz()};
   return p;

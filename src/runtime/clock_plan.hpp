@@ -23,6 +23,9 @@ struct PlanPosition {
   double start_offset_ns = 0;  // mean GPU start relative to the step's start, ns
   model::ClockPair clocks;     // wanted (SM, memory) clocks, MHz
   bool kernel = true;          // plan.json "kind" == "kernel"; false for memcpy/memset ops
+  // A CUDA graph launch is one position (one launch on the CPU): named trace::graph_launch_name(graph id), its
+  // duration the launch's span (first op start to last op end), its clocks the launch's. Ops of the plan in it.
+  std::size_t ops = 1;
 };
 
 struct ClockPlan {
@@ -41,7 +44,8 @@ struct ClockPlan {
   ClockPlan kernels_only() const;
 };
 
-// The runtime's plan from a plan file (validated: plan::read_plan_file / plan_file_from_json / validate).
+// The runtime's plan from a plan file (validated: plan::read_plan_file / plan_file_from_json / validate). The
+// positions of one graph launch become one position, at the launch's first (docs/plan-format.md).
 ClockPlan clock_plan_from(const plan::PlanFile& f);
 // plan::plan_file_from_json, then clock_plan_from. Throws PlanError.
 ClockPlan plan_from_json(const nlohmann::json& j, const std::string& source);

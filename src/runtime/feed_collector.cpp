@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trace/graph_units.hpp"
+
 namespace gearshift::runtime {
 
 void FeedCollector::add(const feed::FeedEvent& e) {
@@ -13,7 +15,15 @@ void FeedCollector::add(const feed::FeedEvent& e) {
       it = ids_.emplace(std::string(e.name), static_cast<std::uint32_t>(names_.size())).first;
       names_.emplace_back(e.name);
     }
-    pending_[e.correlation] = {it->second, e.cpu_ns};
+    const auto graph = trace::graph_id_of_launch_name(e.name);
+    pending_[e.correlation] = {it->second, e.cpu_ns, graph.value_or(0), graph.has_value()};
+    if (graph) {
+      graph_launches_.push_back(e.correlation);
+      if (graph_launches_.size() > kMaxPendingGraphLaunches) {
+        pending_.erase(graph_launches_.front());
+        graph_launches_.pop_front();
+      }
+    }
     return;
   }
   if (e.kind == feed::FeedEvent::Kind::sync) {
@@ -36,9 +46,10 @@ void FeedCollector::add(const feed::FeedEvent& e) {
     r.stream = e.stream;
     r.correlation = e.correlation;
     r.launch_ns = it->second.cpu_ns;
+    r.graph_id = it->second.graph_id;
     ops_.push_back(r);
   }
-  pending_.erase(it);
+  if (!it->second.graph) pending_.erase(it);
 }
 
 trace::Trace FeedCollector::snapshot() const {

@@ -1,9 +1,14 @@
 // The launch feed turned into kernel records, for planning from a job's first steps (`gearshift run --auto`):
 // a launch gives the kernel's name and CPU launch time, its completion the GPU start, end, stream and device.
+// A CUDA graph launch (its L line names it trace::graph_launch_name(id)) completes many kernels, all with its
+// correlation: each is kept, named after the launch and marked with its graph id (the feed does not name a
+// graph's kernels). A graph launch stays pending until kMaxPendingGraphLaunches later graph launches were seen
+// (its kernels complete long before; the bound keeps memory flat); any other launch until its one completion.
 // Not thread-safe: the caller serialises add() and to_trace().
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,14 +42,18 @@ class FeedCollector {
   static void sort_by_start(trace::Trace& t);  // completions arrive in activity-buffer order
 
  private:
+  static constexpr std::size_t kMaxPendingGraphLaunches = 1024;
   struct Launch {
     std::uint32_t name_id;
     std::int64_t cpu_ns;
+    std::uint32_t graph_id;  // 0: a kernel launch
+    bool graph;
   };
   std::size_t max_kernels_;
   StringMap<std::uint32_t> ids_;
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Launch> pending_;  // correlation -> launch not completed yet
+  std::deque<std::int64_t> graph_launches_;           // pending graph launches, oldest first
   std::vector<trace::OpRecord> ops_;
   std::vector<std::int64_t> syncs_;
   std::uint64_t launches_ = 0, unmatched_ = 0;

@@ -6,12 +6,15 @@
 #include <random>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
+#include <unordered_map>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "plan/plan_file.hpp"
+#include "trace/graph_units.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::runtime {
@@ -87,7 +90,14 @@ double plan_match_share(const ClockPlan& plan, const trace::Trace& trace, const 
   auto kind = [](bool kernel) { return kernel ? trace::OpKind::kernel : trace::OpKind::memcpy; };
   std::vector<std::pair<std::string, trace::OpKind>> planned, traced;
   for (const auto& p : plan.positions) planned.emplace_back(p.name, kind(p.kernel));
-  for (const auto& op : an.tmpl.ops) traced.emplace_back(trace.names[op.name_id], kind(op.kind == trace::OpKind::kernel));
+  std::set<std::int64_t> seen;  // a graph launch is one unit, as in the plan (runtime::clock_plan_from)
+  for (const auto& op : an.tmpl.ops) {
+    if (op.graph_launch >= 0) {
+      if (seen.insert(op.graph_launch).second) traced.emplace_back(trace::graph_launch_name(op.graph_id), trace::OpKind::kernel);
+      continue;
+    }
+    traced.emplace_back(trace.names[op.name_id], kind(op.kind == trace::OpKind::kernel));
+  }
   return plan::position_match_share(planned, traced);
 }
 
@@ -115,8 +125,26 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
     name_ids.push_back(pred.id_of(n));
     name_cls.push_back(pred.class_of(n));
   }
+  std::unordered_map<std::int64_t, std::size_t> graph_op;  // correlation -> its launch's ReplayOp
   for (const auto& r : trace.ops) {
     if (r.device != an.device) continue;
+    if (r.graph_id != 0) {
+      // One launch on the CPU: one launch for the predictor, spanning its ops on the GPU.
+      auto [it, fresh] = graph_op.try_emplace(r.correlation, ops.size());
+      if (!fresh) {
+        ops[it->second].end = std::max(ops[it->second].end, static_cast<double>(r.end_ns()));
+        continue;
+      }
+      ReplayOp op;
+      const std::string name = trace::graph_launch_name(r.graph_id);
+      op.id = pred.id_of(name);
+      op.cls = pred.class_of(name);
+      op.start = static_cast<double>(r.start_ns);
+      op.end = static_cast<double>(r.end_ns());
+      op.launch = r.launch_ns >= 0 ? static_cast<double>(r.launch_ns) : op.start - o.cpu_lead_ns;
+      ops.push_back(op);
+      continue;
+    }
     ReplayOp op;
     op.id = name_ids[r.name_id];
     op.cls = name_cls[r.name_id];

@@ -162,6 +162,13 @@ StrategyResult run(Context& c, double eps, double latency_ns, const Planner& pla
   return r;
 }
 
+// A plan that changes clocks inside a CUDA graph launch cannot be applied: never a phase plan.
+bool changes_inside_a_graph(const plan::ClockTable& t, const plan::Schedule& s) {
+  for (std::size_t i = 1; i < t.may_change.size() && i < s.clocks.size(); ++i)
+    if (t.may_change[i] == 0 && !(s.clocks[i] == s.clocks[i - 1])) return true;
+  return false;
+}
+
 // Takes candidate `from`'s plan (and figures `sim`, already at r's latency) into r.
 void adopt(StrategyResult& r, const StrategyResult& from, const SimResult& sim, const SimResult& base) {
   r.schedule.clocks = from.schedule.clocks;
@@ -189,8 +196,11 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
   out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_kernel_global(t, b, &lower_bound_j); }));
   const std::size_t global = 3, first_phase = out.size();
   double lambda_hint = -1;
+  // Inside a CUDA graph launch no change can land: then even L = 0 phases are not single ops.
+  const bool any_op_may_change =
+      std::all_of(t.may_change.begin(), t.may_change.end(), [](std::uint8_t m) { return m != 0; });
   for (double L : latencies) {
-    if (L == 0) {
+    if (L == 0 && any_op_may_change) {
       out.push_back(out[global]);  // with L = 0 phases are single ops: the kernel-global problem (below)
       out.back().schedule.strategy = "phase";
       continue;
@@ -219,7 +229,7 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
   for (std::size_t i : order) {
     StrategyResult& r = out[i];
     for (const StrategyResult* p : all) {
-      if (p == &r || !p->within_budget) continue;
+      if (p == &r || !p->within_budget || changes_inside_a_graph(t, p->schedule)) continue;
       auto sim = at_latency(c.w, c.m, *p, r.switch_latency_ns);
       if (sim && fits(*sim, c.base, eps) && (!r.within_budget || sim->energy_j < r.sim.energy_j))
         adopt(r, *p, *sim, c.base);
@@ -241,7 +251,7 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
     g.schedule.optimality_gap = std::max(0.0, (e - lower_bound_j) / lower_bound_j);
   }
   for (std::size_t i = first_phase; i < out.size(); ++i)
-    if (out[i].switch_latency_ns == 0) {
+    if (out[i].switch_latency_ns == 0 && any_op_may_change) {
       const double ms = out[i].plan_ms;
       out[i] = g;
       out[i].schedule.strategy = "phase";

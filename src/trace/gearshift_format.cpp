@@ -10,6 +10,7 @@
 
 #include "trace/chrome_import.hpp"
 #include "trace/error.hpp"
+#include "trace/graph_units.hpp"
 #include "trace/gz_stream.hpp"
 #include "trace/sanitize.hpp"
 
@@ -38,6 +39,7 @@ char kind_code(OpKind k) {
 struct GearshiftTraceWriter::Impl {
   gzFile file = nullptr;
   std::unordered_map<std::string, std::uint32_t> ids;
+  std::unordered_map<std::int64_t, std::uint32_t> graph_launches;  // correlation -> graph id, "g" written
 };
 
 GearshiftTraceWriter::GearshiftTraceWriter(const std::string& path, const std::string& source,
@@ -80,6 +82,8 @@ void GearshiftTraceWriter::write(const OpRecord& op, const std::string& name) {
   } else {
     id = it->second;
   }
+  if (op.graph_id != 0 && op.correlation >= 0 && impl_->graph_launches.try_emplace(op.correlation, op.graph_id).second)
+    put_line(fmt::format("[\"g\",{},{}]", op.correlation, op.graph_id));
   put_line(fmt::format("[\"{}\",{},{},{},{},{},{},[{},{},{}],[{},{},{}],{},{},{},{},{},{}]", kind_code(op.kind), id,
                        op.start_ns, op.duration_ns, op.device, op.stream, op.correlation, op.grid[0], op.grid[1],
                        op.grid[2], op.block[0], op.block[1], op.block[2], op.registers_per_thread,
@@ -128,6 +132,7 @@ Trace read_gearshift_trace(const std::string& path) {
   std::string line;
   std::size_t lineno = 0;
   std::vector<std::uint32_t> remap;  // file name id -> out.names index
+  std::unordered_map<std::int64_t, std::uint32_t> graph_of;  // "g" records: correlation -> graph id
   std::size_t trailer_line = 0;      // 0: no trailer (yet)
   std::uint64_t trailer_records = 0, dropped = 0;
   std::string note;
@@ -198,6 +203,9 @@ Trace read_gearshift_trace(const std::string& path) {
         out.markers.push_back(
             Marker{j.at(1).get<std::string>(), j.at(2).get<std::int64_t>(), j.at(3).get<std::int64_t>(),
                    j.at(4).get<int>() != 0});
+      } else if (tag == "g") {
+        if (j.size() != 3) bad(fmt::format("graph launch record needs 3 fields, has {}", j.size()));
+        graph_of[j[1].get<std::int64_t>()] = j[2].get<std::uint32_t>();
       } else if (tag == "p") {
         if (j.size() != 6) bad(fmt::format("sample record needs 6 fields, has {}", j.size()));
         out.samples.push_back(DeviceSample{j[1].get<std::int32_t>(), j[2].get<std::int64_t>(),
@@ -257,6 +265,9 @@ Trace read_gearshift_trace(const std::string& path) {
                                               text.replaced_bytes(), text.first_replaced_at() + 1));
   std::stable_sort(out.ops.begin(), out.ops.end(),
                    [](const OpRecord& a, const OpRecord& b) { return a.start_ns < b.start_ns; });
+  for (auto& r : out.ops)
+    if (auto it = graph_of.find(r.correlation); it != graph_of.end()) r.graph_id = it->second;
+  infer_graph_launches(out);  // files without "g" records: the ops sharing a graph launch's correlation
   std::stable_sort(out.markers.begin(), out.markers.end(),
                    [](const Marker& a, const Marker& b) { return a.start_ns < b.start_ns; });
   std::stable_sort(out.samples.begin(), out.samples.end(),

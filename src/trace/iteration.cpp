@@ -1,4 +1,5 @@
 #include "trace/iteration.hpp"
+#include "trace/graph_units.hpp"
 #include "trace/kernel_names.hpp"
 
 #include <algorithm>
@@ -180,6 +181,8 @@ class Detector {
             "the optimizer update ({} in the trace) does not recur once per step of {} ops: no consistent training "
             "step; the trace needs at least 2 whole optimizer steps",
             opt_blocks_.size(), a.period_ops));
+    } else if (a.evidence.optimizer_updates > 1 && cut.method == "kernel-stream period") {
+      prefer_optimizer_period(cut, a);
     }
     finish_evidence(a, cut);
     return a;
@@ -358,14 +361,16 @@ class Detector {
     // Ops right at a step boundary (data copies, one-off memsets) are the least stable: when the step's
     // first ops do not repeat, start the signature a little later.
     const std::size_t expected = seq_.size() / p;
-    std::vector<std::size_t> bounds;
+    std::vector<std::size_t> bounds, most;  // most: the signature found most often (warm-up ops lower `expected`)
     for (std::size_t d = 0; d <= std::max<std::size_t>(16, p / 10) && d < p; ++d) {
       bounds = signature_bounds(o + d, p);
       if (bounds.size() + 1 >= expected && bounds.size() >= 2) break;
+      if (bounds.size() > most.size()) most = bounds;
     }
+    if (bounds.size() + 1 < expected && most.size() > bounds.size()) bounds = std::move(most);
     if (bounds.size() < 2)
       throw NoIterationError(fmt::format("found a period of {} ops but no step start that repeats", p));
-    return bounds;
+    return snap_to_launch_units(bounds);
   }
 
   // The period between optimizer updates: the best-matching distance between update ends.
@@ -398,6 +403,88 @@ class Detector {
     c.score = best;
     c.bounds = bounds_for_period(c.p);
     return c;
+  }
+
+  // A period holding several optimizer updates may be several steps: a job whose every k-th step differs by
+  // an op (a loss.item() copy every 10 steps) matches best at k steps. Where the optimizer's own period is
+  // shorter and its steps are regular and hold the same updates each, that shorter period is the step.
+  void prefer_optimizer_period(Cut& cut, IterationAnalysis& a) const {
+    // Candidates: distances between the ends of updates up to 4 apart, shorter than the period, best match first.
+    std::set<std::size_t> dists;
+    for (std::size_t k = 1; k <= 4; ++k)
+      for (std::size_t j = 0; j + k < opt_blocks_.size(); ++j) {
+        const std::size_t d = opt_blocks_[j + k].second - opt_blocks_[j].second;
+        if (d > 0 && d < cut.p) dists.insert(d);
+      }
+    std::vector<std::pair<double, std::size_t>> cands;
+    for (std::size_t d : dists)
+      if (double m = match(d); m >= 0.5) cands.emplace_back(m, d);
+    std::sort(cands.begin(), cands.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    if (cands.size() > 8) cands.resize(8);
+    for (const auto& [score, P] : cands) {
+      Cut c;
+      c.method = cut.method;
+      c.p = P;
+      c.score = score;
+      IterationAnalysis b;
+      try {
+        c.bounds = bounds_for_period(P);
+        b = build(c);
+        // The first steps after a warm-up (a graph's capture, its first replay) may hold the update split
+        // otherwise: leading steps whose update count is not the others' are warm-up, before the first step.
+        const std::vector<std::size_t> counts = updates_per_step(b);
+        std::map<std::size_t, std::size_t> freq;
+        for (std::size_t k : counts) ++freq[k];
+        std::size_t mode = 0, most = 0;
+        for (auto [k, f] : freq)
+          if (f > most) mode = k, most = f;
+        std::size_t lead = 0;
+        while (lead < counts.size() && lead < 3 && counts[lead] != mode) ++lead;
+        if (lead > 0 && lead + 2 < c.bounds.size()) {
+          c.bounds.erase(c.bounds.begin(), c.bounds.begin() + static_cast<std::ptrdiff_t>(lead));
+          b = build(c);
+        }
+      } catch (const NoIterationError&) {
+        continue;
+      }
+      if (!updates_consistent(b) || b.evidence.optimizer_updates >= a.evidence.optimizer_updates ||
+          covered(b) + 0.05 < covered(a))
+        continue;
+      b.evidence.lines.push_back(fmt::format(
+          "the best-matching period of {} ops held {} optimizer updates; the optimizer recurs every {} ops and "
+          "those steps are regular (a step that differs every few steps, e.g. by a loss.item() copy)",
+          cut.p, a.evidence.optimizer_updates, P));
+      cut = c;
+      a = std::move(b);
+      return;
+    }
+  }
+
+  // Optimizer updates starting inside each regular step (updates_consistent's count), in step order.
+  std::vector<std::size_t> updates_per_step(const IterationAnalysis& a) const {
+    const auto blocks = optimizer_blocks(std::min<std::size_t>(kOptimizerGap, a.period_ops / 4));
+    std::vector<std::size_t> out;
+    for (const auto& it : a.iterations) {
+      if (!it.regular) continue;
+      std::size_t c = 0;
+      for (const auto& [b, e] : blocks) {
+        const std::int64_t t = op(b).start_ns;
+        c += t >= it.start_ns && t < it.end_ns;
+      }
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  // A step cannot start inside a CUDA graph launch (the runtime sees the launch as one unit): a bound on a
+  // graph op moves back to its launch's first op on the main stream.
+  std::vector<std::size_t> snap_to_launch_units(std::vector<std::size_t> bounds) const {
+    for (auto& b : bounds)
+      while (b > 0 && b < main_.size() && op(b).graph_id != 0 && op(b - 1).graph_id != 0 &&
+             op(b - 1).correlation == op(b).correlation)
+        --b;
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    return bounds;
   }
 
   // Share of the device's ops that lie in regular steps.
@@ -1135,6 +1222,7 @@ class Detector {
                      [](const TemplateOp& x, const TemplateOp& y) { return x.start_offset_ns < y.start_offset_ns; });
     t.kernels = static_cast<std::size_t>(
         std::count_if(t.ops.begin(), t.ops.end(), [](const TemplateOp& o) { return o.kind == OpKind::kernel; }));
+    number_graph_launches(t);
   }
 
   std::int64_t next_start(const IterationAnalysis& a, std::size_t k) const {
@@ -1157,6 +1245,8 @@ class Detector {
     to.sm_clock_mhz = mode(s.sm);
     to.mem_clock_mhz = mode(s.mem);
     to.samples = s.dur.n;
+    to.graph_id = r.graph_id;
+    to.graph_launch = r.graph_id != 0 ? r.correlation : -1;  // numbered by number_graph_launches
     return to;
   }
 

@@ -73,6 +73,8 @@ struct TemplateOp {
   std::int32_t sm_clock_mhz = 0;   // sampled SM clock while traced (0: not sampled)
   std::int32_t mem_clock_mhz = 0;  // sampled memory clock while traced (0: not sampled)
   std::uint32_t samples = 0;       // steps that contributed
+  std::uint32_t graph_id = 0;      // CUDA graph it ran in (0: launched on its own; trace/graph_units.hpp)
+  std::int64_t graph_launch = -1;  // which graph launch of the step it belongs to (0, 1, ...), -1: none
 };
 
 struct IterationTemplate {

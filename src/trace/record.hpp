@@ -30,6 +30,9 @@ struct OpRecord {
   std::int64_t bytes = 0;          // memcpy / memset size, bytes
   std::int32_t sm_clock_mhz = 0;   // SM clock sampled while it ran, MHz (0 when not sampled)
   std::int32_t mem_clock_mhz = 0;  // memory clock sampled while it ran, MHz (0 when not sampled)
+  // CUDA graph it ran in, 0 when launched on its own. The ops of one graph launch share `correlation` (the
+  // graph launch call's); trace/graph_units.hpp groups them into one launch unit.
+  std::uint32_t graph_id = 0;
   bool suspect = false;            // its timing is impossible (trace::sanitize_trace): its step is excluded
 
   std::int64_t end_ns() const { return start_ns + duration_ns; }

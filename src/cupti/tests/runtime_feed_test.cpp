@@ -46,20 +46,21 @@ TEST(RuntimeFeed, WritesLaunchesAndCompletionsInMonotonicTime) {
   {
     RuntimeFeed feed(p[1], &cupti_clock, 200);
     feed.on_launch(LaunchEvent{1, LaunchApi::kernel, t0, kGelu});
-    feed.on_launch(LaunchEvent{2, LaunchApi::graph, t0 + 10, nullptr});  // graph launch: not a template launch
+    // A graph launch is one launch of the template, named after its graph.
+    feed.on_launch(LaunchEvent{2, LaunchApi::graph, t0 + 10, nullptr, -1, 5});
     feed.on_launch(LaunchEvent{3, LaunchApi::kernel_ex, t0 + 20, "ampere_sgemm_128x64_nn"});
     feed.on_launch(LaunchEvent{4, LaunchApi::unknown, t0 + 30, nullptr, t0 + 5000});  // a synchronize
     feed.on_kernel_complete(1, t0 + 1000, t0 + 3000, 7, 0);
     feed.stop();
     FeedStats st = feed.stats();
-    EXPECT_EQ(st.launches, 2u);
+    EXPECT_EQ(st.launches, 3u);
     EXPECT_EQ(st.syncs, 1u);
     EXPECT_EQ(st.completions, 1u);
     EXPECT_FALSE(st.broken);
   }
   std::vector<std::string> lines = read_lines(p[0]);
   close(p[0]);
-  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines.size(), 5u);
   // Launch lines come before the completion of the same kernel, times shifted by the clocks' offset; the
   // synchronize keeps its place among the launches.
   std::int64_t cpu = 0, corr = 0;
@@ -68,6 +69,9 @@ TEST(RuntimeFeed, WritesLaunchesAndCompletionsInMonotonicTime) {
   EXPECT_EQ(corr, 1);
   EXPECT_STREQ(name, "gelu(float*)");
   EXPECT_NEAR(static_cast<double>(cpu - t0), static_cast<double>(kSkew), 1000.0);
+  EXPECT_TRUE(lines[1].starts_with("L ")) << lines[1];
+  EXPECT_TRUE(lines[1].ends_with(" 2 cudaGraphLaunch graph=5")) << lines[1];
+  lines.erase(lines.begin() + 1);
   EXPECT_TRUE(lines[1].starts_with("L ")) << lines[1];
   EXPECT_TRUE(lines[1].ends_with(" 3 ampere_sgemm_128x64_nn")) << lines[1];
   std::int64_t sc = 0, enter = 0, exit = 0;

@@ -37,6 +37,40 @@ TEST(ClockPlan, KernelsOnlyDropsCopiesAndKeepsOffsets) {
   EXPECT_DOUBLE_EQ(k.period_ns, 100e3);
 }
 
+TEST(ClockPlan, AGraphLaunchIsOnePosition) {
+  nlohmann::json j = plan_json();
+  // gemm and the memset ran in one launch of graph 9: one position for the runtime, spanning both.
+  for (int i : {0, 1}) {
+    j["positions"][i]["graph"] = 9;
+    j["positions"][i]["graph_launch"] = 0;
+    j["positions"][i]["sm_clock_mhz"] = 1980;
+  }
+  ClockPlan p = plan_from_json(j, "test");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p.positions[0].name, "cudaGraphLaunch graph=9");
+  EXPECT_TRUE(p.positions[0].kernel);
+  EXPECT_EQ(p.positions[0].ops, 2u);
+  EXPECT_DOUBLE_EQ(p.positions[0].duration_ns, 42e3);  // 0 .. 41 + 1 µs
+  EXPECT_EQ(p.positions[1].name, "softmax");
+  EXPECT_EQ(p.kernels_only().size(), 2u);
+}
+
+TEST(ClockPlan, AClockChangeInsideAGraphLaunchIsRefused) {
+  nlohmann::json j = plan_json();
+  for (int i : {0, 1}) {
+    j["positions"][i]["graph"] = 9;
+    j["positions"][i]["graph_launch"] = 0;
+  }
+  try {
+    plan_from_json(j, "p.json");
+    FAIL() << "accepted";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: positions[1]: a clock change inside CUDA graph launch 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ClockPlan, BadKindIsAClearError) {
   nlohmann::json j = plan_json();
   j["positions"][1]["kind"] = 3;

@@ -46,6 +46,41 @@ TEST(FeedCollector, BuildsSortedKernelRecordsFromLaunchesAndCompletions) {
   EXPECT_EQ(it.tmpl.kernels, 3u);
 }
 
+TEST(FeedCollector, KeepsEveryCompletionOfAGraphLaunch) {
+  // One L line per graph launch, one C line per kernel it ran, all with the launch's correlation (before: only
+  // the first completion was kept, the launch then erased and the others dropped as unmatched).
+  FeedCollector c(1000);
+  std::int64_t corr = 10;
+  for (int step = 0; step < 4; ++step) {
+    const std::int64_t t0 = step * 1'000'000;
+    const std::int64_t g = corr++, adam = corr++;
+    c.add(*parse_feed_line("L " + std::to_string(t0) + " " + std::to_string(g) + " cudaGraphLaunch graph=3"));
+    c.add(*parse_feed_line("L " + std::to_string(t0 + 5) + " " + std::to_string(adam) + " multi_tensor_apply_kernel<FusedAdamMathFunctor>"));
+    for (int k = 0; k < 5; ++k) {
+      const std::int64_t s = t0 + k * 100'000;
+      c.add(*parse_feed_line("C " + std::to_string(g) + " " + std::to_string(s) + " " + std::to_string(s + 90'000) + " 7 0"));
+    }
+    c.add(*parse_feed_line("C " + std::to_string(adam) + " " + std::to_string(t0 + 600'000) + " " + std::to_string(t0 + 700'000) + " 7 0"));
+  }
+  EXPECT_EQ(c.launches(), 8u);
+  EXPECT_EQ(c.kernels(), 24u);
+  EXPECT_EQ(c.unmatched(), 0u);
+  trace::Trace t = c.to_trace();
+  std::size_t in_graph = 0;
+  for (const auto& r : t.ops) {
+    if (t.name_of(r) != "cudaGraphLaunch graph=3") continue;
+    ++in_graph;
+    EXPECT_EQ(r.graph_id, 3u);
+  }
+  EXPECT_EQ(in_graph, 20u);
+  // The template holds the graph's five kernels as one launch unit.
+  auto it = trace::detect_iterations(t);
+  EXPECT_EQ(it.tmpl.kernels, 6u);
+  std::size_t unit0 = 0;
+  for (const auto& op : it.tmpl.ops) unit0 += op.graph_launch == 0;
+  EXPECT_EQ(unit0, 5u);
+}
+
 TEST(FeedCollector, KeepsAtMostMaxKernels) {
   FeedCollector c(2);
   for (int i = 0; i < 5; ++i) {
