@@ -29,7 +29,7 @@ struct PredictorOptions {
   int insert_cost = 2;          // cost of a launch that matches no template position near
   int skip_cost = 1;            // cost per template position skipped (a missing kernel)
   int substitute_cost = 1;      // a kernel of the next position's class under another name
-  int beam = 4;                 // keep hypotheses within this cost of the best
+  int beam = 16;                // keep hypotheses within this cost of the best (16: an expert block skipped)
   std::size_t max_hypotheses = 32;
   int lost_after = 12;          // unmatched launches in a row before the lock is dropped
   std::size_t min_context = 3;  // launches that must agree before (re)locking

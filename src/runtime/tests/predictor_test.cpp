@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace gearshift::runtime {
 namespace {
 
@@ -55,6 +58,35 @@ TEST(Predictor, AbsorbsMissingInsertedAndSwappedKernels) {
   EXPECT_EQ(p.observe("loss").position, 9);
   EXPECT_EQ(p.observe("adam").position, 11);
   EXPECT_EQ(p.observe("embed").position, 12);
+  EXPECT_EQ(p.losses(), 0u);
+}
+
+TEST(Predictor, FollowsAStepThatSkipsAnExpertsKernels) {
+  // A mixture of experts launches only the experts that got tokens: a step may lack an expert's block of
+  // kernels. With a beam of 4 a gap of 6 or more positions lost the lock (measured on an H200 MoE trace: 46 %
+  // predicted, 1,017 relocks in 39 steps; 95 % with the wider beam).
+  std::vector<std::string> t = {"router", "topk"};
+  for (int e = 0; e < 4; ++e)
+    for (const char* k : {"gather", "gemm_up", "act", "gemm_down", "scale", "scatter", "index_add", "copy"}) {
+      std::string name(1, static_cast<char>('0' + e));  // built in steps: GCC 12 warns wrongly on a + chain
+      name += '_';
+      name += k;
+      t.push_back(name);
+    }
+  t.push_back("adam");
+  PositionPredictor p(t);
+  for (const auto& n : t) p.observe(n);
+  // Next step: expert 1 got no tokens (8 kernels missing).
+  // The experts' kernels differ only in name, not class, so which expert a kernel stands for is ambiguous
+  // inside the block; the lock must hold and the step's end and the next step come out right.
+  const auto n = static_cast<std::int64_t>(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (i >= 2 + 8 && i < 2 + 16) continue;
+    EXPECT_EQ(p.observe(t[i]).state, PredictorState::locked) << t[i];
+  }
+  EXPECT_EQ(p.next_position(), 2 * n);  // "adam" was placed at the step's end
+  EXPECT_EQ(p.observe("router").position, 2 * n);
+  EXPECT_EQ(p.observe("topk").position, 2 * n + 1);
   EXPECT_EQ(p.losses(), 0u);
 }
 
