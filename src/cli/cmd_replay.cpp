@@ -20,8 +20,9 @@ void add_replay_command(CLI::App& app) {
     SwitchingArgs switching;
     double cpu_lead_ms = 2, activity_delay_ms = 1, activity_period_ms = 0, activity_window_ms = 0;
     double marker_period_us = kMarkerPeriodUs;
+    double feed_period_us = 500;
     std::uint64_t seed = 1;
-    bool json = false;
+    bool json = false, assume_sync_each_step = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("replay", "Replay a trace's launch stream through the online runtime (virtual time, no GPU)");
@@ -36,15 +37,22 @@ void add_replay_command(CLI::App& app) {
                   "each period, ms (0: all)");
   cmd->add_option("--activity-window-ms", o->activity_window_ms, "Sampled activity: window per period, ms");
   cmd->add_option("--gpu-progress", o->progress,
-                  "activity (default: every kernel's completion anchors), sync (one synchronize at the end of "
-                  "each step anchors) or markers (that, and a stream marker every --marker-period-us, as "
-                  "`gearshift run`'s default)")
+                  "activity (default: every kernel's completion anchors), sync (the job's synchronizes anchor: "
+                  "the trace's own when it recorded them, else one assumed at the end of each step) or markers "
+                  "(that, and a stream marker every --marker-period-us, as `gearshift run`'s default)")
       ->check(CLI::IsMember({"markers", "sync", "activity"}))
       ->type_name("markers|sync|activity");
   cmd->add_option("--marker-period-us", o->marker_period_us,
                   fmt::format("With --gpu-progress markers: one marker at most every this long, µs (default {})",
                               kMarkerPeriodUs))
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--assume-sync-each-step", o->assume_sync_each_step,
+               "With --gpu-progress sync|markers: one synchronize at the end of every step, even when the trace "
+               "recorded the job's own");
+  cmd->add_option("--feed-period-us", o->feed_period_us,
+                  "The launch feed's batching period: events reach the runtime at its next tick, µs (default 500, "
+                  "as `gearshift run`; 0: at once)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "Perturbation seed");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Append every intended change to this JSONL file");
   cmd->add_flag("--json", o->json, "Print one JSON object");
@@ -64,7 +72,9 @@ void add_replay_command(CLI::App& app) {
     ro.activity_period_ns = o->activity_period_ms * 1e6;
     ro.activity_window_ns = o->activity_window_ms * 1e6;
     ro.perturb.seed = o->seed;
-    ro.sync_each_step = o->progress == "sync" || o->progress == "markers";
+    ro.sync_progress = o->progress == "sync" || o->progress == "markers";
+    ro.assume_sync_each_step = o->assume_sync_each_step;
+    ro.feed_period_ns = o->feed_period_us * 1e3;
     if (o->progress == "markers") ro.marker_period_ns = o->marker_period_us * 1e3;
     ro.cpu_lead_ns = o->cpu_lead_ms * 1e6;
     ro.activity_delay_ns = o->activity_delay_ms * 1e6;
@@ -90,6 +100,19 @@ void add_replay_command(CLI::App& app) {
     } catch (const runtime::PlanMismatchError& e) {
       throw Exit(kBadInput, fmt::format("{}: {}", o->plan, e.what()));
     }
+    // Which synchronizes anchored, in words: the figures mean little without it.
+    std::string progress = "every kernel's completion (activity)";
+    if (r.sync_source == runtime::SyncSource::trace)
+      progress = fmt::format("the trace's {} synchronizes{}", r.syncs_used,
+                             r.syncs_ignored ? fmt::format(" ({} event or other-device ones left out)", r.syncs_ignored) : "");
+    else if (r.sync_source == runtime::SyncSource::assumed_each_step)
+      progress = o->assume_sync_each_step
+                     ? fmt::format("one synchronize assumed at the end of every step ({}; --assume-sync-each-step)", r.syncs_used)
+                     : fmt::format("one synchronize assumed at the end of every step ({}): the trace does not record "
+                                   "the job's synchronizes ({})",
+                                   r.syncs_used, t.format);
+    if (r.sync_source != runtime::SyncSource::none && ro.marker_period_ns > 0)
+      progress += fmt::format(" and {} stream markers", r.markers);
     if (o->json) {
       nlohmann::json j = {{"prediction_accuracy", r.prediction_accuracy},
                           {"strict_position_accuracy", r.strict_position_accuracy},
@@ -106,6 +129,13 @@ void add_replay_command(CLI::App& app) {
                           {"relocks", r.relocks},
                           {"lock_losses", r.losses},
                           {"switch_latency_ms", o->switching.latency_ms},
+                          {"gpu_progress", {{"mode", o->progress},
+                                            {"syncs", runtime::to_string(r.sync_source)},
+                                            {"syncs_used", r.syncs_used},
+                                            {"syncs_ignored", r.syncs_ignored},
+                                            {"markers", r.markers},
+                                            {"feed_period_us", o->feed_period_us},
+                                            {"said", "GPU progress from " + progress}}},
                           {"modelled", "virtual time from the trace"}};
       fmt::print("{}\n", j.dump());
       return;
@@ -118,6 +148,7 @@ void add_replay_command(CLI::App& app) {
     fmt::print("  in-time fraction of kernel time           {:.4f} %\n", 100 * r.in_time_fraction);
     fmt::print("  changes {} (dropped {}, merged {}, late {}), relocks {}, lock losses {}\n", r.changes,
                r.dropped_changes, r.merged_changes, r.late_changes, r.relocks, r.losses);
+    fmt::print("  GPU progress from {}\n", progress);
   });
 }
 

@@ -41,6 +41,14 @@ constexpr bool is_sync_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) n
   return false;
 }
 
+// Whether a synchronize callback (is_sync_api) waits for a whole device (context) or for one stream.
+constexpr bool is_stream_sync(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) noexcept {
+  return domain == CUPTI_CB_DOMAIN_RUNTIME_API
+             ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 ||
+                   cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000
+             : cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz;
+}
+
 constexpr LaunchApi launch_api_of(CUpti_CallbackId cbid) noexcept {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:

@@ -93,6 +93,18 @@ void write_chrome_trace(const trace::Trace& t, const std::string& path) {
     event(fmt::format(R"({{"ph":"C","name":"GPU {} clocks and power","pid":{},"ts":{},"args":{}}})", s.device,
                       s.device, micros(s.time_ns), args.dump()));
   }
+  // The job's synchronizes as torch.profiler writes them (CUDA runtime events), which the importer reads back;
+  // only when the trace holds them all (an importer takes CUDA runtime events as "every synchronize is here").
+  if (t.syncs_recorded)
+    for (const auto& y : t.syncs) {
+      const char* name = y.scope == trace::SyncRecord::Scope::device   ? "cudaDeviceSynchronize"
+                         : y.scope == trace::SyncRecord::Scope::stream ? "cudaStreamSynchronize"
+                                                                       : "cudaEventSynchronize";
+      json args = {{"correlation", y.correlation}};
+      if (y.stream >= 0) args["stream"] = y.stream;
+      event(fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"{}","pid":"CPU ranges","tid":1,"ts":{},"dur":{},"args":{}}})",
+                        name, micros(y.enter_ns), micros(y.duration_ns), args.dump()));
+    }
   out.put("\n]}\n");
   out.close();
 }

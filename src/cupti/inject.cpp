@@ -155,6 +155,14 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
       }
     }
     if (fed && s->feed) s->feed->on_launch(e);
+    if (fed && e.sync_exit_ns >= 0 && s->tracer) {  // the trace records the job's synchronizes too
+      trace::SyncRecord y;
+      y.scope = is_stream_sync(domain, cbid) ? trace::SyncRecord::Scope::stream : trace::SyncRecord::Scope::device;
+      y.correlation = e.correlation;
+      y.enter_ns = e.cpu_ns;
+      y.duration_ns = std::max<std::int64_t>(0, e.sync_exit_ns - e.cpu_ns);
+      s->tracer->add(y);
+    }
     if (s->issuer && domain == CUPTI_CB_DOMAIN_DRIVER_API)
       mark_launch(*s, cbid, cb, fed && e.sync_exit_ns < 0 ? &e : nullptr);
     if (s->issuer && domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
@@ -224,7 +232,7 @@ void finish_trace_file(State& s, const std::string& reason, bool complete) {
     std::ostringstream o;
     o << "wrote " << s.output << ": " << st.kernels << " kernels (" << st.graph_kernels << " in CUDA graphs), "
       << st.memcpys << " memcpys, " << st.memsets << " memsets, " << st.ranges << " NVTX ranges ("
-      << st.step_ranges << " steps), " << st.samples << " clock samples; " << reason;
+      << st.step_ranges << " steps), " << st.samples << " clock samples, " << st.syncs << " synchronizes; " << reason;
     if (st.dropped_cupti + st.dropped_buffers > 0)
       o << "; INCOMPLETE: " << st.dropped_cupti << " records dropped, " << st.dropped_buffers
         << " buffer requests refused";
@@ -273,7 +281,7 @@ void stop_tracing(State& s, const std::string& reason, bool complete, bool every
     const bool turn_off = !s.cupti_off && (everything || !s.feed);
     if (turn_off) {
       for (CUpti_CallbackId cbid : kLaunchCallbacks) api.enable_callback(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-      if (s.feed) set_sync_callbacks(s, false);
+      if (s.feed || s.tracer) set_sync_callbacks(s, false);
       for (CUpti_ActivityKind k : kRequiredKinds) api.activity_disable(k);
       if (s.marker_enabled) api.activity_disable(CUPTI_ACTIVITY_KIND_MARKER);
     }
@@ -505,13 +513,18 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
       return fail("CUPTI refused a launch callback",
                   "cannot enable launch callback " + std::to_string(cbid) + ": " + api.describe(r));
   }
-  // The feed also reports synchronizations (the runtime's GPU progress without kernel activity). Best effort:
-  // a CUPTI older than the headers may not know a callback id (cuCtxSynchronize_v2 is CUDA 13's).
-  if (s->feed)
-    if (int refused = set_sync_callbacks(*s, true); refused > 0)
+  // The feed also reports synchronizations (the runtime's GPU progress without kernel activity), and the trace
+  // records them (replay anchors on them). Best effort: a CUPTI older than the headers may not know a callback
+  // id (cuCtxSynchronize_v2 is CUDA 13's); the trace then does not claim to hold every synchronize.
+  if (s->feed || s->tracer) {
+    const int refused = set_sync_callbacks(*s, true);
+    if (s->tracer) s->tracer->set_syncs_recorded(refused == 0);
+    if (refused > 0)
       say("note", "CUPTI refused " + std::to_string(refused) + " of " +
                       std::to_string(kSyncDriverCallbacks.size() + kSyncRuntimeCallbacks.size()) +
-                      " synchronize callbacks; those synchronizes are not reported to the runtime");
+                      " synchronize callbacks; those synchronizes are not " +
+                      (s->feed ? "reported to the runtime" : "in the trace"));
+  }
   // Markers stop before any context goes (its page registration may go with it); without that warning, none.
   if (s->issuer && api.enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                        CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) != CUPTI_SUCCESS) {

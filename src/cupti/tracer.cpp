@@ -155,6 +155,16 @@ void Tracer::add(const trace::DeviceSample& s) {
   if (!writer_.ok() && !stop_) stop_ = "cannot write the trace: " + writer_.error();
 }
 
+void Tracer::add(const trace::SyncRecord& y) {
+  if (finished()) return;
+  std::lock_guard lock(sync_mu_);
+  if (syncs_.size() >= kMaxRanges) {
+    sync_dropped_ = true;
+    return;
+  }
+  syncs_.push_back(y);
+}
+
 void Tracer::add_dropped(std::uint64_t cupti_records, std::uint64_t refused_buffers) {
   std::lock_guard lock(mu_);
   stats_.dropped_cupti += cupti_records;
@@ -176,6 +186,16 @@ void Tracer::finish(bool complete, const std::string& note) {
   std::stable_sort(ranges_.begin(), ranges_.end(),
                    [](const trace::Marker& a, const trace::Marker& b) { return a.start_ns < b.start_ns; });
   for (const auto& m : ranges_) writer_.write(m);
+  bool sync_cut = false;
+  {
+    std::lock_guard sync_lock(sync_mu_);
+    std::stable_sort(syncs_.begin(), syncs_.end(),
+                     [](const trace::SyncRecord& a, const trace::SyncRecord& b) { return a.enter_ns < b.enter_ns; });
+    for (const auto& y : syncs_) writer_.write(y);
+    stats_.syncs = syncs_.size();
+    sync_cut = sync_dropped_;
+    writer_.set_syncs_recorded(syncs_all_.load(std::memory_order_relaxed) && !sync_cut);
+  }
   std::string notes = note;
   auto join = [&](const std::string& s) { notes += (notes.empty() ? "" : "; ") + s; };
   std::uint64_t dropped = stats_.dropped_cupti + stats_.dropped_ranges;
@@ -183,6 +203,7 @@ void Tracer::finish(bool complete, const std::string& note) {
   if (stats_.dropped_buffers > 0)
     join(std::to_string(stats_.dropped_buffers) + " activity buffer requests refused at the cap");
   if (stats_.dropped_ranges > 0) join(std::to_string(stats_.dropped_ranges) + " NVTX ranges dropped at the cap");
+  if (sync_cut) join("synchronizes beyond " + std::to_string(kMaxRanges) + " not written");
   if (unclosed > 0) join(std::to_string(unclosed) + " NVTX ranges still open at the end (not written)");
   bool whole = complete && stats_.dropped_cupti == 0 && stats_.dropped_buffers == 0;
   writer_.close(whole, dropped, notes);

@@ -8,7 +8,9 @@
 // - NVTX: start/end records are paired into ranges; step ranges ("gearshift.step", "ProfilerStep#N") are
 //   counted for --steps;
 // - writing: ops and samples stream to the GearshiftTraceWriter as they come; ranges are kept (few) and
-//   written sorted at finish(), which writes the trailer: complete only when nothing was dropped or cut.
+//   written sorted at finish(), which writes the trailer: complete only when nothing was dropped or cut;
+// - synchronizes: the device/stream synchronizes the job called (launch callbacks' clock) are kept like the
+//   ranges and written at finish() as "y" records.
 // Thread-safe: CUPTI's buffer-completed thread, the controller thread and exit handlers all call in.
 #pragma once
 
@@ -38,6 +40,7 @@ struct TracerStats {
   std::uint64_t ranges = 0;           // NVTX ranges completed (all names)
   std::uint64_t step_ranges = 0;      // of which step markers
   std::uint64_t samples = 0;          // clock/power samples written
+  std::uint64_t syncs = 0;            // synchronizes kept (written at finish)
   std::uint64_t after_stop = 0;       // records that arrived after the trace was finished (not written)
   std::uint64_t dropped_cupti = 0;    // records CUPTI dropped (cuptiActivityGetNumDroppedRecords)
   std::uint64_t dropped_buffers = 0;  // buffer requests refused at the cap
@@ -53,6 +56,11 @@ class Tracer {
   void add(const GpuActivity& a);
   void add(const MarkerActivity& m);
   void add(const trace::DeviceSample& s);
+  // A synchronize that returned (from the API callback of the thread that called it: its own lock, not the
+  // activity records'). Beyond a cap of 4 M the rest are dropped and the trace no longer says it has them all.
+  void add(const trace::SyncRecord& y);
+  // CUPTI enabled every synchronize callback: the trailer then says the trace holds every synchronize.
+  void set_syncs_recorded(bool all) noexcept { syncs_all_.store(all, std::memory_order_relaxed); }
   // CUPTI's own drop count and our refused buffer requests; they make the trace incomplete.
   void add_dropped(std::uint64_t cupti_records, std::uint64_t refused_buffers);
 
@@ -89,6 +97,10 @@ class Tracer {
   };
   std::unordered_map<std::uint32_t, OpenRange> open_ranges_;  // NVTX id -> start
   std::vector<trace::Marker> ranges_;
+  std::mutex sync_mu_;  // syncs_, sync_dropped_
+  std::vector<trace::SyncRecord> syncs_;
+  bool sync_dropped_ = false;
+  std::atomic<bool> syncs_all_{false};
   struct GraphSpan {
     std::int64_t start_ns, end_ns;
     std::uint32_t graph_id;

@@ -7,33 +7,14 @@
 
 namespace gearshift::runtime {
 
-namespace {
-constexpr std::size_t kRing = 1 << 16;  // correlations remembered until their activity record arrives
-constexpr std::size_t kRecent = 256;     // launches a synchronize may be queued behind (other threads' launches)
-}
-
 std::int64_t monotonic_ns() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-namespace {
-std::vector<std::string> names_of(const ClockPlan& p) {
-  std::vector<std::string> v;
-  for (const auto& x : p.positions) v.push_back(x.name);
-  return v;
-}
-}  // namespace
-
 LiveRuntime::LiveRuntime(const ClockPlan& plan, SchedulerOptions options, Actuator& actuator)
-    : plan_(plan.kernels_only()),
-      act_(actuator),
-      pred_(names_of(plan_)),
-      sched_(plan_, options),
-      latency_ns_(options.switch_latency_ns),
-      corr_pos_(kRing, {-1, -1}),
-      landings_{{-std::numeric_limits<double>::infinity(), plan_.default_clocks}} {
+    : act_(actuator), core_(plan.kernels_only(), options) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -73,62 +54,15 @@ void LiveRuntime::set_anchor_on_completions(bool on) noexcept {
 }
 
 void LiveRuntime::handle(Event& e) {
-  const auto n = static_cast<std::int64_t>(pred_.size());
-  if (e.kind == Event::Kind::anchor_on_completions) {
-    sched_.set_anchor_on_completions(e.a != 0);
-    return;
-  }
-  if (e.kind == Event::Kind::sync) {
-    ++stats_.syncs;
-    std::int64_t abs = -1;
-    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
-      if (it->first < e.correlation) {
-        abs = it->second;
-        break;
-      }
-    sched_.on_sync(abs, e.a, e.b);
-    return;
-  }
-  if (e.kind == Event::Kind::launch) {
-    const std::int64_t expected = pred_.next_position();
-    Alignment a = pred_.observe(e.name);
-    const bool locked = a.state == PredictorState::locked;
-    locked_.store(locked, std::memory_order_relaxed);
-    sched_.on_launch(a.position, locked, e.a);
-    if (recent_.size() >= kRecent) recent_.erase(recent_.begin(), recent_.begin() + kRecent / 2);
-    recent_.emplace_back(e.correlation, locked && (a.matched || a.substituted) ? a.position : -1);
-    ++stats_.launches;
-    if (a.state == PredictorState::locked) {
-      if (first_abs_ < 0) first_abs_ = a.position;
-      last_abs_ = std::max(last_abs_, a.position);
-    }
-    if (expected >= 0 && first_abs_ >= 0 && expected >= first_abs_ + n) {
-      ++stats_.scored;
-      if ((a.matched || a.substituted) && a.position == expected) ++stats_.predicted;
-    }
-    if (e.correlation >= 0)
-      corr_pos_[static_cast<std::size_t>(e.correlation) % kRing] = {e.correlation,
-                                                                     a.matched || a.substituted ? a.position : -1};
-    return;
-  }
-  auto& slot = corr_pos_[static_cast<std::size_t>(std::max<std::int64_t>(e.correlation, 0)) % kRing];
-  if (e.kind == Event::Kind::marker) ++stats_.markers;
-  if (slot.first != e.correlation || slot.second < 0) return;
-  const std::int64_t abs = slot.second;
-  if (e.kind == Event::Kind::marker) {
-    sched_.on_marker(abs, e.a, e.b);
-    return;
-  }
-  sched_.on_complete(abs, e.a, e.b);
-  if (first_abs_ >= 0 && abs >= first_abs_ + n && e.b > e.a) {
-    const auto& want = plan_.positions[static_cast<std::size_t>(abs % n)].clocks;
-    const double s = static_cast<double>(e.a), t = static_cast<double>(e.b);
-    stats_.kernel_ns += t - s;
-    auto it = std::upper_bound(landings_.begin(), landings_.end(), s, [](double x, const auto& seg) { return x < seg.first; });
-    for (auto k = static_cast<std::size_t>(it - landings_.begin()) - 1; k < landings_.size() && landings_[k].first < t; ++k) {
-      const double lo = std::max(s, landings_[k].first);
-      const double hi = k + 1 < landings_.size() ? std::min(t, landings_[k + 1].first) : t;
-      if (hi > lo && landings_[k].second == want) stats_.in_time_ns += hi - lo;
+  switch (e.kind) {
+    case Event::Kind::anchor_on_completions: core_.set_anchor_on_completions(e.a != 0); return;
+    case Event::Kind::sync: core_.on_sync(e.correlation, e.a, e.b); return;
+    case Event::Kind::marker: core_.on_marker(e.correlation, e.a, e.b); return;
+    case Event::Kind::complete: core_.on_complete(e.correlation, e.a, e.b); return;
+    case Event::Kind::launch: {
+      const Alignment a = core_.on_launch(e.name, e.correlation, e.a);
+      locked_.store(a.state == PredictorState::locked, std::memory_order_relaxed);
+      return;
     }
   }
 }
@@ -138,7 +72,7 @@ void LiveRuntime::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> g(mu_);
-      auto w = sched_.next_wakeup_ns();
+      auto w = core_.next_wakeup_ns();
       auto ready = [&] { return stopping_ || !queue_.empty(); };
       if (w) {
         const std::int64_t wait = std::max<std::int64_t>(0, *w - monotonic_ns());
@@ -151,11 +85,7 @@ void LiveRuntime::loop() {
     }
     for (auto& e : batch) handle(e);
     batch.clear();
-    const std::int64_t now = monotonic_ns();
-    for (const auto& c : sched_.poll(now)) {
-      act_.apply(c, plan_.size());
-      landings_.emplace_back(static_cast<double>(now) + latency_ns_, c.clocks);
-    }
+    for (const auto& c : core_.poll(monotonic_ns())) act_.apply(c, core_.plan().size());
   }
 }
 
@@ -169,14 +99,7 @@ LiveStats LiveRuntime::stop() {
     if (thread_.joinable()) thread_.join();
     act_.restore();
     stopped_ = true;
-    const auto n = static_cast<std::int64_t>(pred_.size());
-    const auto& st = sched_.stats();
-    stats_.changes = st.issued;
-    stats_.dropped = st.dropped;
-    stats_.merged = st.merged;
-    stats_.late = st.late;
-    stats_.losses = pred_.losses();
-    stats_.steps = first_abs_ < 0 ? 0 : static_cast<std::uint64_t>(last_abs_ / n - first_abs_ / n + 1);
+    stats_ = core_.stats();
   }
   return stats_;
 }

@@ -1,6 +1,7 @@
 // The live runtime: launch and activity events come in from any thread (the feed reader, or a CUPTI callback)
 // and are only queued there; a dedicated runtime thread runs the predictor and the scheduler and calls the
-// actuator, so the launch thread never waits on a clock change. Times are CLOCK_MONOTONIC ns.
+// actuator, so the launch thread never waits on a clock change. Times are CLOCK_MONOTONIC ns. What it does with
+// the events is RuntimeCore's (runtime_core.hpp), which `gearshift replay` drives in virtual time.
 #pragma once
 
 #include <atomic>
@@ -14,27 +15,12 @@
 
 #include "runtime/actuator.hpp"
 #include "runtime/clock_plan.hpp"
-#include "runtime/predictor.hpp"
+#include "runtime/runtime_core.hpp"
 #include "runtime/scheduler.hpp"
 
 namespace gearshift::runtime {
 
 std::int64_t monotonic_ns() noexcept;
-
-struct LiveStats {
-  std::uint64_t launches = 0;
-  std::uint64_t scored = 0;         // launches after the first step while locked
-  std::uint64_t predicted = 0;      // of those, placed at the position the predictor expected next, by name or
-                                    // as a same-class variant of the expected kernel (another GEMM tile shape)
-  std::uint64_t steps = 0;
-  std::uint64_t changes = 0, dropped = 0, merged = 0, late = 0;
-  double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
-  std::uint64_t losses = 0;
-  std::uint64_t syncs = 0;          // synchronizes seen (GPU progress without kernel activity)
-  std::uint64_t markers = 0;        // stream markers seen (idem)
-  double prediction_accuracy() const { return scored ? static_cast<double>(predicted) / static_cast<double>(scored) : 0; }
-  double in_time_fraction() const { return kernel_ns > 0 ? in_time_ns / kernel_ns : 0; }
-};
 
 class LiveRuntime {
  public:
@@ -74,23 +60,13 @@ class LiveRuntime {
   void loop();
   void handle(Event& e);
 
-  const ClockPlan plan_;  // kernel positions only
   Actuator& act_;
-  PositionPredictor pred_;
-  ActuationScheduler sched_;
-  double latency_ns_;
+  RuntimeCore core_;  // kernel positions only; runtime thread
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Event> queue_;
   bool stopping_ = false;
   std::thread thread_;
-  // Runtime-thread state.
-  std::vector<std::pair<std::int64_t, std::int64_t>> corr_pos_;  // ring: correlation -> absolute position
-  std::vector<std::pair<double, model::ClockPair>> landings_;
-  std::int64_t first_abs_ = -1, last_abs_ = -1;
-  // The latest launches (correlation, position or -1), newest last: a synchronize anchors the last one with a
-  // smaller correlation (launches from other threads may be queued during its wait).
-  std::vector<std::pair<std::int64_t, std::int64_t>> recent_;
   LiveStats stats_;
   std::atomic<bool> locked_{false};
   bool stopped_ = false;

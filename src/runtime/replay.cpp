@@ -15,6 +15,7 @@
 
 #include "plan/plan_file.hpp"
 #include "trace/graph_units.hpp"
+#include "runtime/runtime_core.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::runtime {
@@ -59,6 +60,7 @@ struct ReplayOp {
   double launch = 0, start = 0, end = 0;  // ns
   std::int64_t truth_pos = -1;            // template position, -1 none
   std::int64_t truth_step = -1;
+  std::int64_t correlation = -1;          // the trace's launch correlation, -1 unknown (inserted ops)
 };
 
 // LCS alignment of one step's op names to the plan's; writes matched positions into truth.
@@ -101,22 +103,38 @@ double plan_match_share(const ClockPlan& plan, const trace::Trace& trace, const 
   return plan::position_match_share(planned, traced);
 }
 
-ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const ReplayOptions& o, Actuator* actuator) {
-  std::vector<std::string> names;
-  for (const auto& p : plan.positions) names.push_back(p.name);
-  PositionPredictor pred(names, o.predictor);
-  std::vector<std::int32_t> tmpl;
-  for (const auto& n : names) tmpl.push_back(pred.id_of(n));
+const char* to_string(SyncSource s) {
+  switch (s) {
+    case SyncSource::none: return "none";
+    case SyncSource::trace: return "trace";
+    case SyncSource::assumed_each_step: return "assumed_each_step";
+  }
+  return "none";
+}
 
+ReplayResult replay(const trace::Trace& trace, const ClockPlan& full_plan, const ReplayOptions& o, Actuator* actuator) {
   trace::IterationAnalysis an = trace::detect_iterations(trace);
   if (o.min_plan_match > 0) {
-    const double share = plan_match_share(plan, trace, an);
+    const double share = plan_match_share(full_plan, trace, an);
     if (share < o.min_plan_match)
       throw PlanMismatchError(fmt::format(
           "the plan was made for another job: its {} positions and the trace's {}-op step share {:.0f} % in order "
           "(name and kind; at least {:.0f} % needed); make the plan from this job's trace",
-          plan.size(), an.tmpl.ops.size(), 100 * share, 100 * o.min_plan_match));
+          full_plan.size(), an.tmpl.ops.size(), 100 * share, 100 * o.min_plan_match));
   }
+  // As live: the launch feed carries kernel launches only, so the template is the plan's kernels (all positions
+  // when it has none) and copies and memsets are not launches.
+  const ClockPlan plan = full_plan.kernels_only();
+  const bool kernels_only = std::any_of(plan.positions.begin(), plan.positions.end(), [](const auto& p) { return p.kernel; });
+  SchedulerOptions so = o.scheduler;
+  if (o.sync_progress) so.anchor_on_completions = false;
+  RuntimeCore core(plan, so, o.predictor);
+  const PositionPredictor& pred = core.predictor();
+  std::vector<std::string> names;
+  for (const auto& p : plan.positions) names.push_back(p.name);
+  std::vector<std::int32_t> tmpl;
+  for (const auto& n : names) tmpl.push_back(pred.id_of(n));
+
   // The launch stream: the analysed device's ops in GPU start order.
   std::vector<ReplayOp> ops;
   std::vector<std::int32_t> name_ids;  // per trace name
@@ -145,6 +163,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
       ops.push_back(op);
       continue;
     }
+    if (kernels_only && r.kind != trace::OpKind::kernel) continue;
     ReplayOp op;
     op.id = name_ids[r.name_id];
     op.cls = name_cls[r.name_id];
@@ -152,6 +171,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
     op.start = static_cast<double>(r.start_ns);
     op.end = static_cast<double>(r.end_ns());
     op.launch = r.launch_ns >= 0 ? static_cast<double>(r.launch_ns) : op.start - o.cpu_lead_ns;
+    op.correlation = r.correlation;
     ops.push_back(op);
   }
   std::size_t k = 0;
@@ -208,13 +228,41 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
   }
   for (std::size_t i = 1; i < live.size(); ++i) live[i].launch = std::max(live[i].launch, live[i - 1].launch);
 
-  // Synchronizes at the steps' ends: (returned, entered, index of the step's last launch), by return time.
+  // Synchronizes: (returned, entered, index of the last launch before it), by return time. The runtime sees the
+  // launches as correlations 2i + 2 and a synchronize after launch i as 2i + 3 (1: before every launch).
   struct Sync {
     double exit = 0, enter = 0;
     std::size_t last = SIZE_MAX;
   };
-  std::vector<Sync> syncs;  // per step first, then sorted
-  if (o.sync_each_step) {
+  std::vector<Sync> syncs;
+  if (o.sync_progress && trace.syncs_recorded && !o.assume_sync_each_step) {
+    res.sync_source = SyncSource::trace;
+    // The last launch before each: by correlation (the call's ids share one counter) where both have one, else
+    // by CPU time. Correlations rise with launch order on one thread; the running maximum keeps the search exact
+    // for that and close for launches from several threads.
+    std::vector<std::int64_t> max_corr(live.size());
+    std::int64_t m = -1;
+    for (std::size_t i = 0; i < live.size(); ++i) max_corr[i] = m = std::max(m, live[i].correlation);
+    for (const auto& y : trace.syncs) {
+      if (y.scope == trace::SyncRecord::Scope::event || (y.device >= 0 && y.device != an.device)) {
+        ++res.syncs_ignored;  // live does not anchor on event synchronizes, nor on another device's
+        continue;
+      }
+      Sync z;
+      z.enter = static_cast<double>(y.enter_ns);
+      z.exit = static_cast<double>(y.exit_ns());
+      std::size_t after = 0;  // launches before it
+      if (y.correlation >= 0 && m >= 0)
+        after = static_cast<std::size_t>(std::lower_bound(max_corr.begin(), max_corr.end(), y.correlation) - max_corr.begin());
+      else
+        after = static_cast<std::size_t>(std::lower_bound(live.begin(), live.end(), z.enter,
+                                                          [](const ReplayOp& op, double t) { return op.launch < t; }) -
+                                         live.begin());
+      z.last = after == 0 ? SIZE_MAX : after - 1;
+      syncs.push_back(z);
+    }
+  } else if (o.sync_progress) {
+    res.sync_source = SyncSource::assumed_each_step;
     for (std::size_t i = 0; i < live.size(); ++i) {
       if (live[i].truth_step < 0) continue;
       const auto st = static_cast<std::size_t>(live[i].truth_step);
@@ -228,72 +276,83 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
       y.enter = live[y.last].launch + 10e3;
       y.exit = std::max(y.exit, y.enter + 1e3);  // the GPU already idle: it returns at once
     }
-    std::sort(syncs.begin(), syncs.end(), [](const Sync& a, const Sync& b) { return a.exit < b.exit; });
   }
-  SchedulerOptions so = o.scheduler;
-  if (o.sync_each_step) so.anchor_on_completions = false;
+  std::stable_sort(syncs.begin(), syncs.end(), [](const Sync& a, const Sync& b) { return a.exit < b.exit; });
+  res.syncs_used = syncs.size();
 
-  // Virtual-time event loop: launches, activity records, synchronizes, scheduler wake-ups.
-  ActuationScheduler sched(plan, so);
+  // Virtual-time event loop. Every event reaches the runtime as live's feed hands it over: at the writer's next
+  // tick (feed_period_ns grid), launches and synchronizes in the order they were queued (launch entry,
+  // synchronize return), then completed kernels, then the marker seen at that tick; the runtime polls once
+  // after each batch, and at the scheduler's own wake-ups.
+  const double P = o.feed_period_ns;
+  auto tick = [P](double t) { return P > 0 ? std::ceil(t / P) * P : t; };
   std::vector<std::size_t> by_done(live.size());
   for (std::size_t i = 0; i < live.size(); ++i) by_done[i] = i;
   std::stable_sort(by_done.begin(), by_done.end(), [&](std::size_t a, std::size_t b) { return live[a].end < live[b].end; });
-  std::vector<std::int64_t> assigned(live.size(), -1);
   std::vector<bool> launched(live.size(), false);
-  std::vector<std::pair<double, model::ClockPair>> landings{{-std::numeric_limits<double>::infinity(), plan.default_clocks}};
-  const double L = o.scheduler.switch_latency_ns;
   std::uint64_t right = 0, strict = 0, next_right = 0;
   // Positions in one run of identical consecutive names cannot be told apart until the run ends.
   std::vector<std::size_t> run_of(tmpl.size());
   for (std::size_t p = 0; p < tmpl.size(); ++p) run_of[p] = p > 0 && tmpl[p] == tmpl[p - 1] ? run_of[p - 1] : p;
-  std::int64_t first_abs = -1, last_abs = -1;
   const auto n = static_cast<std::int64_t>(tmpl.size());
-  auto take = [&](const std::vector<ClockChange>& cs) {
-    for (const auto& c : cs) {
-      landings.emplace_back(static_cast<double>(c.issue_ns) + L, c.clocks);
+  auto corr_of = [](std::size_t i) { return static_cast<std::int64_t>(2 * i + 2); };
+  auto take = [&](std::int64_t now) {
+    for (const auto& c : core.poll(now))
       if (actuator) actuator->apply(c, tmpl.size());
-    }
   };
-  std::size_t il = 0, ic = 0, is = 0;
+  std::size_t il = 0, ic = 0, is = 0, im = 0;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  // The outstanding stream marker: the launch it follows, when it is seen, the poll before; the next claim.
-  std::size_t marked = SIZE_MAX;
-  double marker_seen = kInf, marker_not_before = 0, next_marker = 0;
-  while (il < live.size() || ic < by_done.size()) {
-    const double tl = il < live.size() ? live[il].launch : kInf;
-    const double tc = ic < by_done.size() ? live[by_done[ic]].end + o.activity_delay_ns : kInf;
-    const double ts = is < syncs.size() ? syncs[is].exit : kInf;
-    const double tm = marker_seen;
-    auto w = sched.next_wakeup_ns();
-    const double tw = w ? static_cast<double>(*w) : kInf;
-    if (tm < tl && tm < tc && tm < ts && tm <= tw) {
-      sched.on_marker(assigned[marked], static_cast<std::int64_t>(marker_not_before), static_cast<std::int64_t>(tm));
-      marked = SIZE_MAX;
-      marker_seen = kInf;
-      next_marker = tm + o.marker_period_ns;
-      take(sched.poll(static_cast<std::int64_t>(tm)));
-      continue;
-    }
-    if (tw < tl && tw < tc && tw < ts) {
-      take(sched.poll(*w));
-      continue;
-    }
-    if (ts < tl && ts < tc) {
-      const Sync& y = syncs[is++];
-      sched.on_sync(assigned[y.last], static_cast<std::int64_t>(y.enter), static_cast<std::int64_t>(y.exit));
-      take(sched.poll(static_cast<std::int64_t>(ts)));
-      continue;
-    }
-    if (tl <= tc) {
-      ReplayOp& op = live[il];
-      const std::int64_t expected = pred.next_position();
-      Alignment a = pred.observe(op.id, op.cls);
-      sched.on_launch(a.position, a.state == PredictorState::locked, static_cast<std::int64_t>(tl));
-      if (a.state == PredictorState::locked && (a.matched || a.substituted)) assigned[il] = a.position;
-      if (a.state == PredictorState::locked) {
-        if (first_abs < 0) first_abs = a.position;
-        last_abs = std::max(last_abs, a.position);
+  // Stream markers, claimed by the injection library at a launch's entry (one outstanding; the next claim
+  // marker_period_ns after the last was seen) and seen by the writer's poll after the kernel ended.
+  struct Marker {
+    std::size_t op;
+    double not_before, seen;
+  };
+  std::vector<Marker> markers;
+  double next_marker = 0;
+  double batch = -kInf;  // the delivery time of the batch being handled (its poll is still due)
+  for (;;) {
+    // The next event: (delivery, order in the batch, queue time).
+    struct Next {
+      int what = -1;  // 0 launch, 1 sync, 2 completion, 3 marker
+      double at = kInf, cls = 0, key = 0;
+      bool before(const Next& b) const {
+        return at != b.at ? at < b.at : cls != b.cls ? cls < b.cls : key < b.key;
       }
+    } next;
+    auto offer = [&](int what, double t, double cls) {
+      Next c{what, tick(t), cls, t};
+      if (c.before(next)) next = c;
+    };
+    if (il < live.size()) offer(0, live[il].launch, 0);
+    if (is < syncs.size()) offer(1, syncs[is].exit, 0);
+    if (ic < by_done.size()) offer(2, live[by_done[ic]].end + o.activity_delay_ns, 1);
+    if (im < markers.size()) offer(3, markers[im].seen, 2);
+    if (batch > -kInf && next.at > batch) {  // the batch is complete
+      take(static_cast<std::int64_t>(batch));
+      batch = -kInf;
+    }
+    if (next.what < 0) break;
+    if (batch == -kInf) {  // between batches: the scheduler's own wake-ups first
+      auto w = core.next_wakeup_ns();
+      if (w && static_cast<double>(*w) < next.at) {
+        take(*w);
+        continue;
+      }
+    }
+    batch = next.at;
+    if (next.what == 3) {
+      const Marker& mk = markers[im++];
+      core.on_marker(corr_of(mk.op), static_cast<std::int64_t>(mk.not_before), static_cast<std::int64_t>(mk.seen));
+    } else if (next.what == 1) {
+      const Sync& y = syncs[is++];
+      core.on_sync(y.last == SIZE_MAX ? 1 : corr_of(y.last) + 1, static_cast<std::int64_t>(y.enter),
+                   static_cast<std::int64_t>(y.exit));
+    } else if (next.what == 0) {
+      ReplayOp& op = live[il];
+      const double tl = op.launch;
+      const std::int64_t expected = pred.next_position();
+      const Alignment a = core.on_launch(op.id, op.cls, corr_of(il), static_cast<std::int64_t>(tl));
       ++res.launches;
       if (op.truth_pos >= 0 && op.truth_step >= 1) {
         ++res.scored_launches;
@@ -306,15 +365,14 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
                        static_cast<int>(a.state), op.id);
         if (expected >= 0 && run_of[static_cast<std::size_t>(expected % n)] == run_of[static_cast<std::size_t>(op.truth_pos)]) ++next_right;
       }
-      if (o.marker_period_ns > 0 && marked == SIZE_MAX && op.kernel && tl >= next_marker) {
-        marked = il;
+      if (o.marker_period_ns > 0 && op.kernel && tl >= next_marker) {
         const double poll = std::max(o.marker_poll_ns, 1.0);
-        marker_seen = std::ceil(std::max(op.end, tl) / poll) * poll;
-        marker_not_before = std::max(marker_seen - poll, tl);
+        const double seen = std::ceil(std::max(op.end, tl) / poll) * poll;
+        markers.push_back({il, std::max(seen - poll, tl), seen});
+        next_marker = seen + o.marker_period_ns;
       }
       launched[il] = true;
       ++il;
-      take(sched.poll(static_cast<std::int64_t>(tl)));
     } else {
       const std::size_t i = by_done[ic];
       if (!launched[i]) {  // cannot complete before its launch (a swapped pair): wait for it
@@ -326,13 +384,14 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
       ++ic;
       const bool recorded = o.activity_period_ns <= 0 ||
                             std::fmod(live[i].start - live.front().start, o.activity_period_ns) < o.activity_window_ns;
-      if (assigned[i] >= 0 && recorded)
-        sched.on_complete(assigned[i], static_cast<std::int64_t>(live[i].start), static_cast<std::int64_t>(live[i].end));
-      take(sched.poll(static_cast<std::int64_t>(tc)));
+      if (recorded)
+        core.on_complete(corr_of(i), static_cast<std::int64_t>(live[i].start), static_cast<std::int64_t>(live[i].end));
     }
   }
+  res.markers = markers.size();
 
   // In-time fraction: overlap of each scored kernel with the intervals where its intended clocks held.
+  const auto& landings = core.landings();
   double total = 0, good = 0;
   for (const auto& op : live) {
     if (!op.kernel || op.truth_pos < 0 || op.truth_step < 1 || op.end <= op.start) continue;
@@ -347,18 +406,18 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const Repl
       if (b > a && landings[s].second == want) good += b - a;
     }
   }
-  const auto& st = sched.stats();
+  const LiveStats st = core.stats();
   res.prediction_accuracy = res.scored_launches ? static_cast<double>(right) / static_cast<double>(res.scored_launches) : 0;
   res.strict_position_accuracy = res.scored_launches ? static_cast<double>(strict) / static_cast<double>(res.scored_launches) : 0;
   res.next_kernel_accuracy = res.scored_launches ? static_cast<double>(next_right) / static_cast<double>(res.scored_launches) : 0;
   res.in_time_fraction = total > 0 ? good / total : 0;
-  res.changes = st.issued;
+  res.changes = st.changes;
   res.dropped_changes = st.dropped;
   res.merged_changes = st.merged;
   res.late_changes = st.late;
-  res.steps = first_abs < 0 ? 0 : static_cast<std::uint64_t>(last_abs / n - first_abs / n + 1);
+  res.steps = st.steps;
   res.relocks = pred.relocks();
-  res.losses = pred.losses();
+  res.losses = st.losses;
   return res;
 }
 

@@ -1,5 +1,5 @@
-// Replay: drives the predictor and the scheduler with a recorded trace's launch stream in virtual time (no
-// GPU), optionally perturbed, and scores them. The virtual clock is the trace's (ns). Launch times come from
+// Replay: drives the runtime's core (runtime_core.hpp: the predictor and the scheduler, as `gearshift run` does)
+// with a recorded trace's kernel launch stream in virtual time (no GPU), optionally perturbed, and scores it. The virtual clock is the trace's (ns). Launch times come from
 // the trace when it has them, else start − cpu_lead (the CPU running ahead of the GPU). A kernel's activity
 // record reaches the runtime activity_delay after it ends. Ground truth: each detected step's ops are aligned
 // to the plan's positions by name (longest common subsequence); ops outside steps, and inserted ops, have none.
@@ -51,16 +51,31 @@ struct ReplayOptions {
   // first op) report a completion, ns. 0: every kernel does.
   double activity_period_ns = 0;
   double activity_window_ns = 0;
-  // GPU progress from one synchronize at the end of every step (a job that synchronizes each step, as
-  // `gearshift run --gpu-progress sync` uses it): entered 10 µs after the step's last launch, returned when its
-  // last kernel ends (at once when that ended before); completions then do not anchor.
-  bool sync_each_step = false;
-  // Stream markers (with sync_each_step, as `gearshift run --gpu-progress markers`): the first kernel launched
+  // GPU progress from the job's synchronizes (`gearshift run --gpu-progress sync|markers`); completions then do
+  // not anchor. The trace's own when it recorded them all (Trace::syncs_recorded): device and stream
+  // synchronizes on the analysed device (or on an unnamed one), each after the last launch whose correlation is
+  // smaller (by CPU time where correlations are missing), at its recorded enter and return times; event
+  // synchronizes are left out, as live leaves them. Otherwise, or with assume_sync_each_step, one is assumed at
+  // the end of every step: entered 10 µs after the step's last launch, returned when its last kernel ends (at
+  // once when that ended before).
+  bool sync_progress = false;
+  bool assume_sync_each_step = false;
+  // The launch feed's batching (cupti/runtime_feed.hpp, RuntimeFeed period_us): every event reaches the runtime
+  // at the next tick of a grid this fine (from time 0), launches and synchronizes in their queue order, then
+  // completions, then the marker seen at that tick; the runtime polls after each batch. 0: each event at once.
+  double feed_period_ns = 500e3;
+  // Stream markers (with sync_progress, as `gearshift run --gpu-progress markers`): the first kernel launched
   // at least marker_period_ns after the last marker was seen carries one; the feed's writer, polling every
   // marker_poll_ns (on a grid from time 0), sees it at the first poll after the kernel ends. 0: none. ns.
   double marker_period_ns = 0;
   double marker_poll_ns = 500e3;
 };
+
+// Where replay's synchronizes came from: none (activity mode), the trace's recorded ones, or one per step assumed
+// because the trace does not hold them (a tracer before trace format version 2, a Chrome trace without CUDA
+// runtime events).
+enum class SyncSource { none, trace, assumed_each_step };
+const char* to_string(SyncSource s);  // "none", "trace", "assumed_each_step"
 
 struct ReplayResult {
   // Launches after the first step placed at their true position. Positions inside one run of identical
@@ -75,6 +90,10 @@ struct ReplayResult {
   std::uint64_t launches = 0, scored_launches = 0;
   std::uint64_t dropped_ops = 0, inserted_ops = 0, swapped_ops = 0;
   std::uint64_t relocks = 0, losses = 0;
+  SyncSource sync_source = SyncSource::none;
+  std::uint64_t syncs_used = 0;     // synchronizes handed to the runtime (recorded or assumed)
+  std::uint64_t syncs_ignored = 0;  // recorded ones left out: event synchronizes, another device's
+  std::uint64_t markers = 0;        // stream markers seen
 };
 
 // Throws trace::NoIterationError when the trace has no steps to score, PlanMismatchError when the plan was made for

@@ -337,9 +337,22 @@ class Handler : public json::json_sax_t {
                   (ev_.name.rfind("ProfilerStep#", 0) == 0 || ev_.name.rfind("gearshift.step", 0) == 0);
     bool runtime = cat == "cuda_runtime"sv || cat == "runtime"sv || cat == "cuda_driver"sv;
     if (runtime) {
+      runtime_events_ = true;
       // Launch calls: their CPU time places each kernel in the CPU-side step that launched it.
       auto ts = micros_to_ns(ev_.ts);
       if (ts && ev_.correlation.present && ev_.correlation.is_integer) launches_[ev_.correlation.integer] = *ts;
+      if (auto scope = sync_scope(ev_.name); scope && ts && (ev_.ph == "X"sv || ev_.ph.empty())) {
+        auto dur = micros_to_ns(ev_.dur);
+        if (!dur || *dur < 0 || *dur > kMaxDurationNs)
+          fail(fmt::format("{} '{}' has no valid duration", ev_.cat, short_name()));
+        SyncRecord y;
+        y.scope = *scope;
+        y.stream = y.scope == SyncRecord::Scope::stream ? as_i32(ev_.stream, -1) : -1;
+        y.correlation = ev_.correlation.present && ev_.correlation.is_integer ? ev_.correlation.integer : -1;
+        y.enter_ns = *ts;
+        y.duration_ns = *dur;
+        (cat == "cuda_driver"sv ? driver_syncs_ : out_.syncs).push_back(y);
+      }
       return;
     }
     if (!kind && !marker) return;
@@ -379,6 +392,22 @@ class Handler : public json::json_sax_t {
   }
 
   public:
+  // The runtime's synchronizes, and the driver's not made inside one (a runtime synchronize calls the driver's:
+  // the same wait, counted once). Syncs are recorded when the profiler kept CUDA runtime events at all.
+  void resolve_syncs() {
+    out_.syncs_recorded = runtime_events_;
+    auto by_enter = [](const SyncRecord& a, const SyncRecord& b) { return a.enter_ns < b.enter_ns; };
+    std::stable_sort(out_.syncs.begin(), out_.syncs.end(), by_enter);
+    const std::size_t runtime_syncs = out_.syncs.size();
+    for (const SyncRecord& d : driver_syncs_) {
+      auto it = std::upper_bound(out_.syncs.begin(), out_.syncs.begin() + static_cast<std::ptrdiff_t>(runtime_syncs), d,
+                                 by_enter);
+      const bool inside = it != out_.syncs.begin() && std::prev(it)->exit_ns() >= d.exit_ns();
+      if (!inside) out_.syncs.push_back(d);
+    }
+    std::stable_sort(out_.syncs.begin(), out_.syncs.end(), by_enter);
+  }
+
   void resolve_launches() {
     if (launches_.empty()) return;
     for (auto& r : out_.ops) {
@@ -388,6 +417,18 @@ class Handler : public json::json_sax_t {
   }
 
   private:
+  // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and the driver's (cuCtx/cuStream/
+  // cuEventSynchronize, with their _v2 / _ptsz variants); none for any other call.
+  static std::optional<SyncRecord::Scope> sync_scope(std::string_view name) {
+    for (std::string_view suffix : {"_ptsz"sv, "_v2"sv})
+      if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
+    if (name == "cudaDeviceSynchronize"sv || name == "cudaThreadSynchronize"sv || name == "cuCtxSynchronize"sv)
+      return SyncRecord::Scope::device;
+    if (name == "cudaStreamSynchronize"sv || name == "cuStreamSynchronize"sv) return SyncRecord::Scope::stream;
+    if (name == "cudaEventSynchronize"sv || name == "cuEventSynchronize"sv) return SyncRecord::Scope::event;
+    return std::nullopt;
+  }
+
   std::string short_name() const { return ev_.name.size() > 60 ? ev_.name.substr(0, 57) + "..." : ev_.name; }
 
   static std::int32_t stream_from_text(const std::string& t) {
@@ -425,6 +466,8 @@ class Handler : public json::json_sax_t {
   std::size_t dim_index_ = 0;
   std::unordered_map<std::string, std::uint32_t> ids_;
   std::unordered_map<std::int64_t, std::int64_t> launches_;  // correlation -> launch CPU time, ns
+  bool runtime_events_ = false;          // the profiler kept CUDA runtime/driver API events
+  std::vector<SyncRecord> driver_syncs_;  // cuda_driver synchronizes, kept unless inside a runtime one
 };
 
 }  // namespace
@@ -468,6 +511,7 @@ Trace import_chrome_trace(const std::string& path, const ChromeImportOptions& op
   gzip_error();
   out.meta_json = handler.meta_.dump();
   handler.resolve_launches();
+  handler.resolve_syncs();
   if (text.replaced_bytes() > 0)
     out.health.warnings.push_back(fmt::format("{} invalid UTF-8 bytes in names or other strings replaced by U+FFFD "
                                               "(first at byte {})",

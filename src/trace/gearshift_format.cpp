@@ -102,11 +102,18 @@ void GearshiftTraceWriter::write(const DeviceSample& p) {
   ++records_;
 }
 
+void GearshiftTraceWriter::write(const SyncRecord& y) {
+  put_line(fmt::format("[\"y\",\"{}\",{},{},{},{},{}]", to_string(y.scope), y.device, y.stream, y.correlation,
+                       y.enter_ns, y.duration_ns));
+  ++records_;
+}
+
 void GearshiftTraceWriter::close(bool complete, std::uint64_t dropped_records, const std::string& note) {
   if (closed_) return;
   closed_ = true;
   if (impl_->file == nullptr) return;
-  json trailer = {{"complete", complete && ok()}, {"records", records_}, {"dropped_records", dropped_records}};
+  json trailer = {{"complete", complete && ok()}, {"records", records_}, {"dropped_records", dropped_records},
+                  {"synchronizes", syncs_recorded_}};
   if (!note.empty()) trailer["note"] = note;
   put_line(dump(json::array({"end", trailer})));
   if (gzclose(impl_->file) != Z_OK && ok()) error_ = path_ + ": close failed (disk full?)";
@@ -118,6 +125,8 @@ void write_gearshift_trace(const Trace& trace, const std::string& path) {
   for (const auto& op : trace.ops) w.write(op, trace.name_of(op));
   for (const auto& m : trace.markers) w.write(m);
   for (const auto& p : trace.samples) w.write(p);
+  for (const auto& y : trace.syncs) w.write(y);
+  w.set_syncs_recorded(trace.syncs_recorded);
   w.close(trace.complete);
   if (!w.ok()) throw TraceError(path, w.error());
 }
@@ -135,6 +144,8 @@ Trace read_gearshift_trace(const std::string& path) {
   std::unordered_map<std::int64_t, std::uint32_t> graph_of;  // "g" records: correlation -> graph id
   std::size_t trailer_line = 0;      // 0: no trailer (yet)
   std::uint64_t trailer_records = 0, dropped = 0;
+  int version = 0;
+  bool trailer_syncs = false;  // the trailer says every synchronize was recorded
   std::string note;
   auto bad = [&](const std::string& what) { throw TraceError(path, fmt::format("line {}: {}", lineno, what)); };
   while (std::getline(in, line)) {
@@ -145,10 +156,10 @@ Trace read_gearshift_trace(const std::string& path) {
     if (j.is_discarded()) bad(in.eof() ? "truncated line" : "not a JSON line");
     if (lineno == 1) try {
       if (!j.is_object() || j.value("format", "") != "gearshift-trace") bad("not a gearshift trace header");
-      int version = j.value("version", 0);
-      if (version != kGearshiftTraceVersion)
-        bad(fmt::format("unsupported gearshift trace version {} (this build reads {})", version,
-                        kGearshiftTraceVersion));
+      version = j.value("version", 0);
+      if (version < kOldestGearshiftTraceVersion || version > kGearshiftTraceVersion)
+        bad(fmt::format("unsupported gearshift trace version {} (this build reads {} to {})", version,
+                        kOldestGearshiftTraceVersion, kGearshiftTraceVersion));
       out.format = fmt::format("gearshift-trace v{}", version);
       out.gpu_name = j.value("gpu", "");
       if (j.contains("source")) out.source = j["source"].get<std::string>();
@@ -211,6 +222,21 @@ Trace read_gearshift_trace(const std::string& path) {
         out.samples.push_back(DeviceSample{j[1].get<std::int32_t>(), j[2].get<std::int64_t>(),
                                            j[3].get<std::int32_t>(), j[4].get<std::int32_t>(),
                                            j[5].get<std::int32_t>()});
+      } else if (tag == "y") {
+        if (j.size() != 7) bad(fmt::format("synchronize record needs 7 fields, has {}", j.size()));
+        SyncRecord y;
+        const std::string scope = j[1].get<std::string>();
+        if (scope == "device") y.scope = SyncRecord::Scope::device;
+        else if (scope == "stream") y.scope = SyncRecord::Scope::stream;
+        else if (scope == "event") y.scope = SyncRecord::Scope::event;
+        else bad(fmt::format("synchronize scope '{}' (expected device, stream or event)", clip(scope, 40)));
+        y.device = j[2].get<std::int32_t>();
+        y.stream = j[3].get<std::int32_t>();
+        y.correlation = j[4].get<std::int64_t>();
+        y.enter_ns = j[5].get<std::int64_t>();
+        y.duration_ns = j[6].get<std::int64_t>();
+        if (y.duration_ns < 0) bad(fmt::format("negative synchronize duration {} ns", y.duration_ns));
+        out.syncs.push_back(y);
       } else if (tag == "end") {
         trailer_line = lineno;
         const json& t = j.at(1);
@@ -220,7 +246,11 @@ Trace read_gearshift_trace(const std::string& path) {
           if (!t[key].is_number_unsigned()) bad(fmt::format("trailer '{}' is not a count: {}", key, t[key].dump()));
           return t[key].get<std::uint64_t>();
         };
-        trailer_records = t.contains("records") ? count("records") : out.ops.size() + out.markers.size() + out.samples.size();
+        trailer_records = t.contains("records") ? count("records")
+                                                : out.ops.size() + out.markers.size() + out.samples.size() + out.syncs.size();
+        if (t.contains("synchronizes") && !t["synchronizes"].is_boolean())
+          bad(fmt::format("trailer 'synchronizes' is not true or false: {}", t["synchronizes"].dump()));
+        trailer_syncs = t.value("synchronizes", false);
         dropped = count("dropped_records");
         note = t.contains("note") && t["note"].is_string() ? t["note"].get<std::string>() : "";
       } else {
@@ -232,7 +262,9 @@ Trace read_gearshift_trace(const std::string& path) {
   }
   if (!buf->error().empty()) throw TraceError(path, fmt::format("line {}: corrupt gzip data ({})", lineno, buf->error()));
   if (lineno == 0) throw TraceError(path, "empty file");
-  const std::uint64_t records = out.ops.size() + out.markers.size() + out.samples.size();
+  const std::uint64_t records = out.ops.size() + out.markers.size() + out.samples.size() + out.syncs.size();
+  // Without the trailer the file may end before the last synchronizes: not all of them are known.
+  out.syncs_recorded = trailer_line != 0 && trailer_syncs;
   if (trailer_line == 0) {
     out.complete = false;
     out.health.has_trailer = false;
@@ -240,7 +272,7 @@ Trace read_gearshift_trace(const std::string& path) {
         "incomplete trace: no trailer (the producer was killed or the file was cut); only whole steps are used");
   } else {
     lineno = trailer_line;
-    // Our writer counts ops, markers and samples; converters have counted the name lines too.
+    // Our writer counts ops, markers, samples and synchronizes; converters have counted the name lines too.
     if (trailer_records != records && trailer_records != records + remap.size())
       bad(fmt::format("the trailer counts {} records but the file holds {} (records were lost or added)",
                       trailer_records, records));
@@ -272,6 +304,8 @@ Trace read_gearshift_trace(const std::string& path) {
                    [](const Marker& a, const Marker& b) { return a.start_ns < b.start_ns; });
   std::stable_sort(out.samples.begin(), out.samples.end(),
                    [](const DeviceSample& a, const DeviceSample& b) { return a.time_ns < b.time_ns; });
+  std::stable_sort(out.syncs.begin(), out.syncs.end(),
+                   [](const SyncRecord& a, const SyncRecord& b) { return a.enter_ns < b.enter_ns; });
   return out;
 }
 

@@ -1,4 +1,4 @@
-// gearshift's own trace format, version 1 (docs/trace-format.md): gzip-compressed JSON Lines, one header
+// gearshift's own trace format, version 2 (docs/trace-format.md; version 1 files are read too): gzip-compressed JSON Lines, one header
 // object, then one JSON array per name, op or marker, then a trailer that says whether the trace is complete.
 // Written by the CUPTI tracer and by `gearshift` itself; read back with bounded memory (line by line).
 #pragma once
@@ -11,7 +11,10 @@
 
 namespace gearshift::trace {
 
-inline constexpr int kGearshiftTraceVersion = 1;
+// Records added since (p: power samples, g: graph ids, y: synchronizes) are additive within version 1: a reader
+// that knows them reads every file, and a version 2 header stays refused (../shared/data/bad_inputs g02).
+inline constexpr int kGearshiftTraceVersion = 1;       // what the writer writes
+inline constexpr int kOldestGearshiftTraceVersion = 1;  // the oldest the reader reads
 
 // The largest share of records a producer may have dropped (trailer `dropped_records` over records written
 // plus dropped) for the trace to be planned, with a warning; above it the reader refuses the trace
@@ -33,6 +36,9 @@ class GearshiftTraceWriter {
   void write(const OpRecord& op, const std::string& name);
   void write(const Marker& marker);
   void write(const DeviceSample& sample);  // a "p" record (added in v1 by the CUPTI tracer; readers keep it)
+  void write(const SyncRecord& sync);      // a "y" record
+  // Whether every synchronize of the job was written (the trailer's "synchronizes"; Trace::syncs_recorded).
+  void set_syncs_recorded(bool recorded) { syncs_recorded_ = recorded; }
   // Writes the trailer and closes. `complete=false` with a note when records were dropped or the run was cut.
   void close(bool complete, std::uint64_t dropped_records = 0, const std::string& note = "");
 
@@ -48,9 +54,10 @@ class GearshiftTraceWriter {
   std::string error_;
   std::uint64_t records_ = 0;
   bool closed_ = false;
+  bool syncs_recorded_ = false;
 };
 
-// Writes a whole trace (names, ops, markers) and closes it as complete. Throws TraceError on failure.
+// Writes a whole trace (names, ops, markers, samples, synchronizes) and closes it as complete. Throws TraceError on failure.
 void write_gearshift_trace(const Trace& trace, const std::string& path);
 
 // Reads a gearshift trace. Throws TraceError naming the file and line on bad input, on a trailer whose record

@@ -55,6 +55,23 @@ struct DeviceSample {
   std::int32_t power_mw = -1;       // board power, mW (NVML nvmlDeviceGetPowerUsage; -1 when not read)
 };
 
+// A synchronize the job called (the CPU waited for the GPU): cudaDeviceSynchronize / cuCtxSynchronize (scope
+// device), cudaStreamSynchronize / cuStreamSynchronize (stream), cudaEventSynchronize / cuEventSynchronize (event:
+// it waits only for the work before the event's record, so it says less about the GPU's progress). Times are CPU
+// times on the trace's clock, the clock of OpRecord::launch_ns.
+struct SyncRecord {
+  enum class Scope : std::uint8_t { device, stream, event };
+  Scope scope = Scope::device;
+  std::int32_t device = -1;       // CUDA device ordinal, -1 when the producer does not say
+  std::int32_t stream = -1;       // stream id (same numbering as OpRecord::stream), -1 when unknown or a device sync
+  std::int64_t correlation = -1;  // correlation id of the synchronize call (same counter as the launches'), -1 unknown
+  std::int64_t enter_ns = 0;      // CPU time the call was entered, ns
+  std::int64_t duration_ns = 0;   // until it returned, ns (>= 0)
+  std::int64_t exit_ns() const { return enter_ns + duration_ns; }
+};
+
+const char* to_string(SyncRecord::Scope s);  // "device", "stream", "event"
+
 // Measured figures that a trace's producer recorded beside it (torch.profiler traces shipped with gearshift
 // carry them in `meta`); absent when the trace does not say.
 struct MeasuredStep {
@@ -85,6 +102,10 @@ struct Trace {
   std::vector<OpRecord> ops;           // sorted by start_ns
   std::vector<Marker> markers;         // sorted by start_ns
   std::vector<DeviceSample> samples;   // clock/power readings, sorted by time_ns (gearshift format only)
+  std::vector<SyncRecord> syncs;       // the job's synchronizes, sorted by enter_ns
+  // The producer recorded every synchronize of the job (so an empty `syncs` means it never synchronized). False
+  // for gearshift traces before version 2 and Chrome traces without CUDA runtime events.
+  bool syncs_recorded = false;
   MeasuredStep measured;
   std::string meta_json = "{}";        // the trace's metadata as JSON text (model, batch, ...)
   std::string gpu_name;                // device name when the trace says it, else empty

@@ -332,5 +332,27 @@ TEST(CliTraceGpu, SharedI29DevicePropertiesV100) {
   EXPECT_EQ(replay.code, 3) << replay.out;
 }
 
+// Replay says where its GPU progress came from: a trace without the job's synchronizes (a Chrome trace without
+// CUDA runtime events) falls back to one assumed per step, and says so.
+TEST(CliReplay, SaysWhichSynchronizesAnchored) {
+  std::string t = small_trace("replay_syncs.json", "NVIDIA H200", -1), plan = tmp("replay_syncs_plan.json");
+  ASSERT_EQ(run("plan " + t + " -o " + plan).code, 0);
+  Result r = run("replay " + t + " --plan " + plan + " --gpu-progress sync");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("GPU progress from one synchronize assumed at the end of every step (4): the trace does not "
+                       "record the job's synchronizes (chrome-trace)"),
+            std::string::npos)
+      << r.out;
+  Result j = run("replay " + t + " --plan " + plan + " --gpu-progress markers --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto g = nlohmann::json::parse(j.out)["gpu_progress"];
+  EXPECT_EQ(g["syncs"], "assumed_each_step");
+  EXPECT_EQ(g["syncs_used"], 4);
+  Result a = run("replay " + t + " --plan " + plan);
+  EXPECT_NE(a.out.find("GPU progress from every kernel's completion (activity)"), std::string::npos) << a.out;
+  std::filesystem::remove(t);
+  std::filesystem::remove(plan);
+}
+
 }  // namespace
 }  // namespace gearshift

@@ -209,7 +209,7 @@ TEST(Injection, TracesLaunchesAndRecordsThroughFakeCupti) {
     auto kernel = reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
     auto range = reinterpret_cast<void (*)(const char*, uint32_t, uint64_t, uint64_t)>(dlsym(fake, "fake_cupti_add_range"));
     auto enabled = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_enabled_callbacks"));
-    if (enabled() != 8) return 4;  // the 8 launch callbacks
+    if (enabled() != 16) return 4;  // the 8 launch callbacks and the 8 synchronize ones (the trace records them)
     for (uint32_t step = 0; step < 3; ++step) {
       range("gearshift.step", step + 1, 10'000 + step * 100'000, 90'000 + step * 100'000);
       for (uint32_t k = 0; k < 2; ++k) {

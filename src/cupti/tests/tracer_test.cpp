@@ -80,6 +80,44 @@ TEST(Tracer, WritesCorrelatedDemangledOpsWithClocks) {
   EXPECT_EQ(a.tmpl.kernels, 4u);
 }
 
+// The job's synchronizes (from the API callbacks) go into the trace as "y" records, and the trailer says the
+// trace holds them all only when every synchronize callback was on.
+TEST(Tracer, WritesTheJobsSynchronizes) {
+  std::string path = temp_path("syncs.jsonl.gz");
+  LaunchTable table;
+  auto run = synthetic::make_run(2, &table);
+  for (bool all : {true, false}) {
+    {
+      Tracer t(config_for(path), &table, "CUPTI", "", "{}");
+      t.set_syncs_recorded(all);
+      feed(t, run);
+      trace::SyncRecord y;
+      y.scope = trace::SyncRecord::Scope::stream;
+      y.correlation = 1000;
+      y.enter_ns = 1'020'000'000;
+      y.duration_ns = 250'000;
+      t.add(y);
+      y.scope = trace::SyncRecord::Scope::device;
+      y.correlation = 900;
+      y.enter_ns = 1'010'000'000;
+      t.add(y);
+      t.finish(true, "");
+      EXPECT_EQ(t.stats().syncs, 2u);
+      y.enter_ns = 1'030'000'000;
+      t.add(y);  // after the end: not written
+    }
+    trace::Trace tr = trace::read_gearshift_trace(path);
+    EXPECT_TRUE(tr.complete);
+    EXPECT_EQ(tr.syncs_recorded, all);
+    ASSERT_EQ(tr.syncs.size(), 2u);
+    EXPECT_EQ(tr.syncs[0].scope, trace::SyncRecord::Scope::device);
+    EXPECT_EQ(tr.syncs[0].correlation, 900);
+    EXPECT_EQ(tr.syncs[1].scope, trace::SyncRecord::Scope::stream);
+    EXPECT_EQ(tr.syncs[1].exit_ns(), 1'020'250'000);
+    std::filesystem::remove(path);
+  }
+}
+
 TEST(Tracer, CountsUncorrelatedAndGroupsGraphKernels) {
   std::string path = temp_path("graph.jsonl.gz");
   LaunchTable table;

@@ -105,6 +105,88 @@ TEST(Replay, PerturbedStaysAccurate) {
   EXPECT_GT(r.prediction_accuracy, 0.95);
 }
 
+// 24 steps of the synthetic sequence whose idle gap between steps varies (1, 2.5, 4 ms: the input pipeline), the
+// CPU 2 ms ahead of the GPU (launch times recorded); the job synchronizes after every 10th step (loss.item()),
+// recorded when `recorded`.
+trace::Trace synthetic_with_syncs(bool recorded) {
+  trace::Trace t = synthetic();
+  t.ops.clear();
+  std::vector<std::uint32_t> seq{0};
+  for (int l = 0; l < 6; ++l) for (std::uint32_t k : {1u, 2u, 3u, 2u, 1u, 4u}) seq.push_back(k);
+  seq.push_back(5);
+  seq.push_back(6);
+  std::int64_t t0 = 10'000'000, corr = 1;
+  for (int s = 0; s < 24; ++s) {
+    std::int64_t last_launch = 0;
+    for (std::uint32_t k : seq) {
+      trace::OpRecord r;
+      r.name_id = k;
+      r.start_ns = t0;
+      r.duration_ns = 100'000;
+      r.launch_ns = last_launch = t0 - 2'000'000;
+      r.correlation = corr++;
+      t.ops.push_back(r);
+      t0 += 110'000;
+    }
+    if (s % 10 == 9) {  // waits for the step's last kernel; the next step is launched once it returned
+      trace::SyncRecord y;
+      y.scope = trace::SyncRecord::Scope::stream;
+      y.correlation = corr++;
+      y.enter_ns = last_launch + 10'000;
+      y.duration_ns = (t0 - 10'000) - y.enter_ns;
+      t.syncs.push_back(y);
+      t0 += 3'000'000;
+    } else {
+      t0 += 1'000'000 + (s % 3) * 1'500'000;
+    }
+  }
+  t.syncs_recorded = recorded;
+  if (!recorded) t.syncs.clear();
+  return t;
+}
+
+// The trace's own synchronizes (one per 10 steps) anchor, not one assumed per step: between them the estimate
+// runs on the template's period and misses the steps whose idle gap differs (modelled values, asserted exactly).
+TEST(Replay, RecordedSynchronizesAnchorInsteadOfOnePerStep) {
+  const trace::Trace with = synthetic_with_syncs(true), without = synthetic_with_syncs(false);
+  ClockPlan p = plan_for(with, {});
+  ReplayOptions o;
+  o.scheduler.switch_latency_ns = 200e3;
+  o.sync_progress = true;
+  ReplayResult rec = replay(with, p, o);
+  EXPECT_EQ(rec.sync_source, SyncSource::trace);
+  EXPECT_EQ(rec.syncs_used, 2u);
+  EXPECT_EQ(rec.syncs_ignored, 0u);
+  ReplayResult assumed = replay(without, p, o);
+  EXPECT_EQ(assumed.sync_source, SyncSource::assumed_each_step);
+  EXPECT_EQ(assumed.syncs_used, 24u);
+  o.assume_sync_each_step = true;  // asked for: the same as a trace without them
+  ReplayResult forced = replay(with, p, o);
+  EXPECT_EQ(forced.sync_source, SyncSource::assumed_each_step);
+  EXPECT_DOUBLE_EQ(forced.in_time_fraction, assumed.in_time_fraction);
+  EXPECT_DOUBLE_EQ(rec.prediction_accuracy, 1.0);
+  EXPECT_DOUBLE_EQ(assumed.prediction_accuracy, 1.0);
+  std::printf("recorded: in-time %.6f dropped %llu late %llu; assumed: in-time %.6f dropped %llu late %llu\n",
+              rec.in_time_fraction, static_cast<unsigned long long>(rec.dropped_changes),
+              static_cast<unsigned long long>(rec.late_changes), assumed.in_time_fraction,
+              static_cast<unsigned long long>(assumed.dropped_changes),
+              static_cast<unsigned long long>(assumed.late_changes));
+  EXPECT_NEAR(rec.in_time_fraction, 0.560671, 1e-6);
+  EXPECT_EQ(rec.dropped_changes, 105u);
+  EXPECT_NEAR(assumed.in_time_fraction, 0.625583, 1e-6);
+  EXPECT_EQ(assumed.dropped_changes, 22u);
+  EXPECT_LT(rec.in_time_fraction, assumed.in_time_fraction - 0.05);
+  // An event synchronize waits only for the work before its event: live does not anchor on it, nor replay.
+  trace::Trace ev = with;
+  for (auto& y : ev.syncs) y.scope = trace::SyncRecord::Scope::event;
+  o.assume_sync_each_step = false;
+  ReplayResult none = replay(ev, p, o);
+  EXPECT_EQ(none.sync_source, SyncSource::trace);
+  EXPECT_EQ(none.syncs_used, 0u);
+  EXPECT_EQ(none.syncs_ignored, 2u);
+  EXPECT_LE(none.in_time_fraction, rec.in_time_fraction);
+}
+
 TEST(Replay, ParsePerturbation) {
   auto p = parse_perturbation("drop=1%,insert=0.02");
   EXPECT_DOUBLE_EQ(p.drop, 0.01);

@@ -93,6 +93,38 @@ TEST(ChromeImport, MapsKernelsToLaunchTimesThroughCorrelation) {
   EXPECT_EQ(t.ops[0].launch_ns, 90000);
 }
 
+// torch.profiler keeps the job's synchronizes as CUDA runtime events; the driver's synchronize inside a runtime
+// one is the same wait and is not counted twice.
+TEST(ChromeImport, MapsRuntimeSynchronizesToSyncRecords) {
+  TempFile f(".json");
+  f.write(R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":90,"dur":3,"args":{"correlation":5}},)" +
+          kernel_event("100", "1") +
+          R"(,{"ph":"X","cat":"cuda_runtime","name":"cudaStreamSynchronize","pid":495,"tid":495,"ts":95.5,"dur":7.25,"args":{"correlation":9,"cbid":131}})"
+          R"(,{"ph":"X","cat":"cuda_driver","name":"cuStreamSynchronize","ts":96,"dur":6,"args":{"correlation":10}})"
+          R"(,{"ph":"X","cat":"cuda_runtime","name":"cudaEventSynchronize","ts":120,"dur":1,"args":{"correlation":12}})"
+          R"(,{"ph":"X","cat":"cuda_driver","name":"cuCtxSynchronize","ts":130,"dur":2,"args":{"correlation":14}})"
+          R"(,{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","ts":110,"dur":0.5,"args":{"correlation":11}}]})");
+  Trace t = import_chrome_trace(f.path());
+  EXPECT_TRUE(t.syncs_recorded);
+  ASSERT_EQ(t.syncs.size(), 4u);  // the nested cuStreamSynchronize left out; sorted by entry
+  EXPECT_EQ(t.syncs[0].scope, SyncRecord::Scope::stream);
+  EXPECT_EQ(t.syncs[0].correlation, 9);
+  EXPECT_EQ(t.syncs[0].enter_ns, 95500);
+  EXPECT_EQ(t.syncs[0].duration_ns, 7250);
+  EXPECT_EQ(t.syncs[0].exit_ns(), 102750);
+  EXPECT_EQ(t.syncs[0].device, -1);
+  EXPECT_EQ(t.syncs[1].scope, SyncRecord::Scope::device);
+  EXPECT_EQ(t.syncs[1].enter_ns, 110000);
+  EXPECT_EQ(t.syncs[2].scope, SyncRecord::Scope::event);
+  EXPECT_EQ(t.syncs[3].scope, SyncRecord::Scope::device);  // a driver synchronize on its own counts
+  EXPECT_EQ(t.syncs[3].correlation, 14);
+  EXPECT_EQ(t.ops[0].launch_ns, 90000);  // the launches are still mapped
+  // Without CUDA runtime events the trace cannot say whether the job synchronized.
+  TempFile g(".json");
+  g.write(R"({"traceEvents":[)" + kernel_event("100", "1") + "]}");
+  EXPECT_FALSE(import_chrome_trace(g.path()).syncs_recorded);
+}
+
 TEST(ChromeImport, BadInputGetsOneLineNamingFileAndPosition) {
   TempFile missing(".json");
   EXPECT_NE(error_of(missing.path()).find("cannot open"), std::string::npos);

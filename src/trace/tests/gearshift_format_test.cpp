@@ -283,6 +283,80 @@ TEST(GearshiftFormat, BadLinesNameTheLine) {
   std::remove(path.c_str());
 }
 
+TEST(GearshiftFormat, SynchronizesRoundTrip) {
+  std::string path = temp_path("sync.gstrace.gz");
+  Trace in = sample();
+  SyncRecord y;
+  y.scope = SyncRecord::Scope::stream;
+  y.device = 0;
+  y.stream = 7;
+  y.correlation = 77;
+  y.enter_ns = 1'000'020'000;
+  y.duration_ns = 3'500'000;
+  SyncRecord d;  // written out of order: the reader sorts by entry
+  d.correlation = 12;
+  d.enter_ns = 999'500'000;
+  d.duration_ns = 0;
+  in.syncs = {y, d};
+  in.syncs_recorded = true;
+  write_gearshift_trace(in, path);
+  Trace out = import_trace(path);
+  EXPECT_TRUE(out.complete);
+  EXPECT_TRUE(out.syncs_recorded);
+  ASSERT_EQ(out.syncs.size(), 2u);
+  EXPECT_EQ(out.syncs[0].scope, SyncRecord::Scope::device);
+  EXPECT_EQ(out.syncs[0].device, -1);
+  EXPECT_EQ(out.syncs[0].stream, -1);
+  EXPECT_EQ(out.syncs[0].correlation, 12);
+  EXPECT_EQ(out.syncs[0].enter_ns, 999'500'000);
+  const SyncRecord& s = out.syncs[1];
+  EXPECT_EQ(s.scope, SyncRecord::Scope::stream);
+  EXPECT_EQ(s.device, 0);
+  EXPECT_EQ(s.stream, 7);
+  EXPECT_EQ(s.correlation, 77);
+  EXPECT_EQ(s.enter_ns, 1'000'020'000);
+  EXPECT_EQ(s.exit_ns(), 1'003'520'000);
+  // A producer that does not record them says so, and the reader keeps that apart from "none happened".
+  in.syncs.clear();
+  in.syncs_recorded = false;
+  write_gearshift_trace(in, path);
+  out = import_trace(path);
+  EXPECT_FALSE(out.syncs_recorded);
+  std::remove(path.c_str());
+}
+
+TEST(GearshiftFormat, Version1FilesStayReadableWithoutSynchronizes) {
+  std::string path = temp_path("v1.gstrace");
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n"
+                      << R"(["n",0,"k"])" << "\n"
+                      << R"(["k",0,100,10,0,7,5,[1,1,1],[1,1,1],0,0,0,0,0,-1])" << "\n"
+                      << R"(["end",{"complete":true,"records":1,"dropped_records":0}])" << "\n";
+  Trace t = read_gearshift_trace(path);
+  EXPECT_EQ(t.format, "gearshift-trace v1");
+  EXPECT_EQ(t.ops.size(), 1u);
+  EXPECT_FALSE(t.syncs_recorded);  // no trailer flag: an older tracer, which did not write them
+  // "y" records are additive within version 1 (like "p" and "g"): they read, and the trailer says all were kept.
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n"
+                      << R"(["y","device",-1,-1,3,100,5])" << "\n"
+                      << R"(["end",{"complete":true,"records":1,"dropped_records":0,"synchronizes":true}])" << "\n";
+  EXPECT_TRUE(read_gearshift_trace(path).syncs_recorded);
+  EXPECT_EQ(read_gearshift_trace(path).syncs.size(), 1u);
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n"
+                      << R"(["y","context",-1,-1,3,100,5])" << "\n";
+  EXPECT_NE(error_of(path).find("synchronize scope 'context'"), std::string::npos) << error_of(path);
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n" << R"(["y","device",-1,-1,3,100])" << "\n";
+  EXPECT_NE(error_of(path).find("synchronize record needs 7 fields, has 6"), std::string::npos) << error_of(path);
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n" << R"(["y","device",-1,-1,3,100,-5])" << "\n";
+  EXPECT_NE(error_of(path).find("negative synchronize duration"), std::string::npos) << error_of(path);
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":1})" << "\n"
+                      << R"(["end",{"complete":true,"records":0,"synchronizes":1}])" << "\n";
+  EXPECT_NE(error_of(path).find("trailer 'synchronizes' is not true or false"), std::string::npos) << error_of(path);
+  std::ofstream(path) << R"({"format":"gearshift-trace","version":3})" << "\n";
+  EXPECT_NE(error_of(path).find("unsupported gearshift trace version 3 (this build reads 1 to 1)"), std::string::npos)
+      << error_of(path);
+  std::remove(path.c_str());
+}
+
 TEST(GearshiftFormat, WriterReportsAnUnwritablePath) {
   GearshiftTraceWriter w("/nonexistent-dir/x.gz", "unit", "");
   EXPECT_FALSE(w.ok());

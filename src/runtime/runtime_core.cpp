@@ -1,0 +1,114 @@
+#include "runtime/runtime_core.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace gearshift::runtime {
+
+namespace {
+constexpr std::size_t kRing = 1 << 16;  // correlations remembered until their activity record arrives
+constexpr std::size_t kRecent = 256;     // launches a synchronize may be queued behind (other threads' launches)
+
+std::vector<std::string> names_of(const ClockPlan& p) {
+  std::vector<std::string> v;
+  for (const auto& x : p.positions) v.push_back(x.name);
+  return v;
+}
+}  // namespace
+
+RuntimeCore::RuntimeCore(const ClockPlan& plan, SchedulerOptions options, PredictorOptions predictor)
+    : plan_(plan),
+      pred_(names_of(plan_), predictor),
+      sched_(plan_, options),
+      latency_ns_(options.switch_latency_ns),
+      corr_pos_(kRing, {-1, -1}),
+      landings_{{-std::numeric_limits<double>::infinity(), plan_.default_clocks}} {}
+
+Alignment RuntimeCore::on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) {
+  const std::int64_t expected = pred_.next_position();
+  return placed(pred_.observe(name), expected, correlation, cpu_ns);
+}
+
+Alignment RuntimeCore::on_launch(std::int32_t id, model::KernelClass cls, std::int64_t correlation, std::int64_t cpu_ns) {
+  const std::int64_t expected = pred_.next_position();
+  return placed(pred_.observe(id, cls), expected, correlation, cpu_ns);
+}
+
+Alignment RuntimeCore::placed(const Alignment& a, std::int64_t expected, std::int64_t correlation, std::int64_t cpu_ns) {
+  const auto n = static_cast<std::int64_t>(pred_.size());
+  const bool locked = a.state == PredictorState::locked;
+  sched_.on_launch(a.position, locked, cpu_ns);
+  if (recent_.size() >= kRecent) recent_.erase(recent_.begin(), recent_.begin() + kRecent / 2);
+  recent_.emplace_back(correlation, locked && (a.matched || a.substituted) ? a.position : -1);
+  ++stats_.launches;
+  if (locked) {
+    if (first_abs_ < 0) first_abs_ = a.position;
+    last_abs_ = std::max(last_abs_, a.position);
+  }
+  if (expected >= 0 && first_abs_ >= 0 && expected >= first_abs_ + n) {
+    ++stats_.scored;
+    if ((a.matched || a.substituted) && a.position == expected) ++stats_.predicted;
+  }
+  if (correlation >= 0)
+    corr_pos_[static_cast<std::size_t>(correlation) % kRing] = {correlation,
+                                                                a.matched || a.substituted ? a.position : -1};
+  return a;
+}
+
+void RuntimeCore::on_sync(std::int64_t correlation, std::int64_t enter, std::int64_t exit) {
+  ++stats_.syncs;
+  std::int64_t abs = -1;
+  for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
+    if (it->first < correlation) {
+      abs = it->second;
+      break;
+    }
+  sched_.on_sync(abs, enter, exit);
+}
+
+void RuntimeCore::on_marker(std::int64_t correlation, std::int64_t not_before, std::int64_t seen) {
+  ++stats_.markers;
+  const auto& slot = corr_pos_[static_cast<std::size_t>(std::max<std::int64_t>(correlation, 0)) % kRing];
+  if (slot.first != correlation || slot.second < 0) return;
+  sched_.on_marker(slot.second, not_before, seen);
+}
+
+void RuntimeCore::on_complete(std::int64_t correlation, std::int64_t start, std::int64_t end) {
+  const auto& slot = corr_pos_[static_cast<std::size_t>(std::max<std::int64_t>(correlation, 0)) % kRing];
+  if (slot.first != correlation || slot.second < 0) return;
+  const std::int64_t abs = slot.second;
+  sched_.on_complete(abs, start, end);
+  const auto n = static_cast<std::int64_t>(pred_.size());
+  if (first_abs_ < 0 || abs < first_abs_ + n || end <= start) return;
+  const auto& want = plan_.positions[static_cast<std::size_t>(abs % n)].clocks;
+  const double s = static_cast<double>(start), t = static_cast<double>(end);
+  stats_.kernel_ns += t - s;
+  auto it = std::upper_bound(landings_.begin(), landings_.end(), s, [](double x, const auto& seg) { return x < seg.first; });
+  for (auto k = static_cast<std::size_t>(it - landings_.begin()) - 1; k < landings_.size() && landings_[k].first < t; ++k) {
+    const double lo = std::max(s, landings_[k].first);
+    const double hi = k + 1 < landings_.size() ? std::min(t, landings_[k + 1].first) : t;
+    if (hi > lo && landings_[k].second == want) stats_.in_time_ns += hi - lo;
+  }
+}
+
+std::vector<ClockChange> RuntimeCore::poll(std::int64_t now_ns) {
+  std::vector<ClockChange> out = sched_.poll(now_ns);
+  for (const auto& c : out) landings_.emplace_back(static_cast<double>(now_ns) + latency_ns_, c.clocks);
+  return out;
+}
+
+LiveStats RuntimeCore::stats() const {
+  LiveStats s = stats_;
+  const auto n = static_cast<std::int64_t>(pred_.size());
+  const auto& st = sched_.stats();
+  s.changes = st.issued;
+  s.dropped = st.dropped;
+  s.merged = st.merged;
+  s.late = st.late;
+  s.losses = pred_.losses();
+  s.steps = first_abs_ < 0 ? 0 : static_cast<std::uint64_t>(last_abs_ / n - first_abs_ / n + 1);
+  return s;
+}
+
+}  // namespace gearshift::runtime

@@ -1,0 +1,81 @@
+// The runtime's core, shared by `gearshift run` (LiveRuntime: wall clock, events from the feed) and `gearshift
+// replay` (virtual time, events from a trace): the predictor places each launch, the scheduler turns launches and
+// signs of GPU progress into clock changes, and completed kernels are scored against the clocks that held while
+// they ran. The clock is the caller's: every time is ns on it, and poll(now) is called after each batch of events
+// and at next_wakeup_ns(). Not thread-safe (one driving thread).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runtime/clock_plan.hpp"
+#include "runtime/predictor.hpp"
+#include "runtime/scheduler.hpp"
+
+namespace gearshift::runtime {
+
+struct LiveStats {
+  std::uint64_t launches = 0;
+  std::uint64_t scored = 0;         // launches after the first step while locked
+  std::uint64_t predicted = 0;      // of those, placed at the position the predictor expected next, by name or
+                                    // as a same-class variant of the expected kernel (another GEMM tile shape)
+  std::uint64_t steps = 0;
+  std::uint64_t changes = 0, dropped = 0, merged = 0, late = 0;
+  double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
+  std::uint64_t losses = 0;
+  std::uint64_t syncs = 0;          // synchronizes seen (GPU progress without kernel activity)
+  std::uint64_t markers = 0;        // stream markers seen (idem)
+  double prediction_accuracy() const { return scored ? static_cast<double>(predicted) / static_cast<double>(scored) : 0; }
+  double in_time_fraction() const { return kernel_ns > 0 ? in_time_ns / kernel_ns : 0; }
+};
+
+class RuntimeCore {
+ public:
+  // `plan` is used as given (LiveRuntime passes plan.kernels_only(): launch events are kernel launches).
+  RuntimeCore(const ClockPlan& plan, SchedulerOptions options, PredictorOptions predictor = {});
+  RuntimeCore(const RuntimeCore&) = delete;  // the scheduler holds a reference to plan_
+  RuntimeCore& operator=(const RuntimeCore&) = delete;
+
+  // A launch (correlation: the launch call's id, increasing; entered at cpu_ns, < 0 unknown). By name, or by
+  // the predictor's id and class (replay resolves names once). Returns where the predictor placed it.
+  Alignment on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns);
+  Alignment on_launch(std::int32_t id, model::KernelClass cls, std::int64_t correlation, std::int64_t cpu_ns);
+  // The kernel launched with `correlation` ran from start to end (GPU time on this clock).
+  void on_complete(std::int64_t correlation, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns);
+  // A device/stream synchronize entered and returned: anchors the last launch with a smaller correlation (one
+  // of the latest 256: launches from other threads may be handled before it).
+  void on_sync(std::int64_t correlation, std::int64_t enter_ns, std::int64_t exit_ns);
+  // A stream marker after the launch with `correlation`: its kernel ended between the two times.
+  void on_marker(std::int64_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns);
+  void set_anchor_on_completions(bool on) { sched_.set_anchor_on_completions(on); }
+
+  // The changes to issue now; each is taken to land at now + L (the in-time accounting's clocks).
+  std::vector<ClockChange> poll(std::int64_t now_ns);
+  std::optional<std::int64_t> next_wakeup_ns() const { return sched_.next_wakeup_ns(); }
+
+  // When each requested clock pair took effect (time, clocks), from the default clocks at -inf on; ascending.
+  const std::vector<std::pair<double, model::ClockPair>>& landings() const { return landings_; }
+  // The figures so far (changes, steps and losses filled in).
+  LiveStats stats() const;
+  const PositionPredictor& predictor() const { return pred_; }
+  const ClockPlan& plan() const { return plan_; }
+
+ private:
+  Alignment placed(const Alignment& a, std::int64_t expected, std::int64_t correlation, std::int64_t cpu_ns);
+
+  const ClockPlan plan_;
+  PositionPredictor pred_;
+  ActuationScheduler sched_;
+  double latency_ns_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> corr_pos_;  // ring: correlation -> absolute position
+  // The latest launches (correlation, position or -1), newest last.
+  std::vector<std::pair<std::int64_t, std::int64_t>> recent_;
+  std::vector<std::pair<double, model::ClockPair>> landings_;
+  std::int64_t first_abs_ = -1, last_abs_ = -1;
+  LiveStats stats_;
+};
+
+}  // namespace gearshift::runtime
