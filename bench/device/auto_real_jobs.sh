@@ -6,7 +6,7 @@
 #   megatron_direct (the same started as one plain process). ONLY_TRACE=1: the traces alone, no run --auto.
 # For each job: `gearshift run --auto --max-slowdown $SLOWDOWN --switch-latency-ms 6` (OUT/JOB.auto.log, its plan,
 # its dry-run log); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it;
-# with PAIRS=N (default 0) N alternating rounds of the plain job and the job under `run --auto` for the step-time
+# with PAIRS=N (default 0; only for the jobs in PAIRS_JOBS when that is set) N alternating rounds of the plain job and the job under `run --auto` for the step-time
 # overhead (the job's own TRAIN/iteration-time line in OUT/JOB.pairs.log).
 # BIN holds gearshift, libgearshift_inject.so and the shared libraries they need. Reads NVML only: never changes
 # clocks, power limits or any other GPU setting (`gearshift run` without --apply only logs what it would do).
@@ -76,7 +76,9 @@ for j in "${JOBS[@]}"; do
       "$GS" replay "$tr" --plan "$OUT/$j.offline.plan.json" 2>&1 | tail -8
     fi
   fi
-  for ((r = 1; r <= ${PAIRS:-0}; r++)); do
+  pairs=${PAIRS:-0}
+  [[ -n ${PAIRS_JOBS:-} && " $PAIRS_JOBS " != *" $j "* ]] && pairs=0
+  for ((r = 1; r <= pairs; r++)); do
     job_cmd "$j"
     log "job $j pair $r: plain"
     "${CMD[@]}" 2>&1 | grep -E "^TRAIN| iteration +[0-9]+/" | tail -3 | sed "s/^/plain $r: /" >> "$OUT/$j.pairs.log"
