@@ -703,15 +703,12 @@ class Detector {
   // Several updates in a step must be different updates (distinct_updates): the same update twice means the
   // period is several training steps.
   bool updates_consistent(IterationAnalysis& a) const {
-    const auto blocks = optimizer_blocks(std::min<std::size_t>(kOptimizerGap, a.period_ops / 4));
+    const std::vector<std::size_t> per_step = updates_per_step(a);
     std::set<std::size_t> counts;
+    std::size_t k = 0;
     for (const auto& it : a.iterations) {
       if (!it.regular) continue;
-      std::size_t c = 0;
-      for (const auto& [b, e] : blocks) {
-        const std::int64_t t = op(b).start_ns;
-        c += t >= it.start_ns && t < it.end_ns;
-      }
+      const std::size_t c = per_step[k++];
       if (c > 1) {  // the step's updates, as opt_blocks_ (kOptimizerGap) delimits them
         std::vector<std::size_t> mine;
         for (std::size_t j = 0; j < opt_blocks_.size(); ++j) {
