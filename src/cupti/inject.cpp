@@ -115,8 +115,9 @@ std::mutex g_start_mu;
 void mark_launch(State& s, CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const LaunchEvent* launch) noexcept {
   if (cb == nullptr || launch_api_of(cbid) == LaunchApi::unknown) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    // Graph launches have no L line (their kernels are not the template's launches): nothing to anchor.
-    if (launch != nullptr && launch->api != LaunchApi::graph && launch->symbol != nullptr)
+    // A graph launch has its L line (one unit of the template) and a stream: a marker after it anchors the
+    // runtime on the graph's end, as after a kernel.
+    if (launch != nullptr && (launch->api == LaunchApi::graph || launch->symbol != nullptr))
       s.markers->claim(launch->cpu_ns, launch->correlation);
     return;
   }

@@ -139,6 +139,22 @@ FAKE_EXPORT void fake_cupti_launch_named(uint32_t cbid, uint32_t correlation, co
   d.callbackSite = CUPTI_API_EXIT;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
+// A graph launch as the driver reports it (cuGraphLaunch's parameters on stream 0x5, a successful return).
+FAKE_EXPORT void fake_cupti_graph_launch(uint32_t correlation) {
+  uint64_t slot = 0;
+  cuGraphLaunch_params params{};
+  params.hStream = reinterpret_cast<CUstream>(0x5);
+  CUresult rc = CUDA_SUCCESS;
+  CUpti_CallbackData d{};
+  d.callbackSite = CUPTI_API_ENTER;
+  d.correlationId = correlation;
+  d.correlationData = &slot;
+  d.functionParams = &params;
+  d.functionReturnValue = &rc;
+  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
+  d.callbackSite = CUPTI_API_EXIT;
+  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
+}
 // A synchronize as CUPTI reports it: entry, then exit with `result`; each entry/exit pair shares one
 // correlationData slot. nested = 0: cuCtxSynchronize alone; 1: cudaDeviceSynchronize (runtime) around
 // cuCtxSynchronize_v2 (driver, correlation + 1000), as CUDA 13's runtime makes it.
