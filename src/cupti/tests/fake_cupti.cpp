@@ -180,7 +180,10 @@ FAKE_EXPORT void fake_cupti_sync(uint32_t correlation, int result, int nested) {
   call(CUPTI_CB_DOMAIN_DRIVER_API, did, d, CUPTI_API_EXIT);
   if (nested) call(CUPTI_CB_DOMAIN_RUNTIME_API, rid, r, CUPTI_API_EXIT);
 }
-FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation) {
+namespace {
+// One kernel record queued under g_mu in one piece: the tracer's controller thread may flush (take g_pending)
+// between any two locked sections, so the record is complete before it is visible.
+void add_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation, uint32_t device) {
   std::lock_guard lock(g_mu);
   g_names.emplace_back(name);
   std::vector<std::uint8_t> rec(sizeof(CUpti_ActivityKernel10));
@@ -189,6 +192,7 @@ FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_
   k.start = start;
   k.end = end;
   k.streamId = 7;
+  k.deviceId = device;
   k.gridX = k.gridY = k.gridZ = 1;
   k.blockX = 128;
   k.blockY = k.blockZ = 1;
@@ -197,13 +201,15 @@ FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_
   std::memcpy(rec.data(), &k, sizeof k);
   g_pending.push_back(std::move(rec));
 }
+}  // namespace
+
+FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation) {
+  add_kernel(name, start, end, correlation, 0);
+}
 // As fake_cupti_add_kernel, on CUDA device ordinal `device`.
 FAKE_EXPORT void fake_cupti_add_kernel_on(const char* name, uint64_t start, uint64_t end, uint32_t correlation,
                                           uint32_t device) {
-  fake_cupti_add_kernel(name, start, end, correlation);
-  std::lock_guard lock(g_mu);
-  auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(g_pending.back().data());
-  k->deviceId = device;
+  add_kernel(name, start, end, correlation, device);
 }
 FAKE_EXPORT void fake_cupti_add_range(const char* name, uint32_t id, uint64_t start, uint64_t end) {
   std::lock_guard lock(g_mu);
