@@ -117,43 +117,41 @@ FAKE_EXPORT void fake_cupti_launch(uint32_t cbid, uint32_t correlation) {
   d.correlationId = correlation;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
-// A kernel launch as the driver reports it (cuLaunchKernel's parameters on stream 0x5, a successful return, one
-// correlationData slot for entry and exit): symbolName is the mangled kernel name (kept alive here).
-FAKE_EXPORT void fake_cupti_launch_named(uint32_t cbid, uint32_t correlation, const char* symbol) {
-  {
-    std::lock_guard lock(g_mu);
-    g_names.emplace_back(symbol);
-  }
+namespace {
+// One launch's entry and exit callbacks as the driver reports them: `params` (the launch API's parameter
+// struct, stream 0x5), a successful return, one correlationData slot for both.
+void fire_launch(uint32_t cbid, uint32_t correlation, const void* params, const char* symbol) {
   uint64_t slot = 0;
-  cuLaunchKernel_params params{};
-  params.hStream = reinterpret_cast<CUstream>(0x5);
   CUresult rc = CUDA_SUCCESS;
   CUpti_CallbackData d{};
   d.callbackSite = CUPTI_API_ENTER;
   d.correlationId = correlation;
   d.correlationData = &slot;
-  d.functionParams = &params;
+  d.functionParams = params;
   d.functionReturnValue = &rc;
-  d.symbolName = g_names.back().c_str();
+  d.symbolName = symbol;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
   d.callbackSite = CUPTI_API_EXIT;
   if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
-// A graph launch as the driver reports it (cuGraphLaunch's parameters on stream 0x5, a successful return).
+}  // namespace
+
+// A kernel launch (cuLaunchKernel's parameters): symbolName is the mangled kernel name (kept alive here).
+FAKE_EXPORT void fake_cupti_launch_named(uint32_t cbid, uint32_t correlation, const char* symbol) {
+  const char* name = nullptr;
+  {
+    std::lock_guard lock(g_mu);
+    name = g_names.emplace_back(symbol).c_str();
+  }
+  cuLaunchKernel_params params{};
+  params.hStream = reinterpret_cast<CUstream>(0x5);
+  fire_launch(cbid, correlation, &params, name);
+}
+// A graph launch (cuGraphLaunch's parameters; no symbol).
 FAKE_EXPORT void fake_cupti_graph_launch(uint32_t correlation) {
-  uint64_t slot = 0;
   cuGraphLaunch_params params{};
   params.hStream = reinterpret_cast<CUstream>(0x5);
-  CUresult rc = CUDA_SUCCESS;
-  CUpti_CallbackData d{};
-  d.callbackSite = CUPTI_API_ENTER;
-  d.correlationId = correlation;
-  d.correlationData = &slot;
-  d.functionParams = &params;
-  d.functionReturnValue = &rc;
-  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
-  d.callbackSite = CUPTI_API_EXIT;
-  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
+  fire_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, correlation, &params, nullptr);
 }
 // A synchronize as CUPTI reports it: entry, then exit with `result`; each entry/exit pair shares one
 // correlationData slot. nested = 0: cuCtxSynchronize alone; 1: cudaDeviceSynchronize (runtime) around
