@@ -1,6 +1,7 @@
 #include "cli/auto_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <fmt/core.h>
@@ -8,7 +9,9 @@
 #include "cli/commands.hpp"
 #include "cli/plan_job.hpp"
 #include "plan/plan_file.hpp"
+#include "runtime/live.hpp"
 #include "runtime/step_check.hpp"
+#include "trace/idle_rescale.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -19,11 +22,21 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 }  // namespace
 
-AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu)
+struct AutoPlanner::Candidate {
+  std::unique_ptr<PlanJobResult> r;
+  PlanJobOptions po;
+  std::uint32_t source = 0;
+  double traced_period_ns = 0;  // wall period of the traced steps (the live check's), ns
+  std::int64_t stop_ns = 0;     // when the job was asked to stop recording (CLOCK_MONOTONIC), ns
+  runtime::UntracedStep meter;
+};
+
+AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording)
     : o_(std::move(options)),
       start_(std::move(start)),
       on_run_gpu_(std::move(on_run_gpu)),
-      t0_(std::chrono::steady_clock::now()) {
+      t0_(std::chrono::steady_clock::now()),
+      stop_recording_(std::move(stop_recording)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -31,6 +44,10 @@ AutoPlanner::~AutoPlanner() { finish(); }
 
 void AutoPlanner::add(std::uint32_t source, const feed::FeedEvent& e) {
   std::lock_guard<std::mutex> g(mu_);
+  if (state_ == State::measuring) {
+    if (cand_ && source == cand_->source && e.kind == feed::FeedEvent::Kind::launch) cand_->meter.add_launch(e.cpu_ns);
+    return;
+  }
   if (state_ != State::collecting) return;
   auto it = sources_.find(source);
   if (it == sources_.end()) it = sources_.emplace(source, Source{runtime::FeedCollector(o_.max_kernels), {}}).first;
@@ -99,10 +116,25 @@ void AutoPlanner::loop() {
     };
     std::vector<Snapshot> changed;  // processes with new kernels since their last try
     bool full = false, timed_out = false;
+    bool measured_now = false;
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait_until(g, next, [&] { return stopping_; });
       if (stopping_) return;
+      if (state_ == State::measuring) {
+        const double waited_s =
+            cand_ ? static_cast<double>(runtime::monotonic_ns() - cand_->stop_ns) * 1e-9 : 0.0;
+        measured_now = cand_ != nullptr && (cand_->meter.done() || waited_s >= o_.untraced_timeout_s);
+        next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        if (!measured_now) continue;
+      }
+    }
+    if (measured_now) {
+      if (measured() != Outcome::keep_learning) return;
+      continue;
+    }
+    {
+      std::unique_lock<std::mutex> g(mu_);
       full = collected() >= o_.max_kernels;
       timed_out = seconds_since(t0_) >= o_.timeout_s;
       for (const auto& [id, src] : sources_)
@@ -145,6 +177,13 @@ void AutoPlanner::loop() {
     if (pick != nullptr) {
       const Outcome out =
           plan(std::move(pick->t), std::move(pick->an), pick->a, std::move(pick->syncs), seconds_since(t0_), pick->source);
+      if (out == Outcome::planned) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (state_ == State::measuring) {  // the untraced step is measured next
+          next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+          continue;
+        }
+      }
       if (out != Outcome::keep_learning) return;
       if (full || timed_out) {
         std::string failed;
@@ -212,14 +251,98 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       check_failed_ = std::move(line);
       return Outcome::keep_learning;
     }
+    const std::string warmup = fmt::format("warm-up {:.1f} s, {}, {}", seconds, collected_line(a), found);
+    fmt::print(stderr, "gearshift run --auto: {}\n", warmup);
+    fmt::print(stderr, "gearshift run --auto: live check passed: {}\n", check.evidence);
+    return measure(std::make_unique<PlanJobResult>(std::move(r)), po, check.wall_period_s * 1e9, source);
+  } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
+    give_up(std::string("planning failed: ") + e.what());
+    return Outcome::gave_up;
+  }
+}
+
+AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, const PlanJobOptions& po,
+                                          double traced_period_ns, std::uint32_t source) {
+  const std::optional<double> per_step = runtime::launches_per_step(r->trace, r->iterations);
+  if (!o_.measure_untraced || !per_step) {
+    if (o_.measure_untraced)
+      fmt::print(stderr, "gearshift run --auto: note: the untraced step is not measured (no launch ids in the steps)\n");
+    return apply(*r, po, source);
+  }
+  const std::int64_t stop = runtime::monotonic_ns();
+  auto c = std::unique_ptr<Candidate>(
+      new Candidate{std::move(r), po, source, traced_period_ns, stop, runtime::UntracedStep(stop, *per_step, o_.untraced)});
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    cand_ = std::move(c);
+    state_ = State::measuring;
+    sources_.clear();  // the collected records are planned already
+  }
+  stop_recording_(source);
+  return Outcome::planned;
+}
+
+AutoPlanner::Outcome AutoPlanner::measured() {
+  std::unique_ptr<Candidate> c;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    c = std::move(cand_);  // state_ stays measuring until apply() or give_up(): add() ignores the events meanwhile
+  }
+  const auto& m = c->meter;
+  if (!m.done()) {
+    give_up(fmt::format("the untraced step could not be measured: {} launches in {:g} s after recording stopped "
+                        "(the job's loop paused or ended)",
+                        m.counted(), o_.untraced_timeout_s));
+    return Outcome::gave_up;
+  }
+  const double pu = m.period_ns(), pt = c->traced_period_ns;
+  const double off = pu / pt - 1;
+  const std::string line =
+      fmt::format("untraced step {:.2f} ms ({} launches in {:.2f} s after recording stopped), traced {:.2f} ms "
+                  "({:+.1f} %)",
+                  pu / 1e6, m.counted(), m.window_ns() * 1e-9, pt / 1e6, 100 * off);
+  if (std::abs(off) <= o_.max_untraced_disagreement) {
+    fmt::print(stderr, "gearshift run --auto: {}: the warm-up's timing holds\n", line);
+    return apply(*c->r, c->po, c->source);
+  }
+  try {
+    trace::IterationAnalysis an = c->r->iterations;
+    const double busy = trace::template_busy_ns(an.tmpl), idle = an.tmpl.period_ns - busy;
+    try {
+      trace::rescale_idle(an.tmpl, an.tmpl.period_ns * pu / pt);
+    } catch (const std::invalid_argument& e) {
+      give_up(fmt::format("{}: {} recorded while every kernel's activity was: the warm-up's kernel times are not "
+                          "the job's, no step to plan for",
+                          line, e.what()));
+      return Outcome::gave_up;
+    }
+    const double f = idle > 0 ? (an.tmpl.period_ns - busy) / idle : 1;
+    PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(an));
+    const double modelled_s = r2.evaluation.baseline.step_time_s, off2 = modelled_s / (pu * 1e-9) - 1;
+    if (std::abs(off2) > runtime::kMaxLiveStepDisagreement) {
+      give_up(fmt::format("{}; re-timed to it, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step to plan for",
+                          line, modelled_s * 1e3, 100 * off2));
+      return Outcome::gave_up;
+    }
+    fmt::print(stderr,
+               "gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
+               "busy); modelled step {:.2f} ms\n",
+               line, f, busy / 1e6, pt / 1e6, modelled_s * 1e3);
+    return apply(r2, c->po, c->source);
+  } catch (const std::exception& e) {
+    give_up(std::string("planning failed: ") + e.what());
+    return Outcome::gave_up;
+  }
+}
+
+AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOptions& po, std::uint32_t source) {
+  try {
     const plan::PlanFile f = plan_file(po, r);
     // The runtime follows the same plan.json that `gearshift plan -o` would have written, validated as it would be
     // when read.
     plan::validate(f, "the --auto plan");
     runtime::ClockPlan cp = runtime::clock_plan_from(f);
     const auto& s = *r.chosen;
-    fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}\n", seconds, collected_line(a), found);
-    fmt::print(stderr, "gearshift run --auto: live check passed: {}\n", check.evidence);
     fmt::print(stderr, "gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: ",
                r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100);
     if (s.within_budget)
@@ -261,6 +384,10 @@ std::string AutoPlanner::finish() {
     std::lock_guard<std::mutex> g(mu_);
     if (state_ == State::planned) return {};
     if (state_ == State::gave_up) return reason_;
+    if (state_ == State::measuring)
+      return fmt::format("the job ended while its untraced step was measured ({} launches counted, {:.1f} s into "
+                         "the warm-up); no plan was made and the clocks were left alone",
+                         cand_ ? cand_->meter.counted() : 0, seconds_since(t0_));
     for (auto& [id, src] : sources_) {
       src.last.launches = src.collector.launches();
       src.last.unmatched = src.collector.unmatched();

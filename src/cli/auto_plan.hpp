@@ -7,6 +7,11 @@
 // keeps learning. A process whose kernels give no steps (a compile worker, a data loader
 // that touches CUDA) is never planned, however busy. Events consumed during the warm-up are not replayed to the
 // runtime. Past the time or kernel cap it gives up and the job runs on with its clocks untouched.
+// A step that passes the live check is not planned for at once: the job is asked to stop recording every
+// kernel's activity and its untraced step is measured from its launch rate (runtime/untraced_step.hpp); where
+// that differs from the traced step by more than max_untraced_disagreement, the template's idle time is
+// re-timed to it (trace/idle_rescale.hpp) and planned again, or the step is refused when its kernels alone take
+// longer than the untraced step.
 #pragma once
 
 #include <chrono>
@@ -14,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,6 +28,7 @@
 #include "runtime/clock_plan.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
+#include "runtime/untraced_step.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -36,7 +43,16 @@ struct AutoOptions {
   double timeout_s = 600;                   // give up after this much warm-up, s
   std::size_t max_kernels = 1'000'000;      // and after this many kernels collected, all processes (bounds memory)
   std::chrono::milliseconds attempt_period{1000};  // how often detection is tried
+  // Measure the untraced step before planning (off: the job keeps recording every kernel, e.g. --gpu-progress
+  // activity, so the traced step is its step).
+  bool measure_untraced = true;
+  runtime::UntracedStepOptions untraced;
+  double max_untraced_disagreement = 0.05;  // |untraced / traced step - 1| beyond which the template is re-timed
+  double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
 };
+
+struct PlanJobOptions;
+struct PlanJobResult;
 
 class AutoPlanner {
  public:
@@ -45,8 +61,10 @@ class AutoPlanner {
   using StartLive = std::function<void(const runtime::ClockPlan&, std::uint32_t source)>;
   // Whether process `source` runs on the run's GPU (asked when it has enough steps; any thread).
   using OnRunGpu = std::function<bool(std::uint32_t source)>;
+  // Asks process `source` to stop recording every kernel's activity (the planner's thread; must not throw).
+  using StopRecording = std::function<void(std::uint32_t source)>;
 
-  AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu);
+  AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording);
   ~AutoPlanner();
   AutoPlanner(const AutoPlanner&) = delete;
   AutoPlanner& operator=(const AutoPlanner&) = delete;
@@ -57,7 +75,7 @@ class AutoPlanner {
   std::string finish();
 
  private:
-  enum class State { collecting, planned, gave_up };
+  enum class State { collecting, measuring, planned, gave_up };
   enum class Outcome { planned, gave_up, keep_learning };
   struct Attempt {
     std::size_t kernels = 0, steps = 0;
@@ -76,6 +94,13 @@ class AutoPlanner {
   // but the reason); on a planning failure gives up (the job runs on untouched).
   Outcome plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
                std::vector<std::int64_t> syncs, double seconds, std::uint32_t source);
+  // The step passed: measure its untraced length (state measuring), or apply at once when not measured.
+  Outcome measure(std::unique_ptr<PlanJobResult> r, const PlanJobOptions& po, double traced_period_ns,
+                  std::uint32_t source);
+  // The untraced step is measured (or its measurement timed out): re-time and plan again where it differs, apply.
+  Outcome measured();
+  // Writes, reports and applies a plan (state planned); a planning failure gives up.
+  Outcome apply(const PlanJobResult& r, const PlanJobOptions& po, std::uint32_t source);
   // Ends the warm-up without a plan, saying `why`; frees the collected records.
   void give_up(const std::string& why);
   std::string progress(const Attempt& a) const;
@@ -98,6 +123,10 @@ class AutoPlanner {
   std::string check_failed_;  // the last step that failed the live check, and why (empty: none did)
   double last_check_note_s_ = 0;  // planner thread only: when a failed check was last said, s into the warm-up
   static constexpr std::chrono::seconds kCheckNoteEvery{30};
+  StopRecording stop_recording_;
+  // The step being measured untraced (state measuring): its plan so far and the launch-rate meter (under mu_).
+  struct Candidate;
+  std::unique_ptr<Candidate> cand_;
   std::thread thread_;
 };
 

@@ -269,6 +269,7 @@ void add_run_command(CLI::App& app) {
     // Set before any thread starts (setenv is not thread-safe).
     setenv(feed::kEnvSocket, server.socket_path().c_str(), 1);
     progress.set_job_env(/*collect_first=*/o->auto_plan);
+    ao.measure_untraced = progress.may_stop_recording();
     set_tracer_env(o->trace_output);
 
     RunEnergy energy(o->gpu);  // measured J per live step (NVML's counter, read only)
@@ -299,7 +300,11 @@ void add_run_command(CLI::App& app) {
             progress.plan_ready(*rt, server.process(source).syncs);
             live.store(rt.get());
           },
-          [&](std::uint32_t source) { return on_run_gpu(server.process(source)); });
+          [&](std::uint32_t source) { return on_run_gpu(server.process(source)); },
+          [&](std::uint32_t source) {
+            if (!server.send(source, progress.stop_recording_command()))
+              fmt::print(stderr, "gearshift run: note: could not tell the job to stop recording every kernel\n");
+          });
     }
     // The reader thread: with --plan the first process on the run's GPU to launch a kernel is followed; events of
     // the processes not followed are counted (by the server), not applied.

@@ -60,6 +60,7 @@ void ProgressControl::on_event(const feed::FeedEvent& e, runtime::LiveRuntime* r
   if (e.kind == Kind::sync || e.kind == Kind::marker) {
     ++(e.kind == Kind::sync ? syncs_ : markers_);
     launches_since_anchor_ = 0;
+    first_since_anchor_ns_ = -1;
     if (mode_ != GpuProgress::activity && rt != nullptr) start_sampling();
     return;
   }
@@ -68,7 +69,10 @@ void ProgressControl::on_event(const feed::FeedEvent& e, runtime::LiveRuntime* r
   // its first synchronize (measured: GPT-2 small fell back to every kernel's activity before its first step).
   if (!rt->locked()) return;
   const std::size_t n = template_kernels_.load();
-  if (n > 0 && ++launches_since_anchor_ > kNoSyncFallbackSteps * n) fall_back(*rt);
+  if (first_since_anchor_ns_ < 0) first_since_anchor_ns_ = e.cpu_ns;
+  if (n > 0 && ++launches_since_anchor_ > kNoSyncFallbackSteps * n &&
+      e.cpu_ns - first_since_anchor_ns_ >= kNoAnchorFallbackNs)
+    fall_back(*rt);
 }
 
 void ProgressControl::plan_ready(runtime::LiveRuntime& rt, std::uint64_t warmup_syncs) {
@@ -97,8 +101,8 @@ std::string ProgressControl::summary() const {
     return "GPU progress from every kernel's activity (--gpu-progress activity, or a trace file being written)";
   if (switched_)
     return fmt::format("GPU progress from every kernel's activity: no other sign of it ({} synchronizes, {} stream "
-                       "markers seen; none in {} steps of launches)",
-                       syncs_.load(), markers_.load(), kNoSyncFallbackSteps);
+                       "markers seen; none in {} steps of launches and {:g} s)",
+                       syncs_.load(), markers_.load(), kNoSyncFallbackSteps, kNoAnchorFallbackNs * 1e-9);
   const std::string sampled = user_sampling_ ? std::string("as GEARSHIFT_FEED_ACTIVITY_* say")
                                              : fmt::format("{} of every {} ms", kAuditWindowMs, kAuditPeriodMs);
   return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers; kernel activity sampled "

@@ -12,7 +12,7 @@
 // measure the in-time fraction; those completions never anchor.
 // A job that gives no anchor (no synchronize, and markers unavailable) for two template steps of launches made
 // while the runtime's predictor follows the job (as of the last launch it handled: not the model's
-// initialisation) is
+// initialisation), and for at least kNoAnchorFallbackNs, is
 // asked (a control command on its feed connection, feed/protocol.hpp) for every kernel's activity and the runtime anchors on it from
 // then on (one way). `run --auto` collects every kernel until its plan exists (it needs their durations),
 // then samples.
@@ -43,6 +43,10 @@ inline constexpr int kMarkerPeriodUs = 5000;
 inline constexpr int kAuditPeriodMs = 5000;
 inline constexpr int kAuditWindowMs = 200;
 inline constexpr std::uint64_t kNoSyncFallbackSteps = 2;
+// ... and for at least this long (launch clock, ns): a job of short steps (20 ms, CUDA graphs) would otherwise
+// fall back before its first marker arrived (the marker command reaches the job at its controller's next wake,
+// and the marker is seen once the GPU passes it; measured on an H200: torch.compile's GPT-2 fell back so).
+inline constexpr std::int64_t kNoAnchorFallbackNs = 1'000'000'000;
 
 class ProgressControl {
  public:
@@ -76,6 +80,11 @@ class ProgressControl {
   // those); "" when none is needed.
   std::string others_commands() const;
 
+  // --auto: whether the job may be told to stop recording every kernel once its step is learnt (not in activity
+  // mode, nor when the user set the sampling), and the command that does (no kernel activity until plan_ready).
+  bool may_stop_recording() const { return mode_ != GpuProgress::activity && !user_sampling_; }
+  static std::string stop_recording_command() { return feed::activity_command(kAuditPeriodMs, 0); }
+
   // One line for the exit summary.
   std::string summary() const;
 
@@ -94,6 +103,7 @@ class ProgressControl {
   bool user_sampling_ = false;         // the user's GEARSHIFT_FEED_ACTIVITY_* settings are in force
   std::atomic<std::size_t> template_kernels_{0};
   std::uint64_t launches_since_anchor_ = 0;  // reader thread only: live launches since the last S or M line
+  std::int64_t first_since_anchor_ns_ = -1;  // reader thread only: the first of them (launch clock), -1: none
 };
 
 }  // namespace gearshift::cli

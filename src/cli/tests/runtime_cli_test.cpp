@@ -344,8 +344,8 @@ TEST(Run, MarkersAnchorAJobThatNeverSynchronizes) {
 }
 
 // Without synchronizes or markers (--gpu-progress sync, or markers turned off by the user) nothing is changed
-// until two steps of launches passed without an anchor; then the runtime anchors on every kernel's activity
-// (and asks the job for it).
+// until two steps of launches and a second passed without an anchor; then the runtime anchors on every kernel's
+// activity (and asks the job for it).
 TEST(Run, WithoutSynchronizesOrMarkersFallsBackToKernelActivity) {
   for (const char* mode : {"sync", "markers"}) {
     SimEnv s;
@@ -353,15 +353,16 @@ TEST(Run, WithoutSynchronizesOrMarkersFallsBackToKernelActivity) {
     s.env.push_back("FAKE_JOB_NO_SYNC=1");
     s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
     if (std::string(mode) == "markers") s.env.push_back("GEARSHIFT_FEED_MARKER_US=0");
-    auto argv = s.run_argv("12", false);
+    auto argv = s.run_argv("100", false);  // 2.5 s: the fallback comes after 1 s
     argv.insert(argv.begin() + 2, {"--gpu-progress", mode});
     ASSERT_EQ(run(argv, s.env, out), 0) << slurp(out);
     EXPECT_EQ(slurp(control), "A 0 0\n") << mode;  // every kernel's activity asked for
     const std::string o = slurp(out);
-    EXPECT_NE(o.find("no other sign of it (0 synchronizes, 0 stream markers seen; none in 2 steps of launches)"),
+    EXPECT_NE(o.find("no other sign of it (0 synchronizes, 0 stream markers seen; none in 2 steps of launches and "
+                     "1 s)"),
               std::string::npos)
         << o;
-    EXPECT_GE(number_after(o, "clock changes "), 10) << o;  // about 9 steps after the fallback, 2 changes each
+    EXPECT_GE(number_after(o, "clock changes "), 40) << o;  // about 60 steps after the fallback, 2 changes each
   }
 }
 
@@ -642,9 +643,10 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   // The simulated GPU's energy counter, read while live: J per step beside the modelled figures.
   EXPECT_NE(o.find("GPU 0 energy while live (measured, NVML energy counter): "), std::string::npos) << o;
   EXPECT_GT(number_after(o, " W, "), 0) << o;  // "... J per step over N steps"
-  // Every kernel's activity while collecting (nothing in the job's environment), then markers and sampled
-  // activity once planned.
-  EXPECT_EQ(slurp(control), "M 5000\nA 5000 200\n");
+  // Every kernel's activity while collecting (nothing in the job's environment), none while the untraced step is
+  // measured, then markers and sampled activity once planned.
+  EXPECT_EQ(slurp(control), "A 5000 0\nM 5000\nA 5000 200\n");
+  EXPECT_NE(o.find(": the warm-up's timing holds"), std::string::npos) << o;  // the fake job runs as fast untraced
 
   // The plan written is the one `gearshift run --plan` reads.
   auto j = nlohmann::json::parse(slurp(made));
@@ -661,6 +663,48 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   ASSERT_FALSE(log.empty());
   EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) { return l.find("set-sm") != std::string::npos; }));
   EXPECT_NE(log.back().find("reset-sm"), std::string::npos);
+}
+
+// A launch-bound job slowed by the recording of every kernel (0.2 ms more per kernel: a ~75 ms traced step, ~52
+// ms untraced): the plan is made for the untraced step, the template's idle time re-timed to it.
+TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
+  s.env.push_back("FAKE_JOB_TRACED_GAP_US=200");
+  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--plan-output", made.string(),
+                           "--dry-run-log", s.log.string()},
+                          {"--synthetic", "90"}),
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  const double traced = number_after(o, "live check passed: modelled step ");
+  EXPECT_NEAR(traced, 52.43 + 22.6, 2.0) << o;  // ms: 113 kernels x 0.2 ms more
+  EXPECT_NEAR(number_after(o, "untraced step "), 52.43, 1.5) << o;
+  EXPECT_NE(o.find(": the template's idle time re-timed by 0."), std::string::npos) << o;
+  EXPECT_NEAR(number_after(o, "busy); modelled step "), 52.43, 1.5) << o;
+  auto j = nlohmann::json::parse(slurp(made));
+  EXPECT_NEAR(j["period_us"].get<double>(), 52430, 1500);  // the untraced step, not the traced one
+  EXPECT_EQ(j["positions"].size(), 113u);
+  EXPECT_NE(o.find("applying the plan from now on"), std::string::npos) << o;
+}
+
+// Kernels 1.5 times as long while recorded: the untraced step is shorter than the traced kernels alone, so the
+// trace's times are not the job's and nothing is planned.
+TEST(RunAuto, RefusesAStepWhoseKernelsAloneOutlastTheUntracedStep) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  s.env.push_back("FAKE_JOB_TRACED_SCALE=1.5");
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
+                          {"--synthetic", "70"}),
+                s.env, out),
+            0);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("is shorter than the "), std::string::npos) << o;
+  EXPECT_NE(o.find("the warm-up's kernel times are not the job's"), std::string::npos) << o;
+  EXPECT_NE(o.find("continuing as a pass-through"), std::string::npos) << o;
+  EXPECT_EQ(o.find("MODELLED saving"), std::string::npos) << o;
+  EXPECT_EQ(slurp(s.log), "");
 }
 
 TEST(RunAuto, AStepTheJobsSynchronizesDoNotRecurInIsNeverPlanned) {
@@ -698,7 +742,7 @@ TEST(RunAuto, PlansTheProcessWhoseKernelsGiveSteps) {
   const std::string job = GEARSHIFT_FAKE_JOB;
   ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--auto", "--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log",
                  s.log.string(), "--", "sh", "-c",
-                 "RANK=0 " + job + " --synthetic 40 & " + job + " --noise 2 & " + job + " --noise 2 & wait"},
+                 "RANK=0 " + job + " --synthetic 70 & " + job + " --noise 2 & " + job + " --noise 2 & wait"},
                 s.env, out),
             0)
       << slurp(out);

@@ -97,6 +97,12 @@ Step synthetic() {
 // Stream markers as the injection library sends them: with GEARSHIFT_FEED_MARKER_US > 0 (or an "M <us>"
 // command), an M line after the first kernel that ends at least that long after the last marker.
 std::int64_t g_marker_ns = -1;
+// Whether every kernel's activity is recorded (GEARSHIFT_FEED_ACTIVITY_PERIOD_MS unset or 0, or an "A 0 0"
+// command): FAKE_JOB_TRACED_GAP_US=X then slows the launching thread by X µs per kernel, as CUPTI's recording
+// does to a launch-bound job (the kernels start that much later, one after the other; their durations stay);
+// FAKE_JOB_TRACED_SCALE=F stretches the whole step, kernels included, by F while traced (a trace whose kernel
+// times are not the job's).
+bool g_traced = true;
 
 int g_feed = -1;
 
@@ -107,6 +113,8 @@ void log_control() {
     const std::string got(buf, static_cast<std::size_t>(n));
     if (auto m = got.rfind("M "); m != std::string::npos && (m == 0 || got[m - 1] == '\n'))
       g_marker_ns = std::atoll(got.c_str() + m + 2) * 1000;
+    if (auto a = got.rfind("A "); a != std::string::npos && (a == 0 || got[a - 1] == '\n'))
+      g_traced = std::atoll(got.c_str() + a + 2) == 0;
     if (path == nullptr) continue;
     if (FILE* f = std::fopen(path, "a")) {
       std::fwrite(buf, 1, static_cast<std::size_t>(n), f);
@@ -122,6 +130,10 @@ void log_control() {
 bool run_steps(int fd, const Step& step, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
   if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
+  if (const char* a = std::getenv("GEARSHIFT_FEED_ACTIVITY_PERIOD_MS")) g_traced = std::atoll(a) == 0;
+  const std::int64_t traced_gap_ns =
+      std::getenv("FAKE_JOB_TRACED_GAP_US") ? std::atoll(std::getenv("FAKE_JOB_TRACED_GAP_US")) * 1000 : 0;
+  const double traced_scale = std::getenv("FAKE_JOB_TRACED_SCALE") ? std::atof(std::getenv("FAKE_JOB_TRACED_SCALE")) : 1;
   std::int64_t corr = 0, last_marker = 0;
   const long init = std::getenv("FAKE_JOB_INIT_KERNELS") ? std::atol(std::getenv("FAKE_JOB_INIT_KERNELS")) : 0;
   const long unnamed = std::getenv("FAKE_JOB_UNNAMED") ? std::atol(std::getenv("FAKE_JOB_UNNAMED")) : 0;
@@ -134,14 +146,17 @@ bool run_steps(int fd, const Step& step, long steps) {
   for (long s = 0; steps < 0 || s < steps; ++s) {
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
+    const std::int64_t slow = g_traced ? traced_gap_ns : 0;  // per kernel, this step
+    const double scale = g_traced ? traced_scale : 1;
+    auto scaled = [scale](std::int64_t ns) { return static_cast<std::int64_t>(static_cast<double>(ns) * scale); };
     for (std::size_t i = 0; i < step.kernels.size(); ++i, ++corr)
       if (static_cast<long>(i) >= unnamed &&
           !put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr) + " " + step.kernels[i].name + "\n"))
         return false;
     const std::int64_t entered = monotonic_ns();
     for (std::size_t i = 0; i < step.kernels.size(); ++i) {
-      const auto start = t0 + step.kernels[i].start_offset_ns;
-      const auto end = start + step.kernels[i].duration_ns;
+      const auto start = t0 + scaled(step.kernels[i].start_offset_ns) + slow * static_cast<std::int64_t>(i + 1);
+      const auto end = start + scaled(step.kernels[i].duration_ns);
       sleep_until(end);
       if (!put(fd, "C " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(start) + " " +
                        std::to_string(end) + step.completion_suffix + "\n"))
@@ -154,13 +169,15 @@ bool run_steps(int fd, const Step& step, long steps) {
       }
     }
     if (sync && !step.kernels.empty()) {
-      std::int64_t returned = std::max(entered, t0 + step.kernels.back().start_offset_ns + step.kernels.back().duration_ns);
+      const std::int64_t n = static_cast<std::int64_t>(step.kernels.size());
+      std::int64_t returned =
+          std::max(entered, t0 + scaled(step.kernels.back().start_offset_ns + step.kernels.back().duration_ns) + slow * n);
       if (drift_ns > 0) returned = std::max(entered, t0 + (s * drift_ns) % step.period_ns);
       if (!put(fd, "S " + std::to_string(corr++) + " " + std::to_string(entered) + " " + std::to_string(returned) + "\n"))
         return false;
     }
     log_control();
-    sleep_until(t0 + step.period_ns);
+    sleep_until(t0 + scaled(step.period_ns) + slow * static_cast<std::int64_t>(step.kernels.size()));
   }
   return true;
 }

@@ -1,0 +1,87 @@
+#include "runtime/untraced_step.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gearshift::runtime {
+namespace {
+
+TEST(UntracedStep, PeriodIsLaunchesPerStepOverTheLaunchRate) {
+  UntracedStepOptions o;
+  o.settle_ns = 100;
+  o.min_window_ns = 1000;
+  o.min_steps = 2;
+  UntracedStep u(/*stop_ns=*/0, /*launches_per_step=*/4, o);
+  u.add_launch(50);  // before the settle time: recording may still be on
+  EXPECT_EQ(u.counted(), 0u);
+  // 4 launches per 200 ns step: one every 50 ns.
+  for (std::int64_t t = 100; t <= 500; t += 50) u.add_launch(t);
+  EXPECT_FALSE(u.done());  // 400 ns counted, 1000 needed
+  for (std::int64_t t = 550; t <= 1100; t += 50) u.add_launch(t);
+  EXPECT_TRUE(u.done());
+  EXPECT_DOUBLE_EQ(u.period_ns(), 200);
+  EXPECT_EQ(u.counted(), 21u);
+}
+
+// Each step's 10 launches in a 1 ns burst, steps 1000 ns apart: the launch rate over a window that ends in a
+// burst is 10 % off (9 step spans hold 10 bursts); the span of one step's launches is not.
+TEST(UntracedStep, BurstsOfLaunchesDoNotBiasIt) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 0;
+  o.min_steps = 9;
+  UntracedStep u(0, 10, o);
+  for (int s = 0; s < 10; ++s)
+    for (int k = 0; k < 10; ++k) u.add_launch(s * 1000 + k / 10);
+  ASSERT_TRUE(u.done());
+  EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
+}
+
+TEST(UntracedStep, NeedsEnoughSteps) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 10;
+  o.min_steps = 8;
+  UntracedStep u(0, 10, o);
+  for (int i = 0; i < 50; ++i) u.add_launch(i * 100);  // 5 steps of launches
+  EXPECT_FALSE(u.done());
+  for (int i = 50; i < 81; ++i) u.add_launch(i * 100);
+  EXPECT_TRUE(u.done());
+  EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
+  EXPECT_THROW(UntracedStep(0, 0), std::invalid_argument);
+}
+
+TEST(UntracedStep, LaunchesPerStepCountsGraphLaunchesOnce) {
+  trace::Trace t;
+  trace::IterationAnalysis an;
+  // Steps at 0, 100, 200; each: two kernels of their own and one graph launch of three kernels.
+  std::int64_t corr = 0;
+  for (int s = 0; s < 3; ++s) {
+    const std::int64_t base = s * 100;
+    for (int k = 0; k < 2; ++k) {
+      trace::OpRecord op;
+      op.start_ns = base + k * 10;
+      op.correlation = corr++;
+      t.ops.push_back(op);
+    }
+    for (int k = 0; k < 3; ++k) {
+      trace::OpRecord op;
+      op.start_ns = base + 30 + k * 10;
+      op.correlation = corr;
+      op.graph_id = 7;
+      t.ops.push_back(op);
+    }
+    ++corr;
+    trace::Iteration it;
+    it.start_ns = base;
+    it.end_ns = base + 60;
+    an.iterations.push_back(it);
+  }
+  const auto n = launches_per_step(t, an);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_DOUBLE_EQ(*n, 3);
+  an.iterations.resize(1);
+  EXPECT_FALSE(launches_per_step(t, an).has_value());
+}
+
+}  // namespace
+}  // namespace gearshift::runtime

@@ -1,0 +1,46 @@
+#include "runtime/untraced_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace gearshift::runtime {
+
+std::optional<double> launches_per_step(const trace::Trace& t, const trace::IterationAnalysis& an) {
+  if (an.iterations.size() < 2) return std::nullopt;
+  const std::int64_t from = an.iterations.front().start_ns, to = an.iterations.back().start_ns;
+  std::unordered_set<std::int64_t> launches;
+  for (const auto& op : t.ops)
+    if (op.correlation >= 0 && op.start_ns >= from && op.start_ns < to) launches.insert(op.correlation);
+  if (launches.empty()) return std::nullopt;
+  return static_cast<double>(launches.size()) / static_cast<double>(an.iterations.size() - 1);
+}
+
+UntracedStep::UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o)
+    : from_ns_(stop_ns + static_cast<std::int64_t>(o.settle_ns)), per_step_(launches_per_step), o_(o) {
+  if (!(launches_per_step > 0)) throw std::invalid_argument("UntracedStep: launches per step must be positive");
+}
+
+void UntracedStep::add_launch(std::int64_t cpu_ns) {
+  if (cpu_ns < from_ns_ || done()) return;  // enough: memory stays bounded however long the caller waits
+  times_.push_back(cpu_ns);
+}
+
+bool UntracedStep::done() const {
+  return times_.size() > 1 && window_ns() >= o_.min_window_ns &&
+         static_cast<double>(times_.size() - 1) >= per_step_ * static_cast<double>(o_.min_steps);
+}
+
+double UntracedStep::period_ns() const {
+  const std::size_t k = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(per_step_)));
+  if (times_.size() <= k) return 0;
+  std::vector<std::int64_t> spans;
+  spans.reserve(times_.size() - k);
+  for (std::size_t i = 0; i + k < times_.size(); ++i) spans.push_back(times_[i + k] - times_[i]);
+  auto mid = spans.begin() + static_cast<std::ptrdiff_t>(spans.size() / 2);
+  std::nth_element(spans.begin(), mid, spans.end());
+  return static_cast<double>(*mid) * per_step_ / static_cast<double>(k);
+}
+
+}  // namespace gearshift::runtime
