@@ -4,6 +4,7 @@
 #   jobs: llama moe ckpt compile accum (train_families.py) and megatron (Megatron-LM pretrain_gpt.py through
 #   torchrun --nproc_per_node 1; needs MEGATRON_DIR with pretrain_gpt.py and the megatron-core wheel installed),
 #   megatron_direct (the same started as one plain process). ONLY_TRACE=1: the traces alone, no run --auto.
+#   FAMILY_ARGS: arguments for every train_families.py job; ARGS_<job>: for that job only.
 # For each job: `gearshift run --auto --max-slowdown $SLOWDOWN --switch-latency-ms 6` (OUT/JOB.auto.log, its plan,
 # its dry-run log); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it;
 # with PAIRS=N (default 0; only for the jobs in PAIRS_JOBS when that is set) N alternating rounds of the plain job and the job under `run --auto` for the step-time
@@ -43,7 +44,8 @@ job_cmd() {
         --no-gradient-accumulation-fusion --no-masked-softmax-fusion --no-bias-gelu-fusion
         --no-bias-dropout-fusion --no-persist-layer-norm --attention-backend unfused --distributed-backend nccl
         --split 100,0,0) ;;
-    *) CMD=(python3 "$HERE/train_families.py" "$1" ${FAMILY_ARGS:-}) ;;
+    *) local per_job="ARGS_$1"  # ARGS_<job>: that job's own arguments (e.g. ARGS_compile="--steps 1500")
+       CMD=(python3 "$HERE/train_families.py" "$1" ${FAMILY_ARGS:-} ${!per_job:-}) ;;
   esac
 }
 

@@ -12,8 +12,12 @@ Families (the models of record_step_traces.py, sized like small real runs):
   ckpt     the llama job with gradient checkpointing (every decoder layer's forward recomputed in backward)
   compile  GPT-2 small (12 x 768) under torch.compile(mode="reduce-overhead"): forward and backward as CUDA graphs
   accum    GPT-2 small, 4 micro-batches of gradient accumulation per optimizer step
-At the end it prints one line `TRAIN family=F steps=N step_s=<median s/step> late_step_s=<same, second half> ...`:
-the job's own count of its optimizer steps and their wall time per logging interval (the first left out).
+  input    GPT-2 small fed by a torch DataLoader with one worker whose CPU preprocessing (--prep-sort elements
+           sorted per sample) is slower than the GPU's step: the GPU waits for each batch (an input-bound job)
+At the end it prints one line `TRAIN family=F steps=N step_s=<median s/step> late_step_s=<same, second half>
+j_per_step=<median J/step> ...`: the job's own count of its optimizer steps, their wall time per logging
+interval (the first left out) and the GPU's energy per step over the same intervals (NVML's energy counter,
+read only; nan where NVML is not there).
 
 Never changes clocks, power limits or any other GPU setting.
 """
@@ -37,7 +41,47 @@ FAMILIES = {
     "ckpt": dict(LLAMA_1B, ckpt=True, steps=60),
     "compile": dict(GPT2S, layers=12, batch=8, seq=1024, compile=True, steps=300),
     "accum": dict(GPT2S, layers=12, batch=8, seq=1024, accum=4, steps=80),
+    "input": dict(GPT2S, layers=12, batch=8, seq=1024, loader=True, steps=120),
 }
+
+
+def nvml_energy_j():
+    """A function returning GPU 0's energy counter in J (nvmlDeviceGetTotalEnergyConsumption, read only), or None."""
+    import ctypes
+    try:
+        nv = ctypes.CDLL("libnvidia-ml.so.1")
+        if nv.nvmlInit_v2() != 0:
+            return None
+        h = ctypes.c_void_p()
+        idx = int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0)
+        if nv.nvmlDeviceGetHandleByIndex_v2(idx, ctypes.byref(h)) != 0:
+            return None
+        mj = ctypes.c_ulonglong()
+
+        def read():
+            return mj.value / 1e3 if nv.nvmlDeviceGetTotalEnergyConsumption(h, ctypes.byref(mj)) == 0 else float("nan")
+        return read
+    except (OSError, ValueError):
+        return None
+
+
+class PrepDataset:
+    """Random token samples, each after a CPU preprocessing step (sorting `sort` random floats, as a tokenizer
+    or augmentation would cost): a map-style dataset for torch's DataLoader."""
+
+    def __init__(self, vocab, seq, sort, seed):
+        self.vocab, self.seq, self.sort, self.seed = vocab, seq, sort, seed
+
+    def __len__(self):
+        return 1 << 30
+
+    def __getitem__(self, i):
+        import numpy as np
+        import torch
+        rng = np.random.default_rng(self.seed + i)
+        x = rng.random(self.sort)
+        x.sort()
+        return torch.from_numpy(rng.integers(0, self.vocab, self.seq, dtype=np.int64))
 
 
 class Args:  # what build_model reads
@@ -51,6 +95,8 @@ def main():
     p.add_argument("--steps", type=int, help="optimizer steps (default: the family's)")
     p.add_argument("--log-every", type=int, default=10, help="read the loss every K steps (a synchronize)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prep-sort", type=int, default=400_000, help="input: random floats sorted per sample (CPU work)")
+    p.add_argument("--workers", type=int, default=1, help="input: DataLoader workers")
     a = p.parse_args()
 
     import torch
@@ -65,13 +111,24 @@ def main():
     tr = Trainer(model, spec, dev, a.seed)
     if spec.get("compile"):
         tr.model = torch.compile(model, mode="reduce-overhead")
+    batches = None
+    if spec.get("loader"):
+        loader = torch.utils.data.DataLoader(PrepDataset(spec["vocab"], spec["seq"], a.prep_sort, a.seed),
+                                             batch_size=spec["batch"], num_workers=a.workers, pin_memory=True)
+        batches = iter(loader)
+    energy = nvml_energy_j()
     t0 = time.perf_counter()
-    times, losses = [], []
+    times, losses, joules = [], [], []
     last = time.perf_counter()
+    last_j = energy() if energy else float("nan")
     for i in range(steps):
         loss = None
         for _ in range(tr.accum):
-            loss = tr.forward_loss()
+            if batches is not None:
+                ids = next(batches).to(dev, non_blocking=True)
+                loss = tr.model(input_ids=ids, labels=ids, use_cache=False).loss
+            else:
+                loss = tr.forward_loss()
             loss.backward()
         tr.opt.step()
         tr.opt.zero_grad(set_to_none=True)
@@ -82,6 +139,10 @@ def main():
             now = time.perf_counter()
             times.append((now - last) / a.log_every)
             last = now
+            if energy:
+                j = energy()
+                joules.append((j - last_j) / a.log_every)
+                last_j = j
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
     # The first logging interval holds the warm-up (cuBLAS heuristics, compilation): leave it out of s/step.
@@ -89,7 +150,9 @@ def main():
     # The second half alone: under `gearshift run --auto` the plan is applied by then (the warm-up before it
     # records every kernel's activity), so this is the figure the overhead pairs compare.
     late_s = statistics.median(times[len(times) // 2:]) if len(times) > 1 else step_s
-    print(f"TRAIN family={a.family} steps={steps} step_s={step_s:.5f} late_step_s={late_s:.5f} wall_s={wall:.2f} params={facts['params']} "
+    j_step = statistics.median(joules[1:]) if len(joules) > 1 else float("nan")
+    print(f"TRAIN family={a.family} steps={steps} step_s={step_s:.5f} late_step_s={late_s:.5f} j_per_step={j_step:.2f} "
+          f"wall_s={wall:.2f} params={facts['params']} "
           f"log_every={a.log_every} last_loss={losses[-1] if losses else float('nan'):.3f}", flush=True)
 
 
