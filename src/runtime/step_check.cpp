@@ -37,7 +37,8 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
   std::sort(sync_exit_ns.begin(), sync_exit_ns.end());
   struct At {
     std::size_t step;
-    double phase;
+    double phase;     // share of its step's span
+    double since_ns;  // time since its step's start, ns
   };
   std::vector<At> at;
   std::size_t k = 0;
@@ -47,7 +48,7 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
     const double span = k + 1 < its.size() ? static_cast<double>(its[k + 1].start_ns - its[k].start_ns) : period_ns;
     const double phase = static_cast<double>(t - its[k].start_ns) / span;
     if (phase >= 1.0 && k + 1 == its.size()) break;  // after the last detected step
-    at.push_back({k, std::min(phase, 1.0)});
+    at.push_back({k, std::min(phase, 1.0), static_cast<double>(t - its[k].start_ns)});
   }
   c.syncs_in_steps = at.size();
   // Each synchronize needs one at the same offset (within the tolerance) in the next step that has any. With
@@ -65,7 +66,11 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
       for (std::size_t j = first_of_step[g + 1]; j < first_of_step[g + 1] + nb; ++j) {
         double d = std::fabs(at[i].phase - at[j].phase);
         d = std::min(d, 1.0 - d);  // a synchronize at a step's very end is one at the next one's start
-        if (d <= kSyncPhaseTolerance) {
+        // Or the same time after its step's start: a step whose span varies by more than the tolerance (the CPU's
+        // time between a synchronize and the next step's first launch: 1-2 ms of a 20 ms CUDA-graph step)
+        // keeps its synchronize where its GPU work ends.
+        const double dt = std::fabs(at[i].since_ns - at[j].since_ns) / period_ns;
+        if (d <= kSyncPhaseTolerance || dt <= kSyncPhaseTolerance) {
           ++c.syncs_in_phase;
           break;
         }
@@ -73,7 +78,7 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
     }
   }
   const double per_step = groups > 0 ? static_cast<double>(at.size()) / static_cast<double>(groups) : 0;
-  const double chance = 1 - std::pow(1 - 2 * kSyncPhaseTolerance, per_step);
+  const double chance = 1 - std::pow(1 - 4 * kSyncPhaseTolerance, per_step);  // two windows of ± the tolerance
   c.phase_checked = checked >= kMinSyncsForPhase && chance <= kMaxChanceMatch;
   c.syncs_checked = checked;
 

@@ -6,7 +6,8 @@
 //     that lost kernels (CUDA graphs whose kernels the feed never named) or holds one-off work fails here;
 //  2. the job's synchronizes (loss.item(), logging, optimizer checks) recur at the same point of the step: of
 //     the synchronizes inside the detected steps, at least kMinSyncsInPhase have one in the next step that has
-//     any at the same offset (within kSyncPhaseTolerance of the step). A "step" that is a layer, one kernel or
+//     any at the same offset (within kSyncPhaseTolerance of the step, as a share of each step's span or as time
+//     since each step's start: the span of a short step varies by the CPU's time after the synchronize). A "step" that is a layer, one kernel or
 //     a period of the model's initialisation puts the job's synchronizes at drifting offsets. Checked only where
 //     at least kMinSyncsForPhase synchronizes have a later step to compare with, and only where a match by
 //     chance is unlikely (at most kMaxChanceMatch with the synchronizes per step seen): with hundreds per step
