@@ -356,6 +356,7 @@ void add_run_command(CLI::App& app) {
                  "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
                  "  kernel time at the intended clocks{} {}\n"
                  "  {}\n"
+                 "  {}\n"
                  "  {}\n",
                  o->apply && act->writes_clocks() ? "applied" : "dry-run",
                  act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
@@ -363,7 +364,7 @@ void add_run_command(CLI::App& app) {
                  act->writes_clocks() ? "" : " (would have run)",
                  st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
                                   : std::string("not measured (no kernel activity recorded while the plan ran)"),
-                 progress.summary(), energy.summary(st.steps));
+                 runtime::describe_boundary_errors(st.boundary_error_ns), progress.summary(), energy.summary(st.steps));
     } else {
       fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
     }

@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include <fmt/core.h>
+
 namespace gearshift::runtime {
 
 namespace {
@@ -23,7 +25,8 @@ RuntimeCore::RuntimeCore(const ClockPlan& plan, SchedulerOptions options, Predic
       sched_(plan_, options),
       latency_ns_(options.switch_latency_ns),
       corr_pos_(kRing, {-1, -1}),
-      landings_{{-std::numeric_limits<double>::infinity(), plan_.default_clocks}} {}
+      landings_{{-std::numeric_limits<double>::infinity(), plan_.default_clocks}},
+      issued_(kRing, {-1, 0.0}) {}
 
 Alignment RuntimeCore::on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) {
   const std::int64_t expected = pred_.next_position();
@@ -79,6 +82,10 @@ void RuntimeCore::on_complete(std::int64_t correlation, std::int64_t start, std:
   if (slot.first != correlation || slot.second < 0) return;
   const std::int64_t abs = slot.second;
   sched_.on_complete(abs, start, end);
+  if (const auto& b = issued_[static_cast<std::size_t>(abs) % kRing]; b.first == abs) {
+    if (stats_.boundary_error_ns.size() < kMaxBoundaryErrors)
+      stats_.boundary_error_ns.push_back(static_cast<float>(static_cast<double>(start) - b.second));
+  }
   const auto n = static_cast<std::int64_t>(pred_.size());
   if (first_abs_ < 0 || abs < first_abs_ + n || end <= start) return;
   const auto& want = plan_.positions[static_cast<std::size_t>(abs % n)].clocks;
@@ -94,7 +101,10 @@ void RuntimeCore::on_complete(std::int64_t correlation, std::int64_t start, std:
 
 std::vector<ClockChange> RuntimeCore::poll(std::int64_t now_ns) {
   std::vector<ClockChange> out = sched_.poll(now_ns);
-  for (const auto& c : out) landings_.emplace_back(static_cast<double>(now_ns) + latency_ns_, c.clocks);
+  for (const auto& c : out) {
+    landings_.emplace_back(static_cast<double>(now_ns) + latency_ns_, c.clocks);
+    if (c.position >= 0) issued_[static_cast<std::size_t>(c.position) % kRing] = {c.position, static_cast<double>(c.boundary_ns)};
+  }
   return out;
 }
 
@@ -109,6 +119,15 @@ LiveStats RuntimeCore::stats() const {
   s.losses = pred_.losses();
   s.steps = first_abs_ < 0 ? 0 : static_cast<std::uint64_t>(last_abs_ / n - first_abs_ / n + 1);
   return s;
+}
+
+std::string describe_boundary_errors(std::vector<float> errors_ns) {
+  if (errors_ns.empty()) return "no change boundary timed by kernel activity";
+  std::sort(errors_ns.begin(), errors_ns.end());
+  auto q = [&](double f) { return errors_ns[static_cast<std::size_t>(f * static_cast<double>(errors_ns.size() - 1))] / 1e6; };
+  return fmt::format("{} change boundaries timed by kernel activity: kernel start minus the estimate the change was "
+                     "issued for median {:+.2f} ms, 10-90 % [{:+.2f}, {:+.2f}] ms",
+                     errors_ns.size(), q(0.5), q(0.1), q(0.9));
 }
 
 }  // namespace gearshift::runtime

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -28,9 +29,19 @@ struct LiveStats {
   std::uint64_t losses = 0;
   std::uint64_t syncs = 0;          // synchronizes seen (GPU progress without kernel activity)
   std::uint64_t markers = 0;        // stream markers seen (idem)
+  // Of the changes' boundaries whose kernel completed in an activity record: its GPU start minus the boundary
+  // time the scheduler estimated when it issued the change, ns (the estimate's error; > 0: the kernel came later
+  // than estimated). At most kMaxBoundaryErrors kept.
+  std::vector<float> boundary_error_ns;
   double prediction_accuracy() const { return scored ? static_cast<double>(predicted) / static_cast<double>(scored) : 0; }
   double in_time_fraction() const { return kernel_ns > 0 ? in_time_ns / kernel_ns : 0; }
 };
+
+inline constexpr std::size_t kMaxBoundaryErrors = 100'000;
+
+// "N boundaries timed by activity: kernel start minus estimate median +a ms, 10-90 % [b, c] ms", or "no change
+// boundary timed by activity" when `errors_ns` is empty.
+std::string describe_boundary_errors(std::vector<float> errors_ns);
 
 class RuntimeCore {
  public:
@@ -74,6 +85,7 @@ class RuntimeCore {
   // The latest launches (correlation, position or -1), newest last.
   std::vector<std::pair<std::int64_t, std::int64_t>> recent_;
   std::vector<std::pair<double, model::ClockPair>> landings_;
+  std::vector<std::pair<std::int64_t, double>> issued_;  // ring: boundary position -> its estimated time (issue)
   std::int64_t first_abs_ = -1, last_abs_ = -1;
   LiveStats stats_;
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -647,6 +648,9 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   // measured, then markers and sampled activity once planned.
   EXPECT_EQ(slurp(control), "A 5000 0\nM 5000\nA 5000 200\n");
   EXPECT_NE(o.find(": the warm-up's timing holds"), std::string::npos) << o;  // the fake job runs as fast untraced
+  // The fake job reports every completion: each change boundary's kernel start is compared with its estimate.
+  EXPECT_GT(number_before(o, " change boundaries timed by kernel activity"), 10) << o;
+  EXPECT_LT(std::fabs(number_after(o, "issued for median ")), 2.0) << o;  // ms
 
   // The plan written is the one `gearshift run --plan` reads.
   auto j = nlohmann::json::parse(slurp(made));
