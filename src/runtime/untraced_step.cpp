@@ -23,7 +23,9 @@ UntracedStep::UntracedStep(std::int64_t stop_ns, double launches_per_step, Untra
 }
 
 void UntracedStep::add_launch(std::int64_t cpu_ns) {
-  if (cpu_ns < from_ns_ || done()) return;  // enough: memory stays bounded however long the caller waits
+  if (cpu_ns < from_ns_ || times_.size() >= kMaxLaunches) return;  // memory stays bounded however long it waits
+  if (times_.empty() || cpu_ns < first_) first_ = cpu_ns;
+  if (times_.empty() || cpu_ns > last_) last_ = cpu_ns;
   times_.push_back(cpu_ns);
 }
 
@@ -35,9 +37,17 @@ bool UntracedStep::done() const {
 double UntracedStep::period_ns() const {
   const std::size_t k = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(per_step_)));
   if (times_.size() <= k) return 0;
+  // The feed sends each launching thread's launches in batches (PyTorch launches the backward pass from its
+  // autograd thread): in time order only once sorted.
+  std::vector<std::int64_t> t = times_;
+  std::sort(t.begin(), t.end());
+  // The last tenth of the window may still lack another thread's batch: left out.
+  const std::int64_t cut = last_ - (last_ - first_) / 10;
+  t.erase(std::upper_bound(t.begin(), t.end(), cut), t.end());
+  if (t.size() <= k) return 0;
   std::vector<std::int64_t> spans;
-  spans.reserve(times_.size() - k);
-  for (std::size_t i = 0; i + k < times_.size(); ++i) spans.push_back(times_[i + k] - times_[i]);
+  spans.reserve(t.size() - k);
+  for (std::size_t i = 0; i + k < t.size(); ++i) spans.push_back(t[i + k] - t[i]);
   auto mid = spans.begin() + static_cast<std::ptrdiff_t>(spans.size() / 2);
   std::nth_element(spans.begin(), mid, spans.end());
   return static_cast<double>(*mid) * per_step_ / static_cast<double>(k);

@@ -35,6 +35,7 @@ struct UntracedStepOptions {
 
 class UntracedStep {
  public:
+  static constexpr std::size_t kMaxLaunches = std::size_t{1} << 22;  // launches kept at most (32 MiB)
   // `stop_ns`: when the job was asked to stop recording (the launch clock, CLOCK_MONOTONIC ns);
   // `launches_per_step` > 0.
   UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o = {});
@@ -42,17 +43,18 @@ class UntracedStep {
   void add_launch(std::int64_t cpu_ns);
   // Whether enough launches were counted for period_ns().
   bool done() const;
-  // The untraced step, ns (the median span of k launches, scaled to launches_per_step); 0 before k + 1 launches
-  // were counted.
+  // The untraced step, ns (the median span of k launches in time order, scaled to launches_per_step; the window's
+  // last tenth left out); 0 before enough launches were counted.
   double period_ns() const;
   std::uint64_t counted() const { return times_.size(); }
-  double window_ns() const { return times_.size() > 1 ? static_cast<double>(times_.back() - times_.front()) : 0; }
+  double window_ns() const { return times_.size() > 1 ? static_cast<double>(last_ - first_) : 0; }
 
  private:
   std::int64_t from_ns_;
   double per_step_;
   UntracedStepOptions o_;
-  std::vector<std::int64_t> times_;  // launch times counted, arrival order
+  std::vector<std::int64_t> times_;  // launch times counted, arrival order (not time order: several threads)
+  std::int64_t first_ = 0, last_ = 0;  // earliest and latest of them
 };
 
 }  // namespace gearshift::runtime
