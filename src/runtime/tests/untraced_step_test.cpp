@@ -46,10 +46,12 @@ TEST(UntracedStep, LaunchesOfTwoThreadsArrivingInBatches) {
   o.min_steps = 1;
   UntracedStep u(0, 8, o);
   // Steps of 1000 ns: 4 forward launches (thread A) at 0-30, 4 backward launches (thread B) at 500-530; the feed
-  // delivers thread B's launches of step s after thread A's of step s + 1.
-  for (int s = 0; s < 20; ++s) {
-    for (int k = 0; k < 4; ++k) u.add_launch((s + 1) * 1000 + k * 10);
-    for (int k = 0; k < 4; ++k) u.add_launch(s * 1000 + 500 + k * 10);
+  // delivers thread A's at once and thread B's three steps at a time.
+  for (int s = 0; s < 30; ++s) {
+    for (int k = 0; k < 4; ++k) u.add_launch(s * 1000 + k * 10);
+    if (s % 3 == 2)
+      for (int b = s - 2; b <= s; ++b)
+        for (int k = 0; k < 4; ++k) u.add_launch(b * 1000 + 500 + k * 10);
   }
   EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
 }
