@@ -120,6 +120,23 @@ TEST(ReportBrowser, ShippedTraceRendersWithoutErrorsAndItsScreenshotIsNotBlank) 
   EXPECT_NE(dom.out.find("Step detection"), std::string::npos);
   EXPECT_NE(dom.out.find("modelled"), std::string::npos);
 
+  // The same page with measured clock and power samples in its timeline (the GPT-3 XL trace has none): the page's
+  // second y axis and sample series render too.
+  std::string page = slurp(html);
+  const auto at = page.find("\"measured\":null");
+  ASSERT_NE(at, std::string::npos);
+  const std::string samples = R"js("measured":{"source":"test samples (measured)","sm_mhz":[[0,1800],[100000,1755]],)js"
+                              R"js("mem_mhz":[[0,3201]],"power_w":[[0,650.5],[100000,700]]})js";
+  page.replace(at, std::string("\"measured\":null").size(), samples);
+  const fs::path with_samples = tmp / "samples.html";
+  std::ofstream(with_samples, std::ios::binary) << page;
+  Result dom2 = shell(chromium_command(chromium, tmp / "profile") + "--dump-dom 'file://" + with_samples.string() +
+                      "' 2>'" + (tmp / "samples.stderr").string() + "'");
+  EXPECT_NE(dom2.out.find("data-gs-rendered=\"ok\""), std::string::npos)
+      << slurp(tmp / "samples.stderr").substr(0, 4000);
+  EXPECT_EQ(slurp(tmp / "samples.stderr").find(":CONSOLE"), std::string::npos) << slurp(tmp / "samples.stderr");
+  EXPECT_NE(dom2.out.find("Measured: test samples (measured)."), std::string::npos);
+
   Result shot = shell(chromium_command(chromium, tmp / "profile") + "--screenshot='" + png.string() + "' '" + url +
                       "' >/dev/null 2>'" + (tmp / "shot.stderr").string() + "'");
   ASSERT_EQ(shot.code, 0) << slurp(tmp / "shot.stderr").substr(0, 4000);
