@@ -134,8 +134,8 @@ std::map<std::string, double> energy_by_class(const PlanReportInput& in, const p
   const sim::SimResult r = sim::simulate(in.workload, in.model, s, latency_ns, /*keep_timeline=*/true);
   // The same simulation as the evaluation's: a different total would be a report of another plan.
   if (std::abs(r.energy_j - expected_j) > 1e-9 * std::max(1.0, std::abs(expected_j)))
-    throw ReportError(fmt::format("internal error: the {} plan simulates to {} J, the evaluation said {} J",
-                                  s.strategy, r.energy_j, expected_j));
+    throw std::logic_error(fmt::format("the report's {} plan simulates to {} J, the evaluation said {} J",
+                                       s.strategy, r.energy_j, expected_j));
   std::map<std::string, double> by;
   double dynamic = 0;
   for (const auto& e : r.timeline) {
@@ -290,7 +290,7 @@ std::string plan_report_html(const PlanReportInput& in, const std::string& chart
       script_safe(plan_report_data(in).dump(-1, ' ', false, json::error_handler_t::replace));
   auto put = [&page](const std::string& mark, const std::string& text) {
     const auto at = page.find(mark);
-    if (at == std::string::npos) throw ReportError("internal error: the report page lacks " + mark);
+    if (at == std::string::npos) throw std::logic_error("the report page lacks " + mark);
     page.replace(at, mark.size(), text);
   };
   put("@GEARSHIFT_DATA@", data);  // the data first: Chart.js's text is never searched for a mark

@@ -60,7 +60,8 @@ std::string plan_report_html(const PlanReportInput& in, const std::string& chart
 // how to install it when none is readable, or when the file is not a Chart.js UMD build.
 std::string load_chartjs();
 
-// plan_report_html with load_chartjs(), written to `path`. Throws ReportError.
+// plan_report_html with load_chartjs(), written to `path`. Throws ReportError; std::logic_error (a bug) when
+// the chosen plan or the baseline does not simulate to the evaluation's energy.
 void write_plan_report(const PlanReportInput& in, const std::string& path);
 
 }  // namespace gearshift::report
