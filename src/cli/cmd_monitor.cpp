@@ -1,6 +1,10 @@
 // `gearshift monitor [options] -- CMD ARGS`: runs CMD and measures every selected GPU's energy while it runs.
+#include <array>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +21,8 @@
 #include "monitor/prometheus_server.hpp"
 #endif
 #include "monitor/sampler.hpp"
+#include "report/trace_events.hpp"
+#include "trace/error.hpp"
 
 namespace gearshift::cli {
 
@@ -24,7 +30,7 @@ namespace {
 
 struct MonitorArgs {
   int interval_ms = 100;
-  std::string csv, jsonl, prometheus;
+  std::string csv, jsonl, prometheus, timeline;
   bool json = false;
   std::vector<std::string> command;
 };
@@ -40,6 +46,12 @@ std::string quoted(const std::vector<std::string>& argv) {
 int run_monitor(const MonitorArgs& a) {
   if (a.command.empty()) throw Exit(kUsage, "monitor: no command given (gearshift monitor [options] -- CMD ARGS)");
   if (a.interval_ms < 1 || a.interval_ms > 60000) throw Exit(kUsage, "monitor: --interval-ms must be 1..60000");
+  if (!a.timeline.empty()) {
+    std::error_code ec;
+    const auto dir = std::filesystem::absolute(a.timeline).parent_path();
+    if (!std::filesystem::is_directory(dir, ec))
+      throw Exit(kUsage, fmt::format("monitor: --timeline {}: directory {} does not exist", a.timeline, dir.string()));
+  }
   OpenedGpus gpus = open_gpus(true);  // Exit(kNoGpu / kNoPermission) before anything starts
 
   for (std::size_t i = 0; i < gpus.devices.size(); ++i) {
@@ -58,6 +70,21 @@ int run_monitor(const MonitorArgs& a) {
     throw Exit(kUsage, std::string("monitor: ") + e.what());
   }
 
+  // --timeline: per GPU, its SM clock, memory clock and power as counter tracks (steady clock ns, as the logs).
+  std::mutex timeline_mu;
+  std::map<unsigned, std::array<report::CounterTrack, 3>> tracks;
+  auto keep = [&](const monitor::GpuSample& s) {
+    std::lock_guard<std::mutex> g(timeline_mu);
+    auto [it, fresh] = tracks.try_emplace(s.gpu);
+    if (fresh) {
+      const char* names[] = {"SM clock (MHz)", "memory clock (MHz)", "power (W)"};
+      for (int i = 0; i < 3; ++i) it->second[i] = {names[i], s.gpu, fmt::format("GPU {}", s.gpu), {}};
+    }
+    if (s.sm_clock_mhz) it->second[0].points.push_back({s.t, static_cast<double>(*s.sm_clock_mhz)});
+    if (s.mem_clock_mhz) it->second[1].points.push_back({s.t, static_cast<double>(*s.mem_clock_mhz)});
+    if (s.power_w) it->second[2].points.push_back({s.t, *s.power_w});
+  };
+
   monitor::SamplerOptions opt;
   opt.interval = std::chrono::milliseconds(a.interval_ms);
   // NVML's counter period: the H200's (data/gpus/h200.json), the only one measured so far.
@@ -67,6 +94,7 @@ int run_monitor(const MonitorArgs& a) {
   opt.on_sample = [&](const monitor::GpuSample& s) {
     if (csv) csv->write(s);
     if (jsonl) jsonl->write(s);
+    if (!a.timeline.empty()) keep(s);
   };
   // The sampler's and the server's threads start with the forwarded signals blocked: run_child takes them.
   std::optional<ForwardedSignalsBlocked> blocked;
@@ -96,6 +124,23 @@ int run_monitor(const MonitorArgs& a) {
   server.reset();
 #endif
 
+  if (!a.timeline.empty()) {
+    report::TimelineContent c;
+    {
+      std::lock_guard<std::mutex> g(timeline_mu);
+      for (auto& [gpu, three] : tracks)
+        for (auto& t : three)
+          if (!t.points.empty()) c.counters.push_back(t);
+    }
+    c.other_data = {{"producer", "gearshift monitor --timeline"}, {"command", quoted(a.command)},
+                    {"clock", "steady clock ns (CLOCK_MONOTONIC)"}, {"samples", "measured (NVML)"}};
+    try {
+      report::write_trace_events(c, a.timeline);
+      note(fmt::format("timeline written to {}", a.timeline));
+    } catch (const trace::TraceError& e) {
+      note(fmt::format("timeline not written: {}", e.what()));
+    }
+  }
   if (!child.started) {
     note(fmt::format("cannot run '{}': {}", a.command.front(), child.error));
   }
@@ -142,6 +187,9 @@ void add_monitor_command(CLI::App& app) {
   cmd->add_option("--interval-ms", a->interval_ms, "Sampling interval in ms (default 100)");
   cmd->add_option("--csv", a->csv, "Write every sample to this CSV file");
   cmd->add_option("--jsonl", a->jsonl, "Write every sample to this JSON-lines file");
+  cmd->add_option("--timeline", a->timeline,
+                  "Write the samples' SM clock, memory clock and power as a Perfetto / chrome://tracing timeline "
+                  "(Trace Event JSON; .gz: compressed)");
   cmd->add_flag("--json", a->json, "Print the summary as one JSON line on stdout");
   cmd->add_option("--prometheus", a->prometheus, "Serve Prometheus metrics on :PORT or HOST:PORT");
   cmd->add_option("command", a->command, "CMD ARGS (after --)")->required();

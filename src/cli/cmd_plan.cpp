@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/plan_job.hpp"
+#include "cli/report_option.hpp"
 #include "gpu/spec.hpp"
 #include "plan/plan_file.hpp"
 
@@ -28,6 +29,7 @@ struct PlanArgs {
   std::string gpu;  // empty: the trace's GPU
   std::string max_slowdown = "0.5%";
   std::string output;
+  std::string report;  // --report: the HTML plan report (report/plan_report.hpp)
   std::string strategy = "phase";
   std::optional<double> switch_latency_ms;  // absent: the GPU spec's estimate
   bool json = false;
@@ -42,6 +44,7 @@ void add_common(CLI::App* cmd, PlanArgs& a) {
                               fmt::join(gpu::spec_names(), ", ")));
   cmd->add_option("--max-slowdown", a.max_slowdown, "Allowed step-time increase, e.g. 0.5% or 0.005")->capture_default_str();
   cmd->add_option("-o,--output", a.output, "Write the chosen plan (plan.json)");
+  cmd->add_option("--report", a.report, "Write an HTML report of the plan (self-contained; docs/report.md)");
   cmd->add_option("--strategy", a.strategy, "Plan written to --output: iteration, pass, kernel-local, kernel-global, phase")
       ->capture_default_str();
   cmd->add_option("--switch-latency-ms", a.switch_latency_ms,
@@ -87,6 +90,7 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
     o.switch_latency_ms = a.switch_latency_ms;
   }
   if (!a.output.empty()) check_output(a.output);  // before planning, not after it
+  if (!a.report.empty()) check_report_path(a.report);
   o.calibrate = !a.no_calibrate;
   o.steps.device = a.device;
   o.steps.trust_period = a.trust_period;
@@ -102,6 +106,10 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
     if (!a.json)
       fmt::print("Plan written  {} (strategy {}, {} phases)\n", a.output, r.chosen->schedule.strategy,
                  plan::phases_of(r.chosen->schedule).size());
+  }
+  if (!a.report.empty()) {
+    write_report(o, r, a.report);
+    if (!a.json) fmt::print("Report written {}\n", a.report);
   }
 }
 

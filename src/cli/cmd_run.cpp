@@ -35,6 +35,7 @@
 #include "cli/inject_library.hpp"
 #include "cli/open_gpus.hpp"
 #include "cli/plan_job.hpp"
+#include "cli/run_timeline.hpp"
 #include "cli/switching_args.hpp"
 #include "cupti/config.hpp"
 #include "feed/socket.hpp"
@@ -43,6 +44,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
+#include "trace/error.hpp"
 
 namespace gearshift::cli {
 
@@ -146,7 +148,8 @@ std::string self_exe() {
 
 void add_run_command(CLI::App& app) {
   struct Opts {
-    std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output, plan_output, gpu_spec;
+    std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output, plan_output, gpu_spec,
+        timeline;
     bool apply = false, auto_plan = false, lock_memory = false;
     SwitchingArgs switching;
     unsigned gpu = 0;
@@ -177,6 +180,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--dry-run-log", o->dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
   cmd->add_option("--trace-output", o->trace_output,
                   "Also keep the job's trace (gearshift trace file, as `gearshift trace -o`); default: none");
+  cmd->add_option("--timeline", o->timeline,
+                  "Write the intended clock changes (and the traced kernels with --trace-output) as a Perfetto / "
+                  "chrome://tracing timeline (Trace Event JSON, .gz: compressed)");
   cmd->add_option("--gpu-progress", o->progress_name,
                   "How the runtime follows the GPU: markers (a GPU write to host memory after one kernel every "
                   "5 ms, and the job's synchronizes; default), sync (the job's synchronizes only) or activity "
@@ -250,6 +256,16 @@ void add_run_command(CLI::App& app) {
       nvml_act = std::make_unique<runtime::NvmlActuator>(gpus.devices[o->gpu], o->lock_memory, *dry);
       act = nvml_act.get();
     }
+    std::unique_ptr<RecordingActuator> recorder;  // --timeline: every intended change, dry-run or applied
+    if (!o->timeline.empty()) {
+      const auto dir = std::filesystem::absolute(o->timeline).parent_path();
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec))
+        throw Exit(kUsage, fmt::format("--timeline {}: directory {} does not exist", o->timeline, dir.string()));
+      recorder = std::make_unique<RecordingActuator>(*act);
+      act = recorder.get();
+    }
+    std::optional<ClockAnchor> anchor;  // the first completed kernel of the followed process (--timeline)
 
     // NVML's devices map each job process's CUDA ordinals to GPUs; a dry run without NVML maps plain indices.
     std::vector<gpu::DeviceInfo> infos = gpus.infos;
@@ -317,6 +333,8 @@ void add_run_command(CLI::App& app) {
       }
       // Not followed (another process followed, or --plan's process not found yet): counted, not applied.
       if ((f >= 0 && f != p.index) || (f < 0 && follow_first)) return;
+      if (recorder && !anchor && f >= 0 && e.kind == feed::FeedEvent::Kind::complete)
+        anchor = ClockAnchor{p.hello.pid, e.correlation & 0xffff'ffff, e.gpu_start_ns, e.gpu_end_ns - e.gpu_start_ns};
       runtime::LiveRuntime* r = live.load();
       if (f >= 0) progress.on_event(e, r);
       if (r != nullptr) {
@@ -367,6 +385,16 @@ void add_run_command(CLI::App& app) {
                  runtime::describe_boundary_errors(st.boundary_error_ns), progress.summary(), energy.summary(st.steps));
     } else {
       fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
+    }
+    if (recorder) {
+      try {
+        const auto notes = write_run_timeline(o->timeline, recorder->changes(), o->gpu, o->trace_output, anchor);
+        fmt::print(stderr, "gearshift run: timeline written to {} ({} intended clock changes{})\n", o->timeline,
+                   recorder->changes().size(), recorder->lost() ? ", some lost: out of memory" : "");
+        for (const auto& n : notes) fmt::print(stderr, "  note: {}\n", n);
+      } catch (const trace::TraceError& e) {
+        fmt::print(stderr, "gearshift run: timeline not written: {}\n", e.what());
+      }
     }
     if (watchdog) watchdog->release();
     if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);

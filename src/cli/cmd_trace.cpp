@@ -25,8 +25,8 @@
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/inject_library.hpp"
-#include "cupti/chrome_export.hpp"
 #include "cupti/config.hpp"
+#include "report/trace_events.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
@@ -77,8 +77,16 @@ void report(const std::string& path, const std::string& chrome) {
   }
   if (!chrome.empty()) {
     try {
-      cupti::write_chrome_trace(t, chrome);
-      fmt::print("  Chrome trace   {}\n", chrome);
+      // Kernels, ranges and synchronizes, and the clock and power samples as counter tracks (report/).
+      report::TimelineContent c;
+      c.trace = &t;
+      c.counters = report::sample_tracks(t);
+      c.other_data = {{"producer", "gearshift trace --chrome"}, {"source", path}, {"format", t.format},
+                      {"gpu", t.gpu_name}, {"complete", t.complete}};
+      const auto meta = nlohmann::json::parse(t.meta_json, nullptr, false);
+      if (!meta.is_discarded()) c.other_data["meta"] = meta;
+      report::write_trace_events(c, chrome);
+      fmt::print("  Chrome trace   {} (with {} counter tracks of the samples)\n", chrome, c.counters.size());
     } catch (const trace::TraceError& e) {
       fmt::print(stderr, "gearshift: Chrome trace not written: {}\n", e.what());
     }

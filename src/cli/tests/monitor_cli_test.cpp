@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -204,6 +205,33 @@ TEST(MonitorCli, LogsAndUsageErrors) {
   EXPECT_EQ(gearshift({"monitor", "--csv", "/nonexistent/d/x.csv", "--", "true"}, {}).code, 2);
   EXPECT_EQ(gearshift({"monitor", "--interval-ms", "0", "--", "true"}, {}).code, 2);
   EXPECT_EQ(gearshift({"monitor"}, {}).code, 2);
+}
+
+// --timeline: each GPU's sampled SM clock, memory clock and power as Trace Event counter tracks (issue 17).
+TEST(MonitorCli, TimelineHoldsEachGpusClockAndPowerTracks) {
+  const std::string f = ::testing::TempDir() + "monitor_timeline.json";
+  Proc r = gearshift({"monitor", "--interval-ms", "20", "--timeline", f, "--", "sleep", "0.3"},
+                     {"GEARSHIFT_SIMGPU_POWER_W=250", "GEARSHIFT_SIMGPU_COUNT=2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("timeline written to " + f), std::string::npos) << r.err;
+  const auto doc = nlohmann::json::parse(slurp(f));
+  std::map<std::pair<int, std::string>, int> points;
+  for (const auto& e : doc["traceEvents"]) {
+    ASSERT_TRUE(e["ph"] == "C" || e["ph"] == "M") << e.dump();
+    if (e["ph"] != "C") continue;
+    ASSERT_TRUE(e["ts"].is_number() && e["args"]["value"].is_number()) << e.dump();
+    ++points[{e["pid"].get<int>(), e["name"].get<std::string>()}];
+    if (e["name"] == "power (W)") {
+      EXPECT_DOUBLE_EQ(e["args"]["value"].get<double>(), 250.0);
+    }
+    if (e["name"] == "SM clock (MHz)") {
+      EXPECT_EQ(e["args"]["value"].get<double>(), 1980.0);
+    }
+  }
+  for (int gpu : {0, 1})
+    for (const char* name : {"SM clock (MHz)", "memory clock (MHz)", "power (W)"})
+      EXPECT_GE((points[{gpu, name}]), 5) << gpu << " " << name;  // 0.3 s at 20 ms
+  EXPECT_EQ(gearshift({"monitor", "--timeline", "/nonexistent/d/t.json", "--", "true"}, {}).code, 2);
 }
 
 TEST(GpusCli, ListsSimulatedGpuReadOnly) {

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "trace/chrome_import.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -261,6 +264,37 @@ TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
   EXPECT_GE(n, 6);
   EXPECT_GE(low, 3);
   EXPECT_NE(slurp(out).find("dry-run"), std::string::npos);
+}
+
+// --timeline: the intended changes (here dry-run) as counter tracks on the row of the run's GPU (issue 17).
+TEST(Run, TimelineHoldsTheIntendedChangesAsCounterTracks) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", f = s.t.dir / "run.json";
+  std::vector<std::string> a = s.run_argv("6", false);
+  a.insert(a.begin() + 2, {"--timeline", f.string()});
+  ASSERT_EQ(run(a, s.env, out), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find("timeline written to " + f.string()), std::string::npos) << slurp(out);
+  const auto doc = nlohmann::json::parse(slurp(f));
+  int low = 0, high = 0, logged = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M") {
+      EXPECT_EQ(e["args"]["name"], "GPU 0 intended clocks");
+      continue;
+    }
+    ASSERT_EQ(e["ph"], "C") << e.dump();
+    ASSERT_TRUE(e["ts"].is_number() && e["args"]["value"].is_number()) << e.dump();
+    if (e["name"] == "intended SM clock (MHz)") {
+      low += e["args"]["value"].get<double>() == 1200;
+      high += e["args"]["value"].get<double>() == 1980;
+    }
+  }
+  std::ifstream in(s.log);
+  for (std::string l; std::getline(in, l);) ++logged;
+  EXPECT_EQ(low + high, logged);  // every change of the dry-run log, none more
+  EXPECT_GE(low, 3);
+  EXPECT_GE(high, 3);
+  a[3] = (s.t.dir / "no-such-dir" / "run.json").string();
+  EXPECT_EQ(run(a, s.env, out), 2);
 }
 
 // The default GPU progress: the fake job synchronizes at each step's end and sends stream markers (as the
@@ -605,6 +639,52 @@ TEST(TraceJob, EveryProcessWritesItsOwnFileNamedByRank) {
   EXPECT_NE(o.find(f.string() + ": pid "), std::string::npos) << o;
   EXPECT_NE(o.find(", rank 1, 12 kernels"), std::string::npos) << o;
   EXPECT_NE(o.find(", rank 0, 4 kernels"), std::string::npos) << o;
+}
+
+// trace --chrome: the kernels read back through gearshift's Chrome importer; the clock and power samples are
+// counter tracks (issue 17).
+TEST(TraceJob, ChromeTimelineHasTheSamplesAsCounterTracks) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", f = s.t.dir / "t.jsonl.gz", chrome = s.t.dir / "t.json";
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "trace", "-o", f.string(), "--sample-ms", "2", "--chrome", chrome.string(), "--",
+                 GEARSHIFT_STAND_IN_JOB, "worker", "6"},
+                stand_in_env(s), out),
+            0)
+      << slurp(out);
+  const auto t = gearshift::trace::read_gearshift_trace(f.string());
+  ASSERT_FALSE(t.samples.empty()) << slurp(out);
+  const auto doc = nlohmann::json::parse(slurp(chrome));
+  std::map<std::string, std::size_t> counters;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "C") {
+      ASSERT_TRUE(e["args"]["value"].is_number()) << e.dump();
+      ++counters[e["name"].get<std::string>()];
+    }
+  EXPECT_EQ(counters["SM clock (MHz)"], t.samples.size());
+  EXPECT_EQ(counters["memory clock (MHz)"], t.samples.size());
+  EXPECT_EQ(counters["power (W)"], t.samples.size());
+  EXPECT_EQ(gearshift::trace::import_chrome_trace(chrome.string()).kernel_count(), 24u);
+}
+
+// run --timeline --trace-output: the traced kernels moved onto the runtime's clock, beside the intended changes.
+TEST(RunJob, TimelinePutsTheTracedKernelsOnTheRuntimesClock) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", f = s.t.dir / "run.json", keep = s.t.dir / "keep.jsonl.gz";
+  ASSERT_EQ(run(run_stand_in(s, {"--timeline", f.string(), "--trace-output", keep.string()}, {"JOB", "worker", "6"}),
+                stand_in_env(s), out),
+            0)
+      << slurp(out);
+  const auto doc = nlohmann::json::parse(slurp(f));
+  std::vector<double> kernels, changes;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "kernel") kernels.push_back(e["ts"].get<double>());
+    if (e["ph"] == "C") changes.push_back(e["ts"].get<double>());
+  }
+  ASSERT_EQ(kernels.size(), 24u) << slurp(out);
+  ASSERT_FALSE(changes.empty()) << slurp(out);
+  // The fake CUPTI's clock starts at 1 ms, CLOCK_MONOTONIC at boot; moved, the kernels lie within the run's seconds.
+  EXPECT_LT(std::abs(kernels.front() - changes.front()), 5e6) << kernels.front() << " vs " << changes.front();
+  EXPECT_NE(doc["otherData"]["kernels"].get<std::string>().find("moved by"), std::string::npos);
 }
 
 #endif  // GEARSHIFT_STAND_IN_JOB

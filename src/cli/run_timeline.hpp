@@ -1,0 +1,53 @@
+// `gearshift run --timeline FILE`: the job's intended clock changes (what the dry-run log records, with --apply
+// too) as counter tracks of a Perfetto / chrome://tracing timeline (report/trace_events.hpp), with the traced
+// kernels when --trace-output kept them.
+//
+// Clocks: the changes are on the runtime's clock (CLOCK_MONOTONIC); a trace file is on CUPTI's. The kernels are
+// moved onto the runtime's clock by one kernel both saw: the first completed kernel the launch feed reported
+// (its GPU start on CLOCK_MONOTONIC) found in the trace by its correlation id and duration. Without such a kernel
+// the kernels are left out, with a note: a timeline whose tracks do not line up would mislead.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/actuator.hpp"
+
+namespace gearshift::cli {
+
+// Passes every change on to `inner` and keeps a copy (the runtime thread calls apply: it never throws).
+class RecordingActuator final : public runtime::Actuator {
+ public:
+  explicit RecordingActuator(runtime::Actuator& inner) : inner_(inner) {}
+  const char* name() const override { return inner_.name(); }
+  bool apply(const runtime::ClockChange& change, std::size_t template_size) noexcept override;
+  void restore() noexcept override { inner_.restore(); }
+  bool writes_clocks() const noexcept override { return inner_.writes_clocks(); }
+  std::vector<runtime::ClockChange> changes() const;  // in the order they were applied
+  bool lost() const;  // a change could not be kept (out of memory): the timeline misses some
+
+ private:
+  runtime::Actuator& inner_;
+  mutable std::mutex mu_;
+  std::vector<runtime::ClockChange> changes_;
+  bool lost_ = false;
+};
+
+// One kernel seen both by the launch feed and, maybe, the trace file: it ties the two clocks together.
+struct ClockAnchor {
+  std::int64_t pid = 0;             // the process that ran it
+  std::int64_t correlation = 0;     // its CUPTI correlation id (the process's own, not namespaced)
+  std::int64_t start_ns = 0;        // GPU start, CLOCK_MONOTONIC ns
+  std::int64_t duration_ns = 0;     // ns
+};
+
+// Writes FILE; returns notes for the user (what was left out and why). `trace_path` empty: no kernels. Throws
+// trace::TraceError when FILE cannot be written.
+std::vector<std::string> write_run_timeline(const std::string& path, const std::vector<runtime::ClockChange>& changes,
+                                            unsigned gpu, const std::string& trace_path,
+                                            const std::optional<ClockAnchor>& anchor);
+
+}  // namespace gearshift::cli
