@@ -123,6 +123,7 @@ class AutoPlanner {
   std::string check_failed_;  // the last step that failed the live check, and why (empty: none did)
   double last_check_note_s_ = 0;  // planner thread only: when a failed check was last said, s into the warm-up
   static constexpr std::chrono::seconds kCheckNoteEvery{30};
+  static constexpr std::size_t kPlanLatestSteps = 20;  // steps the plan is made from (the latest of the warm-up)
   StopRecording stop_recording_;
   // The step being measured untraced (state measuring): its plan so far and the launch-rate meter (under mu_).
   struct Candidate;

@@ -29,6 +29,10 @@ void UntracedStep::add_launch(std::int64_t cpu_ns) {
   times_.push_back(cpu_ns);
 }
 
+void UntracedStep::add_sync(std::int64_t exit_ns) {
+  if (exit_ns >= from_ns_ && syncs_.size() < kMaxLaunches) syncs_.push_back(exit_ns);
+}
+
 bool UntracedStep::done() const {
   return times_.size() > 1 && window_ns() >= o_.min_window_ns &&
          static_cast<double>(times_.size() - 1) >= per_step_ * static_cast<double>(o_.min_steps);
@@ -45,6 +49,17 @@ double UntracedStep::period_ns() const {
   const std::int64_t cut = last_ - (last_ - first_) / 10;
   t.erase(std::upper_bound(t.begin(), t.end(), cut), t.end());
   if (t.size() <= k) return 0;
+  // Whole cycles between synchronizes: from the first launch after the first to the first after the last.
+  std::vector<std::int64_t> y = syncs_;
+  std::sort(y.begin(), y.end());
+  y.erase(std::upper_bound(y.begin(), y.end(), cut), y.end());
+  if (y.size() >= 2) {
+    const auto a = std::upper_bound(t.begin(), t.end(), y.front());
+    const auto b = std::upper_bound(t.begin(), t.end(), y.back());
+    const auto n = b - a;
+    if (b != t.end() && static_cast<double>(n) >= 2 * per_step_)
+      return static_cast<double>(*b - *a) * per_step_ / static_cast<double>(n);
+  }
   std::vector<std::int64_t> spans;
   spans.reserve(t.size() - k);
   for (std::size_t i = 0; i + k < t.size(); ++i) spans.push_back(t[i + k] - t[i]);

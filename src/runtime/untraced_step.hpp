@@ -41,10 +41,17 @@ class UntracedStep {
   UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o = {});
 
   void add_launch(std::int64_t cpu_ns);
+  // A synchronize of the job returned at `exit_ns`. A job whose CPU runs ahead of the GPU launches several steps
+  // in a burst and then waits in its synchronize (measured: torch.compile's CUDA-graph steps launched at 7 ms per
+  // 20.8 ms step, loss.item() every 10 steps): its launch rate is its step rate only over whole cycles from one
+  // synchronize to another, so where at least two synchronizes fell in the window the launches are counted
+  // from the first launch after the first to the first launch after the last.
+  void add_sync(std::int64_t exit_ns);
   // Whether enough launches were counted for period_ns().
   bool done() const;
-  // The untraced step, ns (the median span of k launches in time order, scaled to launches_per_step; the window's
-  // last tenth left out); 0 before enough launches were counted.
+  // The untraced step, ns: over whole synchronize cycles (add_sync) where there are two, else the median span of
+  // k launches in time order scaled to launches_per_step; the window's last tenth left out either way (another
+  // thread's launches may not have arrived); 0 before enough launches were counted.
   double period_ns() const;
   std::uint64_t counted() const { return times_.size(); }
   double window_ns() const { return times_.size() > 1 ? static_cast<double>(last_ - first_) : 0; }
@@ -55,6 +62,7 @@ class UntracedStep {
   UntracedStepOptions o_;
   std::vector<std::int64_t> times_;  // launch times counted, arrival order (not time order: several threads)
   std::int64_t first_ = 0, last_ = 0;  // earliest and latest of them
+  std::vector<std::int64_t> syncs_;     // synchronize returns after the settle time
 };
 
 }  // namespace gearshift::runtime

@@ -56,6 +56,31 @@ TEST(UntracedStep, LaunchesOfTwoThreadsArrivingInBatches) {
   EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
 }
 
+// CUDA graphs: the CPU launches 10 steps of 5 launches within 500 ns, then waits in loss.item() until the GPU
+// ran them (10 x 1000 ns). Spans of one step's launches are the CPU's speed; whole synchronize cycles
+// are the GPU's.
+TEST(UntracedStep, ACpuThatRunsAheadCountsOverWholeSynchronizeCycles) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 0;
+  o.min_steps = 1;
+  UntracedStep u(0, 5, o);
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    const std::int64_t t0 = cycle * 10'000;
+    for (int s = 0; s < 10; ++s)
+      for (int k = 0; k < 5; ++k) u.add_launch(t0 + s * 50 + k * 10);  // 10 steps launched in 500 ns
+    u.add_sync(t0 + 9'990);                                            // returns when the GPU ran them
+  }
+  u.add_launch(80'000);
+  EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
+  // Without synchronizes: the launches' own rhythm (the CPU's), 50 ns a step.
+  UntracedStep v(0, 5, o);
+  for (int cycle = 0; cycle < 8; ++cycle)
+    for (int s = 0; s < 10; ++s)
+      for (int k = 0; k < 5; ++k) v.add_launch(cycle * 10'000 + s * 50 + k * 10);
+  EXPECT_DOUBLE_EQ(v.period_ns(), 50);
+}
+
 TEST(UntracedStep, NeedsEnoughSteps) {
   UntracedStepOptions o;
   o.settle_ns = 0;
