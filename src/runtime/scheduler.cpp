@@ -114,6 +114,7 @@ std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {
       requested_default_ = true;
       ++stats_.issued;
     }
+    synced_ = false;  // the next anchor sets the clocks of the phase it finds the GPU in (a phase may never end)
     return out;
   }
   const double L = o_.switch_latency_ns;

@@ -172,7 +172,9 @@ TEST(Replay, RecordedSynchronizesAnchorInsteadOfOnePerStep) {
               static_cast<unsigned long long>(assumed.dropped_changes),
               static_cast<unsigned long long>(assumed.late_changes));
   EXPECT_NEAR(rec.in_time_fraction, 0.560671, 1e-6);
-  EXPECT_EQ(rec.dropped_changes, 105u);
+  // 0 (was 105 before a stale anchor made the scheduler resync): the boundaries that passed while the estimate
+  // had no fresh anchor are skipped at the resync, as after a relock, not counted as dropped; in-time unchanged.
+  EXPECT_EQ(rec.dropped_changes, 0u);
   EXPECT_NEAR(assumed.in_time_fraction, 0.625583, 1e-6);
   EXPECT_EQ(assumed.dropped_changes, 22u);
   EXPECT_LT(rec.in_time_fraction, assumed.in_time_fraction - 0.05);
