@@ -5,7 +5,8 @@
 // the idle gap after it; the last op also holds the step's tail and the first op's gap). On one stream the
 // sums over a plan equal the simulated step energy and, with the gaps, the simulated step time exactly; where
 // several streams overlap, an interval that ends on another stream is taken from the baseline timeline, and
-// the budget counts slow-downs only (budget_ns).
+// the budget counts slow-downs only (budget_ns). Where the template knows its launches (sim/step_graph.hpp),
+// the timelines are the dependency-driven replay's and an op's slow-down within its free float costs no budget.
 #pragma once
 
 #include <vector>
@@ -31,6 +32,10 @@ struct ClockTable {
   std::vector<double> start_ns, fastest_start_ns;
   double step_ns = 0, fastest_step_ns = 0;  // step time on those timelines (tail included), ns
   bool single_stream = true;                // every op on one stream: the sums are the simulator's exactly
+  // Per op, where the template is a dependency graph (sim/step_graph.hpp): its free float on the baseline
+  // timeline, ns, which budget_ns lets it spend at no cost (work followed by a wait is slowed first). Empty:
+  // the fallback timeline, no float counted.
+  std::vector<double> slack_ns;
   // Per op: 1 where a clock change may land (a launch unit's start, trace/graph_units.hpp), 0 inside a CUDA
   // graph launch. Empty (a hand-made table): everywhere.
   std::vector<std::uint8_t> may_change;
