@@ -4,6 +4,8 @@
 #include "trace/graph_units.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace gearshift::plan {
@@ -66,7 +68,8 @@ void dependency_costs(ClockTable& t, const sim::StepGraph& g, const std::vector<
 
 }  // namespace
 
-ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz) {
+ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz,
+                             const sim::StepGraph* graph) {
   ClockTable t;
   const auto& spec = m.spec();
   for (int mem : spec.mem_clocks_mhz)
@@ -103,7 +106,11 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
   }
   std::vector<double> idle_w(nc);
   for (std::size_t c = 0; c < nc; ++c) idle_w[c] = m.idle_power_w(t.clocks[c].sm_mhz);
-  const sim::StepGraph g = sim::build_step_graph(w);
+  const sim::StepGraph own = graph ? sim::StepGraph{} : sim::build_step_graph(w);
+  const sim::StepGraph& g = graph ? *graph : own;
+  if (g.dependency && g.stream.size() != n)
+    throw std::invalid_argument("build_clock_table: the step graph has " + std::to_string(g.stream.size()) +
+                                " positions, the template " + std::to_string(n));
   if (g.dependency) {
     dependency_costs(t, g, def_time, fast_time, dynamic_j, idle_w);
     return t;

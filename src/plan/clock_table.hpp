@@ -13,6 +13,7 @@
 
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
+#include "sim/step_graph.hpp"
 
 namespace gearshift::plan {
 
@@ -48,7 +49,11 @@ struct ClockTable {
 };
 
 // Candidate clocks: all supported SM clocks (optionally only those >= min_sm_mhz) × all memory clocks.
-ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz = 0);
+// `graph`: the step graph to replay (sim/step_graph.hpp) when not `w`'s own (a template whose op times were
+// changed, such as a rank's without its wait, keeps its traced graph); null: build_step_graph(w). Throws
+// std::invalid_argument for a graph of another number of positions.
+ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz = 0,
+                             const sim::StepGraph* graph = nullptr);
 
 // Op starts and step end (tail included) for given op durations: sim::simulate's timeline recurrence (an op
 // starts when its stream is free plus its gap, never before the op ahead of it in the template starts).

@@ -28,7 +28,8 @@ RanksResult simulate_ranks(const std::vector<RankReplay>& ranks, double latency_
     for (std::size_t r = 0; r < nr; ++r) w[r].ops[comm[r][c]].ref_time_ns = least;
   }
   for (std::size_t r = 0; r < nr; ++r) {
-    g[r] = build_step_graph(w[r]);
+    // The graph of the traced template: its gaps are the traced ones, not those around the shortened collectives.
+    g[r] = build_step_graph(*ranks[r].workload);
     if (!g[r].dependency)
       throw std::invalid_argument("simulate_ranks: rank " + std::to_string(r) + ": " + g[r].note);
   }

@@ -187,6 +187,8 @@ SimResult simulate(const model::Workload& w, const StepGraph& g, const model::Dv
   if (n == 0) return SimResult{};
   if (end_floor_ns && end_floor_ns->size() != n)
     throw std::invalid_argument("simulate: end floors for " + std::to_string(end_floor_ns->size()) + " positions, the template has " + std::to_string(n));
+  if (g.dependency && g.stream.size() != n)
+    throw std::invalid_argument("simulate: the step graph has " + std::to_string(g.stream.size()) + " positions, the template " + std::to_string(n));
   if (g.dependency) return run_dependency(w, g, m, s, latency_ns, keep_timeline, end_floor_ns);
   if (end_floor_ns) throw std::invalid_argument("simulate: end floors need the dependency-driven replay (launch events)");
   // First assume the previous step ended on the last position's clocks with every change landed; replay once

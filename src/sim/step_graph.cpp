@@ -11,8 +11,9 @@ namespace gearshift::sim {
 
 namespace {
 
-// Share of positions that must know their launch for the template to be a dependency graph: a few copies or
-// memsets without a launch record keep their stream rule, more means the trace's launch events are partial.
+// Share of kernel positions that must know their launch for the template to be a dependency graph (less: the
+// trace's launch events are partial). Copies and memsets need not: gearshift's CUPTI tracer records kernel
+// launches only, and a position without its launch keeps the stream rule (predecessor's end + traced gap).
 constexpr double kMinLaunchShare = 0.9;
 
 double low_quantile(std::vector<double> v, double q) {
@@ -30,12 +31,16 @@ StepGraph build_step_graph(const model::Workload& w) {
   g.period_ns = w.period_ns;
   const std::size_t known = static_cast<std::size_t>(
       std::count_if(w.ops.begin(), w.ops.end(), [](const model::WorkloadOp& o) { return o.launch_known; }));
+  std::size_t kernels = 0, kernels_known = 0;
+  for (const auto& o : w.ops)
+    if (o.kind == trace::OpKind::kernel) ++kernels, kernels_known += o.launch_known ? 1 : 0;
   if (n == 0 || !(w.period_ns > 0) || known == 0) {
     g.note = "no launch events in the template: replayed by stream order and traced gaps";
     return g;
   }
-  if (static_cast<double>(known) < kMinLaunchShare * static_cast<double>(n)) {
-    g.note = fmt::format("only {} of {} positions know their launch: replayed by stream order and traced gaps", known, n);
+  if (static_cast<double>(kernels_known) < kMinLaunchShare * static_cast<double>(kernels)) {
+    g.note = fmt::format("only {} of {} kernel positions know their launch: replayed by stream order and traced gaps",
+                         kernels_known, kernels);
     return g;
   }
   g.dependency = true;
