@@ -26,7 +26,7 @@ std::string pct(double sim, double ref) { return fmt::format("{:+.2f} %", (sim /
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::puts("| trace | ops/step | launch events | syncs/step | measured s/step (GPU span) | meta s/step | dependency replay "
+  std::puts("| trace | ops/step | positions with launch | syncs/step | measured s/step (GPU span) | meta s/step | dependency replay "
             "| error | fallback rule | error | within 2 % |");
   std::puts("|---|---|---|---|---|---|---|---|---|---|---|");
   int missed = 0;
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
       const std::string launches = with_launch ? fmt::format("{} of {}", with_launch, w.ops.size()) : "none";
       const std::string syncs = w.syncs_known ? std::to_string(w.syncs.size()) : (t.syncs_recorded ? "differ" : "not recorded");
       if (!g.dependency) {
-        std::printf("| %s | %zu | %s | %s | %.4f | %s | — (%s) | | %.4f | %s | no launch events: fallback only |\n",
+        std::printf("| %s | %zu | %s | %s | %.4f | %s | — (%s) | | %.4f | %s | fallback only (no launch offsets) |\n",
                     name.c_str(), w.ops.size(), launches.c_str(), syncs.c_str(), measured * 1e-9, meta.c_str(),
                     g.note.c_str(), fallback_ns * 1e-9, pct(fallback_ns, measured).c_str());
         continue;

@@ -159,8 +159,13 @@ only the fallback rule (they miss where their streams overlap or their steps var
 checkpointing +3.7 %, the DDP ranks +2.4–2.6 %); their torch.profiler exports were stripped of the CUDA runtime
 events, so nothing can place their launches. The DDP rank-0 trace's known +21 % (modelled 0.117 s vs meta
 0.096 s) is mostly not the replay's: the traced step itself is 0.114 s (the profiler slowed the run by 18 %),
-the fallback adds 2.6 %. Re-exporting those traces with their runtime events (or tracing with `gearshift trace`)
-gives them the dependency replay.
+the fallback adds 2.6 %. Against the meta s/step the one trace with both launch events and a meta misses:
+accum4_gpt2s replays its traced 0.1412 s exactly, 7.3 % above the untraced 0.1316 s, because the profiled run
+itself was that much slower (torch.profiler's per-launch overhead on the CPU), which no replay of its trace can
+know. Re-exporting the stripped traces with their runtime events (or tracing with `gearshift trace`, whose
+overhead is measured in docs/benchmarks.md) gives them the dependency replay. MoE excerpt: 4650 of 5385
+positions know their launch (gearshift's CUPTI tracer records kernel launches; its copies and memsets keep the
+stream rule); its steps differ in length, so each launch keeps its lead on its op's laid-out start.
 REPLAY2
   echo
   echo "Regenerated $(date -u '+%Y-%m-%d %H:%M UTC') by \`scripts/model_validation.sh\` (command: \`$BUILD/bench/model_validation $SHARED\`), commit $(git rev-parse --short HEAD)."

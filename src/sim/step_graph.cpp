@@ -35,7 +35,9 @@ StepGraph build_step_graph(const model::Workload& w) {
   for (const auto& o : w.ops)
     if (o.kind == trace::OpKind::kernel) ++kernels, kernels_known += o.launch_known ? 1 : 0;
   if (n == 0 || !(w.period_ns > 0) || known == 0) {
-    g.note = "no launch events in the template: replayed by stream order and traced gaps";
+    g.note = w.cpu_note.empty() || w.cpu_note.find("no launch events") != std::string::npos
+                 ? "no launch events in the template: replayed by stream order and traced gaps"
+                 : "no launch offsets in the template (" + w.cpu_note + "): replayed by stream order and traced gaps";
     return g;
   }
   if (static_cast<double>(kernels_known) < kMinLaunchShare * static_cast<double>(kernels)) {
@@ -199,7 +201,7 @@ StepGraph build_step_graph(const model::Workload& w) {
       "dependency-driven replay: {} positions, {} launch-bound, {} waiting for another stream; launch latency {:.1f} µs, "
       "dispatch gap {:.1f} µs (typical); {} synchronize(s) per step, {} waiting for the GPU{}",
       n, launch_bound, waits, g.typical_latency_ns / 1e3, g.typical_gap_ns / 1e3, ns, waiting,
-      w.cpu_note.empty() ? "" : " (" + w.cpu_note + ")");
+      w.syncs_known || w.cpu_note.empty() ? "" : " (" + w.cpu_note + ")");
   return g;
 }
 

@@ -15,7 +15,15 @@ void attach_cpu_timeline(const Trace& trace, IterationAnalysis& a) {
   const std::size_t known = static_cast<std::size_t>(
       std::count_if(t.ops.begin(), t.ops.end(), [](const TemplateOp& o) { return o.launch_known; }));
   if (t.ops.empty() || known == 0) {
-    t.cpu_note = "the trace has no launch events (CPU launch calls by correlation id)";
+    const bool any = std::any_of(trace.ops.begin(), trace.ops.end(), [](const OpRecord& r) { return r.launch_ns >= 0; });
+    t.cpu_note = any ? "the template's ops know no launch in every step that ran them"
+                     : "the trace has no launch events (CPU launch calls by correlation id)";
+    return;
+  }
+  if (a.method == "optimizer updates") {
+    // Steps of unequal length: the template's offsets are laid out from mean durations and gaps (launches keep
+    // their lead on their ops), and a synchronize's offset in one step would not fit them.
+    t.cpu_note = "the steps differ in length: their synchronizes are not placed, the CPU is taken never to wait";
     return;
   }
   if (!trace.syncs_recorded) {

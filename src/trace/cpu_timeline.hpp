@@ -12,7 +12,8 @@
 
 namespace gearshift::trace {
 
-// Fills a.tmpl.syncs, syncs_known and cpu_note. Needs the template's launch offsets (launch_known).
+// Fills a.tmpl.syncs, syncs_known and cpu_note. Needs the template's launch offsets (launch_known). Steps of
+// unequal length (update-delimited: their offsets are laid out, trace/iteration.cpp) get no synchronizes.
 void attach_cpu_timeline(const Trace& trace, IterationAnalysis& a);
 
 }  // namespace gearshift::trace

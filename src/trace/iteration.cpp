@@ -1211,10 +1211,12 @@ class Detector {
     if (variable) {
       // Steps of unequal length (a CPU-bound expert loop takes 120–280 ms) make a position's mean start offset
       // depend on which steps matched it: the main stream keeps the template's order, its offsets follow from
-      // the mean durations and gaps as the simulator lays them out.
+      // the mean durations and gaps as the simulator lays them out. A launch keeps its mean lead on its op's
+      // start (a relation within each step), so it moves with the laid-out start.
       double at = 0;
       for (std::size_t j = 0; j < tmpl.size(); ++j) {
         at += t.ops[j].gap_before_ns;
+        t.ops[j].launch_offset_ns += at - t.ops[j].start_offset_ns;
         t.ops[j].start_offset_ns = at;
         at += t.ops[j].duration_ns;
       }
@@ -1246,7 +1248,7 @@ class Detector {
     // Known only when every step that contributed knew it (a mean of some steps' launches would not match the
     // mean start of all of them).
     to.launch_known = s.launch.n > 0 && s.launch.n == s.dur.n;
-    to.launch_offset_ns = to.launch_known ? s.launch.mean() : 0;
+    to.launch_offset_ns = to.launch_known ? s.launch.mean() : 0;  // = mean start − mean lead of the launch
     to.sm_clock_mhz = mode(s.sm);
     to.mem_clock_mhz = mode(s.mem);
     to.samples = s.dur.n;
