@@ -34,8 +34,9 @@ struct ClockTable {
   double step_ns = 0, fastest_step_ns = 0;  // step time on those timelines (tail included), ns
   bool single_stream = true;                // every op on one stream: the sums are the simulator's exactly
   // Per op, where the template is a dependency graph (sim/step_graph.hpp): its free float on the baseline
-  // timeline, ns, which budget_ns lets it spend at no cost (work followed by a wait is slowed first). Empty:
-  // the fallback timeline, no float counted.
+  // timeline, ns. budget_ns lets it spend that at no cost, or its share of a stream chain's float (ops that
+  // each start as the one before ends share the last one's), so work followed by a wait is slowed first.
+  // Empty: the fallback timeline, no float counted.
   std::vector<double> slack_ns;
   // Per op: 1 where a clock change may land (a launch unit's start, trace/graph_units.hpp), 0 inside a CUDA
   // graph launch. Empty (a hand-made table): everywhere.

@@ -15,7 +15,7 @@ namespace {
 
 constexpr model::ClockPair kDefault{1980, 3201}, kSlow{990, 3201};
 
-struct Fixture : ::testing::Test {
+struct ReplayFixture : ::testing::Test {
   model::DvfsModel m{gpu::find_spec("h200")};
   // An op as traced at default clocks: GPU start, duration and the CPU time of its launch (ns, step-relative).
   model::WorkloadOp op(model::KernelClass cls, double start, double dur, double launch, std::int32_t stream = 7) {
@@ -41,7 +41,7 @@ struct Fixture : ::testing::Test {
 constexpr double kSlowFactor = 1.15;
 
 // A: 1 ms; the CPU then prepares the next batch and launches B at 3 ms (the GPU idles 2 ms); step 4 ms.
-model::Workload cpu_bound_gap(Fixture& f) {
+model::Workload cpu_bound_gap(ReplayFixture& f) {
   model::Workload w;
   w.ops = {f.op(model::KernelClass::elementwise, 0, 1e6, -5e3), f.op(model::KernelClass::elementwise, 3e6, 1e6, 2.995e6)};
   w.period_ns = 4e6;
@@ -49,7 +49,7 @@ model::Workload cpu_bound_gap(Fixture& f) {
   return w;
 }
 
-TEST_F(Fixture, TracedTimesAreReplayedExactly) {
+TEST_F(ReplayFixture, TracedTimesAreReplayedExactly) {
   model::Workload w = cpu_bound_gap(*this);
   StepGraph g = build_step_graph(w);
   ASSERT_TRUE(g.dependency) << g.note;
@@ -63,7 +63,7 @@ TEST_F(Fixture, TracedTimesAreReplayedExactly) {
   EXPECT_NEAR(r.slack_ns[1], 0, 1e-6);
 }
 
-TEST_F(Fixture, AKernelBeforeACpuBoundGapIsSlowedAtNoStepTimeCost) {
+TEST_F(ReplayFixture, AKernelBeforeACpuBoundGapIsSlowedAtNoStepTimeCost) {
   model::Workload w = cpu_bound_gap(*this);
   SimResult base = simulate(w, m, default_schedule(w, m), 0, true);
   SimResult slow = simulate(w, m, with(2, 0), 0, true);
@@ -80,7 +80,7 @@ TEST_F(Fixture, AKernelBeforeACpuBoundGapIsSlowedAtNoStepTimeCost) {
   EXPECT_NEAR(fb.step_time_s, (kSlowFactor + 2 + 1) * 1e-3, 1e-9);
 }
 
-TEST_F(Fixture, PlannersSpendTheSlackFirst) {
+TEST_F(ReplayFixture, PlannersSpendTheSlackFirst) {
   model::Workload w = cpu_bound_gap(*this);
   // The clock table lets A use its float for free; B has none.
   plan::ClockTable t = plan::build_clock_table(w, m);
@@ -108,7 +108,7 @@ TEST_F(Fixture, PlannersSpendTheSlackFirst) {
 }
 
 // A; the CPU synchronizes (waits for A, returns 5 µs after it ends), then launches B 45 µs later.
-model::Workload sync_then_launch(Fixture& f) {
+model::Workload sync_then_launch(ReplayFixture& f) {
   model::Workload w;
   w.ops = {f.op(model::KernelClass::elementwise, 0, 1e6, -5e3), f.op(model::KernelClass::elementwise, 1.055e6, 1e6, 1.05e6)};
   w.period_ns = 2.1e6;
@@ -122,7 +122,7 @@ model::Workload sync_then_launch(Fixture& f) {
   return w;
 }
 
-TEST_F(Fixture, ASynchronizePropagatesGpuDelayToLaterLaunches) {
+TEST_F(ReplayFixture, ASynchronizePropagatesGpuDelayToLaterLaunches) {
   model::Workload w = sync_then_launch(*this);
   StepGraph g = build_step_graph(w);
   ASSERT_TRUE(g.dependency);
@@ -146,7 +146,7 @@ TEST_F(Fixture, ASynchronizePropagatesGpuDelayToLaterLaunches) {
   EXPECT_LT(nosync.timeline[1].start_ns, slow.timeline[1].start_ns);
 }
 
-TEST_F(Fixture, ACollectiveEndsWithTheSlowestRank) {
+TEST_F(ReplayFixture, ACollectiveEndsWithTheSlowestRank) {
   // Rank 0: 1 ms of compute, then the all-reduce, which it waits in for 0.5 ms; rank 1: 1.5 ms of compute, then
   // the all-reduce (0.5 ms of transfer). Both end the step at 2 ms, the next one starts at 2.1 ms.
   model::Workload r0, r1;
@@ -172,7 +172,7 @@ TEST_F(Fixture, ACollectiveEndsWithTheSlowestRank) {
   EXPECT_THROW(simulate_ranks({{&r0, &m, with(2, 9)}, {&r2, &m, with(2, 9)}}, 0), std::invalid_argument);
 }
 
-TEST_F(Fixture, AnOpWaitingForAnotherStreamFollowsIt) {
+TEST_F(ReplayFixture, AnOpWaitingForAnotherStreamFollowsIt) {
   // B (stream 9) was launched early but started 3 µs after A (stream 7) ended: an event wait.
   model::Workload w;
   w.ops = {op(model::KernelClass::elementwise, 0, 1e6, -5e3, 7), op(model::KernelClass::elementwise, 1.003e6, 0.5e6, 0, 9)};
@@ -184,7 +184,7 @@ TEST_F(Fixture, AnOpWaitingForAnotherStreamFollowsIt) {
   EXPECT_NEAR(slow.timeline[1].start_ns, kSlowFactor * 1e6 + 3e3, 1e-3);
 }
 
-TEST_F(Fixture, WithoutLaunchEventsTheFallbackSaysSo) {
+TEST_F(ReplayFixture, WithoutLaunchEventsTheFallbackSaysSo) {
   model::Workload w = cpu_bound_gap(*this);
   for (auto& o : w.ops) o.launch_known = false;
   StepGraph g = build_step_graph(w);
