@@ -1,6 +1,10 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -168,6 +172,29 @@ SimResult run_dependency(const model::Workload& w, const StepGraph& g, const mod
   return r;
 }
 
+// A hash of every field build_step_graph reads, word by word (a byte-wise hash cost as much as a fallback replay).
+std::uint64_t graph_fingerprint(const model::Workload& w) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto word = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull, h ^= h >> 29; };
+  auto num = [&](double v) {
+    std::uint64_t u;
+    std::memcpy(&u, &v, sizeof u);
+    word(u);
+  };
+  word(w.ops.size()), num(w.period_ns), word(w.syncs.size());
+  for (const auto& o : w.ops) {
+    num(o.start_offset_ns), num(o.ref_time_ns), num(o.launch_offset_ns);
+    word(static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.stream)) << 16 |
+         static_cast<std::uint64_t>(o.launch_known) << 8 | static_cast<std::uint64_t>(o.kind));
+  }
+  for (const auto& y : w.syncs) {
+    num(y.enter_offset_ns), num(y.duration_ns);
+    word(static_cast<std::uint64_t>(static_cast<std::uint32_t>(y.stream)) << 8 | static_cast<std::uint64_t>(y.scope));
+  }
+  word(std::hash<std::string>{}(w.cpu_note));
+  return h;
+}
+
 }  // namespace
 
 SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s, double latency_ns,
@@ -175,7 +202,13 @@ SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const pl
   if (s.clocks.size() != w.ops.size())
     throw std::invalid_argument("simulate: the schedule has " + std::to_string(s.clocks.size()) +
                                 " positions, the template " + std::to_string(w.ops.size()));
-  return simulate(w, build_step_graph(w), m, s, latency_ns, keep_timeline);
+  // Planning simulates one template hundreds of times: its graph is kept while everything it is built from is
+  // the same (a fingerprint of those fields; per thread, one template).
+  thread_local std::uint64_t key = 0;
+  thread_local StepGraph graph;
+  const std::uint64_t k = graph_fingerprint(w);
+  if (k != key || graph.stream.size() != (graph.dependency ? w.ops.size() : 0)) graph = build_step_graph(w), key = k;
+  return simulate(w, graph, m, s, latency_ns, keep_timeline);
 }
 
 SimResult simulate(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,

@@ -107,6 +107,26 @@ TEST_F(ReplayFixture, PlannersSpendTheSlackFirst) {
   EXPECT_LE(g->sim.step_time_s, ev.baseline.step_time_s);
 }
 
+TEST_F(ReplayFixture, AChainBeforeAWaitSharesItsFloat) {
+  // A then B back to back (B launched early, so it starts as A ends), then C launched at 5 ms: A has no free
+  // float of its own (B waits for it), B has 3 ms; they share them by default time, 1.5 ms each.
+  model::Workload w;
+  w.ops = {op(model::KernelClass::elementwise, 0, 1e6, -5e3), op(model::KernelClass::elementwise, 1e6, 1e6, 0),
+           op(model::KernelClass::elementwise, 5e6, 1e6, 4.995e6)};
+  w.period_ns = 6e6;
+  plan::ClockTable t = plan::build_clock_table(w, m);
+  EXPECT_NEAR(t.slack_ns[0], 0, 1e-6);
+  EXPECT_NEAR(t.slack_ns[1], 3e6, 1e-6);
+  const std::size_t slow = static_cast<std::size_t>(std::find(t.clocks.begin(), t.clocks.end(), kSlow) - t.clocks.begin());
+  EXPECT_DOUBLE_EQ(t.budget(0, slow), t.time(0, t.default_index));  // within its 1.5 ms share
+  EXPECT_DOUBLE_EQ(t.budget(1, slow), t.time(1, t.default_index));
+  // Both slowed at once: C still waits for its launch.
+  plan::Schedule s{"x", 0, {kSlow, kSlow, kDefault}, 0};
+  SimResult r = simulate(w, m, s, 0, true);
+  EXPECT_NEAR(r.step_time_s, 6e-3, 1e-12);
+  EXPECT_NEAR(r.timeline[2].start_ns, 5e6, 1e-6);
+}
+
 // A; the CPU synchronizes (waits for A, returns 5 µs after it ends), then launches B 45 µs later.
 model::Workload sync_then_launch(ReplayFixture& f) {
   model::Workload w;
