@@ -81,6 +81,9 @@ struct SyncSlackResult {
   double job_energy_before_j = 0, job_energy_after_j = 0;  // Σ over ranks, J/step
   double switch_latency_ns = 0;
   std::vector<RankPlan> ranks;
+  // Every rank's trace has launch events: the job's step before and after is the ranks replayed together
+  // (sim/collectives.hpp: each collective ends with the slowest rank's), not the max of the ranks' own.
+  bool collectives_replayed = false;
 };
 
 // Throws std::invalid_argument for no rank, ranks of which only some communicate (not one data-parallel job),
