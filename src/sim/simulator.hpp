@@ -60,7 +60,8 @@ SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const pl
 // The same on a graph already built from `w` (build_step_graph(w)), for callers that simulate often.
 // `end_floor_ns` (dependency replay only; sim/collectives.hpp): per position, the earliest time the op may end,
 // relative to its step's start (its first position's start), ns; -inf: none. An op that would end earlier
-// waits (a collective waiting for the slowest rank) at its running power.
+// waits (a collective waiting for the slowest rank) at its running power. Throws std::invalid_argument for a
+// schedule, graph or floors of another number of positions, and floors without the dependency replay.
 SimResult simulate(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,
                    double switch_latency_ns, bool keep_timeline = false,
                    const std::vector<double>* end_floor_ns = nullptr);
