@@ -71,6 +71,55 @@ void BM_Simulate(benchmark::State& st) {
   auto sched = sim::default_schedule(s.w, s.m);
   for (auto _ : st) benchmark::DoNotOptimize(sim::simulate(s.w, s.m, sched, 6e6));
 }
+// One step of the dependency-driven replay (sim/step_graph.hpp) on 5,000 ops: two streams, every launch known,
+// a CPU-bound gap and 4 synchronizes per step; the graph is built in each iteration (simulate() keeps it
+// between calls on one template: this is the first call's cost).
+model::Workload dependency_workload(const model::DvfsModel& m, std::size_t n) {
+  model::Workload w;
+  double at = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    model::WorkloadOp op;
+    op.cls = i % 7 == 0 ? model::KernelClass::gemm : model::KernelClass::elementwise;
+    op.coeffs = model::class_prior(op.cls);
+    op.ref = m.default_reference(op.coeffs);
+    op.ref_time_ns = 20e3 + static_cast<double>(i % 13) * 3e3;
+    op.stream = i % 11 == 0 ? 9 : 7;
+    if (i == n / 2) at += 2e6;  // the CPU prepares the next micro-batch: the GPU idles
+    op.start_offset_ns = at;
+    op.launch_offset_ns = at - 8e3;
+    op.launch_known = true;
+    if (op.stream == 7) at += op.ref_time_ns + 1.5e3;
+    w.ops.push_back(op);
+  }
+  w.period_ns = at + 50e3;
+  for (int k = 1; k <= 4; ++k) {
+    trace::TemplateSync y;
+    y.enter_offset_ns = at * k / 4.0 - 30e3;
+    y.duration_ns = 35e3;
+    w.syncs.push_back(y);
+  }
+  w.syncs_known = true;
+  return w;
+}
+void BM_SimulateDependency(benchmark::State& st) {
+  model::DvfsModel m{gpu::find_spec("h200")};
+  const model::Workload w = dependency_workload(m, static_cast<std::size_t>(st.range(0)));
+  auto sched = sim::default_schedule(w, m);
+  for (std::size_t i = 0; i < w.ops.size(); i += 97) sched.clocks[i] = {1410, 3201};  // clock changes too
+  sim::SimResult r;
+  for (auto _ : st) benchmark::DoNotOptimize(r = sim::simulate(w, sim::build_step_graph(w), m, sched, 6e6));
+  st.SetLabel(std::to_string(w.ops.size()) + " ops, dependency replay: " + (r.dependency_replay ? "yes" : "NO"));
+}
+void BM_StepGraph(benchmark::State& st) {
+  model::DvfsModel m{gpu::find_spec("h200")};
+  const model::Workload w = dependency_workload(m, static_cast<std::size_t>(st.range(0)));
+  sim::StepGraph g;
+  for (auto _ : st) benchmark::DoNotOptimize(g = sim::build_step_graph(w));
+  auto sched = sim::default_schedule(w, m);
+  for (std::size_t i = 0; i < w.ops.size(); i += 97) sched.clocks[i] = {1410, 3201};
+  std::vector<double> d(w.ops.size(), 25e3);
+  st.SetLabel("build only; steps replayed: " + std::to_string(sim::replay_fixed(g, d).steps));
+}
 void BM_EvaluateAll(benchmark::State& st) {
   auto& s = setup();
   for (auto _ : st) benchmark::DoNotOptimize(sim::evaluate(s.w, s.m, {}));
@@ -147,9 +196,12 @@ BENCHMARK(BM_KernelLocal)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_KernelGlobal)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Phase)->Arg(10)->Arg(100)->Arg(1000)->Arg(6000)->Arg(20000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateDependency)->Arg(5000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StepGraph)->Arg(5000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EvaluateAll)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_EvaluateTrace, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanJob, gpt3xl, std::string(GEARSHIFT_DATA_DIR) + "/traces/gpt3xl_h200_trace.json.gz")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanJob, accum4_gpt2s, std::string(GEARSHIFT_DATA_DIR) + "/step_traces/accum4_gpt2s.json.gz")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanJob, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, gpt3xl, std::string("data/traces/gpt3xl_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, gpt2, std::string("data/traces/gpt2_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);

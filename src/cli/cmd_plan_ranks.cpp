@@ -59,8 +59,9 @@ void execute(const Args& a) {
     fmt::print("GPU           {}{}\n", same ? "" : fmt::format("rank {}: ", i), gpus[i].line());
   for (std::size_t i = 0; i < gpus.size(); ++i)
     if (!gpus[i].warning.empty()) fmt::print("Warning       rank {}: {}\n", i, gpus[i].warning);
-  fmt::print("Deadline      {:.4f} s per step, set by rank {} (the straggler); job step {:.4f} s -> {:.4f} s\n",
-             r.deadline_s, r.straggler, r.job_step_time_before_s, r.job_step_time_after_s);
+  fmt::print("Deadline      {:.4f} s per step, set by rank {} (the straggler); job step {:.4f} s -> {:.4f} s{}\n",
+             r.deadline_s, r.straggler, r.job_step_time_before_s, r.job_step_time_after_s,
+             r.collectives_replayed ? " (ranks replayed together: each collective ends with the slowest rank's)" : "");
   fmt::print("{:<5} {:>10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>8}\n", "rank", "NCCL (s)", "wait-free", "own step",
              "factor", "before (J)", "after (J)", "saving");
   for (const auto& p : r.ranks)

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "gpu/spec.hpp"
 #include "sim/measurement.hpp"
+#include "sim/step_graph.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -202,6 +203,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
              it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
              it.confidence);
   for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
+  fmt::print("Replay        {}\n", sim::build_step_graph(r.workload).note);
   for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
   const auto& b = r.evaluation.baseline;
   fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
@@ -267,6 +269,10 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                      {"micro_steps", it.evidence.micro_steps}, {"optimizer_updates_per_step", it.evidence.optimizer_updates},
                      {"excluded_steps", it.evidence.excluded_steps}, {"evidence", it.evidence.lines}};
   j["warnings"] = r.warnings;
+  {
+    const sim::StepGraph g = sim::build_step_graph(r.workload);
+    j["replay"] = {{"dependency", g.dependency}, {"note", g.note}};
+  }
   const auto& b = r.evaluation.baseline;
   j["baseline"] = {{"time_s", b.step_time_s}, {"energy_j", b.energy_j}, {"average_power_w", b.average_power_w}};
   const auto& ms = r.trace.measured;

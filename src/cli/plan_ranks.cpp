@@ -87,6 +87,7 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
           {"switch_latency_us", r.switch_latency_ns / 1e3},
           {"job_step_time_before_s", r.job_step_time_before_s},
           {"job_step_time_after_s", r.job_step_time_after_s},
+          {"collectives_replayed", r.collectives_replayed},
           {"job_energy_before_j", r.job_energy_before_j},
           {"job_energy_after_j", r.job_energy_after_j},
           {"warnings", warnings},

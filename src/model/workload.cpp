@@ -27,6 +27,9 @@ Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysi
   Workload w;
   w.period_ns = a.tmpl.period_ns;
   w.kernels = a.tmpl.kernels;
+  w.syncs = a.tmpl.syncs;
+  w.syncs_known = a.tmpl.syncs_known;
+  w.cpu_note = a.tmpl.cpu_note;
   double last_end = 0;
   std::size_t first_backward = a.tmpl.ops.size(), first_optimizer = a.tmpl.ops.size();
   for (std::size_t i = 0; i < a.tmpl.ops.size(); ++i) {
@@ -42,6 +45,8 @@ Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysi
     op.gap_before_ns = t.gap_before_ns;
     op.graph_id = t.graph_id;
     op.graph_launch = t.graph_launch;
+    op.launch_offset_ns = t.launch_offset_ns;
+    op.launch_known = t.launch_known;
     if (t.sm_clock_mhz > 0) {
       op.ref = {t.sm_clock_mhz, t.mem_clock_mhz > 0 ? t.mem_clock_mhz : model.spec().default_mem_clock_mhz};
       op.ref_sampled = true;

@@ -27,6 +27,10 @@ struct WorkloadOp {
   double gap_before_ns = 0;   // idle time on its stream before it, ns (clock-independent: CPU launch bound)
   std::uint32_t graph_id = 0;      // CUDA graph it runs in (0: launched on its own)
   std::int64_t graph_launch = -1;  // the step's graph launch it belongs to (0, 1, ...), -1: none
+  // CPU time of its launch call relative to the step start, ns (trace::TemplateOp::launch_offset_ns); valid
+  // when launch_known. What the dependency-driven replay (sim/step_graph.hpp) starts from.
+  double launch_offset_ns = 0;
+  bool launch_known = false;
 };
 
 struct Workload {
@@ -34,6 +38,9 @@ struct Workload {
   double period_ns = 0;         // traced step time, ns
   double tail_ns = 0;           // idle from the last op's end to the next step's start, ns
   std::size_t kernels = 0;      // kernels per step
+  std::vector<trace::TemplateSync> syncs;  // the CPU thread's synchronizes per step, in CPU order
+  bool syncs_known = false;     // the trace recorded every synchronize and the steps agree on them
+  std::string cpu_note;         // what the template's CPU timeline holds or why not (plain words)
 };
 
 // Annotate the template: classes and priors (kernel_class.hpp), passes (forward until the first kernel whose

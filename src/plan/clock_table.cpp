@@ -1,8 +1,11 @@
 #include "plan/clock_table.hpp"
 
+#include "sim/step_graph.hpp"
 #include "trace/graph_units.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace gearshift::plan {
@@ -23,7 +26,88 @@ std::vector<double> op_starts_ns(const model::Workload& w, const std::vector<dou
   return start;
 }
 
-ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz) {
+namespace {
+
+// What each op may overrun at no step-time cost: its free float, shared along a chain of ops on one stream of
+// which each but the last has none and waits for nothing else to wait on it (each starts as its predecessor
+// ends), the last one's float split by default time. The chain's overruns add up at its last op's end, within
+// that op's float, and reach nothing else; so every allowance can be used at once.
+std::vector<double> float_allowance(const sim::StepGraph& g, const std::vector<double>& f,
+                                    const std::vector<double>& def_time) {
+  const std::size_t n = f.size();
+  std::vector<std::uint8_t> watched(n, 0);  // an op or synchronize besides its stream successor waits on it
+  for (std::size_t i = 0; i < n; ++i)
+    if (g.wait_on[i] >= 0) watched[static_cast<std::size_t>(g.wait_on[i])] = 1;
+  for (const auto& y : g.syncs)
+    for (const auto& a : y.awaited) watched[a.position] = 1;
+  std::vector<double> out = f;
+  std::vector<std::uint8_t> seen(n, 0);
+  for (std::size_t first = 0; first < n; ++first) {
+    if (seen[first]) continue;
+    std::vector<std::size_t> chain;
+    double sum = 0;
+    for (std::int32_t i = static_cast<std::int32_t>(first); i >= 0 && !seen[static_cast<std::size_t>(i)];
+         i = g.stream_next[static_cast<std::size_t>(i)]) {
+      const auto u = static_cast<std::size_t>(i);
+      seen[u] = 1;
+      chain.push_back(u);
+      sum += def_time[u];
+      if (f[u] > 0.5) {  // the chain ends here: its float is shared
+        if (sum > 0)
+          for (std::size_t q : chain) out[q] = f[u] * def_time[q] / sum;
+        chain.clear(), sum = 0;
+      } else if (watched[u]) {
+        chain.clear(), sum = 0;  // its own end matters: no share
+      }
+    }
+  }
+  return out;
+}
+
+// The slack-aware costs on the dependency graph (sim/step_graph.hpp). An op's allowance (its free float, or its
+// share of a chain's) is time it may take at no cost: the step grows by at most the sum of the ops' overruns
+// beyond their allowances (every allowance can be used at once), so an op's budget cost is its default time plus
+// its overrun beyond its allowance. The board idles at the
+// op's clocks from its start to the next op's start: the baseline interval, longer by the overrun when the
+// next op is its stream successor (shorter with a faster op only when it has no float: its successor then
+// waits for it).
+void dependency_costs(ClockTable& t, const sim::StepGraph& g, const std::vector<double>& def_time,
+                      const std::vector<double>& fast_time, const std::vector<double>& dynamic_j,
+                      const std::vector<double>& idle_w) {
+  const std::size_t n = t.ops, nc = t.clocks.size();
+  t.single_stream = false;  // the sums bound the simulator's step time, they are not it
+  const sim::StepTiming base = sim::replay_fixed(g, def_time);
+  const sim::StepTiming fast = sim::replay_fixed(g, fast_time);
+  t.step_ns = base.step_ns;
+  t.fastest_step_ns = fast.step_ns;
+  t.start_ns.resize(n);
+  t.fastest_start_ns.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    t.start_ns[i] = base.start_ns[i] - base.origin_ns;
+    t.fastest_start_ns[i] = fast.start_ns[i] - fast.origin_ns;
+  }
+  t.slack_ns = sim::free_float_ns(g, base);
+  const std::vector<double> allowance = float_allowance(g, t.slack_ns, def_time);
+  t.budget_ns.resize(n * nc);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool last = i + 1 == n;
+    const double interval = last ? t.step_ns - t.start_ns[i] : t.start_ns[i + 1] - t.start_ns[i];
+    const bool own = g.stream_next[i] == (last ? -1 : static_cast<std::int32_t>(i + 1));
+    const double f = t.slack_ns[i];
+    for (std::size_t c = 0; c < nc; ++c) {
+      const double over = t.time(i, c) - def_time[i];
+      t.budget_ns[i * nc + c] = def_time[i] + std::max(0.0, over - allowance[i]);
+      const double beyond = std::max(0.0, over - f);
+      const double extra = !own ? 0.0 : f > 0.5 ? beyond : over;
+      t.energy_j[i * nc + c] = dynamic_j[i * nc + c] + idle_w[c] * (interval + extra) * 1e-9;
+    }
+  }
+}
+
+}  // namespace
+
+ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz,
+                             const sim::StepGraph* graph) {
   ClockTable t;
   const auto& spec = m.spec();
   for (int mem : spec.mem_clocks_mhz)
@@ -58,6 +142,17 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
                                      t.time_ns.begin() + static_cast<std::ptrdiff_t>((i + 1) * nc));
     t.single_stream = t.single_stream && w.ops[i].stream == w.ops[0].stream;
   }
+  std::vector<double> idle_w(nc);
+  for (std::size_t c = 0; c < nc; ++c) idle_w[c] = m.idle_power_w(t.clocks[c].sm_mhz);
+  const sim::StepGraph own = graph ? sim::StepGraph{} : sim::build_step_graph(w);
+  const sim::StepGraph& g = graph ? *graph : own;
+  if (g.dependency && g.stream.size() != n)
+    throw std::invalid_argument("build_clock_table: the step graph has " + std::to_string(g.stream.size()) +
+                                " positions, the template " + std::to_string(n));
+  if (g.dependency) {
+    dependency_costs(t, g, def_time, fast_time, dynamic_j, idle_w);
+    return t;
+  }
   t.budget_ns = t.time_ns;
   if (!t.single_stream)
     for (std::size_t i = 0; i < n; ++i)
@@ -68,8 +163,6 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
   // to the first op's start, the next step's head). That interval is op i's own time plus a clock-independent
   // rest when op i's end decides it (the next op waits on op i's stream, or op i ends the step), else the
   // baseline interval.
-  std::vector<double> idle_w(nc);
-  for (std::size_t c = 0; c < nc; ++c) idle_w[c] = m.idle_power_w(t.clocks[c].sm_mhz);
   double last_end = 0;
   std::size_t last_ender = 0;
   for (std::size_t i = 0; i < n; ++i)

@@ -1,6 +1,10 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -93,6 +97,104 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
   return out;
 }
 
+// The dependency-driven replay (step_graph.hpp) under the schedule's clock changes.
+SimResult run_dependency(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m,
+                         const plan::Schedule& s, double latency_ns, bool keep_timeline,
+                         const std::vector<double>* floor) {
+  const std::size_t n = w.ops.size();
+  std::vector<Change> changes{{kNever, s.clocks[n - 1]}};
+  model::ClockPair last_requested = s.clocks[n - 1];
+  double last_land = kNever;
+  struct PerStep {
+    double dynamic_j = 0, busy_ns = 0;
+    std::size_t changes = 0, late = 0;
+  };
+  std::vector<PerStep> per(kMaxReplaySteps);
+  std::vector<TimelineEntry> tl[2];
+  if (keep_timeline) tl[0].resize(n), tl[1].resize(n);
+  // The clocks at a position repeat from step to step once the replay settles: one prediction per position.
+  std::vector<model::ClockPair> cached_clocks(n, model::ClockPair{-1, -1});
+  std::vector<model::Prediction> cached(n);
+  double step_origin = 0;  // this step's first position's start
+  auto duration = [&](std::size_t k, std::size_t i, double start) {
+    PerStep& ps = per[k];
+    if (i == 0) step_origin = start;
+    if (!(s.clocks[i] == last_requested)) {
+      const double land = std::max(start, last_land + latency_ns);  // issued L before, one change in flight
+      if (land > start) ++ps.late;
+      changes.push_back({land, s.clocks[i]});
+      last_land = land;
+      last_requested = s.clocks[i];
+      ++ps.changes;
+    }
+    // Landing times rise with issue order: the last one landed by `start` is in effect.
+    auto it = std::upper_bound(changes.begin(), changes.end(), start,
+                               [](double v, const Change& c) { return v < c.at_ns; });
+    const model::ClockPair c = std::prev(it)->clocks;
+    if (!(cached_clocks[i] == c)) {
+      cached[i] = m.predict(w.ops[i].ref_time_ns, w.ops[i].ref, c, w.ops[i].coeffs);
+      cached_clocks[i] = c;
+    }
+    const model::Prediction& p = cached[i];
+    double d = p.time_ns;
+    if (floor) d = std::max(d, step_origin + (*floor)[i] - start);
+    ps.dynamic_j += (p.power_w - p.idle_power_w) * d * 1e-9;
+    ps.busy_ns += d;
+    if (keep_timeline) tl[k % 2][i] = {i, start, start + d, c, p.effective_sm_mhz, p.power_w};
+    return d;
+  };
+  StepTiming t = replay_steps(g, duration);
+  const PerStep& ps = per[t.measured];
+  // The board's idle power over [origin, origin + step] at the clocks in effect.
+  const double from = t.origin_ns, to = t.origin_ns + t.step_ns;
+  auto it = std::upper_bound(changes.begin(), changes.end(), from, [](double v, const Change& c) { return v < c.at_ns; });
+  std::size_t k = static_cast<std::size_t>(it - changes.begin()) - 1;
+  double idle_j = 0, at = from;
+  for (;;) {
+    const double next = k + 1 < changes.size() ? std::min(to, changes[k + 1].at_ns) : to;
+    if (next > at) idle_j += m.idle_power_w(changes[k].clocks.sm_mhz) * (next - at) * 1e-9, at = next;
+    if (at >= to || k + 1 >= changes.size()) break;
+    ++k;
+  }
+  SimResult r;
+  r.dependency_replay = true;
+  r.step_time_s = t.step_ns * 1e-9;
+  r.energy_j = ps.dynamic_j + idle_j;
+  r.average_power_w = r.energy_j / r.step_time_s;
+  r.clock_changes = ps.changes;
+  r.late_changes = ps.late;
+  r.busy_time_s = ps.busy_ns * 1e-9;
+  if (keep_timeline) {
+    r.timeline = std::move(tl[t.measured % 2]);
+    for (auto& e : r.timeline) e.start_ns -= t.origin_ns, e.end_ns -= t.origin_ns;
+    r.slack_ns = free_float_ns(g, t);
+  }
+  return r;
+}
+
+// A hash of every field build_step_graph reads, word by word (a byte-wise hash cost as much as a fallback replay).
+std::uint64_t graph_fingerprint(const model::Workload& w) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto word = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull, h ^= h >> 29; };
+  auto num = [&](double v) {
+    std::uint64_t u;
+    std::memcpy(&u, &v, sizeof u);
+    word(u);
+  };
+  word(w.ops.size()), num(w.period_ns), word(w.syncs.size());
+  for (const auto& o : w.ops) {
+    num(o.start_offset_ns), num(o.ref_time_ns), num(o.launch_offset_ns);
+    word(static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.stream)) << 16 |
+         static_cast<std::uint64_t>(o.launch_known) << 8 | static_cast<std::uint64_t>(o.kind));
+  }
+  for (const auto& y : w.syncs) {
+    num(y.enter_offset_ns), num(y.duration_ns);
+    word(static_cast<std::uint64_t>(static_cast<std::uint32_t>(y.stream)) << 8 | static_cast<std::uint64_t>(y.scope));
+  }
+  word(std::hash<std::string>{}(w.cpu_note));
+  return h;
+}
+
 }  // namespace
 
 SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s, double latency_ns,
@@ -100,8 +202,28 @@ SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const pl
   if (s.clocks.size() != w.ops.size())
     throw std::invalid_argument("simulate: the schedule has " + std::to_string(s.clocks.size()) +
                                 " positions, the template " + std::to_string(w.ops.size()));
+  // Planning simulates one template hundreds of times: its graph is kept while everything it is built from is
+  // the same (a fingerprint of those fields; per thread, one template).
+  thread_local std::uint64_t key = 0;
+  thread_local StepGraph graph;
+  const std::uint64_t k = graph_fingerprint(w);
+  if (k != key || graph.stream.size() != (graph.dependency ? w.ops.size() : 0)) graph = build_step_graph(w), key = k;
+  return simulate(w, graph, m, s, latency_ns, keep_timeline);
+}
+
+SimResult simulate(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,
+                   double latency_ns, bool keep_timeline, const std::vector<double>* end_floor_ns) {
+  if (s.clocks.size() != w.ops.size())
+    throw std::invalid_argument("simulate: the schedule has " + std::to_string(s.clocks.size()) +
+                                " positions, the template " + std::to_string(w.ops.size()));
   const std::size_t n = w.ops.size();
   if (n == 0) return SimResult{};
+  if (end_floor_ns && end_floor_ns->size() != n)
+    throw std::invalid_argument("simulate: end floors for " + std::to_string(end_floor_ns->size()) + " positions, the template has " + std::to_string(n));
+  if (g.dependency && g.stream.size() != n)
+    throw std::invalid_argument("simulate: the step graph has " + std::to_string(g.stream.size()) + " positions, the template " + std::to_string(n));
+  if (g.dependency) return run_dependency(w, g, m, s, latency_ns, keep_timeline, end_floor_ns);
+  if (end_floor_ns) throw std::invalid_argument("simulate: end floors need the dependency-driven replay (launch events)");
   // First assume the previous step ended on the last position's clocks with every change landed; replay once
   // more from the state this step ends in when that was not so (a change late at the step's end, or the
   // previous step's last change landing too close to this step's first).

@@ -1,6 +1,13 @@
 // Replays one training step's template under a clock schedule with the DVFS model.
 //
-// Timeline: each op starts when its stream is free plus its recorded idle gap (CPU-bound launch time, which
+// Timeline, where the template knows its launches (sim/step_graph.hpp): the dependency-driven replay. Each op
+// starts at max(its launch + launch latency, its stream predecessor's end + dispatch gap); the CPU thread's
+// launches move only where a synchronize waited longer or shorter for the GPU. Steps are replayed one after
+// another (each from the state the one before left) until the step length repeats; the figures are that
+// step's, from its first position's start to the next step's. Energy counts its ops' dynamic energy and the
+// board's idle power over the step at the clocks in effect (a change lands for the board when it lands).
+//
+// Fallback timeline (no launch events; `SimResult::dependency_replay` false): each op starts when its stream is free plus its recorded idle gap (CPU-bound launch time, which
 // does not scale with the GPU clock), and never before the op ahead of it in the template starts (launch
 // order). The schedule holds the clocks each position should run at. A change to position k's clocks is
 // issued L before op k starts (as the runtime's scheduler does, from the template's offsets) and lands when
@@ -22,6 +29,7 @@
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
 #include "plan/schedule.hpp"
+#include "sim/step_graph.hpp"
 
 namespace gearshift::sim {
 
@@ -41,10 +49,22 @@ struct SimResult {
   std::size_t late_changes = 0;      // changes that landed after their op started (previous change < L before)
   double busy_time_s = 0;            // Σ op times, s
   std::vector<TimelineEntry> timeline;  // filled when requested
+  bool dependency_replay = false;    // the dependency-driven replay ran (else the fallback rule)
+  // Per position, with the timeline and the dependency replay: free float, ns (how much longer the op may run
+  // before anything after it moves; sim/step_graph.hpp).
+  std::vector<double> slack_ns;
 };
 
 SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s,
                    double switch_latency_ns, bool keep_timeline = false);
+// The same on a graph already built from `w` (build_step_graph(w)), for callers that simulate often.
+// `end_floor_ns` (dependency replay only; sim/collectives.hpp): per position, the earliest time the op may end,
+// relative to its step's start (its first position's start), ns; -inf: none. An op that would end earlier
+// waits (a collective waiting for the slowest rank) at its running power. Throws std::invalid_argument for a
+// schedule, graph or floors of another number of positions, and floors without the dependency replay.
+SimResult simulate(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,
+                   double switch_latency_ns, bool keep_timeline = false,
+                   const std::vector<double>* end_floor_ns = nullptr);
 
 // The schedule that leaves the GPU at its default clocks (the baseline).
 plan::Schedule default_schedule(const model::Workload& w, const model::DvfsModel& m);

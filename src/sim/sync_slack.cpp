@@ -1,4 +1,5 @@
 #include "sim/sync_slack.hpp"
+#include "sim/collectives.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -91,10 +92,12 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   res.switch_latency_ns = latency_ns;
 
   std::vector<model::Workload> intr;
+  std::vector<StepGraph> graph;  // each rank's traced graph: its gaps stay the traced ones without the wait
   std::vector<SimResult> base;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     intr.push_back(wait_free(ranks[r].workload, min_comm));
-    base.push_back(simulate(intr[r], ranks[r].model, default_schedule(intr[r], ranks[r].model), 0));
+    graph.push_back(build_step_graph(ranks[r].workload));
+    base.push_back(simulate(intr[r], graph[r], ranks[r].model, default_schedule(intr[r], ranks[r].model), 0));
     if (base[r].step_time_s > res.deadline_s) res.deadline_s = base[r].step_time_s, res.straggler = static_cast<int>(r);
   }
   const double deadline = res.deadline_s;
@@ -116,19 +119,30 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     p.baseline_energy_j = energy_to_deadline(w, m, base[r], def, deadline);
 
     // Serial budget = Σ default op times + the slack; tightened until the simulated step meets the deadline.
-    auto table = plan::build_clock_table(w, m);
+    auto table = plan::build_clock_table(w, m, 0, &graph[r]);
     double budget = plan::total_time_ns(table, table.default_index) + (deadline - base[r].step_time_s) * 1e9;
     plan::Schedule best = def;
     SimResult best_sim = base[r];
     for (int attempt = 0; attempt < 12; ++attempt) {
       plan::Schedule s = o.strategy == "phase" ? plan::plan_phase(table, w, budget, latency_ns)
                                                : plan::plan_kernel_global(table, budget);
-      SimResult sim = simulate(w, m, s, latency_ns);
+      SimResult sim = simulate(w, graph[r], m, s, latency_ns);
       if (sim.step_time_s <= deadline * (1 + 1e-9)) {
         best = std::move(s), best_sim = sim;
         break;
       }
       budget -= (sim.step_time_s - deadline) * 1e9 * 1.1 + 1.0;
+    }
+    // The wait until the deadline is spent at the clocks the step ends on (energy_to_deadline): where it lasts at
+    // least the switch latency, the last position runs at the lowest SM clock if that saves energy and the step
+    // still meets the deadline (the change back lands before the next step's first op: one wait later).
+    if ((deadline - best_sim.step_time_s) * 1e9 >= latency_ns) {
+      plan::Schedule low = best;
+      low.clocks.back().sm_mhz = spec.min_sm_clock_mhz();
+      SimResult sim = simulate(w, graph[r], m, low, latency_ns);
+      if (sim.step_time_s <= deadline * (1 + 1e-9) && sim.late_changes == 0 &&
+          energy_to_deadline(w, m, sim, low, deadline) < energy_to_deadline(w, m, best_sim, best, deadline))
+        best = std::move(low), best_sim = sim;
     }
     p.schedule = best;
     p.planned_step_time_s = best_sim.step_time_s;
@@ -141,6 +155,20 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     res.job_energy_before_j += p.baseline_energy_j;
     res.job_energy_after_j += p.planned_energy_j;
     res.ranks.push_back(std::move(p));
+  }
+  if (std::all_of(graph.begin(), graph.end(), [](const StepGraph& g) { return g.dependency; })) {
+    std::vector<RankReplay> before, after;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      before.push_back({&ranks[r].workload, &ranks[r].model, default_schedule(ranks[r].workload, ranks[r].model)});
+      after.push_back({&ranks[r].workload, &ranks[r].model, res.ranks[r].schedule});
+    }
+    try {
+      const double b = simulate_ranks(before, latency_ns).job_step_time_s;
+      const double a = simulate_ranks(after, latency_ns).job_step_time_s;
+      res.job_step_time_before_s = b, res.job_step_time_after_s = a, res.collectives_replayed = true;
+    } catch (const std::invalid_argument&) {
+      // The ranks do not issue the same collectives: the ranks' own steps stand.
+    }
   }
   return res;
 }

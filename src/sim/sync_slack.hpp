@@ -19,6 +19,11 @@
 // - Energy per step of rank r under a schedule = simulated energy of its wait-free template + the wait left
 //   until D at the power of a spinning NCCL kernel at the clocks in effect. Baseline and plan are accounted the
 //   same way, so the saving is their difference. Job step time = max over ranks of simulated step times.
+// - The simulator's rules (sim/step_graph.hpp) apply to each rank: with launch events its template is replayed as
+//   a dependency graph and its plan spends the free float of work followed by a wait first (plan/clock_table.hpp);
+//   a wait until D at least the switch latency long runs at the lowest SM clock where that saves energy (the
+//   rank's last position is lowered when its step still meets D). sim/collectives.hpp replays the ranks together
+//   (a collective ends with the slowest rank) where every rank's trace has launch events.
 #pragma once
 
 #include <string>
@@ -76,6 +81,9 @@ struct SyncSlackResult {
   double job_energy_before_j = 0, job_energy_after_j = 0;  // Σ over ranks, J/step
   double switch_latency_ns = 0;
   std::vector<RankPlan> ranks;
+  // Every rank's trace has launch events: the job's step before and after is the ranks replayed together
+  // (sim/collectives.hpp: each collective ends with the slowest rank's), not the max of the ranks' own.
+  bool collectives_replayed = false;
 };
 
 // Throws std::invalid_argument for no rank, ranks of which only some communicate (not one data-parallel job),

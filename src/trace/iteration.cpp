@@ -1,4 +1,5 @@
 #include "trace/iteration.hpp"
+#include "trace/cpu_timeline.hpp"
 #include "trace/graph_units.hpp"
 #include "trace/kernel_names.hpp"
 
@@ -124,6 +125,7 @@ struct Stats {
 
 struct Accum {
   Stats dur, offset, gap;
+  Stats launch;  // CPU launch time relative to the step's GPU start, ns (ops whose trace knows it)
   std::map<std::int32_t, int> sm, mem;
 };
 
@@ -1133,6 +1135,7 @@ class Detector {
       const auto& r = op(i);
       acc[j].dur.add(static_cast<double>(r.duration_ns));
       acc[j].offset.add(static_cast<double>(r.start_ns - step_start));
+      if (r.launch_ns >= 0) acc[j].launch.add(static_cast<double>(r.launch_ns - step_start));
       double g = idle_before(i);
       if (since_matched)
         for (std::size_t q = prev + 1; q < i; ++q) g += idle_before(q);
@@ -1188,6 +1191,7 @@ class Detector {
           const auto& r = trace_.ops[mine[q]];
           sacc[q].dur.add(static_cast<double>(r.duration_ns));
           sacc[q].offset.add(static_cast<double>(r.start_ns - it.start_ns));
+          if (r.launch_ns >= 0) sacc[q].launch.add(static_cast<double>(r.launch_ns - it.start_ns));
           double g = q == 0 ? static_cast<double>(r.start_ns - it.start_ns)
                             : static_cast<double>(std::max<std::int64_t>(0, r.start_ns - trace_.ops[mine[q - 1]].end_ns()));
           sacc[q].gap.add(g);
@@ -1207,10 +1211,12 @@ class Detector {
     if (variable) {
       // Steps of unequal length (a CPU-bound expert loop takes 120–280 ms) make a position's mean start offset
       // depend on which steps matched it: the main stream keeps the template's order, its offsets follow from
-      // the mean durations and gaps as the simulator lays them out.
+      // the mean durations and gaps as the simulator lays them out. A launch keeps its mean lead on its op's
+      // start (a relation within each step), so it moves with the laid-out start.
       double at = 0;
       for (std::size_t j = 0; j < tmpl.size(); ++j) {
         at += t.ops[j].gap_before_ns;
+        t.ops[j].launch_offset_ns += at - t.ops[j].start_offset_ns;
         t.ops[j].start_offset_ns = at;
         at += t.ops[j].duration_ns;
       }
@@ -1239,6 +1245,10 @@ class Detector {
     to.duration_max_ns = s.dur.n ? s.dur.hi : to.duration_ns;
     to.start_offset_ns = s.offset.mean();
     to.gap_before_ns = s.gap.mean();
+    // Known only when every step that contributed knew it (a mean of some steps' launches would not match the
+    // mean start of all of them).
+    to.launch_known = s.launch.n > 0 && s.launch.n == s.dur.n;
+    to.launch_offset_ns = to.launch_known ? s.launch.mean() : 0;  // = mean start − mean lead of the launch
     to.sm_clock_mhz = mode(s.sm);
     to.mem_clock_mhz = mode(s.mem);
     to.samples = s.dur.n;
@@ -1267,7 +1277,9 @@ std::size_t IterationAnalysis::regular_count() const {
 }
 
 IterationAnalysis detect_iterations(const Trace& trace, const IterationOptions& options) {
-  return Detector(trace, options).run();
+  IterationAnalysis a = Detector(trace, options).run();
+  attach_cpu_timeline(trace, a);
+  return a;
 }
 
 }  // namespace gearshift::trace

@@ -75,6 +75,20 @@ struct TemplateOp {
   std::uint32_t samples = 0;       // steps that contributed
   std::uint32_t graph_id = 0;      // CUDA graph it ran in (0: launched on its own; trace/graph_units.hpp)
   std::int64_t graph_launch = -1;  // which graph launch of the step it belongs to (0, 1, ...), -1: none
+  // CPU time of its launch call (CUDA runtime/driver launch API, by correlation id) relative to the step's start
+  // (the GPU start of its first op, the same clock), mean over the steps, ns; may be negative (the CPU runs
+  // ahead). Valid when launch_known: every contributing step's op knew its launch.
+  double launch_offset_ns = 0;
+  bool launch_known = false;
+};
+
+// A synchronize the CPU thread calls in every step (trace::SyncRecord), placed in the step's CPU timeline.
+struct TemplateSync {
+  SyncRecord::Scope scope = SyncRecord::Scope::device;
+  std::int32_t stream = -1;   // stream it waits for (stream scope), -1: unknown or device/event scope
+  double enter_offset_ns = 0; // CPU time it was entered, relative to the step's start, mean, ns
+  double duration_ns = 0;     // until it returned, mean, ns
+  std::uint32_t samples = 0;  // steps that contributed
 };
 
 struct IterationTemplate {
@@ -82,6 +96,10 @@ struct IterationTemplate {
   double period_ns = 0;            // mean step time (start to next start) over regular steps, ns
   std::size_t kernels = 0;         // kernels per step
   std::int32_t main_stream = 0;    // stream the detection ran on
+  // The step's synchronizes (trace/cpu_timeline.hpp), in CPU order; empty when none or not recorded.
+  std::vector<TemplateSync> syncs;
+  bool syncs_known = false;        // the trace records every synchronize and the steps agree on them
+  std::string cpu_note;            // what the CPU timeline of the template holds or why not (plain words)
 };
 
 struct IterationAnalysis {

@@ -6,6 +6,7 @@
 
 #include "gpu/spec.hpp"
 #include "model/kernel_class.hpp"
+#include "sim/collectives.hpp"
 
 namespace gearshift::sim {
 namespace {
@@ -50,6 +51,39 @@ TEST(SyncSlack, FastRankSlowsToTheStragglerAndTheJobDoesNotGrow) {
   EXPECT_GT(r.ranks[1].planned_step_time_s, r.ranks[1].intrinsic_step_time_s + 0.005);  // it used the slack
   EXPECT_GT(r.ranks[1].saving_pct, 10.0);
   EXPECT_LT(r.ranks[0].saving_pct, r.ranks[1].saving_pct);
+}
+
+// The same step with launch events (the GEMM launched 5 µs before it starts, the all-reduce early; 0.1 ms of CPU
+// time before the next step): the dependency replay, and the ranks replayed together.
+RankInput with_launches(double gemm_ms, double comm_ms) {
+  RankInput r = synthetic(gemm_ms, comm_ms, 0);
+  auto& ops = r.workload.ops;
+  ops[0].start_offset_ns = 0, ops[0].launch_offset_ns = -5e3;
+  ops[1].start_offset_ns = gemm_ms * 1e6, ops[1].launch_offset_ns = 0.2e6;
+  for (auto& o : ops) o.launch_known = true;
+  r.workload.period_ns = (gemm_ms + comm_ms + 0.1) * 1e6;
+  return r;
+}
+
+TEST(SyncSlack, RanksWithLaunchEventsAreReplayedTogether) {
+  std::vector<RankInput> ranks{with_launches(30, 2), with_launches(20, 12)};
+  SyncSlackOptions o;
+  o.strategy = "kernel-global";
+  auto r = plan_sync_slack(ranks, o);
+  EXPECT_TRUE(r.collectives_replayed);
+  EXPECT_EQ(r.straggler, 0);
+  // Replayed together at default clocks, both ranks' all-reduce ends with rank 0's: the job's step is rank 0's.
+  std::vector<RankReplay> def;
+  for (const auto& k : ranks) def.push_back({&k.workload, &k.model, default_schedule(k.workload, k.model)});
+  const RanksResult together = simulate_ranks(def, 0);
+  EXPECT_NEAR(together.ranks[0].step_time_s, together.ranks[1].step_time_s, 1e-12);
+  EXPECT_DOUBLE_EQ(r.job_step_time_before_s, together.job_step_time_s);
+  // Rank 1 slows into its wait and the job does not grow.
+  EXPECT_LE(r.job_step_time_after_s, r.job_step_time_before_s * (1 + 1e-9));
+  EXPECT_GT(r.ranks[1].saving_pct, 10.0);
+  // Without launch events (the fallback) the job's step is the ranks' own maximum, as before.
+  auto f = plan_sync_slack({synthetic(30, 2, 0), synthetic(20, 12, 0)}, o);
+  EXPECT_FALSE(f.collectives_replayed);
 }
 
 TEST(SyncSlack, RanksOfDifferentProgramsAreRefused) {

@@ -1,0 +1,219 @@
+// The dependency-driven replay on hand-built step graphs (sim/step_graph.hpp): what waits for whom.
+#include "sim/step_graph.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "plan/clock_table.hpp"
+#include "sim/collectives.hpp"
+#include "sim/evaluate.hpp"
+#include "sim/simulator.hpp"
+
+namespace gearshift::sim {
+namespace {
+
+constexpr model::ClockPair kDefault{1980, 3201}, kSlow{990, 3201};
+
+struct ReplayFixture : ::testing::Test {
+  model::DvfsModel m{gpu::find_spec("h200")};
+  // An op as traced at default clocks: GPU start, duration and the CPU time of its launch (ns, step-relative).
+  model::WorkloadOp op(model::KernelClass cls, double start, double dur, double launch, std::int32_t stream = 7) {
+    model::WorkloadOp o;
+    o.cls = cls;
+    o.coeffs = model::class_prior(cls);
+    o.ref_time_ns = dur;
+    o.ref = m.default_reference(o.coeffs);
+    o.start_offset_ns = start;
+    o.stream = stream;
+    o.launch_offset_ns = launch;
+    o.launch_known = true;
+    return o;
+  }
+  static plan::Schedule with(std::size_t n, std::size_t slow_at) {
+    plan::Schedule s{"x", 0, std::vector<model::ClockPair>(n, kDefault), 0};
+    if (slow_at < n) s.clocks[slow_at] = kSlow;
+    return s;
+  }
+};
+
+// Elementwise prior: 1 ms at 1980 MHz takes 1.15 ms at 990 MHz (simulator_test.cpp).
+constexpr double kSlowFactor = 1.15;
+
+// A: 1 ms; the CPU then prepares the next batch and launches B at 3 ms (the GPU idles 2 ms); step 4 ms.
+model::Workload cpu_bound_gap(ReplayFixture& f) {
+  model::Workload w;
+  w.ops = {f.op(model::KernelClass::elementwise, 0, 1e6, -5e3), f.op(model::KernelClass::elementwise, 3e6, 1e6, 2.995e6)};
+  w.period_ns = 4e6;
+  w.ops[1].gap_before_ns = 2e6;  // what the fallback rule sees
+  return w;
+}
+
+TEST_F(ReplayFixture, TracedTimesAreReplayedExactly) {
+  model::Workload w = cpu_bound_gap(*this);
+  StepGraph g = build_step_graph(w);
+  ASSERT_TRUE(g.dependency) << g.note;
+  SimResult r = simulate(w, m, default_schedule(w, m), 0, true);
+  EXPECT_TRUE(r.dependency_replay);
+  EXPECT_NEAR(r.step_time_s, 4e-3, 1e-12);
+  EXPECT_NEAR(r.timeline[1].start_ns, 3e6, 1e-6);
+  // A may run 2 ms longer before B (launch-bound) moves; B until the next step's A (launched at 3.995 ms).
+  ASSERT_EQ(r.slack_ns.size(), 2u);
+  EXPECT_NEAR(r.slack_ns[0], 2e6, 1e-6);
+  EXPECT_NEAR(r.slack_ns[1], 0, 1e-6);
+}
+
+TEST_F(ReplayFixture, AKernelBeforeACpuBoundGapIsSlowedAtNoStepTimeCost) {
+  model::Workload w = cpu_bound_gap(*this);
+  SimResult base = simulate(w, m, default_schedule(w, m), 0, true);
+  SimResult slow = simulate(w, m, with(2, 0), 0, true);
+  EXPECT_NEAR(slow.timeline[0].end_ns, kSlowFactor * 1e6, 1e-3);
+  EXPECT_EQ(slow.step_time_s, base.step_time_s);          // B still waits for its launch
+  EXPECT_NEAR(slow.timeline[1].start_ns, 3e6, 1e-6);
+  EXPECT_LT(slow.energy_j, base.energy_j);                 // lower clocks, and the idle window at 990 MHz
+  // The fallback rule (no launch events) pushed B by A's slow-down: the error this replay removes.
+  model::Workload old = w;
+  for (auto& o : old.ops) o.launch_known = false;
+  old.tail_ns = 0;
+  SimResult fb = simulate(old, m, with(2, 0), 0);
+  EXPECT_FALSE(fb.dependency_replay);
+  EXPECT_NEAR(fb.step_time_s, (kSlowFactor + 2 + 1) * 1e-3, 1e-9);
+}
+
+TEST_F(ReplayFixture, PlannersSpendTheSlackFirst) {
+  model::Workload w = cpu_bound_gap(*this);
+  // The clock table lets A use its float for free; B has none.
+  plan::ClockTable t = plan::build_clock_table(w, m);
+  ASSERT_EQ(t.slack_ns.size(), 2u);
+  const std::size_t slow = static_cast<std::size_t>(std::find(t.clocks.begin(), t.clocks.end(), kSlow) - t.clocks.begin());
+  EXPECT_DOUBLE_EQ(t.budget(0, slow), t.time(0, t.default_index));
+  EXPECT_GT(t.budget(1, slow), t.time(1, t.default_index));
+  // At a zero slowdown budget the kernel-global plan slows A (below default clocks) and never B.
+  EvaluateOptions o;
+  o.max_slowdown = 0;
+  o.frontier_slowdowns = {};
+  o.switch_latencies_ns = {0};
+  Evaluation ev = evaluate(w, m, o);
+  const StrategyResult* g = nullptr;
+  for (const auto& s : ev.strategies)
+    if (s.schedule.strategy == "kernel-global") g = &s;
+  ASSERT_NE(g, nullptr);
+  // A fits its 2 ms float even at the lowest SM clock, and the idle window after it then idles at 78 W, not
+  // 122 W (h200.json): the window runs at the GPU's lowest clocks.
+  EXPECT_EQ(g->schedule.clocks[0].sm_mhz, m.spec().min_sm_clock_mhz());
+  const std::size_t b = static_cast<std::size_t>(std::find(t.clocks.begin(), t.clocks.end(), g->schedule.clocks[1]) - t.clocks.begin());
+  EXPECT_LE(t.time(1, b), t.time(1, t.default_index));
+  EXPECT_GT(g->saving_pct, 0);
+  EXPECT_LE(g->sim.step_time_s, ev.baseline.step_time_s);
+}
+
+TEST_F(ReplayFixture, AChainBeforeAWaitSharesItsFloat) {
+  // A then B back to back (B launched early, so it starts as A ends), then C launched at 5 ms: A has no free
+  // float of its own (B waits for it), B has 3 ms; they share them by default time, 1.5 ms each.
+  model::Workload w;
+  w.ops = {op(model::KernelClass::elementwise, 0, 1e6, -5e3), op(model::KernelClass::elementwise, 1e6, 1e6, 0),
+           op(model::KernelClass::elementwise, 5e6, 1e6, 4.995e6)};
+  w.period_ns = 6e6;
+  plan::ClockTable t = plan::build_clock_table(w, m);
+  EXPECT_NEAR(t.slack_ns[0], 0, 1e-6);
+  EXPECT_NEAR(t.slack_ns[1], 3e6, 1e-6);
+  const std::size_t slow = static_cast<std::size_t>(std::find(t.clocks.begin(), t.clocks.end(), kSlow) - t.clocks.begin());
+  EXPECT_DOUBLE_EQ(t.budget(0, slow), t.time(0, t.default_index));  // within its 1.5 ms share
+  EXPECT_DOUBLE_EQ(t.budget(1, slow), t.time(1, t.default_index));
+  // Both slowed at once: C still waits for its launch.
+  plan::Schedule s{"x", 0, {kSlow, kSlow, kDefault}, 0};
+  SimResult r = simulate(w, m, s, 0, true);
+  EXPECT_NEAR(r.step_time_s, 6e-3, 1e-12);
+  EXPECT_NEAR(r.timeline[2].start_ns, 5e6, 1e-6);
+}
+
+// A; the CPU synchronizes (waits for A, returns 5 µs after it ends), then launches B 45 µs later.
+model::Workload sync_then_launch(ReplayFixture& f) {
+  model::Workload w;
+  w.ops = {f.op(model::KernelClass::elementwise, 0, 1e6, -5e3), f.op(model::KernelClass::elementwise, 1.055e6, 1e6, 1.05e6)};
+  w.period_ns = 2.1e6;
+  trace::TemplateSync y;
+  y.scope = trace::SyncRecord::Scope::device;
+  y.enter_offset_ns = 1e5;
+  y.duration_ns = 0.905e6;
+  y.samples = 3;
+  w.syncs = {y};
+  w.syncs_known = true;
+  return w;
+}
+
+TEST_F(ReplayFixture, ASynchronizePropagatesGpuDelayToLaterLaunches) {
+  model::Workload w = sync_then_launch(*this);
+  StepGraph g = build_step_graph(w);
+  ASSERT_TRUE(g.dependency);
+  ASSERT_EQ(g.syncs.size(), 1u);
+  ASSERT_EQ(g.syncs[0].awaited.size(), 1u);
+  EXPECT_EQ(g.syncs[0].awaited[0].position, 0u);
+  EXPECT_NEAR(g.syncs[0].return_ns, 5e3, 1e-6);
+  SimResult base = simulate(w, m, default_schedule(w, m), 0, true);
+  EXPECT_NEAR(base.step_time_s, 2.1e-3, 1e-12);
+  EXPECT_NEAR(base.timeline[1].start_ns, 1.055e6, 1e-6);
+  EXPECT_NEAR(base.slack_ns[0], 0, 1e-6);  // the synchronize waits for A: no float
+  // A 0.15 ms slower: the synchronize returns 0.15 ms later, B's launch and the next step's follow.
+  SimResult slow = simulate(w, m, with(2, 0), 0, true);
+  const double delay = (kSlowFactor - 1) * 1e6;
+  EXPECT_NEAR(slow.timeline[1].start_ns, 1.055e6 + delay, 1e-3);
+  EXPECT_NEAR(slow.step_time_s, (2.1e6 + delay) * 1e-9, 1e-12);
+  // Without the synchronize B was launched ahead and only its stream order delays it (by less).
+  model::Workload free_cpu = w;
+  free_cpu.syncs.clear();
+  SimResult nosync = simulate(free_cpu, m, with(2, 0), 0, true);
+  EXPECT_LT(nosync.timeline[1].start_ns, slow.timeline[1].start_ns);
+}
+
+TEST_F(ReplayFixture, ACollectiveEndsWithTheSlowestRank) {
+  // Rank 0: 1 ms of compute, then the all-reduce, which it waits in for 0.5 ms; rank 1: 1.5 ms of compute, then
+  // the all-reduce (0.5 ms of transfer). Both end the step at 2 ms, the next one starts at 2.1 ms.
+  model::Workload r0, r1;
+  r0.ops = {op(model::KernelClass::elementwise, 0, 1e6, -5e3), op(model::KernelClass::communication, 1e6, 1e6, 0.2e6)};
+  r1.ops = {op(model::KernelClass::elementwise, 0, 1.5e6, -5e3), op(model::KernelClass::communication, 1.5e6, 0.5e6, 0.2e6)};
+  r0.period_ns = r1.period_ns = 2.1e6;
+  RanksResult base = simulate_ranks({{&r0, &m, with(2, 9)}, {&r1, &m, with(2, 9)}}, 0);
+  EXPECT_NEAR(base.ranks[0].timeline[1].end_ns, 2e6, 1e-3);
+  EXPECT_NEAR(base.ranks[1].timeline[1].end_ns, 2e6, 1e-3);
+  EXPECT_NEAR(base.job_step_time_s, 2.1e-3, 1e-12);
+  // Rank 1's compute 0.225 ms slower: its all-reduce can end at 2.225 ms, and rank 0's ends with it.
+  RanksResult slow = simulate_ranks({{&r0, &m, with(2, 9)}, {&r1, &m, with(2, 0)}}, 0);
+  const double end1 = kSlowFactor * 1.5e6 + 0.5e6;
+  EXPECT_NEAR(slow.ranks[1].timeline[1].end_ns, end1, 1e-3);
+  EXPECT_NEAR(slow.ranks[0].timeline[1].end_ns, end1, 1e-3);
+  EXPECT_NEAR(slow.ranks[0].step_time_s, slow.ranks[1].step_time_s, 1e-12);
+  // One rank alone: its collective as traced (its wait included).
+  SimResult alone = simulate(r0, m, with(2, 9), 0, true);
+  EXPECT_NEAR(alone.timeline[1].end_ns, 2e6, 1e-3);
+  // Ranks that do not issue the same collectives are refused.
+  model::Workload r2 = r1;
+  r2.ops[1].cls = model::KernelClass::elementwise;
+  EXPECT_THROW(simulate_ranks({{&r0, &m, with(2, 9)}, {&r2, &m, with(2, 9)}}, 0), std::invalid_argument);
+}
+
+TEST_F(ReplayFixture, AnOpWaitingForAnotherStreamFollowsIt) {
+  // B (stream 9) was launched early but started 3 µs after A (stream 7) ended: an event wait.
+  model::Workload w;
+  w.ops = {op(model::KernelClass::elementwise, 0, 1e6, -5e3, 7), op(model::KernelClass::elementwise, 1.003e6, 0.5e6, 0, 9)};
+  w.period_ns = 2e6;
+  StepGraph g = build_step_graph(w);
+  ASSERT_TRUE(g.dependency);
+  EXPECT_EQ(g.wait_on[1], 0);
+  SimResult slow = simulate(w, m, with(2, 0), 0, true);
+  EXPECT_NEAR(slow.timeline[1].start_ns, kSlowFactor * 1e6 + 3e3, 1e-3);
+}
+
+TEST_F(ReplayFixture, WithoutLaunchEventsTheFallbackSaysSo) {
+  model::Workload w = cpu_bound_gap(*this);
+  for (auto& o : w.ops) o.launch_known = false;
+  StepGraph g = build_step_graph(w);
+  EXPECT_FALSE(g.dependency);
+  EXPECT_NE(g.note.find("no launch events"), std::string::npos) << g.note;
+  SimResult r = simulate(w, m, default_schedule(w, m), 0, true);
+  EXPECT_FALSE(r.dependency_replay);
+  EXPECT_TRUE(r.slack_ns.empty());
+}
+
+}  // namespace
+}  // namespace gearshift::sim
