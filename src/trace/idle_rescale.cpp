@@ -89,6 +89,16 @@ void rescale_idle(IterationTemplate& t, double step_ns) {
     prev_end[op.stream] = std::max(prev_end.count(op.stream) ? prev_end[op.stream] : -1e300, start + op.duration_ns);
   }
   for (std::size_t i = 0; i < t.ops.size(); ++i) t.ops[i].start_offset_ns = new_start[i];
+  // The CPU timeline through the same map: a launch-bound step's kernels start right after their launches (the
+  // dependency-driven simulator starts a kernel no earlier than its launch), so the launches and the job's
+  // synchronizes move with the idle time they bound.
+  for (auto& op : t.ops)
+    if (op.launch_known) op.launch_offset_ns = map(op.launch_offset_ns);
+  for (auto& y : t.syncs) {
+    const double end = map(y.enter_offset_ns + y.duration_ns);
+    y.enter_offset_ns = map(y.enter_offset_ns);
+    y.duration_ns = std::max(0.0, end - y.enter_offset_ns);
+  }
   t.period_ns = step_ns;
 }
 

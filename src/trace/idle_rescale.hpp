@@ -5,8 +5,8 @@
 // ones), so the GPU waits longer between kernels; the kernels themselves run as fast (their durations are GPU
 // timestamps). Once the untraced step length is measured (its launch rate), the template's idle time is scaled
 // so that its step has that length: every moment of the step where no op of the template runs on any stream is
-// stretched or shrunk by one factor, busy time is left alone, and each op's start offset and gap are mapped
-// through that time map (docs/runtime.md, "the untraced step").
+// stretched or shrunk by one factor, busy time is left alone, and each op's start offset and gap, its launch
+// offset and the step's synchronizes are mapped through that time map (docs/runtime.md, "the untraced step").
 #pragma once
 
 #include <stdexcept>

@@ -752,9 +752,14 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
 // A launch-bound job slowed by the recording of every kernel (0.2 ms more per kernel: a ~75 ms traced step, ~52
 // ms untraced): the plan is made for the untraced step, the template's idle time re-timed to it.
 TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
+ for (const bool launch_bound : {false, true}) {
+  SCOPED_TRACE(launch_bound ? "each kernel launched as it starts" : "a step's kernels launched at its start");
   SimEnv s;
   const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
   s.env.push_back("FAKE_JOB_TRACED_GAP_US=200");
+  // Launch-bound: the dependency-driven simulator starts each kernel after its launch, so the launches must be
+  // re-timed with the idle time too.
+  if (launch_bound) s.env.push_back("FAKE_JOB_LAUNCH_BOUND=1");
   ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--plan-output", made.string(),
                            "--dry-run-log", s.log.string()},
                           {"--synthetic", "90"}),
@@ -771,6 +776,7 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
   EXPECT_NEAR(j["period_us"].get<double>(), 52430, 1500);  // the untraced step, not the traced one
   EXPECT_EQ(j["positions"].size(), 113u);
   EXPECT_NE(o.find("applying the plan from now on"), std::string::npos) << o;
+ }
 }
 
 // Kernels 1.5 times as long while recorded: the untraced step is shorter than the traced kernels alone, so the

@@ -134,6 +134,9 @@ bool run_steps(int fd, const Step& step, long steps) {
   const std::int64_t traced_gap_ns =
       std::getenv("FAKE_JOB_TRACED_GAP_US") ? std::atoll(std::getenv("FAKE_JOB_TRACED_GAP_US")) * 1000 : 0;
   const double traced_scale = std::getenv("FAKE_JOB_TRACED_SCALE") ? std::atof(std::getenv("FAKE_JOB_TRACED_SCALE")) : 1;
+  // FAKE_JOB_LAUNCH_BOUND=1: each kernel is launched 5 µs before it starts (a launch-bound job), not all of a
+  // step's kernels at its start.
+  const bool launch_bound = std::getenv("FAKE_JOB_LAUNCH_BOUND") != nullptr;
   std::int64_t corr = 0, last_marker = 0;
   const long init = std::getenv("FAKE_JOB_INIT_KERNELS") ? std::atol(std::getenv("FAKE_JOB_INIT_KERNELS")) : 0;
   const long unnamed = std::getenv("FAKE_JOB_UNNAMED") ? std::atol(std::getenv("FAKE_JOB_UNNAMED")) : 0;
@@ -149,14 +152,23 @@ bool run_steps(int fd, const Step& step, long steps) {
     const std::int64_t slow = g_traced ? traced_gap_ns : 0;  // per kernel, this step
     const double scale = g_traced ? traced_scale : 1;
     auto scaled = [scale](std::int64_t ns) { return static_cast<std::int64_t>(static_cast<double>(ns) * scale); };
-    for (std::size_t i = 0; i < step.kernels.size(); ++i, ++corr)
-      if (static_cast<long>(i) >= unnamed &&
-          !put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr) + " " + step.kernels[i].name + "\n"))
-        return false;
+    auto launch = [&](std::size_t i) {
+      return static_cast<long>(i) < unnamed || put(fd, "L " + std::to_string(monotonic_ns()) + " " +
+                                                           std::to_string(first + static_cast<std::int64_t>(i)) + " " +
+                                                           step.kernels[i].name + "\n");
+    };
+    if (!launch_bound)
+      for (std::size_t i = 0; i < step.kernels.size(); ++i)
+        if (!launch(i)) return false;
+    corr += static_cast<std::int64_t>(step.kernels.size());
     const std::int64_t entered = monotonic_ns();
     for (std::size_t i = 0; i < step.kernels.size(); ++i) {
       const auto start = t0 + scaled(step.kernels[i].start_offset_ns) + slow * static_cast<std::int64_t>(i + 1);
       const auto end = start + scaled(step.kernels[i].duration_ns);
+      if (launch_bound) {  // the CPU launches each kernel just before the GPU starts it
+        sleep_until(start - 5'000);
+        if (!launch(i)) return false;
+      }
       sleep_until(end);
       if (!put(fd, "C " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(start) + " " +
                        std::to_string(end) + step.completion_suffix + "\n"))

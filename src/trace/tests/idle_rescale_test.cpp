@@ -38,6 +38,26 @@ TEST(IdleRescale, ShrinksOnlyTheIdleTimeOfOneStream) {
   EXPECT_DOUBLE_EQ(template_busy_ns(t), 40);
 }
 
+// A launch-bound step: each kernel is launched just before it starts, the job synchronizes in the last gap.
+TEST(IdleRescale, MovesTheLaunchesAndSynchronizesWithTheIdleTime) {
+  IterationTemplate t = one_stream();
+  const double launches[] = {-2, 13, 43};  // 2 ns before each start; the first one in the step before
+  for (std::size_t i = 0; i < 3; ++i) {
+    t.ops[i].launch_offset_ns = launches[i];
+    t.ops[i].launch_known = true;
+  }
+  TemplateSync y;
+  y.enter_offset_ns = 56;
+  y.duration_ns = 10;  // idle [55, 70): returns at 66
+  t.syncs.push_back(y);
+  rescale_idle(t, 55);  // idle halved
+  EXPECT_DOUBLE_EQ(t.ops[0].launch_offset_ns, -2);  // before the step: not mapped
+  EXPECT_DOUBLE_EQ(t.ops[1].launch_offset_ns, 11.5);  // 2 ns of idle before its kernel's start, halved
+  EXPECT_DOUBLE_EQ(t.ops[2].launch_offset_ns, 36.5);
+  EXPECT_DOUBLE_EQ(t.syncs[0].enter_offset_ns, 40 + 0.5 * 16);  // busy 40 before it, idle 16 of it halved
+  EXPECT_DOUBLE_EQ(t.syncs[0].duration_ns, 5);
+}
+
 TEST(IdleRescale, StretchesToo) {
   IterationTemplate t = one_stream();
   rescale_idle(t, 100);  // idle 30 -> 60
