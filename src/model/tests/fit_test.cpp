@@ -108,7 +108,7 @@ TEST(FitKernel, ATimeFloorFarBelowThePowerLimitIsNotCapping) {
   EXPECT_TRUE(k.capped_sm_mhz.empty());
   EXPECT_EQ(k.ref.sm_mhz, 1410);
   // Within 90 % of the limit the samples count as near it again.
-  p.power_cap_w = t.kernel().power.power_cap_w / 0.899;
+  p.power_cap_w = t.kernel().power.power_cap_w / 0.901;
   EXPECT_EQ(fit_kernel(samples, DvfsModel(a100(), p)).capped_sm_mhz, (std::vector<int>{1365, 1380, 1395, 1410}));
 }
 
