@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -19,10 +20,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-double odds(double q) {
-  q = std::clamp(q, 0.02, 0.98);
-  return q / (1 - q);
-}
 
 // Solves the 3×3 system A x = b (Gaussian elimination, partial pivoting). Returns false when singular.
 bool solve3(double a[3][3], double b[3], double x[3]) {
@@ -150,16 +147,32 @@ double dynamic_share(const DvfsModel& board, const KernelCoefficients& c, ClockP
   return total > 0 ? std::clamp(dyn / total, 0.02, 0.98) : 0.98;
 }
 
-KernelShape measured_shape(const std::vector<Sample>& sweep, const DvfsModel& board) {
-  const FittedKernel k = fit_kernel(sweep, board);
+KernelShape measured_shape(const std::vector<Sample>& sweep, const DvfsModel& board, const KernelCoefficients& prior) {
+  if (sweep.size() < 2) throw std::invalid_argument("measured_shape: need at least 2 samples");
+  const Sample& top = sweep.back();
   KernelShape s;
-  s.sm_share = k.coeffs.sm_share;
-  s.ref = k.ref;
-  const KernelCoefficients unit{.sm_share = 0, .mem_share = 0, .activity = k.coeffs.activity, .mem_traffic = 0,
-                                .static_w = 0};
-  const double dyn = board.dynamic_power_w_at(k.ref.sm_mhz, 0, unit);
-  const double total = dyn + k.coeffs.static_w;
-  s.dynamic_share = total > 0 ? std::clamp(dyn / total, 0.02, 0.98) : 0.98;
+  s.ref = {top.sm_mhz, top.mem_mhz};
+  // t_pred/t − 1 = y + a·x with y = t_top/t − 1, x = t_top·(f_top/f − 1)/t.
+  double sxy = 0, sxx = 0;
+  for (const auto& p : sweep) {
+    const double y = top.time_s / p.time_s - 1, x = top.time_s * (static_cast<double>(top.sm_mhz) / p.sm_mhz - 1) / p.time_s;
+    sxy += x * y, sxx += x * x;
+  }
+  s.sm_share = sxx > 0 ? std::clamp(-sxy / sxx, 0.0, 1.0) : prior.sm_share;
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = -400; i <= 400; ++i) {
+    const KernelCoefficients c = perturb(prior, 0, i / 100.0);
+    const double d_top = board.dynamic_power_w_at(top.sm_mhz, top.mem_mhz, c);
+    const double k = std::max(0.0, (top.energy_j / top.time_s - board.idle_power_w_at(top.sm_mhz)) / d_top);
+    double err = 0;
+    for (const auto& p : sweep) {
+      const double pred = board.idle_power_w_at(p.sm_mhz) + k * board.dynamic_power_w_at(p.sm_mhz, p.mem_mhz, c);
+      const double r = pred / (p.energy_j / p.time_s) - 1;
+      err += r * r;
+    }
+    if (err < best) best = err, s.activity_log = i / 100.0;
+  }
+  s.dynamic_share = dynamic_share(board, perturb(prior, 0, s.activity_log), s.ref);
   return s;
 }
 
@@ -249,11 +262,25 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
       e.interp_spec = evaluate_split(e.samples, splits[0], spec_board);
       e.extrap_spec = evaluate_split(e.samples, splits[1], spec_board);
     }
-    e.measured = measured_shape(e.samples, board);
     const KernelCoefficients prior = class_prior(e.cls);
+    e.measured = measured_shape(e.samples, board, prior);
     e.prior_sm_share = prior.sm_share;
     e.prior_dynamic_share = dynamic_share(board, prior, e.measured.ref);
     e.prior = one_clock_points(board, e.samples, e.interp, prior);
+  }
+
+  for (const auto& e : v.sweeps)
+    if (e.suite == "real") v.board_activity_log[{e.dataset + "/" + e.gpu, e.fold}] = 0;
+  for (auto& [key, med] : v.board_activity_log) {
+    std::vector<double> z;
+    for (const auto& e : v.sweeps)
+      if (e.suite == "real" && e.dataset + "/" + e.gpu == key.first && e.fold == key.second)
+        z.push_back(e.measured.activity_log);
+    med = median(z);
+  }
+  for (auto& e : v.sweeps) {
+    auto it = v.board_activity_log.find({e.dataset + "/" + e.gpu, e.fold});
+    e.activity_log_rel = e.measured.activity_log - (it == v.board_activity_log.end() ? 0.0 : it->second);
   }
 
   // The prior-adjustment rule (a = the class's median measured a in the other fold) and the counter rule,
@@ -299,7 +326,7 @@ ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold) {
   for (const auto& e : v.sweeps) {
     if (e.cls != cls || (fold >= 0 && e.fold != fold) || !primary(v, e)) continue;
     const double da = e.measured.sm_share - e.prior_sm_share;
-    const double z = std::log(odds(e.measured.dynamic_share) / odds(e.prior_dynamic_share));
+    const double z = e.activity_log_rel;
     ++s.n;
     s.sm_share_rms += da * da;
     s.activity_log_rms += z * z;
@@ -313,7 +340,7 @@ ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold) {
   return s;
 }
 
-Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, int samples) {
+Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool with_noise, int samples) {
   Coverage c;
   NormalDraws draws(20);
   for (const auto& e : v.sweeps) {
@@ -329,7 +356,9 @@ Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, int 
       }
     }
     const DvfsModel board(v.specs.at(e.gpu), v.board_curves.at({e.dataset + "/" + e.gpu, e.fold}));
-    const KernelCoefficients prior = class_prior(e.cls);
+    KernelCoefficients prior = class_prior(e.cls);
+    if (auto it = v.board_activity_log.find({e.dataset + "/" + e.gpu, 1 - e.fold}); it != v.board_activity_log.end())
+      prior = perturb(prior, 0, it->second);
     const Sample& top = e.samples.back();
     // The mini-plan: the measured clock with the least predicted energy within the time budget.
     const Sample* best = &top;
@@ -343,13 +372,22 @@ Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, int 
       ++c.trivial;
       continue;
     }
+    // The measured saving carries the sweep's own noise: two energies, each with the relative scatter of the
+    // sweep about its neighbours (second differences: Var(E_i − (E_{i−1} + E_{i+1})/2) = 1.5·σ²).
+    double noise = 0;
+    for (std::size_t i = 1; i + 1 < e.samples.size(); ++i) {
+      const double d = (e.samples[i].energy_j - 0.5 * (e.samples[i - 1].energy_j + e.samples[i + 1].energy_j)) /
+                       e.samples[i].energy_j;
+      noise += d * d / 1.5;
+    }
+    noise = with_noise && e.samples.size() > 2 ? std::sqrt(noise / static_cast<double>(e.samples.size() - 2)) : 0;
     std::vector<double> saving;
     int over = 0;
     for (int i = 0; i < samples; ++i) {
-      const double za = draws.next(), zu = draws.next();
+      const double za = draws.next(), zu = draws.next(), zn = draws.next();
       const KernelCoefficients k = perturb(prior, sp.sm_share_rms * za, sp.activity_log_rms * zu);
       const OneClock p = predict_from_one_clock(board, top, k, best->sm_mhz);
-      saving.push_back(1 - p.energy_j / top.energy_j);
+      saving.push_back(1 - p.energy_j / top.energy_j + std::sqrt(2.0) * noise * zn);
       over += p.time_s > (1 + max_slowdown) * top.time_s;
     }
     std::sort(saving.begin(), saving.end());

@@ -48,16 +48,22 @@ OneClock predict_from_one_clock(const DvfsModel& board, const Sample& ref, const
 // Share of the above-idle power at `ref` that scales with the SM clock (the g·V²·f term), for coefficients c.
 double dynamic_share(const DvfsModel& board, const KernelCoefficients& c, ClockPair ref);
 
-// The sweep's a and power shape, from fit_kernel on all its samples at one memory clock: a = sm_share at the
-// highest uncapped clock; q = dynamic_share there, clamped to [0.02, 0.98].
+// The kernel's a and power shape within the class prior's own family (the one-clock predictor above, from the
+// sweep's top clock): a = the sm_share minimising Σ (t_pred/t − 1)² over the sweep (closed form, clamped to
+// [0, 1]); activity_log = the ln-factor on the prior's activity minimising Σ (P_pred/P − 1)² (grid over
+// [−4, 4] by 0.01, the power level matched at the top clock); dynamic_share = that fit's q at the top clock.
+// So a − a_prior and activity_log are how far the prior must move to follow this kernel: its error.
 struct KernelShape {
-  double sm_share = 0, dynamic_share = 0;
-  ClockPair ref;
+  double sm_share = 0, activity_log = 0, dynamic_share = 0;
+  ClockPair ref;  // the top clock
 };
-KernelShape measured_shape(const std::vector<Sample>& sweep, const DvfsModel& board);
+KernelShape measured_shape(const std::vector<Sample>& sweep, const DvfsModel& board, const KernelCoefficients& prior);
 
 // How far a class prior is from measured kernels: RMS over kernels of (a_measured − a_prior) and of
-// ln(odds(q_measured) / odds(q_prior)), odds(q) = q/(1 − q). The error model of the priors (prior_spread.hpp).
+// activity_log. The error model of the priors (prior_spread.hpp).
+// activity_log is taken relative to the median activity_log of the real-suite kernels of the same (dataset,
+// GPU) and fold (`board_activity_log`): the median is the board model's own power-shape error (its idle line and
+// V-curve), common to all kernels of that board; what is left is the priors' kernel-to-kernel error.
 struct ShapeSpread {
   int n = 0;
   double sm_share_rms = 0;       // dimensionless
@@ -81,6 +87,7 @@ struct SweepEval {
   // a from the counters (nv-dvfs only: the regression of the other fold).
   std::vector<HeldOut> prior, prior_adjusted, counter;
   KernelShape measured;       // from the whole sweep
+  double activity_log_rel = 0;  // measured.activity_log − the board's median (board_activity_log, same fold)
   double prior_sm_share = 0;  // the class prior's a
   double prior_dynamic_share = 0;
   double counter_sm_share = -1;  // a from the counters (nv-dvfs), -1 when none
@@ -98,10 +105,12 @@ CounterRule fit_counter_rule(const std::vector<const SweepEval*>& training);
 
 struct KernelValidation {
   std::vector<SweepEval> sweeps;
-  // Board V-curve per (gpu, fold it is applied to).
+  // Board V-curve per ("dataset/gpu", fold it is applied to).
   std::map<std::pair<std::string, int>, PowerParams> board_curves;
   std::map<std::string, gpu::GpuSpec> specs;
   CounterRule counter_rule[2];  // applied to fold 0 / fold 1 (fitted on the other)
+  // Median measured activity_log of the real-suite kernels per ("dataset/gpu", fold): the board's shape error.
+  std::map<std::pair<std::string, int>, double> board_activity_log;
 };
 
 // Every sweep of `sweeps` with ≥ 4 clocks at a memory clock is evaluated (gpuptx: each memory clock a sweep).
@@ -112,15 +121,18 @@ ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold = 
 
 // The coverage check of the error bars on per-kernel mini-plans: for each real-suite kernel, the clock of the
 // sweep (at or below the top) that minimises its class-prior predicted energy with predicted time ≤ (1 + ε)·
-// t_top; its predicted saving range from `samples` draws of (a, activity) with the class spread of the OTHER
-// fold (normal in a, log-normal in activity, fixed seed), low/high = the 5th/95th percentiles; measured saving
-// = 1 − E(f*)/E(top). Kernels whose plan stays at the top clock are counted apart (saving 0 on both sides).
+// t_top; the prior's activity moved by the board's median factor of the OTHER fold (a board calibration, as
+// the V-curve); its predicted saving range from `samples` draws of (a, activity) with the class spread of the
+// OTHER fold (normal in a, log-normal in activity, fixed seed), low/high = the 5th/95th percentiles; measured saving
+// = 1 − E(f*)/E(top). `with_noise`: each draw also adds the measurement noise of the measured saving (two
+// energies, each with the sweep's relative scatter about its neighbouring clocks), since the check compares
+// with a measurement. Kernels whose plan stays at the top clock are counted apart (saving 0 on both sides).
 struct Coverage {
   int kernels = 0, trivial = 0, inside = 0;
   double predicted_over_budget = 0;  // mean predicted probability that the time budget is exceeded
   int measured_over_budget = 0;      // kernels whose measured time at f* exceeds the budget
   double share() const { return kernels > trivial ? static_cast<double>(inside) / (kernels - trivial) : 0; }
 };
-Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, int samples = 300);
+Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool with_noise, int samples = 300);
 
 }  // namespace gearshift::model
