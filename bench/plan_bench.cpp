@@ -12,6 +12,7 @@
 #include "plan/strategies.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
+#include "sim/saving_range.hpp"
 #include "trace/gearshift_format.hpp"
 
 namespace {
@@ -70,6 +71,13 @@ void BM_Simulate(benchmark::State& st) {
   auto& s = setup();
   auto sched = sim::default_schedule(s.w, s.m);
   for (auto _ : st) benchmark::DoNotOptimize(sim::simulate(s.w, s.m, sched, 6e6));
+}
+// The error bars of `gearshift plan` (sim/saving_range.hpp): 200 draws, 2 simulations each, on the phase plan.
+void BM_SavingRange(benchmark::State& st) {
+  auto& s = setup();
+  const auto sched = plan::plan_phase(s.table, s.w, s.budget, 6e6);
+  for (auto _ : st) benchmark::DoNotOptimize(sim::saving_range(s.w, s.m, sched, 6e6, 0.005));
+  st.SetLabel("200 draws x 2 simulations");
 }
 void BM_EvaluateAll(benchmark::State& st) {
   auto& s = setup();
@@ -147,6 +155,7 @@ BENCHMARK(BM_KernelLocal)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_KernelGlobal)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Phase)->Arg(10)->Arg(100)->Arg(1000)->Arg(6000)->Arg(20000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SavingRange)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EvaluateAll)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_EvaluateTrace, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanJob, gpt3xl, std::string(GEARSHIFT_DATA_DIR) + "/traces/gpt3xl_h200_trace.json.gz")->Unit(benchmark::kMillisecond);
