@@ -54,9 +54,11 @@ TEST(Cli, DemoJsonHasTheDocumentedShape) {
   EXPECT_GE(g["time_high_s"].get<double>(), g["time_expected_s"].get<double>());
   EXPECT_GE(g["p_over_budget"].get<double>(), 0);
   EXPECT_LE(g["p_over_budget"].get<double>(), 1);
-  for (const auto& s : j["strategies"])
-    if (s["name"] == "phase" && s["switch_latency_us"] == 6000)
+  for (const auto& s : j["strategies"]) {
+    if (s["name"] == "phase" && s["switch_latency_us"] == 6000) {
       EXPECT_NEAR(s["saving_pct"].get<double>(), g["saving_expected_pct"].get<double>(), 1e-9);
+    }
+  }
 }
 
 TEST(Cli, DemoTableSaysModelledAndWritesAPlan) {
