@@ -1,7 +1,8 @@
 // Planner and importer speed on the shipped traces (CPU time on this machine; no GPU involved).
 //   build/bench/plan_bench --benchmark_min_time=0.5
 // BM_PlanJob/*: the whole `gearshift plan` computation on a trace, as plan_job does it (import, step detection,
-// workload, calibration to the measured power, every strategy, the latency sweep, the frontier); BM_EvaluateAll/*
+// workload, calibration to the measured power, every strategy, the latency sweep, the frontier, the error bars of
+// the phase plan at the spec's latency); BM_EvaluateAll/*
 // the same after import and calibration.
 #include <benchmark/benchmark.h>
 
@@ -90,6 +91,7 @@ struct Planned {
   model::DvfsModel m{gpu::find_spec("h200")};
   model::Workload w;
   sim::Evaluation ev;
+  sim::SavingRange range;
 };
 Planned plan_job(const std::string& path, bool evaluate = true) {
   Planned p;
@@ -98,7 +100,14 @@ Planned plan_job(const std::string& path, bool evaluate = true) {
   p.w = model::build_workload(t, a, p.m);
   if (auto mp = sim::measured_power(t, a)) sim::calibrate_to_measured_power(p.w, p.m, mp->average_power_w);
   sim::EvaluateOptions o;
-  if (evaluate) p.ev = sim::evaluate(p.w, p.m, o);
+  if (evaluate) {
+    p.ev = sim::evaluate(p.w, p.m, o);
+    // The error bars of the plan written to -o: phase at the spec's switch latency (6 ms on the H200).
+    const double l = p.m.spec().switch_latency_ms * 1e6;
+    for (const auto& s : p.ev.strategies)
+      if (s.schedule.strategy == "phase" && s.switch_latency_ns == l)
+        p.range = sim::saving_range(p.w, p.m, s.schedule, l, o.max_slowdown);
+  }
   return p;
 }
 
@@ -118,7 +127,7 @@ void BM_PlanJob(benchmark::State& st, const std::string& rel) {
     ops = p.w.ops.size();
     benchmark::DoNotOptimize(p.ev);
   }
-  st.SetLabel(std::to_string(ops) + " ops: import, steps, calibration, every strategy, L sweep, frontier");
+  st.SetLabel(std::to_string(ops) + " ops: import, steps, calibration, every strategy, L sweep, frontier, range");
 }
 
 void BM_EvaluateTrace(benchmark::State& st, const std::string& rel) {
