@@ -53,8 +53,9 @@ KernelSweep parse_kernel_tuner_cache(const std::string& text, const std::string&
 // The samples at one memory clock (ascending SM clock), for fit_kernel. Empty when none.
 std::vector<Sample> at_memory_clock(const KernelSweep& k, int mem_mhz);
 
-// The README's caveats, applied: clocks that were requested but not reached are dropped (V100: below 480 MHz
-// in synergy — 472 MHz is still in the flat band for 7 of its 113 kernels —, 405 MHz in nv-dvfs). Returns the sweep with those samples (and their counters) removed.
+// The README's caveats, applied: clocks that were requested but not reached are dropped (V100: below 480 MHz in
+// synergy, since 472 MHz is still in the flat band for 7 of its 113 kernels; 405 MHz in nv-dvfs). Returns the
+// sweep with those samples (and their counters) removed.
 KernelSweep drop_unreached_clocks(KernelSweep k);
 
 // All sweeps of the shared folder `kernel_sweeps_dir` (…/shared/data/kernel_sweeps) with the caveats applied,
