@@ -1,7 +1,8 @@
 // Planner and importer speed on the shipped traces (CPU time on this machine; no GPU involved).
 //   build/bench/plan_bench --benchmark_min_time=0.5
 // BM_PlanJob/*: the whole `gearshift plan` computation on a trace, as plan_job does it (import, step detection,
-// workload, calibration to the measured power, every strategy, the latency sweep, the frontier); BM_EvaluateAll/*
+// workload, calibration to the measured power, every strategy, the latency sweep, the frontier, the error bars of
+// the phase plan at the spec's latency); BM_EvaluateAll/*
 // the same after import and calibration.
 #include <benchmark/benchmark.h>
 
@@ -12,6 +13,7 @@
 #include "plan/strategies.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
+#include "sim/saving_range.hpp"
 #include "trace/gearshift_format.hpp"
 
 namespace {
@@ -119,6 +121,12 @@ void BM_StepGraph(benchmark::State& st) {
   for (std::size_t i = 0; i < w.ops.size(); i += 97) sched.clocks[i] = {1410, 3201};
   std::vector<double> d(w.ops.size(), 25e3);
   st.SetLabel("build only; steps replayed: " + std::to_string(sim::replay_fixed(g, d).steps));
+// The error bars of `gearshift plan` (sim/saving_range.hpp): 200 draws, 2 simulations each, on the phase plan.
+void BM_SavingRange(benchmark::State& st) {
+  auto& s = setup();
+  const auto sched = plan::plan_phase(s.table, s.w, s.budget, 6e6);
+  for (auto _ : st) benchmark::DoNotOptimize(sim::saving_range(s.w, s.m, sched, 6e6, 0.005));
+  st.SetLabel("200 draws x 2 simulations");
 }
 void BM_EvaluateAll(benchmark::State& st) {
   auto& s = setup();
@@ -131,6 +139,7 @@ struct Planned {
   model::DvfsModel m{gpu::find_spec("h200")};
   model::Workload w;
   sim::Evaluation ev;
+  sim::SavingRange range;
 };
 Planned plan_job(const std::string& path, bool evaluate = true) {
   Planned p;
@@ -139,7 +148,14 @@ Planned plan_job(const std::string& path, bool evaluate = true) {
   p.w = model::build_workload(t, a, p.m);
   if (auto mp = sim::measured_power(t, a)) sim::calibrate_to_measured_power(p.w, p.m, mp->average_power_w);
   sim::EvaluateOptions o;
-  if (evaluate) p.ev = sim::evaluate(p.w, p.m, o);
+  if (evaluate) {
+    p.ev = sim::evaluate(p.w, p.m, o);
+    // The error bars of the plan written to -o: phase at the spec's switch latency (6 ms on the H200).
+    const double l = p.m.spec().switch_latency_ms * 1e6;
+    for (const auto& s : p.ev.strategies)
+      if (s.schedule.strategy == "phase" && s.switch_latency_ns == l)
+        p.range = sim::saving_range(p.w, p.m, s.schedule, l, o.max_slowdown);
+  }
   return p;
 }
 
@@ -159,7 +175,7 @@ void BM_PlanJob(benchmark::State& st, const std::string& rel) {
     ops = p.w.ops.size();
     benchmark::DoNotOptimize(p.ev);
   }
-  st.SetLabel(std::to_string(ops) + " ops: import, steps, calibration, every strategy, L sweep, frontier");
+  st.SetLabel(std::to_string(ops) + " ops: import, steps, calibration, every strategy, L sweep, frontier, range");
 }
 
 void BM_EvaluateTrace(benchmark::State& st, const std::string& rel) {
@@ -198,6 +214,7 @@ BENCHMARK(BM_Phase)->Arg(10)->Arg(100)->Arg(1000)->Arg(6000)->Arg(20000)->Unit(b
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimulateDependency)->Arg(5000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StepGraph)->Arg(5000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SavingRange)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EvaluateAll)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_EvaluateTrace, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanJob, gpt3xl, std::string(GEARSHIFT_DATA_DIR) + "/traces/gpt3xl_h200_trace.json.gz")->Unit(benchmark::kMillisecond);

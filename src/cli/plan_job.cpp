@@ -178,6 +178,9 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   if (r.chosen == nullptr)
     throw Exit(kUsage, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
                                    o.strategy));
+  sim::RangeOptions ro;
+  ro.samples = o.range_samples;
+  r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
   return r;
 }
 
@@ -233,6 +236,13 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
                s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
   }
+  const auto& g = r.range;
+  fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
+             "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
+             "the class priors' measured spread, docs/model-validation.md)\n",
+             r.chosen->schedule.strategy, latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
+             g.saving_high_pct, g.time_expected_s, g.time_low_s, g.time_high_s, 100 * g.p_over_budget,
+             100 * g.low_quantile, 100 * g.high_quantile, g.samples);
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
   if (!r.evaluation.frontier.empty()) {
@@ -302,6 +312,19 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
     arr.push_back(e);
   }
   j["strategies"] = arr;
+  const auto& g = r.range;
+  j["saving_range"] = {{"strategy", r.chosen->schedule.strategy},
+                       {"switch_latency_us", r.chosen->switch_latency_ns / 1e3},
+                       {"saving_low_pct", g.saving_low_pct},
+                       {"saving_expected_pct", g.saving_expected_pct},
+                       {"saving_high_pct", g.saving_high_pct},
+                       {"time_low_s", g.time_low_s},
+                       {"time_expected_s", g.time_expected_s},
+                       {"time_high_s", g.time_high_s},
+                       {"slowdown_high_pct", g.slowdown_high_pct},
+                       {"p_over_budget", g.p_over_budget},
+                       {"samples", g.samples},
+                       {"quantiles", {g.low_quantile, g.high_quantile}}};
   // The savings frontier (sim::Evaluation::frontier): every strategy at each slowdown budget.
   json frontier = json::array();
   for (const auto& p : r.evaluation.frontier) {
@@ -338,6 +361,12 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   pr.baseline_time_s = r.evaluation.baseline.step_time_s;
   pr.baseline_energy_j = r.evaluation.baseline.energy_j;
   pr.clock_changes_per_step = s.sim.clock_changes;
+  pr.saving_low_pct = r.range.saving_low_pct;
+  pr.saving_high_pct = r.range.saving_high_pct;
+  pr.time_low_s = r.range.time_low_s;
+  pr.time_high_s = r.range.time_high_s;
+  pr.p_over_budget = r.range.p_over_budget;
+  pr.range_samples = static_cast<std::size_t>(r.range.samples);
   f.predicted = pr;
   for (std::size_t i = 0; i < r.workload.ops.size(); ++i) {
     const auto& op = r.workload.ops[i];

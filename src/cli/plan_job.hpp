@@ -11,6 +11,7 @@
 #include "model/workload.hpp"
 #include "plan/plan_file.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/saving_range.hpp"
 #include "trace/iteration.hpp"
 #include "trace/record.hpp"
 
@@ -25,6 +26,7 @@ struct PlanJobOptions {
   std::string strategy = "phase"; // written to plan.json
   std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
   bool calibrate = true;          // scale activity to the trace's measured average power when present
+  int range_samples = 200;        // draws for the chosen plan's error bars (sim/saving_range.hpp)
 };
 
 // Which GPU spec plans a trace, and why: --gpu when given, else the spec of the GPU the trace names
@@ -58,6 +60,8 @@ struct PlanJobResult {
   std::vector<std::string> model_warnings;
   sim::Evaluation evaluation;
   const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
+  // The chosen plan's error bars: its saving and step time under draws of the class priors' spread.
+  sim::SavingRange range;
   // Everything a user must read before trusting the figures (trace health, step evidence, GPU identity), plain
   // words; printed as "Warning" lines, in the JSON report's "warnings" and in plan.json's provenance.
   std::vector<std::string> warnings;

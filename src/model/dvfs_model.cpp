@@ -71,6 +71,20 @@ int DvfsModel::capped_sm_clock(ClockPair requested, const KernelCoefficients& k)
   const auto& clocks = spec_.sm_clocks_mhz;
   auto it = std::upper_bound(clocks.begin(), clocks.end(), requested.sm_mhz);
   if (it == clocks.begin()) return clocks.front();
+  auto fits = [&](int f) { return idle_power_w(f) + dynamic_power_w({f, requested.mem_mhz}, k) <= params_.power_cap_w; };
+  // Power rises with the clock when idle power does and the kernel's activity is not negative (V and f both
+  // rise): the clocks under the cap are then a prefix, and a binary search finds the same clock as the walk
+  // down below (a heavily drawn activity caps far below the default clock: sim/saving_range.hpp).
+  if (params_.idle_w_at_max_clock >= params_.idle_w_at_min_clock && k.activity >= 0 && params_.activity_scale >= 0) {
+    if (fits(*std::prev(it))) return *std::prev(it);
+    auto lo = clocks.begin(), hi = std::prev(it);  // fits(*hi) is false; find the last clock that fits
+    if (!fits(*lo)) return *lo;
+    while (hi - lo > 1) {
+      auto mid = lo + (hi - lo) / 2;
+      (fits(*mid) ? lo : hi) = mid;
+    }
+    return *lo;
+  }
   for (auto f = std::prev(it);; --f) {
     ClockPair c{*f, requested.mem_mhz};
     if (idle_power_w(*f) + dynamic_power_w(c, k) <= params_.power_cap_w || f == clocks.begin()) return *f;

@@ -87,7 +87,8 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   const Line law0 = fit_time(uncapped);
   for (std::size_t i = uncapped.size(); i < s.size(); ++i) {
     const double law_t = law0.c0 + law0.c1 / s[i].sm_mhz;
-    if (!capped.empty() || s[i].time_s > law_t * (1.0 + opts.cap_tolerance))
+    const bool near_limit = s[i].energy_j / s[i].time_s >= opts.cap_power_share * board.params().power_cap_w;
+    if (!capped.empty() || (s[i].time_s > law_t * (1.0 + opts.cap_tolerance) && near_limit))
       capped.push_back(s[i]);
     else
       uncapped.push_back(s[i]);

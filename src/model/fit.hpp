@@ -14,7 +14,8 @@
 // So 2 parameters per quantity plus the cap: three samples suffice (one of them may be capped).
 //
 // A sample is "capped" when its time exceeds the uncapped law fitted on the lower samples by more than
-// FitOptions::cap_tolerance; all samples above it are capped too (power rises with the clock).
+// FitOptions::cap_tolerance and it draws at least FitOptions::cap_power_share of the board's power limit; all
+// samples above it are capped too (power rises with the clock).
 // Physics priors for degenerate sweeps: a time that does not fall with the clock gives A = 0; a negative T_c
 // gives T_c = 0 (a kernel cannot take negative clock-independent time); a power that falls with the clock
 // gives g = 0.
@@ -38,6 +39,11 @@ struct FitOptions {
   // Relative. Above the scatter of measured times about a 1/f law below 1300 MHz in the Perseus A100 sweeps
   // (90 % of points within 0.31 %, median 0.09 %), so noise alone rarely marks a sample capped.
   double cap_tolerance = 0.005;
+  // A sample can be capped only when it draws at least this share of the board's power limit
+  // (board.params().power_cap_w): a GPU far below its limit is not capping. On the V100 kernel sweeps
+  // (docs/model-validation.md) memory-bound kernels reach a time floor at 160 W of 300 W, which the time test
+  // alone read as capping. The Perseus A100 samples judged capped draw 460–480 W of 400 W.
+  double cap_power_share = 0.9;
 };
 
 struct FittedKernel {

@@ -27,6 +27,7 @@ struct KernelCoefficients {
   // W, kernel-specific power that does not scale with the SM clock, added to P_idle (0 for the class priors).
   // Fitted from a sweep at one memory clock (model/fit.hpp): it then also holds that kernel's memory power.
   double static_w = 0;
+  bool operator==(const KernelCoefficients&) const = default;
 };
 
 // Priors per class. Source: roofline reasoning on H100/H200-class GPUs (GEMM and attention compute-bound,

@@ -208,6 +208,12 @@ json to_json(const PlanFile& p) {
     put("baseline_time_s", f.baseline_time_s);
     put("baseline_energy_j", f.baseline_energy_j);
     put("clock_changes_per_step", f.clock_changes_per_step);
+    put("saving_low_pct", f.saving_low_pct);
+    put("saving_high_pct", f.saving_high_pct);
+    put("time_low_s", f.time_low_s);
+    put("time_high_s", f.time_high_s);
+    put("p_over_budget", f.p_over_budget);
+    put("range_samples", f.range_samples);
     j["predicted"] = pr;
   }
   json phases = json::array();
@@ -428,6 +434,17 @@ PlanFile plan_file_from_json(const json& j, const std::string& source) {
     if (auto c = opt_whole(*pr, "clock_changes_per_step", w, "a count")) {
       if (*c < 0) fail(w, "'clock_changes_per_step' is negative");
       f.clock_changes_per_step = static_cast<std::size_t>(*c);
+    }
+    f.saving_low_pct = opt_number(*pr, "saving_low_pct", w, "%");
+    f.saving_high_pct = opt_number(*pr, "saving_high_pct", w, "%");
+    f.time_low_s = opt_number(*pr, "time_low_s", w, "s");
+    f.time_high_s = opt_number(*pr, "time_high_s", w, "s");
+    f.p_over_budget = opt_number(*pr, "p_over_budget", w, "a probability");
+    if (f.p_over_budget && !(*f.p_over_budget >= 0 && *f.p_over_budget <= 1))
+      fail(w, "'p_over_budget' must lie in [0, 1]");
+    if (auto c = opt_whole(*pr, "range_samples", w, "a count")) {
+      if (*c <= 0) fail(w, "'range_samples' must be > 0");
+      f.range_samples = static_cast<std::size_t>(*c);
     }
     p.predicted = f;
   }

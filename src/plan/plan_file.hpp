@@ -57,6 +57,11 @@ struct PlanFilePredicted {
   bool low_confidence = false;  // the model disagreed with a measurement (plan's "Warning" lines)
   std::optional<double> time_s, energy_j, saving_pct, slowdown_pct, baseline_time_s, baseline_energy_j;
   std::optional<std::size_t> clock_changes_per_step;
+  // Error bars (sim/saving_range.hpp): the low/high quantiles of the saving (%) and step time (s) under draws of
+  // the class priors' spread, and the share of draws whose slowdown exceeds max_slowdown (0..1). Additive
+  // fields: absent in plans written before them, and read as absent.
+  std::optional<double> saving_low_pct, saving_high_pct, time_low_s, time_high_s, p_over_budget;
+  std::optional<std::size_t> range_samples;
 };
 
 // The DVFS model's parameters the plan was made with (model/dvfs_model.hpp), W and MHz.

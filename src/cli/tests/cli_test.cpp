@@ -42,6 +42,23 @@ TEST(Cli, DemoJsonHasTheDocumentedShape) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"iteration", "pass", "kernel-local", "kernel-global", "phase"}));
   EXPECT_EQ(j["strategies"].size(), 4u + 6u);  // phase × L ∈ {0, 10 µs, 100 µs, 1 ms, 6 ms, 20 ms}
+  // The error bars of the plan written to -o (phase at the spec's 6 ms): low ≤ expected ≤ high, the expected
+  // figure that strategy's own, a probability of exceeding the budget.
+  const auto& g = j["saving_range"];
+  EXPECT_EQ(g["strategy"], "phase");
+  EXPECT_DOUBLE_EQ(g["switch_latency_us"].get<double>(), 6000);
+  EXPECT_EQ(g["samples"], 200);
+  EXPECT_LT(g["saving_low_pct"].get<double>(), g["saving_expected_pct"].get<double>());
+  EXPECT_GT(g["saving_high_pct"].get<double>(), g["saving_expected_pct"].get<double>());
+  EXPECT_LE(g["time_low_s"].get<double>(), g["time_expected_s"].get<double>());
+  EXPECT_GE(g["time_high_s"].get<double>(), g["time_expected_s"].get<double>());
+  EXPECT_GE(g["p_over_budget"].get<double>(), 0);
+  EXPECT_LE(g["p_over_budget"].get<double>(), 1);
+  for (const auto& s : j["strategies"]) {
+    if (s["name"] == "phase" && s["switch_latency_us"] == 6000) {
+      EXPECT_NEAR(s["saving_pct"].get<double>(), g["saving_expected_pct"].get<double>(), 1e-9);
+    }
+  }
 }
 
 TEST(Cli, DemoTableSaysModelledAndWritesAPlan) {
@@ -62,6 +79,9 @@ TEST(Cli, DemoTableSaysModelledAndWritesAPlan) {
   EXPECT_TRUE(j["model"].contains("activity_scale"));
   EXPECT_EQ(j["provenance"]["input"], "embedded:gpt3xl_h200_trace.json.gz");
   EXPECT_TRUE(j["predicted"]["modelled"].get<bool>());
+  EXPECT_LT(j["predicted"]["saving_low_pct"].get<double>(), j["predicted"]["saving_high_pct"].get<double>());
+  EXPECT_EQ(j["predicted"]["range_samples"], 200);
+  EXPECT_NE(r.out.find("Range         phase at L = 6 ms: saving"), std::string::npos) << r.out;
 }
 
 TEST(Cli, PlanOnTheSharedTraceMatchesTheDemo) {

@@ -46,6 +46,23 @@ TEST(DvfsModel, DenseGemmIsPowerCappedAtMaxClock) {
   EXPECT_EQ(m.capped_sm_clock({1980, 3201}, class_prior(KernelClass::elementwise)), 1980);
 }
 
+TEST(DvfsModel, CappedClockIsTheHighestSupportedClockUnderTheCap) {
+  // The bisection in capped_sm_clock against the plain walk down the supported clocks, for activities from
+  // far below to far above a dense GEMM's (the error bars draw up to ×50) and every memory clock.
+  const DvfsModel m(gpu::find_spec("h200"));
+  const auto& clocks = m.spec().sm_clocks_mhz;
+  for (double u : {0.01, 0.3, 1.0, 1.3, 2.0, 5.0, 50.0})
+    for (int mem : m.spec().mem_clocks_mhz)
+      for (int req : {clocks.front(), 990, 1875, 1980}) {
+        KernelCoefficients k = class_prior(KernelClass::gemm);
+        k.activity = u;
+        int walk = clocks.front();
+        for (int f : clocks)
+          if (f <= req && m.idle_power_w(f) + m.dynamic_power_w({f, mem}, k) <= m.params().power_cap_w) walk = f;
+        EXPECT_EQ(m.capped_sm_clock({req, mem}, k), walk) << u << " " << mem << " " << req;
+      }
+}
+
 TEST(KernelClass, ClassifiesRealKernelNames) {
   using trace::OpKind;
   EXPECT_EQ(classify(OpKind::kernel, "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"), KernelClass::gemm);

@@ -38,6 +38,13 @@ struct Truth {
                                      : 1e9;
     return k;
   }
+  // The board as fit_kernel sees it: its power limit is the power this kernel caps at (a sample can be judged
+  // capped only near the limit, FitOptions::cap_power_share).
+  DvfsModel capping_board() const {
+    PowerParams p = board;
+    p.power_cap_w = kernel().power.power_cap_w;
+    return DvfsModel(a100(), p);
+  }
   std::vector<Sample> samples(const std::vector<int>& clocks) const {
     const FittedKernel k = kernel();
     const DvfsModel m = k.model(a100());
@@ -75,8 +82,7 @@ void expect_recovers(const Truth& t, const FittedKernel& k) {
 
 TEST(FitKernel, RecoversKnownParametersFromThreeClocksWithTheTopOneCapped) {
   Truth t;
-  const DvfsModel board(a100());
-  FittedKernel k = fit_kernel(t.samples({855, 1140, 1410}), board);
+  FittedKernel k = fit_kernel(t.samples({855, 1140, 1410}), t.capping_board());
   EXPECT_EQ(k.capped_sm_mhz, std::vector<int>{1410});
   EXPECT_EQ(k.ref.sm_mhz, 1140);
   expect_recovers(t, k);
@@ -86,9 +92,24 @@ TEST(FitKernel, RecoversKnownParametersFromThreeClocksWithTheTopOneCapped) {
 
 TEST(FitKernel, RecoversKnownParametersFromAFullSweep) {
   Truth t;
-  FittedKernel k = fit_kernel(t.samples(a100_sweep()), DvfsModel(a100()));
+  FittedKernel k = fit_kernel(t.samples(a100_sweep()), t.capping_board());
   EXPECT_EQ(k.capped_sm_mhz, (std::vector<int>{1365, 1380, 1395, 1410}));
   expect_recovers(t, k);
+}
+
+TEST(FitKernel, ATimeFloorFarBelowThePowerLimitIsNotCapping) {
+  // The same capped kernel on a board whose limit is far above its power (as memory-bound V100 kernels
+  // flatten at 160 W of 300 W): the slow top samples are fitted by the time law, not read as capping.
+  Truth t;
+  const auto samples = t.samples(a100_sweep());
+  PowerParams p = power_params_for(a100());
+  p.power_cap_w = 2 * t.kernel().power.power_cap_w;
+  const FittedKernel k = fit_kernel(samples, DvfsModel(a100(), p));
+  EXPECT_TRUE(k.capped_sm_mhz.empty());
+  EXPECT_EQ(k.ref.sm_mhz, 1410);
+  // Within 90 % of the limit the samples count as near it again.
+  p.power_cap_w = t.kernel().power.power_cap_w / 0.901;
+  EXPECT_EQ(fit_kernel(samples, DvfsModel(a100(), p)).capped_sm_mhz, (std::vector<int>{1365, 1380, 1395, 1410}));
 }
 
 TEST(FitKernel, NoCapWhenTheTopClockFollowsTheLaw) {
@@ -158,7 +179,10 @@ TEST(FitVoltageCurve, RecoversTheKneeAndVminOfSyntheticSweeps) {
   Truth t1, t2;
   for (Truth* t : {&t1, &t2}) t->board.knee_mhz = 1095, t->board.v_min_ratio = 0.78;
   t2.tc_s = 0.01, t2.a_s_mhz = 110, t2.static_w = 35, t2.activity = 0.6, t2.cap_at_mhz = 1320;
-  PowerParams p = fit_voltage_curve({t1.samples(a100_sweep()), t2.samples(a100_sweep())}, DvfsModel(a100()));
+  // The board's limit: the lower of the two kernels' capped powers (both within 90 % of it).
+  const DvfsModel& board = t1.kernel().power.power_cap_w < t2.kernel().power.power_cap_w ? t1.capping_board()
+                                                                                       : t2.capping_board();
+  PowerParams p = fit_voltage_curve({t1.samples(a100_sweep()), t2.samples(a100_sweep())}, board);
   EXPECT_EQ(p.knee_mhz, 1095);
   EXPECT_NEAR(p.v_min_ratio, 0.78, 1e-12);
   EXPECT_THROW(fit_voltage_curve({}, DvfsModel(a100())), std::invalid_argument);

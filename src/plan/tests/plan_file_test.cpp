@@ -114,6 +114,32 @@ TEST(PlanFile, KeepsEveryKeyOfTodaysPlanJson) {
   EXPECT_EQ(j["predicted"]["modelled"], true);
 }
 
+TEST(PlanFile, ErrorBarsAreAdditiveFields) {
+  PlanFile p = small_plan();
+  p.predicted->saving_low_pct = 1.5;
+  p.predicted->saving_high_pct = 4.0;
+  p.predicted->time_low_s = 0.99e-4;
+  p.predicted->time_high_s = 1.02e-4;
+  p.predicted->p_over_budget = 0.25;
+  p.predicted->range_samples = 200;
+  const json j = to_json(p);
+  for (const char* k : {"saving_low_pct", "saving_high_pct", "time_low_s", "time_high_s", "p_over_budget", "range_samples"})
+    EXPECT_TRUE(j["predicted"].contains(k)) << k;
+  EXPECT_EQ(to_json(plan_file_from_json(j, "p.json")), j);  // read back unchanged
+  // A plan written before the fields has none of them, and reads as before.
+  EXPECT_FALSE(to_json(small_plan())["predicted"].contains("saving_low_pct"));
+  EXPECT_FALSE(plan_file_from_json(to_json(small_plan()), "p.json").predicted->p_over_budget.has_value());
+  json bad = j;
+  bad["predicted"]["p_over_budget"] = 1.5;
+  EXPECT_EQ(error_of(bad), "p.json: predicted: 'p_over_budget' must lie in [0, 1]");
+  bad = j;
+  bad["predicted"]["range_samples"] = 0;
+  EXPECT_EQ(error_of(bad), "p.json: predicted: 'range_samples' must be > 0");
+  bad = j;
+  bad["predicted"]["saving_low_pct"] = "low";
+  EXPECT_NE(error_of(bad).find("'saving_low_pct'"), std::string::npos) << error_of(bad);
+}
+
 TEST(PlanFile, OptionalSectionsMayBeAbsentAndPhasesEmpty) {
   json j = to_json(small_plan());
   for (const char* k : {"gpu_selection", "strategy", "max_slowdown", "predicted", "model", "provenance"}) j.erase(k);

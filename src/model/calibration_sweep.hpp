@@ -1,0 +1,45 @@
+// The fitting core of a calibration sweep (issue 20 part 4; the `gearshift calibrate` command that would run the
+// job at the pairs, read CUPTI durations and NVML energy and write a model file is NOT built): which locked
+// (SM, memory) clock pairs to measure, and each kernel's time coefficients from its mean duration at them.
+//
+//   t(f, m) = T_c + A/f + B/m        T_c [s], A [s·MHz], B [s·MHz]; all ≥ 0
+//   a = (A/f_ref)/t(ref), b = (B/m_ref)/t(ref)   (KernelCoefficients::sm_share, mem_share at `ref`)
+//
+// The same law as DvfsModel::predict's t_ref·(a·f_ref/f + b·m_ref/m + 1 − a − b), written in absolute terms.
+#pragma once
+
+#include <vector>
+
+#include "gpu/spec.hpp"
+#include "model/dvfs_model.hpp"
+
+namespace gearshift::model {
+
+struct PairSample {
+  ClockPair clocks;   // the clocks it ran at, MHz: the sampled SM clock (a capped kernel runs below the locked one)
+  double time_s = 0;  // mean duration of the kernel there, s (> 0)
+};
+
+struct TimeFit {
+  double clock_independent_s = 0, sm_scaled_s_mhz = 0, mem_scaled_s_mhz = 0;  // T_c, A, B
+  ClockPair ref;
+  double t_ref_s = 0;               // modelled time at ref, s
+  double sm_share = 0, mem_share = 0;  // a, b at ref
+  double rms_relative_error = 0;    // of the fit over the samples
+};
+
+// Least squares (on relative error) of t = T_c + A/f + B/m with T_c, A, B ≥ 0: the best of the fits on every
+// subset of the three terms whose coefficients are all ≥ 0. Throws std::invalid_argument for fewer than 3
+// samples, a non-positive or non-finite time or clock, or samples that cannot tell the terms apart (fewer
+// than 2 distinct SM clocks or, when B is to be fitted, 2 distinct memory clocks: B is then 0 and said so by
+// mem_share = 0 with one memory clock).
+TimeFit fit_time_pairs(const std::vector<PairSample>& samples, ClockPair ref);
+
+// `count` clock pairs to measure, the spec's default pair first, chosen greedily among the spec's pairs with
+// SM clock ≥ min_sm_mhz for the most information per minute of sweep: each next pair maximises the gain in
+// det(XᵀX) of the design rows [1, f_def/f, m_def/m] divided by its expected duration (∝ f_def/f: a
+// compute-bound step, the slowest case). Throws std::invalid_argument when count < 1 or no SM clock of the
+// spec is ≥ min_sm_mhz.
+std::vector<ClockPair> calibration_pairs(const gpu::GpuSpec& spec, int min_sm_mhz, int count);
+
+}  // namespace gearshift::model

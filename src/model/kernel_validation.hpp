@@ -1,0 +1,138 @@
+// Validation of the per-kernel DVFS model on the measured kernel sweeps (model/kernel_sweeps.hpp): for every
+// kernel, fit the model from 3 clocks and predict the others; predict from one clock with the kernel's class
+// prior (what `gearshift plan` does), or with an a set from DCGM activity counters; measure how far each
+// kernel's sm_share a and power shape lie from its class prior, and the spread that part 3 of issue 20 (error
+// bars, model/prior_spread.hpp) propagates. Used by bench/kernel_validation (docs/model-validation.md) and its
+// test. All predictions are modelled; all references are the measured samples.
+//
+// Cross-fitting: the kernels of each (dataset, GPU) are split into two folds by their index (even / odd).
+// Everything learnt from data — the board V-curve, the adjusted class priors, the counter regression, the
+// spread used for the coverage check — is learnt on one fold and applied to the other, never to its own.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/spec.hpp"
+#include "model/fit_validation.hpp"
+#include "model/kernel_class.hpp"
+#include "model/kernel_sweeps.hpp"
+
+namespace gearshift::model {
+
+// The class of a validation kernel by what its benchmark computes (README lists the benchmarks): a matrix
+// multiply is gemm, a vector add elementwise, a dot product or sum reduction/norm, a transpose copy/memset;
+// stencils, sorts, solvers and microbenchmarks are other. (gearshift's classify() reads CUDA library kernel
+// names, which these benchmarks do not have: it puts almost all of them in other.)
+KernelClass validation_class(const KernelSweep& k);
+
+// Board model for a GPU of the datasets: the embedded spec for v100 and a100-pcie (a100's SXM figures); a
+// stand-in for rtx8000 and gtxtitanx (no spec ships): clocks from the sweeps, idle power 0.9 × the lowest
+// measured power at the lowest and highest clock, memory power 12 % of the board power, knee mid-range.
+gpu::GpuSpec validation_spec(const std::string& gpu, const std::vector<const KernelSweep*>& sweeps);
+
+// Calibration clocks: interpolation = lowest, middle (index n/2), highest; extrapolation = the highest and,
+// going down, the next clocks at least 100 MHz below the previous one (1530, 1425, 1320 MHz on V100).
+std::vector<Split> kernel_splits(const std::vector<int>& clocks_mhz);
+
+// Time and energy of a kernel measured once (`ref`) at `sm_mhz`, predicted with coefficients `c` as the plan
+// does: time t_ref·(a·f_ref/f + 1 − a) (memory clock fixed); power P_idle(f) + k·D(f) where D is the model's
+// above-idle power for `c` and k is set so that the power at f_ref equals the measured one (the plan's
+// calibration to measured power, per kernel; k = 0 when the measured power is below idle).
+struct OneClock {
+  double time_s = 0, energy_j = 0;
+};
+OneClock predict_from_one_clock(const DvfsModel& board, const Sample& ref, const KernelCoefficients& c, int sm_mhz);
+
+// Share of the above-idle power at `ref` that scales with the SM clock (the g·V²·f term), for coefficients c.
+double dynamic_share(const DvfsModel& board, const KernelCoefficients& c, ClockPair ref);
+
+// The kernel's a and power shape within the class prior's own family (the one-clock predictor above, from the
+// sweep's top clock): a = the sm_share minimising Σ (t_pred/t − 1)² over the sweep (closed form, clamped to
+// [0, 1]); activity_log = the ln-factor on the prior's activity minimising Σ (P_pred/P − 1)² (grid over
+// [−4, 4] by 0.01, the power level matched at the top clock); dynamic_share = that fit's q at the top clock.
+// So a − a_prior and activity_log are how far the prior must move to follow this kernel: its error.
+struct KernelShape {
+  double sm_share = 0, activity_log = 0, dynamic_share = 0;
+  ClockPair ref;  // the top clock
+};
+KernelShape measured_shape(const std::vector<Sample>& sweep, const DvfsModel& board, const KernelCoefficients& prior);
+
+// How far a class prior is from measured kernels: RMS over kernels of (a_measured − a_prior) and of
+// activity_log. The error model of the priors (prior_spread.hpp).
+// activity_log is taken relative to the median activity_log of the real-suite kernels of the same (dataset,
+// GPU) and fold (`board_activity_log`): the median is the board model's own power-shape error (its idle line and
+// V-curve), common to all kernels of that board; what is left is the priors' kernel-to-kernel error.
+struct ShapeSpread {
+  int n = 0;
+  double sm_share_rms = 0;       // dimensionless
+  double activity_log_rms = 0;   // natural log
+  double sm_share_bias = 0;      // mean (a_measured − a_prior)
+};
+
+// One validation kernel at one memory clock.
+struct SweepEval {
+  std::string dataset, gpu, suite, kernel;
+  int mem_mhz = 0;
+  KernelClass cls = KernelClass::other;
+  int fold = 0;  // 0 or 1
+  std::vector<Sample> samples;
+  std::vector<ActivityCounters> counters;  // parallel to samples (nv-dvfs), else empty
+  // fit_kernel from 3 clocks (board V-curve from the other fold), with the naive baselines beside.
+  std::vector<HeldOut> interp, extrap;
+  std::vector<HeldOut> interp_spec, extrap_spec;  // the same with the GPU spec's V-curve (v100 only)
+  // From the top clock only, on the interpolation split's held-out clocks (model_* fields): the class prior;
+  // the class prior with a = the median measured a of the class in the other fold (the prior-adjustment rule);
+  // a from the counters (nv-dvfs only: the regression of the other fold).
+  std::vector<HeldOut> prior, prior_adjusted, counter;
+  KernelShape measured;       // from the whole sweep
+  double activity_log_rel = 0;  // measured.activity_log − the board's median (board_activity_log, same fold)
+  double prior_sm_share = 0;  // the class prior's a
+  double prior_dynamic_share = 0;
+  double counter_sm_share = -1;  // a from the counters (nv-dvfs), -1 when none
+  double mem_share = -1;         // b measured from two memory clocks (gpuptx), -1 when not observable
+};
+
+// a from counters at the top clock: a = clamp(c0 + c1·DRAMA + c2·max(FP32A, FP64A, FP16A, TENSO), 0, 1),
+// least squares on the training fold's measured a.
+struct CounterRule {
+  double c0 = 0, c1 = 0, c2 = 0;
+  int n = 0;  // kernels it was fitted on
+  double apply(const ActivityCounters& top) const;
+};
+CounterRule fit_counter_rule(const std::vector<const SweepEval*>& training);
+
+struct KernelValidation {
+  std::vector<SweepEval> sweeps;
+  // Board V-curve per ("dataset/gpu", fold it is applied to).
+  std::map<std::pair<std::string, int>, PowerParams> board_curves;
+  std::map<std::string, gpu::GpuSpec> specs;
+  CounterRule counter_rule[2];  // applied to fold 0 / fold 1 (fitted on the other)
+  // Median measured activity_log of the real-suite kernels per ("dataset/gpu", fold): the board's shape error.
+  std::map<std::pair<std::string, int>, double> board_activity_log;
+};
+
+// Every sweep of `sweeps` with ≥ 4 clocks at a memory clock is evaluated (gpuptx: each memory clock a sweep).
+KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps);
+
+// ShapeSpread of class `cls` over the real-suite sweeps of `v` (fold -1: both folds).
+ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold = -1);
+
+// The coverage check of the error bars on per-kernel mini-plans: for each real-suite kernel, the clock of the
+// sweep (at or below the top) that minimises its class-prior predicted energy with predicted time ≤ (1 + ε)·
+// t_top; the prior's activity moved by the board's median factor of the OTHER fold (a board calibration, as
+// the V-curve); its predicted saving range from `samples` draws of (a, activity) with the class spread of the
+// OTHER fold (normal in a, log-normal in activity, fixed seed), low/high = the 5th/95th percentiles; measured saving
+// = 1 − E(f*)/E(top). `with_noise`: each draw also adds the measurement noise of the measured saving (two
+// energies, each with the sweep's relative scatter about its neighbouring clocks), since the check compares
+// with a measurement. Kernels whose plan stays at the top clock are counted apart (saving 0 on both sides).
+struct Coverage {
+  int kernels = 0, trivial = 0, inside = 0;
+  double predicted_over_budget = 0;  // mean predicted probability that the time budget is exceeded
+  int measured_over_budget = 0;      // kernels whose measured time at f* exceeds the budget
+  double share() const { return kernels > trivial ? static_cast<double>(inside) / (kernels - trivial) : 0; }
+};
+Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool with_noise, int samples = 300);
+
+}  // namespace gearshift::model

@@ -1,0 +1,145 @@
+#include "model/kernel_validation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "model/prior_spread.hpp"
+
+namespace gearshift::model {
+namespace {
+
+TEST(KernelSplits, InterpolationAndExtrapolationClocks) {
+  const auto s = kernel_splits({502, 600, 705, 802, 945, 1087, 1102, 1237, 1380});
+  EXPECT_EQ(s[0].calib_mhz, (std::vector<int>{502, 945, 1380}));
+  EXPECT_EQ(s[1].calib_mhz, (std::vector<int>{1102, 1237, 1380}));  // each ≥ 100 MHz below the previous
+  EXPECT_THROW(kernel_splits({1000, 1050, 1100}), std::invalid_argument);
+  EXPECT_THROW(kernel_splits({1000, 1050, 1100, 1150}), std::invalid_argument);  // no 3 clocks 100 MHz apart
+}
+
+TEST(OneClockPredictor, ReproducesTheReferenceAndScalesTimeWithA) {
+  const DvfsModel board(gpu::find_spec("v100"));
+  const Sample top{1530, 877, 0.2, 30.0};
+  const KernelCoefficients c = class_prior(KernelClass::gemm);  // a = 0.85
+  const OneClock at_top = predict_from_one_clock(board, top, c, 1530);
+  EXPECT_DOUBLE_EQ(at_top.time_s, 0.2);
+  EXPECT_NEAR(at_top.energy_j, 30.0, 1e-9);  // the power level is matched at the reference
+  const OneClock half = predict_from_one_clock(board, top, c, 765);
+  EXPECT_NEAR(half.time_s, 0.2 * (0.85 * 2 + 0.15), 1e-12);
+  EXPECT_LT(half.energy_j / half.time_s, 150.0);  // less power at half the clock
+}
+
+TEST(MeasuredShape, RecoversAOfASyntheticSweepInThePriorFamily) {
+  const DvfsModel board(gpu::find_spec("v100"));
+  const KernelCoefficients prior = class_prior(KernelClass::elementwise);
+  KernelCoefficients truth = perturb(prior, 0.4, std::log(2.0));  // a = 0.55, activity × 2
+  const Sample top{1530, 877, 0.1, 15.0};
+  std::vector<Sample> sweep;
+  for (int f : {600, 800, 1000, 1200, 1400}) {
+    const OneClock p = predict_from_one_clock(board, top, truth, f);
+    sweep.push_back({f, 877, p.time_s, p.energy_j});
+  }
+  sweep.push_back(top);
+  const KernelShape s = measured_shape(sweep, board, prior);
+  EXPECT_NEAR(s.sm_share, 0.55, 1e-9);
+  EXPECT_NEAR(s.activity_log, std::log(2.0), 0.006);  // the grid's step is 0.01
+}
+
+// The real sweeps: the figures in docs/model-validation.md (bench/kernel_validation) must be reproduced.
+const KernelValidation* validation() {
+  static const std::optional<KernelValidation> v = []() -> std::optional<KernelValidation> {
+    const std::string dir = std::string(GEARSHIFT_SHARED_DIR) + "/data/kernel_sweeps";
+    if (!std::filesystem::exists(dir)) return std::nullopt;
+    return validate_kernels(read_kernel_sweeps(dir));
+  }();
+  return v ? &*v : nullptr;
+}
+
+ErrorStats group_errors(const KernelValidation& v, const std::string& dataset, const std::string& gpu,
+                        const std::string& suite, std::vector<HeldOut> SweepEval::*field) {
+  std::vector<HeldOut> all;
+  for (const auto& e : v.sweeps)
+    if (e.dataset == dataset && e.gpu == gpu && e.suite == suite) all.insert(all.end(), (e.*field).begin(), (e.*field).end());
+  return model_errors(all);
+}
+
+#define SKIP_WITHOUT_SHARED()                                                                 \
+  if (validation() == nullptr) GTEST_SKIP() << "shared kernel sweeps not found under " \
+                                            << GEARSHIFT_SHARED_DIR << "/data/kernel_sweeps"
+
+void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
+  const auto i = group_errors(v, "synergy", "v100", "real", &SweepEval::interp);
+  EXPECT_EQ(i.n, 3588);  // 26 kernels × (141 clocks − 3 calibration clocks)
+  EXPECT_NEAR(i.time_mape_pct, 2.34, 0.005);
+  EXPECT_NEAR(i.energy_mape_pct, 5.39, 0.005);
+  const auto is = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_spec);
+  EXPECT_NEAR(is.energy_mape_pct, 5.32, 0.005);
+  const auto x = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap);
+  EXPECT_NEAR(x.time_mape_pct, 3.23, 0.005);
+  EXPECT_NEAR(x.energy_mape_pct, 10.78, 0.005);
+  const auto m = group_errors(v, "synergy", "v100", "micro", &SweepEval::interp);
+  EXPECT_NEAR(m.time_mape_pct, 1.56, 0.005);
+  EXPECT_NEAR(m.energy_mape_pct, 4.58, 0.005);
+  const auto n = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp);
+  EXPECT_EQ(n.n, 120);
+  EXPECT_NEAR(n.time_mape_pct, 9.13, 0.005);
+  EXPECT_NEAR(n.energy_mape_pct, 7.69, 0.005);
+}
+
+void counters_beat_the_class_prior_on_held_out_kernels(const KernelValidation& v) {
+  for (const char* gpu : {"v100", "rtx8000"})
+    for (const char* suite : {"real", "micro"}) {
+      const auto p = group_errors(v, "nv-dvfs", gpu, suite, &SweepEval::prior);
+      const auto c = group_errors(v, "nv-dvfs", gpu, suite, &SweepEval::counter);
+      EXPECT_EQ(p.n, c.n) << gpu << " " << suite;
+      EXPECT_LT(c.time_mape_pct, p.time_mape_pct) << gpu << " " << suite;
+    }
+  const auto p = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::prior);
+  const auto c = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::counter);
+  EXPECT_NEAR(p.time_mape_pct, 14.71, 0.005);
+  EXPECT_NEAR(c.time_mape_pct, 7.58, 0.005);
+  EXPECT_NEAR(c.energy_mape_pct, 13.20, 0.005);  // energy: worse than the prior's 7.24 (the doc says why)
+  EXPECT_NEAR(v.counter_rule[0].c1, -0.613, 0.0005);
+  EXPECT_NEAR(v.counter_rule[1].c1, -0.559, 0.0005);
+}
+
+void the_shipped_prior_spread_is_the_measured_one(const KernelValidation& v) {
+  for (KernelClass c : {KernelClass::gemm, KernelClass::elementwise, KernelClass::reduction_norm,
+                        KernelClass::copy_memset, KernelClass::other}) {
+    const ShapeSpread s = shape_spread(v, c);
+    const PriorSpread p = prior_spread(c);
+    EXPECT_EQ(s.n, p.kernels) << to_string(c);
+    EXPECT_NEAR(s.sm_share_rms, p.sm_share_sd, 0.0005) << to_string(c);
+    EXPECT_NEAR(s.activity_log_rms, p.activity_log_sd, 0.0005) << to_string(c);
+  }
+  // Unmeasured classes borrow the widest figures.
+  EXPECT_DOUBLE_EQ(prior_spread(KernelClass::attention).sm_share_sd, prior_spread(KernelClass::elementwise).sm_share_sd);
+  EXPECT_DOUBLE_EQ(prior_spread(KernelClass::communication).activity_log_sd, prior_spread(KernelClass::gemm).activity_log_sd);
+}
+
+void coverage_of_the_error_bars_on_mini_plans(const KernelValidation& v) {
+  const Coverage c2 = mini_plan_coverage(v, 0.02, false), c5 = mini_plan_coverage(v, 0.05, false),
+                 c10 = mini_plan_coverage(v, 0.10, false), n2 = mini_plan_coverage(v, 0.02, true);
+  EXPECT_EQ(c5.kernels, 92);
+  EXPECT_EQ(c5.kernels - c5.trivial, 77);
+  EXPECT_EQ(c5.inside, 62);  // 80.5 %: the ≥ 80 % target of issue 20, just
+  EXPECT_GE(c5.share(), 0.80);
+  EXPECT_GE(c10.share(), 0.90);
+  EXPECT_EQ(c2.inside, 38);  // 66.7 % at a 2 % budget: missed (the doc says why) ...
+  EXPECT_EQ(n2.inside, 55);  // ... 96.5 % once the measured saving's own noise is in the range
+}
+
+// One test: each CTest test is a process of its own, and the validation takes seconds.
+TEST(KernelValidation, ReproducesTheDocumentedFigures) {
+  SKIP_WITHOUT_SHARED();
+  const auto& v = *validation();
+  three_clock_fits_on_the_v100_sweeps(v);
+  counters_beat_the_class_prior_on_held_out_kernels(v);
+  the_shipped_prior_spread_is_the_measured_one(v);
+  coverage_of_the_error_bars_on_mini_plans(v);
+}
+
+}  // namespace
+}  // namespace gearshift::model

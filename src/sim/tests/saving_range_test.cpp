@@ -1,0 +1,99 @@
+#include "sim/saving_range.hpp"
+
+#include <gtest/gtest.h>
+
+#include "model/prior_spread.hpp"
+#include "sim/simulator.hpp"
+
+namespace gearshift::sim {
+namespace {
+
+model::WorkloadOp op_of(model::KernelClass cls, double t_ns, const model::DvfsModel& m) {
+  model::WorkloadOp op;
+  op.cls = cls;
+  op.coeffs = model::class_prior(cls);
+  op.ref_time_ns = t_ns;
+  op.ref = m.default_reference(op.coeffs);
+  op.stream = 7;
+  return op;
+}
+
+struct RangeFixture : ::testing::Test {
+  model::DvfsModel m{gpu::find_spec("h200")};
+  model::Workload w;
+  void SetUp() override {
+    w.ops = {op_of(model::KernelClass::gemm, 4e6, m), op_of(model::KernelClass::elementwise, 2e6, m),
+             op_of(model::KernelClass::reduction_norm, 1e6, m)};
+  }
+};
+
+TEST_F(RangeFixture, TheDefaultPlanSavesNothingInEveryDraw) {
+  const SavingRange r = saving_range(w, m, default_schedule(w, m), 0, 0.005, {.samples = 50});
+  EXPECT_EQ(r.samples, 50);
+  EXPECT_DOUBLE_EQ(r.saving_low_pct, 0);
+  EXPECT_DOUBLE_EQ(r.saving_expected_pct, 0);
+  EXPECT_DOUBLE_EQ(r.saving_high_pct, 0);
+  EXPECT_DOUBLE_EQ(r.p_over_budget, 0);  // a draw's baseline against itself: no slowdown
+}
+
+TEST_F(RangeFixture, AMemoryBoundPhaseAtALowClockHasARangeAroundItsSaving) {
+  // The elementwise and reduction ops at 1200 MHz: modelled to save energy and cost little time.
+  plan::Schedule s = default_schedule(w, m);
+  s.clocks[1] = s.clocks[2] = {1200, 3201};
+  const SimResult base = simulate(w, m, default_schedule(w, m), 0), plan = simulate(w, m, s, 0);
+  const double expected = (base.energy_j - plan.energy_j) / base.energy_j * 100;
+  const SavingRange r = saving_range(w, m, s, 0, 0.01, {.samples = 300});
+  EXPECT_NEAR(r.saving_expected_pct, expected, 1e-9);
+  EXPECT_DOUBLE_EQ(r.time_expected_s, plan.step_time_s);
+  EXPECT_LT(r.saving_low_pct, r.saving_expected_pct);
+  EXPECT_GT(r.saving_high_pct, r.saving_expected_pct);
+  EXPECT_LT(r.time_low_s, r.time_high_s);
+  EXPECT_LE(r.slowdown_low_pct, r.slowdown_high_pct);
+  // Modelled slowdown at 1200 MHz: (2·(0.15·0.65) + 1·(0.30·0.65)) ms over 7 ms ≈ 5.6 % at the priors, over a
+  // 1 % budget unless both drawn a's fall near 0 (σ_a 0.67 and 0.58): most draws exceed it; a 20 % budget
+  // needs both a's near 1, and fewer draws exceed it; the share falls as the budget grows.
+  EXPECT_GT(r.p_over_budget, 0.7);
+  double last = r.p_over_budget;
+  for (double eps : {0.05, 0.10, 0.20}) {
+    const double p = saving_range(w, m, s, 0, eps, {.samples = 300}).p_over_budget;
+    EXPECT_LE(p, last) << eps;
+    last = p;
+  }
+  EXPECT_LT(last, 0.2);
+  // A fixed seed: the same range twice; another seed another (but close) range.
+  const SavingRange again = saving_range(w, m, s, 0, 0.01, {.samples = 300});
+  EXPECT_EQ(again.saving_low_pct, r.saving_low_pct);
+  EXPECT_EQ(again.time_high_s, r.time_high_s);
+  const SavingRange other = saving_range(w, m, s, 0, 0.01, {.samples = 300, .seed = 7});
+  EXPECT_NE(other.saving_low_pct, r.saving_low_pct);
+  EXPECT_NEAR(other.saving_low_pct, r.saving_low_pct, 0.3 * std::abs(r.saving_expected_pct) + 0.5);
+}
+
+TEST_F(RangeFixture, BadOptionsAreRefused) {
+  const plan::Schedule s = default_schedule(w, m);
+  EXPECT_THROW(saving_range(w, m, s, 0, 0.005, {.samples = 0}), std::invalid_argument);
+  EXPECT_THROW(saving_range(w, m, s, 0, 0.005, {.low_quantile = 0.9, .high_quantile = 0.1}), std::invalid_argument);
+}
+
+TEST(PriorSpread, PerturbKeepsSharesInRange) {
+  const auto c = model::class_prior(model::KernelClass::elementwise);  // a 0.15, b 0.75
+  auto p = model::perturb(c, 0.5, std::log(2.0));
+  EXPECT_DOUBLE_EQ(p.sm_share, 0.65);
+  EXPECT_DOUBLE_EQ(p.mem_share, 0.35);  // b ≤ 1 − a
+  EXPECT_DOUBLE_EQ(p.activity, 2 * c.activity);
+  EXPECT_DOUBLE_EQ(model::perturb(c, -1, 0).sm_share, 0);
+  EXPECT_DOUBLE_EQ(model::perturb(c, 2, 0).sm_share, 1);
+  // Standard normal draws: mean ≈ 0, variance ≈ 1, reproducible.
+  model::NormalDraws d(1), e(1);
+  double s = 0, s2 = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const double x = d.next();
+    EXPECT_EQ(x, e.next());
+    s += x, s2 += x * x;
+  }
+  EXPECT_NEAR(s / 20000, 0, 0.03);
+  EXPECT_NEAR(s2 / 20000, 1, 0.05);
+}
+
+}  // namespace
+}  // namespace gearshift::sim
