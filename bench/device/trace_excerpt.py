@@ -2,7 +2,7 @@
 
     python3 trace_excerpt.py FULL.trace.jsonl.gz OUT.trace.jsonl.gz FIRST_UPDATE STEPS
 
-Keeps every name record, the ops and samples starting from 200 ops before optimizer update FIRST_UPDATE
+Keeps every name record, the ops, samples and synchronizes starting from 200 ops before optimizer update FIRST_UPDATE
 (0-based, updates found as the detector does: optimizer kernels with at most 6 other ops between) up to 100 ops
 after update FIRST_UPDATE + STEPS, and writes a fresh trailer; `meta.excerpt` records the window.
 """
@@ -36,14 +36,19 @@ def main(src, dst, first, steps):
     lo = ops[max(0, blocks[first][0] - 200)][2]
     hi = ops[min(len(ops) - 1, blocks[first + steps][1] + 100)][2]
     keep = [r for r in records if r[0] == 'n' or (r[0] in ('k', 'c', 's', 'p', 'm') and lo <= r[2] < hi)]
+    # The job's synchronizes entered in the window (time field 5), and the graph launches of the kept ops.
+    keep += [r for r in records if r[0] == 'y' and lo <= r[5] < hi]
+    kept_corr = {r[6] for r in keep if r[0] == 'k'}
+    keep = [r for r in records if r[0] == 'g' and r[1] in kept_corr] + keep
     header['meta']['excerpt'] = (f'{src.split("/")[-1]}: ops from 200 before optimizer update {first + 1} '
                                  f'(of {len(blocks)}) to 100 after update {first + steps + 1}: {steps} whole steps')
-    count = sum(1 for r in keep if r[0] != 'n')
+    count = sum(1 for r in keep if r[0] not in ('n', 'g'))
+    syncs = any(r[0] == 'y' for r in keep)
     with gzip.open(dst, 'wt', compresslevel=9) as f:
         f.write(json.dumps(header, separators=(',', ':')) + '\n')
         for r in keep:
             f.write(json.dumps(r, separators=(',', ':')) + '\n')
-        trailer = {'complete': True, 'dropped_records': 0, 'note': 'excerpt', 'records': count}
+        trailer = {'complete': True, 'dropped_records': 0, 'note': 'excerpt', 'records': count, 'synchronizes': syncs}
         f.write(json.dumps(['end', trailer], separators=(',', ':')) + '\n')
     print(f'{dst}: {sum(1 for r in keep if r[0] in "kcs")} ops, {sum(1 for r in keep if r[0] == "k")} kernels')
 
