@@ -47,7 +47,9 @@ struct AutoOptions {
   // activity, so the traced step is its step).
   bool measure_untraced = true;
   runtime::UntracedStepOptions untraced;
-  double max_untraced_disagreement = 0.05;  // |untraced / traced step - 1| beyond which the template is re-timed
+  // |untraced step / template step - 1| beyond which the template is re-timed: the live check's tolerance, as
+  // the untraced measurement itself erred by up to 7 % (H200, Megatron-LM: 248 ms against its log's 265 ms).
+  double max_untraced_disagreement = 0.10;
   double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
 };
 
