@@ -121,6 +121,7 @@ void BM_StepGraph(benchmark::State& st) {
   for (std::size_t i = 0; i < w.ops.size(); i += 97) sched.clocks[i] = {1410, 3201};
   std::vector<double> d(w.ops.size(), 25e3);
   st.SetLabel("build only; steps replayed: " + std::to_string(sim::replay_fixed(g, d).steps));
+}
 // The error bars of `gearshift plan` (sim/saving_range.hpp): 200 draws, 2 simulations each, on the phase plan.
 void BM_SavingRange(benchmark::State& st) {
   auto& s = setup();
