@@ -34,7 +34,6 @@ std::string set_trace_output_env(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(out, ec)) fs::remove(out, ec);
   setenv(cupti::kEnvOutput, out.c_str(), 1);
-  unsetenv(cupti::kEnvChrome);
   return out;
 }
 

@@ -31,10 +31,12 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
     if (warnings != nullptr) warnings->push_back(std::string(k) + "='" + v + "' is not " + what + "; ignored");
   };
   c.output = str(kEnvOutput);
-  c.chrome_output = str(kEnvChrome);
   c.cupti_library = str(kEnvCuptiLibrary);
   c.quiet = str(kEnvQuiet) == "1";
   c.all_ranges = str(kEnvAllRanges) == "1";
+  // The injected library no longer writes Chrome JSON (the CLI does, with counter tracks): one writer.
+  if (const std::string v = str(kEnvChrome); !v.empty() && warnings != nullptr)
+    warnings->push_back(std::string(kEnvChrome) + "='" + v + "' is no longer read: `gearshift trace --chrome FILE` writes the Chrome trace");
   auto integer = [&](const char* k, auto& field, long long lo, long long hi) {
     std::string v = str(k);
     if (v.empty()) return;

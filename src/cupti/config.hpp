@@ -11,7 +11,7 @@
 namespace gearshift::cupti {
 
 inline constexpr const char* kEnvOutput = "GEARSHIFT_TRACE_OUTPUT";         // gearshift trace file (required)
-inline constexpr const char* kEnvChrome = "GEARSHIFT_TRACE_CHROME";         // also write Chrome trace JSON
+inline constexpr const char* kEnvChrome = "GEARSHIFT_TRACE_CHROME";  // retired: a note says `gearshift trace --chrome`
 inline constexpr const char* kEnvSteps = "GEARSHIFT_TRACE_STEPS";           // stop after N step ranges
 inline constexpr const char* kEnvDuration = "GEARSHIFT_TRACE_DURATION_S";   // stop after S seconds
 inline constexpr const char* kEnvBufferMb = "GEARSHIFT_TRACE_BUFFER_MB";    // activity buffer size, MiB
@@ -38,7 +38,6 @@ inline constexpr const char* kEnvFeedMarkerUs = "GEARSHIFT_FEED_MARKER_US";  // 
 
 struct TracerConfig {
   std::string output;                 // empty: tracing is off
-  std::string chrome_output;          // empty: no Chrome JSON
   std::int64_t steps = 0;             // 0: no step limit
   double duration_s = 0;              // 0: no time limit
   std::size_t buffer_bytes = 4u << 20;  // 4 MiB

@@ -31,7 +31,6 @@
 #include "cupti/activity_decode.hpp"
 #include "cupti/buffer_pool.hpp"
 #include "cupti/callback_handler.hpp"
-#include "cupti/chrome_export.hpp"
 #include "cupti/clock_source.hpp"
 #include "cupti/config.hpp"
 #include "cupti/controller.hpp"
@@ -221,13 +220,6 @@ void finish_trace_file(State& s, const std::string& reason, bool complete) {
   if (!s.tracer->ok()) {
     warn_untraced("trace " + s.output + " is incomplete: " + s.tracer->error());
     return;
-  }
-  if (!s.config.chrome_output.empty()) {
-    try {
-      write_chrome_trace(trace::read_gearshift_trace(s.output), s.config.chrome_output);
-    } catch (const std::exception& e) {
-      say("warning", std::string("Chrome trace not written: ") + e.what());
-    }
   }
   if (!s.config.quiet) {
     std::ostringstream o;
@@ -597,7 +589,6 @@ std::string& feed_error() {
 int attach(int fd) {
   TracerConfig cfg = env_config();
   cfg.output.clear();
-  cfg.chrome_output.clear();
   cfg.runtime_socket.clear();  // the caller's own pipe, whatever the environment names
   std::lock_guard lock(g_start_mu);
   auto refuse = [](int code, const std::string& why) {

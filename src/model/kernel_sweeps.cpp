@@ -1,5 +1,7 @@
 #include "model/kernel_sweeps.hpp"
 
+#include "model/csv_fields.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -13,16 +15,6 @@
 namespace gearshift::model {
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out(1);
-  for (char c : line) {
-    if (c == ',')
-      out.emplace_back();
-    else if (c != '\r')
-      out.back() += c;
-  }
-  return out;
-}
 
 std::string where(const std::string& origin, int line_no) { return origin + ":" + std::to_string(line_no); }
 

@@ -1,5 +1,7 @@
 #include "model/perseus_profile.hpp"
 
+#include "model/csv_fields.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -10,16 +12,6 @@
 namespace gearshift::model {
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out(1);
-  for (char c : line) {
-    if (c == ',')
-      out.emplace_back();
-    else if (c != '\r')
-      out.back() += c;
-  }
-  return out;
-}
 
 template <typename T>
 T number(const std::string& field, const std::string& origin, int line_no, const char* column) {

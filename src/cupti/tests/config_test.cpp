@@ -45,6 +45,16 @@ TEST(TracerConfig, MalformedValuesKeepDefaultsAndWarn) {
   EXPECT_TRUE(c.output.empty());
 }
 
+// The injected library no longer writes Chrome JSON: a user's GEARSHIFT_TRACE_CHROME gets a note, not silence.
+TEST(TracerConfig, TheRetiredChromeVariableIsSaid) {
+  std::vector<std::string> w;
+  parse({{kEnvOutput, "/tmp/t.jsonl.gz"}, {kEnvChrome, "/tmp/t.json"}}, &w);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("GEARSHIFT_TRACE_CHROME='/tmp/t.json' is no longer read: `gearshift trace --chrome FILE`"),
+            std::string::npos)
+      << w[0];
+}
+
 // The runtime feed's tuning: the control pipe, flush and writer periods, sampled kernel activity; a window
 // longer than its period is refused as a whole (every kernel recorded), with a warning.
 TEST(TracerConfig, FeedTuning) {
