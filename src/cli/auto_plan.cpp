@@ -180,12 +180,9 @@ void AutoPlanner::loop() {
     if (pick != nullptr) {
       const Outcome out =
           plan(std::move(pick->t), std::move(pick->an), pick->a, std::move(pick->syncs), seconds_since(t0_), pick->source);
-      if (out == Outcome::planned) {
-        std::lock_guard<std::mutex> g(mu_);
-        if (state_ == State::measuring) {  // the untraced step is measured next
-          next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-          continue;
-        }
+      if (out == Outcome::measuring) {  // the untraced step is measured next
+        next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        continue;
       }
       if (out != Outcome::keep_learning) return;
       if (full || timed_out) {
@@ -301,7 +298,7 @@ AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, cons
     sources_.clear();  // the collected records are planned already
   }
   stop_recording_(source);
-  return Outcome::planned;
+  return Outcome::measuring;
 }
 
 AutoPlanner::Outcome AutoPlanner::measured() {

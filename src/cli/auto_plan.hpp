@@ -78,7 +78,7 @@ class AutoPlanner {
 
  private:
   enum class State { collecting, measuring, planned, gave_up };
-  enum class Outcome { planned, gave_up, keep_learning };
+  enum class Outcome { planned, measuring, gave_up, keep_learning };
   struct Attempt {
     std::size_t kernels = 0, steps = 0;
     std::uint64_t launches = 0, unmatched = 0;  // the feed's launch lines; completions without one
@@ -96,7 +96,8 @@ class AutoPlanner {
   // but the reason); on a planning failure gives up (the job runs on untouched).
   Outcome plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
                std::vector<std::int64_t> syncs, double seconds, std::uint32_t source);
-  // The step passed: measure its untraced length (state measuring), or apply at once when not measured.
+  // The step passed: measure its untraced length (returns measuring, state measuring), or apply at once when not
+  // measured.
   Outcome measure(std::unique_ptr<PlanJobResult> r, const PlanJobOptions& po, double traced_period_ns,
                   std::uint32_t source);
   // The untraced step is measured (or its measurement timed out): re-time and plan again where it differs, apply.
