@@ -3,7 +3,8 @@
 # Usage: auto_real_jobs.sh BIN OUT [JOB ...]
 #   jobs: llama moe ckpt compile accum (train_families.py) and megatron (Megatron-LM pretrain_gpt.py through
 #   torchrun --nproc_per_node 1; needs MEGATRON_DIR with pretrain_gpt.py and the megatron-core wheel installed),
-#   megatron_direct (the same started as one plain process). ONLY_TRACE=1: the traces alone, no run --auto.
+#   megatron_direct (the same started as one plain process), ddp / ddp_cpu (ddp_ranks.py: two gloo ranks through
+#   torchrun on GPU 0 / on the CPU). ONLY_TRACE=1: the traces alone, no run --auto.
 #   FAMILY_ARGS: arguments for every train_families.py job; ARGS_<job>: for that job only.
 # For each job: `gearshift run --auto --max-slowdown $SLOWDOWN --switch-latency-ms 6` (OUT/JOB.auto.log, its plan,
 # its dry-run log); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it;
@@ -44,6 +45,10 @@ job_cmd() {
         --no-gradient-accumulation-fusion --no-masked-softmax-fusion --no-bias-gelu-fusion
         --no-bias-dropout-fusion --no-persist-layer-norm --attention-backend unfused --distributed-backend nccl
         --split 100,0,0) ;;
+    ddp | ddp_cpu)  # two data-parallel ranks through torchrun (gloo), both on GPU 0 or on the CPU; rank 1 half the batch
+      CMD=(torchrun --nproc_per_node 2 --master_port "${MASTER_PORT:-29612}" "$HERE/ddp_ranks.py" --imbalance 0.5)
+      [[ $1 == ddp_cpu ]] && CMD+=(--device cpu --steps 60)
+      local per_ddp="ARGS_$1"; CMD+=(${!per_ddp:-}) ;;
     *) local per_job="ARGS_$1"  # ARGS_<job>: that job's own arguments (e.g. ARGS_compile="--steps 1500")
        CMD=(python3 "$HERE/train_families.py" "$1" ${FAMILY_ARGS:-} ${!per_job:-}) ;;
   esac
@@ -64,7 +69,7 @@ for j in "${JOBS[@]}"; do
   t0=$SECONDS
   auto_run "$j" auto > "$OUT/$j.auto.log" 2>&1
   echo "   rc=$? ($((SECONDS - t0)) s)"
-  grep -E "gearshift run|TRAIN|steps |clock changes|kernel time|GPU progress|warm-up|refus|exit|energy" "$OUT/$j.auto.log" |
+  grep -E "gearshift run|TRAIN|steps |clock changes|kernel time|GPU progress|warm-up|refus|exit|energy|pid|rank" "$OUT/$j.auto.log" |
     grep -v "^ *$" | tail -25
   fi
   if [[ " ${TRACE_JOBS:-} " == *" $j "* ]]; then

@@ -42,6 +42,12 @@ std::int64_t ActuationScheduler::next_change_at_or_after(std::int64_t abs) const
   return (step + 1) * n + static_cast<std::int64_t>(changes_.front());
 }
 
+double ActuationScheduler::stale_after_ns() const {
+  const double floor = kStaleSteps * plan_.period_ns;
+  if (!(drift_ > 0)) return floor;
+  return std::clamp(kStaleDriftNs / drift_, floor, std::max(floor, kStaleMaxNs));
+}
+
 double ActuationScheduler::duration(std::int64_t abs) const {
   return plan_.positions[static_cast<std::size_t>(mod(abs, static_cast<std::int64_t>(plan_.size())))].duration_ns;
 }
@@ -71,6 +77,12 @@ void ActuationScheduler::on_launch(std::int64_t abs, bool locked, std::int64_t c
 void ActuationScheduler::anchor(std::int64_t abs, double end_ns) {
   // The latest sign defines where the GPU is; an older one arriving late says nothing new.
   if (end_ns < anchor_end_ns_ && anchor_abs_ >= 0 && abs <= anchor_abs_) return;
+  // How far the estimate had drifted from this sign, per ns it was extrapolated over (a moving average).
+  if (anchor_abs_ >= 0 && abs > anchor_abs_ && end_ns - anchor_end_ns_ > kDriftMinSpanNs) {
+    const double err = std::abs(end_ns - (*estimate_start_ns(abs) + duration(abs)));
+    const double rate = err / (end_ns - anchor_end_ns_);
+    drift_ = drift_ < 0 ? rate : drift_ + kDriftWeight * (rate - drift_);
+  }
   anchor_abs_ = abs;
   anchor_end_ns_ = end_ns;
 }
@@ -107,7 +119,10 @@ std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {
   std::vector<ClockChange> out;
   wakeup_.reset();
   const auto now = static_cast<double>(now_ns);
-  if (!locked_ || anchor_abs_ < 0 || anchor_abs_ < last_launch_ - 2 * static_cast<std::int64_t>(plan_.size())) {
+  // Stale (kStaleDriftNs): extrapolated too far from its anchor to time a boundary. A plan without a change has
+  // nothing to time: never stale.
+  const bool stale = !changes_.empty() && anchor_abs_ >= 0 && now > anchor_end_ns_ + stale_after_ns();
+  if (!locked_ || anchor_abs_ < 0 || stale) {
     if (!requested_default_) {
       out.push_back({now_ns, now_ns, -1, plan_.default_clocks, true, false});
       requested_ = plan_.default_clocks;
@@ -117,6 +132,9 @@ std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {
     synced_ = false;  // the next anchor sets the clocks of the phase it finds the GPU in (a phase may never end)
     return out;
   }
+  // Poll again when the anchor goes stale, should nothing else happen by then.
+  if (!changes_.empty())
+    wakeup_ = std::max(now_ns + 1, static_cast<std::int64_t>(std::floor(anchor_end_ns_ + stale_after_ns())) + 1);
   const double L = o_.switch_latency_ns;
   if (!synced_) {
     // (Re)locked: skip boundaries that cannot be met and set the clocks of the phase the GPU will be in.
@@ -136,7 +154,8 @@ std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {
   while (cursor_ != INT64_MAX && cursor_ <= limit) {
     const double land = *estimate_start_ns(cursor_);
     if (now < land - L) {
-      wakeup_ = static_cast<std::int64_t>(std::ceil(land - L));
+      const auto at = static_cast<std::int64_t>(std::ceil(land - L));
+      wakeup_ = wakeup_ ? std::min(*wakeup_, at) : at;
       break;
     }
     // Merge the boundaries that follow within the minimum interval; the span keeps the highest clocks.

@@ -51,6 +51,19 @@ inline constexpr double kSyncWaitedNs = 20e3;
 // CPU time; 3.5-4.7 µs per launch on an H200, docs/benchmarks.md).
 inline constexpr double kLaunchToStartNs = 5e3;
 
+// Staleness. The estimate's error grows with the time it is extrapolated over from its anchor, at a rate the
+// scheduler measures: at each new anchor, |its end - the end the previous anchor estimated| over the time
+// between them (kDriftWeight moving average over spans > kDriftMinSpanNs). An anchor is stale once that rate
+// times its age exceeds kStaleDriftNs, but not before kStaleSteps step periods nor after kStaleMaxNs (without
+// a measured rate: after kStaleSteps periods). Stale: the default clocks until the next anchor. Measured by
+// time, not launches: a CPU that runs ahead (CUDA graphs) launches steps before the GPU reaches its anchor's
+// position, and a count in launches sent a torch.compile job to the default clocks 80 % of the time (H200,
+// in-time 18.8 %, docs/benchmarks.md).
+inline constexpr double kStaleSteps = 2;
+inline constexpr double kStaleDriftNs = 1e6;
+inline constexpr double kStaleMaxNs = 1e9;
+inline constexpr double kDriftMinSpanNs = 1e6;
+inline constexpr double kDriftWeight = 0.1;
 
 struct ClockChange {
   std::int64_t issue_ns = 0;       // when it is (to be) issued, ns
@@ -97,6 +110,7 @@ class ActuationScheduler {
  private:
   double offset(std::int64_t abs) const;           // template start offset of abs from step 0, ns
   double duration(std::int64_t abs) const;         // template duration of abs, ns
+  double stale_after_ns() const;                   // an anchor older than this is stale, ns
   void anchor(std::int64_t abs, double end_ns);    // abs ended at end_ns, unless an anchor as new says otherwise
   std::int64_t next_change_at_or_after(std::int64_t abs) const;
   model::ClockPair clocks_at(std::int64_t abs) const;
@@ -112,6 +126,7 @@ class ActuationScheduler {
   std::int64_t after_sync_abs_ = -1;   // the position a synchronize left the GPU idle before
   double after_sync_exit_ns_ = 0;
   double anchor_end_ns_ = 0;
+  double drift_ = -1;                 // estimate error per ns extrapolated (staleness above); < 0: not measured
   std::int64_t cursor_ = 0;           // next change boundary (absolute position) not yet handled
   model::ClockPair requested_;
   bool requested_default_ = true;

@@ -49,23 +49,49 @@ double UntracedStep::period_ns() const {
   const std::int64_t cut = last_ - (last_ - first_) / 10;
   t.erase(std::upper_bound(t.begin(), t.end(), cut), t.end());
   if (t.size() <= k) return 0;
-  // Whole cycles between synchronizes: from the first launch after the first to the first after the last.
+  const double steps_in = static_cast<double>(t.size() - 1) / per_step_;  // steps of launches in the window
+  // Each launch right after a synchronize is a point where the CPU had caught up with the GPU.
   std::vector<std::int64_t> y = syncs_;
   std::sort(y.begin(), y.end());
-  y.erase(std::upper_bound(y.begin(), y.end(), cut), y.end());
-  if (y.size() >= 2) {
-    const auto a = std::upper_bound(t.begin(), t.end(), y.front());
-    const auto b = std::upper_bound(t.begin(), t.end(), y.back());
-    const auto n = b - a;
-    if (b != t.end() && static_cast<double>(n) >= 2 * per_step_)
-      return static_cast<double>(*b - *a) * per_step_ / static_cast<double>(n);
+  std::vector<std::size_t> after;  // index in t of the first launch after each synchronize, ascending, distinct
+  for (const std::int64_t s : y) {
+    const auto i = static_cast<std::size_t>(std::upper_bound(t.begin(), t.end(), s) - t.begin());
+    if (i < t.size() && (after.empty() || i != after.back())) after.push_back(i);
   }
+  // Whole steps between two such points: index distance m steps of launches (within a launch, or 0.5 % of
+  // them). The widest m found wins; the median of its pairs' spans over m is the step.
+  std::size_t best_m = 0;
+  std::vector<double> periods;
+  for (const std::size_t a : after) {
+    const auto max_m = static_cast<std::size_t>(static_cast<double>(t.size() - 1 - a) / per_step_);
+    for (std::size_t m = max_m; m >= std::max<std::size_t>(1, best_m); --m) {
+      const double target = static_cast<double>(a) + static_cast<double>(m) * per_step_;
+      const double tol = std::max(1.0, 0.005 * static_cast<double>(m) * per_step_);
+      const auto lo = std::lower_bound(after.begin(), after.end(), static_cast<std::size_t>(std::max(0.0, std::ceil(target - tol))));
+      if (lo != after.end() && static_cast<double>(*lo) <= target + tol) {
+        if (m > best_m) { best_m = m; periods.clear(); }
+        periods.push_back(static_cast<double>(t[*lo] - t[a]) / static_cast<double>(m));
+        break;
+      }
+      if (m == 1) break;
+    }
+  }
+  if (best_m >= 2) {
+    auto mid = periods.begin() + static_cast<std::ptrdiff_t>(periods.size() / 2);
+    std::nth_element(periods.begin(), mid, periods.end());
+    return *mid;
+  }
+  // No whole steps between synchronizes: spans of half the window's steps (they average a step's bursts and
+  // most of a CPU's run-ahead), the median over their starts.
+  const auto m = std::max<std::size_t>(1, static_cast<std::size_t>(steps_in / 2));
+  const auto span = static_cast<std::size_t>(std::llround(static_cast<double>(m) * per_step_));
+  if (t.size() <= span) return 0;
   std::vector<std::int64_t> spans;
-  spans.reserve(t.size() - k);
-  for (std::size_t i = 0; i + k < t.size(); ++i) spans.push_back(t[i + k] - t[i]);
+  spans.reserve(t.size() - span);
+  for (std::size_t i = 0; i + span < t.size(); ++i) spans.push_back(t[i + span] - t[i]);
   auto mid = spans.begin() + static_cast<std::ptrdiff_t>(spans.size() / 2);
   std::nth_element(spans.begin(), mid, spans.end());
-  return static_cast<double>(*mid) * per_step_ / static_cast<double>(k);
+  return static_cast<double>(*mid) * per_step_ / static_cast<double>(span);
 }
 
 }  // namespace gearshift::runtime

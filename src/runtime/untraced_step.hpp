@@ -7,9 +7,8 @@
 // launches per second (counted after recording stopped) is the untraced step. A job in a steady loop launches
 // as fast as its GPU drains the queue (GPU-bound) or as its CPU allows (launch-bound): either way its launch
 // rate is its step rate. Launches outside the steps (logging, evaluation) count in both, at the same rate.
-// Launches come in bursts (a step's launches, then a wait), so the rate is taken over spans of one step's worth
-// of launches (k = launches per step, rounded): the median of t[i + k] - t[i] over all i, which a window's
-// partial bursts at its ends do not bias.
+// Launches come in bursts (a step's launches, then a wait), so the rate is taken over whole steps of launches
+// (period_ns()), which a window's partial bursts at its ends do not bias.
 #pragma once
 
 #include <cstddef>
@@ -41,17 +40,20 @@ class UntracedStep {
   UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o = {});
 
   void add_launch(std::int64_t cpu_ns);
-  // A synchronize of the job returned at `exit_ns`. A job whose CPU runs ahead of the GPU launches several steps
-  // in a burst and then waits in its synchronize (measured: torch.compile's CUDA-graph steps launched at 7 ms per
-  // 20.8 ms step, loss.item() every 10 steps): its launch rate is its step rate only over whole cycles from one
-  // synchronize to another, so where at least two synchronizes fell in the window the launches are counted
-  // from the first launch after the first to the first launch after the last.
+  // A synchronize of the job returned at `exit_ns`: the launch after it finds the CPU caught up with the GPU.
+  // A job whose CPU runs ahead launches several steps in a burst and then waits in its synchronize (measured:
+  // torch.compile's CUDA-graph steps launched at 7 ms per 20.8 ms step, loss.item() every 10 steps), so its
+  // launch rate is its step rate only between such points that are whole steps apart.
   void add_sync(std::int64_t exit_ns);
   // Whether enough launches were counted for period_ns().
   bool done() const;
-  // The untraced step, ns: over whole synchronize cycles (add_sync) where there are two, else the median span of
-  // k launches in time order scaled to launches_per_step; the window's last tenth left out either way (another
-  // thread's launches may not have arrived); 0 before enough launches were counted.
+  // The untraced step, ns. Between two launches right after synchronizes that lie a whole number m >= 2 of
+  // steps of launches apart (the widest m; median over its pairs): their time over m. Whole steps matter: a step
+  // launches unevenly (a Megatron-LM optimizer's hundreds of small launches in a few ms), and counting between
+  // the first and last of its 444 synchronizes per step, wherever they fell in it, measured 237.8 ms for a
+  // 265 ms iteration (H200, docs/benchmarks.md). Otherwise the median span of half the window's steps of
+  // launches in time order. The window's last tenth is left out either way (another thread's launches may not
+  // have arrived); 0 before enough launches were counted.
   double period_ns() const;
   std::uint64_t counted() const { return times_.size(); }
   double window_ns() const { return times_.size() > 1 ? static_cast<double>(last_ - first_) : 0; }

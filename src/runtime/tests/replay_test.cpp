@@ -171,7 +171,7 @@ TEST(Replay, RecordedSynchronizesAnchorInsteadOfOnePerStep) {
               static_cast<unsigned long long>(rec.late_changes), assumed.in_time_fraction,
               static_cast<unsigned long long>(assumed.dropped_changes),
               static_cast<unsigned long long>(assumed.late_changes));
-  EXPECT_NEAR(rec.in_time_fraction, 0.560671, 1e-6);
+  EXPECT_NEAR(rec.in_time_fraction, 0.567847, 1e-6);  // 0.560671 while staleness counted launches
   // 0 (was 105 before a stale anchor made the scheduler resync): the boundaries that passed while the estimate
   // had no fresh anchor are skipped at the resync, as after a relock, not counted as dropped; in-time unchanged.
   EXPECT_EQ(rec.dropped_changes, 0u);
