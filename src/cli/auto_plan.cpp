@@ -29,6 +29,9 @@ struct AutoPlanner::Candidate {
   double traced_period_ns = 0;  // the template's step (what the runtime's offsets time), ns
   std::int64_t stop_ns = 0;     // when the job was asked to stop recording (CLOCK_MONOTONIC), ns
   runtime::UntracedStep meter;
+  std::int64_t energy_from_ns = -1;        // when the energy counter was first read after the settle time, ns
+  std::optional<double> energy_from_j;     // that reading, J
+  std::uint64_t others_launches = 0;       // launches of other processes on the run's GPU meanwhile
 };
 
 AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording)
@@ -48,6 +51,8 @@ void AutoPlanner::add(std::uint32_t source, const feed::FeedEvent& e) {
     if (cand_ && source == cand_->source) {
       if (e.kind == feed::FeedEvent::Kind::launch) cand_->meter.add_launch(e.cpu_ns);
       if (e.kind == feed::FeedEvent::Kind::sync) cand_->meter.add_sync(e.gpu_end_ns);
+    } else if (cand_ && e.kind == feed::FeedEvent::Kind::launch && on_run_gpu_(source)) {
+      ++cand_->others_launches;
     }
     return;
   }
@@ -119,18 +124,27 @@ void AutoPlanner::loop() {
     };
     std::vector<Snapshot> changed;  // processes with new kernels since their last try
     bool full = false, timed_out = false;
-    bool measured_now = false;
+    bool measured_now = false, read_energy = false;
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait_until(g, next, [&] { return stopping_; });
       if (stopping_) return;
       if (state_ == State::measuring) {
+        read_energy = cand_ != nullptr && cand_->energy_from_ns < 0 && o_.energy_j &&
+                      runtime::monotonic_ns() >= cand_->stop_ns + static_cast<std::int64_t>(o_.untraced.settle_ns);
         const double waited_s =
             cand_ ? static_cast<double>(runtime::monotonic_ns() - cand_->stop_ns) * 1e-9 : 0.0;
         measured_now = cand_ != nullptr && (cand_->meter.done() || waited_s >= o_.untraced_timeout_s);
         next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-        if (!measured_now) continue;
+        if (!measured_now && !read_energy) continue;
       }
+    }
+    if (read_energy) {  // the untraced window's start (outside the lock: NVML takes some µs)
+      const std::optional<double> e = o_.energy_j();
+      const std::int64_t now = runtime::monotonic_ns();
+      std::lock_guard<std::mutex> g(mu_);
+      if (cand_) cand_->energy_from_ns = now, cand_->energy_from_j = e;
+      if (!measured_now) continue;
     }
     if (measured_now) {
       if (measured() != Outcome::keep_learning) return;
@@ -290,7 +304,7 @@ AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, cons
   }
   const std::int64_t stop = runtime::monotonic_ns();
   auto c = std::unique_ptr<Candidate>(
-      new Candidate{std::move(r), po, source, traced_period_ns, stop, runtime::UntracedStep(stop, *per_step, o_.untraced)});
+      new Candidate{std::move(r), po, source, traced_period_ns, stop, runtime::UntracedStep(stop, *per_step, o_.untraced), -1, std::nullopt, 0});
   {
     std::lock_guard<std::mutex> g(mu_);
     cand_ = std::move(c);
@@ -308,6 +322,23 @@ AutoPlanner::Outcome AutoPlanner::measured() {
     c = std::move(cand_);  // state_ stays measuring until apply() or give_up(): add() ignores the events meanwhile
   }
   const auto& m = c->meter;
+  // The job's measured power over the untraced window: what the plan is calibrated to.
+  if (o_.energy_j && c->energy_from_j) {
+    const std::optional<double> e = o_.energy_j();
+    const double s = static_cast<double>(runtime::monotonic_ns() - c->energy_from_ns) * 1e-9;
+    if (e && *e > *c->energy_from_j && s >= kMinEnergyWindowS)
+      c->po.measured_power = sim::MeasuredPower{
+          (*e - *c->energy_from_j) / s, fmt::format("the NVML energy counter over {:.1f} s of the untraced run", s), 0};
+  }
+  // Another process launching on this GPU now shares its clocks: a plan of one would set them for both.
+  if (c->others_launches > 0 && static_cast<double>(c->others_launches) >=
+                                    o_.max_shared_gpu_share * static_cast<double>(m.counted())) {
+    give_up(fmt::format("other processes launched {} kernels on the run's GPU while the planned one launched {} "
+                        "(untraced window): a plan of one process would set the clocks of all, and the model knows "
+                        "one; no plan",
+                        c->others_launches, m.counted()));
+    return Outcome::gave_up;
+  }
   if (!m.done()) {
     give_up(fmt::format("the untraced step could not be measured: {} launches in {:g} s after recording stopped "
                         "(the job's loop paused or ended)",
@@ -322,7 +353,14 @@ AutoPlanner::Outcome AutoPlanner::measured() {
                   pu / 1e6, m.counted(), m.window_ns() * 1e-9, pt / 1e6, 100 * off);
   if (std::abs(off) <= o_.max_untraced_disagreement) {
     fmt::print(stderr, "gearshift run --auto: {}: the warm-up's timing holds\n", line);
-    return apply(*c->r, c->po, c->source);
+    if (!c->po.measured_power) return apply(*c->r, c->po, c->source);
+    try {  // planned again, calibrated to the untraced run's power
+      PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(c->r->iterations));
+      return apply(r2, c->po, c->source);
+    } catch (const std::exception& e) {
+      give_up(std::string("planning failed: ") + e.what());
+      return Outcome::gave_up;
+    }
   }
   try {
     trace::IterationAnalysis an = c->r->iterations;
@@ -371,6 +409,11 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
                  plan::phases_of(s.schedule).size(), s.sim.clock_changes, s.saving_pct, s.slowdown_pct);
     else
       fmt::print(stderr, "no plan fits the budget: default clocks, no changes\n");
+    fmt::print(stderr, "gearshift run --auto: model {}\n",
+               r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
+                                               r.calibration_source)
+                                 : fmt::format("UNCALIBRATED (class priors' power): {}",
+                                               r.calibration_source.empty() ? "no measured power" : r.calibration_source));
     if (!o_.plan_output.empty()) {
       try {
         plan::write_plan_file(f, o_.plan_output);

@@ -33,6 +33,11 @@
 
 namespace gearshift::cli {
 
+// The untraced window's energy counter reads calibrate only over at least this long, s. The counter ticks about
+// every 100 ms on an H200 (data/gpus/h200.json), so the power over the window's 1 s or more errs by up to ~10 %:
+// calibration sets the model's scale from it, far closer than the priors' power (above).
+inline constexpr double kMinEnergyWindowS = 0.9;
+
 struct AutoOptions {
   std::size_t warmup_steps = 20;            // detected steps needed before planning
   double max_slowdown = 0;                  // fraction
@@ -51,6 +56,14 @@ struct AutoOptions {
   // the untraced measurement itself erred by up to 7 % (H200, Megatron-LM: 248 ms against its log's 265 ms).
   double max_untraced_disagreement = 0.10;
   double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
+  // The run GPU's energy counter, J (NVML, read only; nullopt when it cannot be read); empty: none. Read at the
+  // start and end of the untraced step's window, it gives the job's measured power that the plan is calibrated
+  // to (without it the priors' power stands, which on idle-heavy jobs modelled 3-4x the saving of the same job's
+  // calibrated offline plan: 37.7 vs 9.4 %, H200, docs/benchmarks.md).
+  std::function<std::optional<double>()> energy_j;
+  // Other processes on the run GPU that launched at least this share of the planned process's launches while
+  // its untraced step was measured: no plan (the clocks would be set for all, the model knows one).
+  double max_shared_gpu_share = 0.10;
 };
 
 struct PlanJobOptions;

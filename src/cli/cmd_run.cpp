@@ -289,6 +289,7 @@ void add_run_command(CLI::App& app) {
     set_tracer_env(o->trace_output);
 
     RunEnergy energy(o->gpu);  // measured J per live step (NVML's counter, read only)
+    ao.energy_j = [&energy] { return energy.counter_j(); };  // --auto calibrates to the untraced run's power
     // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
     std::optional<ForwardedSignalsBlocked> blocked;
     blocked.emplace();

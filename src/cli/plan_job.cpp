@@ -137,7 +137,8 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     r.gemm_clock_source = fmt::format("{} MHz, the median SM clock the trace sampled on its GEMMs", *f);
   }
   std::string no_power;
-  const std::optional<sim::MeasuredPower> measured = sim::measured_power(r.trace, r.iterations, &no_power);
+  const std::optional<sim::MeasuredPower> measured =
+      o.measured_power ? o.measured_power : sim::measured_power(r.trace, r.iterations, &no_power);
   if (measured && measured->samples > 0 && measured->average_power_w > 1.05 * spec.power_limit_max_w)
     throw Exit(kBadInput, fmt::format("{}: wrong GPU: {} give {:.0f} W on average, above the {:.0f} W maximum power "
                                       "limit of the {} spec; pass the --gpu the trace ran on",

@@ -11,6 +11,7 @@
 #include "model/workload.hpp"
 #include "plan/plan_file.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/measurement.hpp"
 #include "sim/saving_range.hpp"
 #include "trace/iteration.hpp"
 #include "trace/record.hpp"
@@ -26,6 +27,9 @@ struct PlanJobOptions {
   std::string strategy = "phase"; // written to plan.json
   std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
   bool calibrate = true;          // scale activity to the trace's measured average power when present
+  // The measured average power to calibrate to instead of the trace's (run --auto: the NVML energy counter over
+  // the untraced run); absent: the trace's, when it has one.
+  std::optional<sim::MeasuredPower> measured_power;
   int range_samples = 200;        // draws for the chosen plan's error bars (sim/saving_range.hpp)
 };
 

@@ -30,6 +30,13 @@ void RunEnergy::read(std::int64_t steady_ns) {
   last_ns_ = steady_ns, last_mj_ = e.value();
 }
 
+std::optional<double> RunEnergy::counter_j() const {
+  if (!gpus_) return std::nullopt;
+  auto e = gpus_->devices[index_].total_energy_mj();
+  if (!e) return std::nullopt;
+  return static_cast<double>(e.value()) * 1e-3;
+}
+
 void RunEnergy::on_live_event(std::int64_t steady_ns) {
   if (!gpus_) return;
   if (last_ns_ < 0 || steady_ns - last_ns_ >= std::chrono::nanoseconds(kReadPeriod).count()) read(steady_ns);

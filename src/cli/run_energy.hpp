@@ -27,6 +27,9 @@ class RunEnergy {
   // The feed reader, for every event while the runtime is live; `steady_ns`: std::chrono::steady_clock now.
   void on_live_event(std::int64_t steady_ns);
 
+  // The counter now, J (read only, no state kept: safe from any thread); nullopt without NVML or on a failed read.
+  std::optional<double> counter_j() const;
+
   // One line for the exit summary: energy, seconds and mean power from the first to the last live read, and J
   // per step over `steps` (the runtime's count of live steps).
   std::string summary(std::uint64_t steps) const;

@@ -703,8 +703,16 @@ std::vector<std::string> auto_argv(std::vector<std::string> opts, std::vector<st
   return a;
 }
 
+// --auto calibrates its plan to the power the GPU's energy counter measured over the untraced run: the simulated
+// GPU draws a constant power that the fake job's steps can be calibrated to (its default, the idle power, cannot:
+// RunAuto.RefusesAPowerTheModelCannotReproduce).
+struct AutoEnv : SimEnv {
+  static constexpr double kPowerW = 400;
+  AutoEnv() { env.push_back("GEARSHIFT_SIMGPU_POWER_W=400"); }
+};
+
 TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json", control = s.t.dir / "control.txt";
   s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
   ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--apply", "--plan-output", made.string(),
@@ -725,7 +733,7 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   EXPECT_NE(o.find("applied (NVML)"), std::string::npos) << o;
   // The simulated GPU's energy counter, read while live: J per step beside the modelled figures.
   EXPECT_NE(o.find("GPU 0 energy while live (measured, NVML energy counter): "), std::string::npos) << o;
-  EXPECT_GT(number_after(o, " W, "), 0) << o;  // "... J per step over N steps"
+  EXPECT_GT(number_after(o, " W, ", "energy while live"), 0) << o;  // "... J per step over N steps"
   // Every kernel's activity while collecting (nothing in the job's environment), none while the untraced step is
   // measured, then markers and sampled activity once planned.
   EXPECT_EQ(slurp(control), "A 5000 0\nM 5000\nA 5000 200\n");
@@ -756,7 +764,7 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
 TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
  for (const bool launch_bound : {false, true}) {
   SCOPED_TRACE(launch_bound ? "each kernel launched as it starts" : "a step's kernels launched at its start");
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
   s.env.push_back("FAKE_JOB_TRACED_GAP_US=200");
   // Launch-bound: the dependency-driven simulator starts each kernel after its launch, so the launches must be
@@ -784,7 +792,7 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
 // Kernels 1.5 times as long while recorded: the untraced step is shorter than the traced kernels alone, so the
 // trace's times are not the job's and nothing is planned.
 TEST(RunAuto, RefusesAStepWhoseKernelsAloneOutlastTheUntracedStep) {
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt";
   s.env.push_back("FAKE_JOB_TRACED_SCALE=1.5");
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
@@ -800,7 +808,7 @@ TEST(RunAuto, RefusesAStepWhoseKernelsAloneOutlastTheUntracedStep) {
 }
 
 TEST(RunAuto, AStepTheJobsSynchronizesDoNotRecurInIsNeverPlanned) {
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt";
   s.env.push_back("FAKE_JOB_SYNC_DRIFT_US=13000");  // a quarter of the ~51 ms step further each step
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
@@ -817,7 +825,7 @@ TEST(RunAuto, AStepTheJobsSynchronizesDoNotRecurInIsNeverPlanned) {
 }
 
 TEST(RunAuto, SaysHowManyLaunchedKernelsItCouldNotCollect) {
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt";
   s.env.push_back("FAKE_JOB_UNNAMED=13");  // 13 of the step's 113 kernels complete without a launch line
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--dry-run-log", s.log.string()}, {"--synthetic", "5"}), s.env, out),
@@ -829,12 +837,12 @@ TEST(RunAuto, SaysHowManyLaunchedKernelsItCouldNotCollect) {
 // Three processes on the run's GPU: two whose kernels repeat no step (noise: a new name each) and the training
 // one. --auto plans the one whose kernels give steps and follows it; the others are counted, not applied.
 TEST(RunAuto, PlansTheProcessWhoseKernelsGiveSteps) {
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt";
   const std::string job = GEARSHIFT_FAKE_JOB;
   ASSERT_EQ(run({GEARSHIFT_BINARY, "run", "--auto", "--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log",
                  s.log.string(), "--", "sh", "-c",
-                 "RANK=0 " + job + " --synthetic 110 & " + job + " --noise 2 & " + job + " --noise 2 & wait"},
+                 "RANK=0 " + job + " --synthetic 110 & " + job + " --noise 0.5 & " + job + " --noise 0.5 & wait"},
                 s.env, out),
             0)
       << slurp(out);
@@ -853,7 +861,7 @@ TEST(RunAuto, PlansTheProcessWhoseKernelsGiveSteps) {
 }
 
 TEST(RunAuto, TooFewStepsSaysSoAndKeepsTheJobsExitCode) {
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt";
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--dry-run-log", s.log.string()}, {"--synthetic", "5", "9"}), s.env,
                 out),
@@ -867,7 +875,7 @@ TEST(RunAuto, TooFewStepsSaysSoAndKeepsTheJobsExitCode) {
 }
 
 TEST(RunAuto, GivesUpAfterTheTimeoutAndRunsOn) {
-  SimEnv s;
+  AutoEnv s;
   const fs::path out = s.t.dir / "out.txt";
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--warmup-timeout", "1", "--dry-run-log", s.log.string()},
                           {"--noise", "2.5"}),
@@ -879,6 +887,64 @@ TEST(RunAuto, GivesUpAfterTheTimeoutAndRunsOn) {
   EXPECT_NE(o.find("0 steps detected"), std::string::npos) << o;
   EXPECT_EQ(slurp(s.log), "");
 }
+
+// The plan is calibrated to the untraced run's measured power (the NVML energy counter over the window in which
+// the untraced step was measured), and says so; before, --auto planned with the priors' power (on an H200: 37.7 %
+// modelled on a job whose calibrated offline plan said 9.4 %).
+TEST(RunAuto, CalibratesToTheUntracedRunsMeasuredPower) {
+  AutoEnv s;
+  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
+  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--plan-output", made.string(),
+                           "--dry-run-log", s.log.string()},
+                          {"--synthetic", "110"}),
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  // The counter ticks every 100 ms: over a window of about 1 s its power errs by up to a tenth.
+  EXPECT_NEAR(number_after(o, "model calibrated to the measured "), AutoEnv::kPowerW, 0.12 * AutoEnv::kPowerW) << o;
+  EXPECT_NE(o.find("W, from the NVML energy counter over "), std::string::npos) << o;
+  auto j = nlohmann::json::parse(slurp(made));
+  EXPECT_NEAR(j["model"]["calibrated_to_power_w"].get<double>(), AutoEnv::kPowerW, 0.12 * AutoEnv::kPowerW);
+  EXPECT_NE(o.find("MODELLED saving"), std::string::npos) << o;
+}
+
+// The simulated GPU at its idle power while the fake job keeps it busy: no activity scale reproduces that, so
+// nothing is planned, and the reason is said (before, the priors' power was planned with regardless).
+TEST(RunAuto, RefusesAPowerTheModelCannotReproduce) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
+                          {"--synthetic", "90"}),
+                s.env, out),
+            0);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("no plan: the model cannot reproduce the measured power"), std::string::npos) << o;
+  EXPECT_NE(o.find("from the NVML energy counter over "), std::string::npos) << o;
+  EXPECT_NE(o.find("continuing as a pass-through"), std::string::npos) << o;
+  EXPECT_EQ(o.find("MODELLED saving"), std::string::npos) << o;
+  EXPECT_EQ(slurp(s.log), "");
+}
+
+// Two processes on one GPU, both launching kernels while the untraced step is measured (two data-parallel ranks
+// sharing a GPU, measured on an H200 through torchrun): a plan of one would set the clocks of both. Refused.
+TEST(RunAuto, RefusesAGpuWhoseClocksAnotherBusyProcessShares) {
+  AutoEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  const std::string job = GEARSHIFT_FAKE_JOB;
+  EXPECT_EQ(run({GEARSHIFT_BINARY, "run", "--auto", "--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log",
+                 s.log.string(), "--", "sh", "-c",
+                 "RANK=0 " + job + " --synthetic 100 & RANK=1 " + job + " --noise 12 & wait"},
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("kernels on the run's GPU while the planned one launched"), std::string::npos) << o;
+  EXPECT_NE(o.find("a plan of one process would set the clocks of all"), std::string::npos) << o;
+  EXPECT_EQ(o.find("MODELLED saving"), std::string::npos) << o;
+  EXPECT_EQ(slurp(s.log), "");
+}
+
 
 TEST(RunAuto, UsageErrorsBeforeTheJobStarts) {
   SimEnv s;
