@@ -330,6 +330,7 @@ AutoPlanner::Outcome AutoPlanner::measured() {
       c->po.measured_power = sim::MeasuredPower{
           (*e - *c->energy_from_j) / s, fmt::format("the NVML energy counter over {:.1f} s of the untraced run", s), 0};
   }
+  const std::optional<sim::MeasuredPower> untraced_power = c->po.measured_power;
   // Another process launching on this GPU now shares its clocks: a plan of one would set them for both.
   if (c->others_launches > 0 && static_cast<double>(c->others_launches) >=
                                     o_.max_shared_gpu_share * static_cast<double>(m.counted())) {
@@ -354,6 +355,14 @@ AutoPlanner::Outcome AutoPlanner::measured() {
   if (std::abs(off) <= o_.max_untraced_disagreement) {
     fmt::print(stderr, "gearshift run --auto: {}: the warm-up's timing holds\n", line);
     if (!c->po.measured_power) return apply(*c->r, c->po, c->source);
+    // The template keeps its traced step: calibrated to the untraced run's energy per step spread over it (a
+    // power-capped job's 688 W over its 155 ms untraced step could not be reached over the 166 ms template).
+    c->po.measured_power = sim::MeasuredPower{
+        untraced_power->average_power_w * pu / pt,
+        fmt::format("{} ({:.0f} W over the {:.2f} ms untraced step: its {:.1f} J per step over the template's {:.2f} ms)",
+                    untraced_power->source, untraced_power->average_power_w, pu / 1e6,
+                    untraced_power->average_power_w * pu * 1e-9, pt / 1e6),
+        0};
     try {  // planned again, calibrated to the untraced run's power
       PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(c->r->iterations));
       return apply(r2, c->po, c->source);

@@ -909,6 +909,31 @@ TEST(RunAuto, CalibratesToTheUntracedRunsMeasuredPower) {
   EXPECT_NE(o.find("MODELLED saving"), std::string::npos) << o;
 }
 
+// A template within the re-time tolerance of the untraced step keeps its traced step: it is calibrated to the
+// untraced run's energy per step over that step (the measured 400 W x untraced / traced), not to its power
+// (on an H200 a power-capped job's 688 W over its 155 ms untraced step could not be reached over its 166 ms
+// template: refused, activity scale at its bound).
+TEST(RunAuto, AKeptTemplateIsCalibratedToTheUntracedEnergyPerStep) {
+  AutoEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  s.env.push_back("FAKE_JOB_TRACED_GAP_US=30");  // 113 kernels x 30 us: a traced step ~6 % longer
+  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
+                          {"--synthetic", "110"}),
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  ASSERT_NE(o.find(": the warm-up's timing holds"), std::string::npos) << o;
+  const double untraced = number_after(o, "untraced step "), traced = number_after(o, "traced template ");
+  EXPECT_GT(traced, untraced * 1.03) << o;
+  // The counter's power over the window (about 400 W; its 100 ms ticks err by up to a tenth), then spread
+  // over the template's step: exactly that power x untraced / traced.
+  const double measured = number_after(o, "of the untraced run (");
+  EXPECT_NEAR(measured, AutoEnv::kPowerW, 0.12 * AutoEnv::kPowerW) << o;
+  EXPECT_NEAR(number_after(o, "model calibrated to the measured "), measured * untraced / traced, 1.0) << o;
+  EXPECT_NE(o.find(" J per step over the template's "), std::string::npos) << o;
+}
+
 // The simulated GPU at its idle power while the fake job keeps it busy: no activity scale reproduces that, so
 // nothing is planned, and the reason is said (before, the priors' power was planned with regardless).
 TEST(RunAuto, RefusesAPowerTheModelCannotReproduce) {
