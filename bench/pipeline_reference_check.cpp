@@ -9,8 +9,8 @@
 
 #include <fmt/core.h>
 
-#include "plan/pipeline/planner.hpp"
-#include "plan/pipeline/reference.hpp"
+#include "pipeline/planner.hpp"
+#include "pipeline/reference.hpp"
 
 using namespace gearshift::pipeline;
 

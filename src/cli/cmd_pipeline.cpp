@@ -10,8 +10,8 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
-#include "plan/pipeline/error.hpp"
-#include "plan/pipeline/report.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/report.hpp"
 
 namespace gearshift::cli {
 

@@ -1,11 +1,11 @@
-#include "plan/pipeline/cost_model.hpp"
+#include "pipeline/cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/core.h>
 
-#include "plan/pipeline/error.hpp"
+#include "pipeline/error.hpp"
 
 namespace gearshift::pipeline {
 

@@ -1,10 +1,10 @@
-#include "plan/pipeline/exp_fit.hpp"
+#include "pipeline/exp_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "plan/pipeline/error.hpp"
+#include "pipeline/error.hpp"
 
 namespace gearshift::pipeline {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "plan/pipeline/profile.hpp"
+#include "pipeline/profile.hpp"
 
 namespace gearshift::pipeline {
 

@@ -1,10 +1,10 @@
-#include "plan/pipeline/report.hpp"
+#include "pipeline/report.hpp"
 
 #include <limits>
 
 #include <fmt/core.h>
 
-#include "plan/pipeline/error.hpp"
+#include "pipeline/error.hpp"
 
 namespace gearshift::pipeline {
 

@@ -1,4 +1,4 @@
-#include "plan/pipeline/planner.hpp"
+#include "pipeline/planner.hpp"
 
 #include <limits>
 

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "plan/pipeline/dag.hpp"
-#include "plan/pipeline/error.hpp"
-#include "plan/pipeline/frontier.hpp"
+#include "pipeline/dag.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/frontier.hpp"
 
 using namespace gearshift::pipeline;
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "plan/pipeline/frontier.hpp"
+#include "pipeline/frontier.hpp"
 
 namespace gearshift::pipeline {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan/pipeline/planner.hpp"
+#include "pipeline/planner.hpp"
 
 namespace gearshift::pipeline {
 

@@ -1,4 +1,4 @@
-#include "plan/pipeline/warm_flow.hpp"
+#include "pipeline/warm_flow.hpp"
 
 #include <algorithm>
 #include <cassert>

@@ -7,7 +7,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
-#include "plan/pipeline/planner.hpp"
+#include "pipeline/planner.hpp"
 
 using namespace gearshift::pipeline;
 

@@ -5,10 +5,10 @@
 #include <optional>
 #include <vector>
 
-#include "plan/pipeline/cost_model.hpp"
-#include "plan/pipeline/dag.hpp"
-#include "plan/pipeline/frontier.hpp"
-#include "plan/pipeline/profile.hpp"
+#include "pipeline/cost_model.hpp"
+#include "pipeline/dag.hpp"
+#include "pipeline/frontier.hpp"
+#include "pipeline/profile.hpp"
 
 namespace gearshift::pipeline {
 

@@ -1,11 +1,11 @@
-#include "plan/pipeline/frontier.hpp"
+#include "pipeline/frontier.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "plan/pipeline/error.hpp"
-#include "plan/pipeline/min_cut.hpp"
-#include "plan/pipeline/warm_flow.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/min_cut.hpp"
+#include "pipeline/warm_flow.hpp"
 
 namespace gearshift::pipeline {
 

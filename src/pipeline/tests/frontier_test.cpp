@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "plan/pipeline/dag.hpp"
-#include "plan/pipeline/frontier.hpp"
-#include "plan/pipeline/report.hpp"
+#include "pipeline/dag.hpp"
+#include "pipeline/frontier.hpp"
+#include "pipeline/report.hpp"
 
 using namespace gearshift::pipeline;
 

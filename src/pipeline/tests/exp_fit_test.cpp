@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "plan/pipeline/exp_fit.hpp"
+#include "pipeline/exp_fit.hpp"
 
 using namespace gearshift::pipeline;
 

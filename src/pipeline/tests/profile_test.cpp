@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "plan/pipeline/cost_model.hpp"
-#include "plan/pipeline/error.hpp"
-#include "plan/pipeline/profile.hpp"
+#include "pipeline/cost_model.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/profile.hpp"
 
 using namespace gearshift::pipeline;
 

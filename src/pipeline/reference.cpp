@@ -1,4 +1,4 @@
-#include "plan/pipeline/reference.hpp"
+#include "pipeline/reference.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <fmt/core.h>
 
-#include "plan/pipeline/error.hpp"
+#include "pipeline/error.hpp"
 
 namespace gearshift::pipeline {
 

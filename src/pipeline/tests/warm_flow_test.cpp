@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "plan/pipeline/min_cut.hpp"
-#include "plan/pipeline/warm_flow.hpp"
+#include "pipeline/min_cut.hpp"
+#include "pipeline/warm_flow.hpp"
 
 using namespace gearshift::pipeline;
 

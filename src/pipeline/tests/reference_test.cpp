@@ -5,9 +5,9 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
-#include "plan/pipeline/planner.hpp"
-#include "plan/pipeline/reference.hpp"
-#include "plan/pipeline/report.hpp"
+#include "pipeline/planner.hpp"
+#include "pipeline/reference.hpp"
+#include "pipeline/report.hpp"
 
 using namespace gearshift::pipeline;
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/pipeline/exp_fit.hpp"
-#include "plan/pipeline/profile.hpp"
+#include "pipeline/exp_fit.hpp"
+#include "pipeline/profile.hpp"
 
 namespace gearshift::pipeline {
 

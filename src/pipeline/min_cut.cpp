@@ -1,4 +1,4 @@
-#include "plan/pipeline/min_cut.hpp"
+#include "pipeline/min_cut.hpp"
 
 #include <algorithm>
 

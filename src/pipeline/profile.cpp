@@ -1,4 +1,4 @@
-#include "plan/pipeline/profile.hpp"
+#include "pipeline/profile.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +12,7 @@
 
 #include <fmt/core.h>
 
-#include "plan/pipeline/error.hpp"
+#include "pipeline/error.hpp"
 
 namespace gearshift::pipeline {
 

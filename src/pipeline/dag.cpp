@@ -1,4 +1,4 @@
-#include "plan/pipeline/dag.hpp"
+#include "pipeline/dag.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include <fmt/core.h>
 
-#include "plan/pipeline/error.hpp"
+#include "pipeline/error.hpp"
 
 namespace gearshift::pipeline {
 
