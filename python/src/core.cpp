@@ -283,7 +283,7 @@ std::string plan_pipeline(const std::string& profile_csv, int stages, int microb
                           double time_unit_ms, double blocking_power_w) {
   using namespace gearshift::pipeline;
   PipelineProblem p;
-  p.schedule = Schedule::k1F1B;
+  p.schedule = PipelineSchedule::k1F1B;
   p.stages = stages;
   p.microbatches = microbatches;
   p.model.unit_s = time_unit_ms * 1e-3;

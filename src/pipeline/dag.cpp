@@ -10,18 +10,18 @@
 
 namespace gearshift::pipeline {
 
-Schedule parse_schedule(const std::string& name) {
-  if (name == "gpipe") return Schedule::kGPipe;
-  if (name == "1f1b") return Schedule::k1F1B;
-  if (name == "interleaved" || name == "interleaved-1f1b") return Schedule::kInterleaved1F1B;
+PipelineSchedule parse_schedule(const std::string& name) {
+  if (name == "gpipe") return PipelineSchedule::kGPipe;
+  if (name == "1f1b") return PipelineSchedule::k1F1B;
+  if (name == "interleaved" || name == "interleaved-1f1b") return PipelineSchedule::kInterleaved1F1B;
   throw PipelineError(fmt::format("--schedule: unknown schedule '{}' (gpipe, 1f1b, interleaved)", name));
 }
 
-const char* schedule_name(Schedule s) {
+const char* schedule_name(PipelineSchedule s) {
   switch (s) {
-    case Schedule::kGPipe: return "gpipe";
-    case Schedule::k1F1B: return "1f1b";
-    case Schedule::kInterleaved1F1B: return "interleaved";
+    case PipelineSchedule::kGPipe: return "gpipe";
+    case PipelineSchedule::k1F1B: return "1f1b";
+    case PipelineSchedule::kInterleaved1F1B: return "interleaved";
   }
   return "?";
 }
@@ -35,9 +35,9 @@ struct Step {
   int microbatch;
 };
 
-std::vector<Step> rank_program(Schedule sch, int S, int M, int v, int s) {
+std::vector<Step> rank_program(PipelineSchedule sch, int S, int M, int v, int s) {
   std::vector<Step> prog;
-  if (sch == Schedule::kGPipe) {
+  if (sch == PipelineSchedule::kGPipe) {
     for (int m = 0; m < M; ++m) prog.push_back({true, 0, m});
     for (int m = M - 1; m >= 0; --m) prog.push_back({false, 0, m});
     return prog;
@@ -66,13 +66,13 @@ std::vector<Step> rank_program(Schedule sch, int S, int M, int v, int s) {
 
 }  // namespace
 
-PipelineDag build_dag(Schedule sch, int S, int M, int v, bool recompute) {
+PipelineDag build_dag(PipelineSchedule sch, int S, int M, int v, bool recompute) {
   if (S < 1) throw PipelineError("--stages must be ≥ 1");
   if (M < 1) throw PipelineError("--microbatches must be ≥ 1");
   if (v < 1) throw PipelineError("--virtual-stages must be ≥ 1");
-  if (v > 1 && sch != Schedule::kInterleaved1F1B)
+  if (v > 1 && sch != PipelineSchedule::kInterleaved1F1B)
     throw PipelineError("--virtual-stages > 1 needs --schedule interleaved");
-  if (sch == Schedule::kInterleaved1F1B && M % S != 0)
+  if (sch == PipelineSchedule::kInterleaved1F1B && M % S != 0)
     throw PipelineError(fmt::format("--schedule interleaved needs --microbatches ({}) to be a multiple of --stages ({})", M, S));
   PipelineDag g;
   g.stages = S;

@@ -21,9 +21,9 @@
 
 namespace gearshift::pipeline {
 
-enum class Schedule { kGPipe, k1F1B, kInterleaved1F1B };
-Schedule parse_schedule(const std::string& name);  // "gpipe", "1f1b", "interleaved"; throws PipelineError
-const char* schedule_name(Schedule s);
+enum class PipelineSchedule { kGPipe, k1F1B, kInterleaved1F1B };
+PipelineSchedule parse_schedule(const std::string& name);  // "gpipe", "1f1b", "interleaved"; throws PipelineError
+const char* schedule_name(PipelineSchedule s);
 
 struct DagOp {
   int rank = 0;
@@ -41,6 +41,6 @@ struct PipelineDag {
 
 // Throws PipelineError on stages < 1, microbatches < 1, chunks < 1, chunks > 1 without interleaving, or an
 // interleaved schedule with microbatches % stages != 0.
-PipelineDag build_dag(Schedule schedule, int stages, int microbatches, int chunks, bool recompute);
+PipelineDag build_dag(PipelineSchedule schedule, int stages, int microbatches, int chunks, bool recompute);
 
 }  // namespace gearshift::pipeline

@@ -13,7 +13,7 @@
 namespace gearshift::pipeline {
 
 struct PipelineProblem {
-  Schedule schedule = Schedule::k1F1B;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
   int stages = 0;
   int microbatches = 0;
   int chunks = 1;  // virtual stages per rank (interleaved 1F1B)

@@ -55,7 +55,7 @@ std::string synthetic_profile(int stages, unsigned seed, bool recompute, int clo
   return s;
 }
 
-void check(Schedule sch, int S, int M, int v, bool recompute, CostModelKind kind, unsigned seed, int clocks = 4) {
+void check(PipelineSchedule sch, int S, int M, int v, bool recompute, CostModelKind kind, unsigned seed, int clocks = 4) {
   auto profile = parse_profile(synthetic_profile(S, seed, recompute, clocks), "synthetic");
   PipelineProblem p;
   p.schedule = sch;
@@ -89,13 +89,13 @@ void check(Schedule sch, int S, int M, int v, bool recompute, CostModelKind kind
 
 }  // namespace
 
-TEST(BruteForce, OneFOneBHull) { check(Schedule::k1F1B, 2, 2, 1, false, CostModelKind::kHull, 1); }
-TEST(BruteForce, OneFOneBExpFit) { check(Schedule::k1F1B, 2, 2, 1, false, CostModelKind::kExpFit, 2); }
-TEST(BruteForce, GPipeHull) { check(Schedule::kGPipe, 2, 2, 1, false, CostModelKind::kHull, 3); }
-TEST(BruteForce, GPipeExpFit) { check(Schedule::kGPipe, 2, 2, 1, false, CostModelKind::kExpFit, 4); }
+TEST(BruteForce, OneFOneBHull) { check(PipelineSchedule::k1F1B, 2, 2, 1, false, CostModelKind::kHull, 1); }
+TEST(BruteForce, OneFOneBExpFit) { check(PipelineSchedule::k1F1B, 2, 2, 1, false, CostModelKind::kExpFit, 2); }
+TEST(BruteForce, GPipeHull) { check(PipelineSchedule::kGPipe, 2, 2, 1, false, CostModelKind::kHull, 3); }
+TEST(BruteForce, GPipeExpFit) { check(PipelineSchedule::kGPipe, 2, 2, 1, false, CostModelKind::kExpFit, 4); }
 TEST(BruteForce, ThreeStagesOneMicrobatchBothModels) {
-  check(Schedule::k1F1B, 3, 1, 1, false, CostModelKind::kHull, 5);
-  check(Schedule::k1F1B, 3, 1, 1, false, CostModelKind::kExpFit, 6);
+  check(PipelineSchedule::k1F1B, 3, 1, 1, false, CostModelKind::kHull, 5);
+  check(PipelineSchedule::k1F1B, 3, 1, 1, false, CostModelKind::kExpFit, 6);
 }
-TEST(BruteForce, RecomputeHull) { check(Schedule::k1F1B, 1, 2, 1, true, CostModelKind::kHull, 7); }
-TEST(BruteForce, InterleavedExpFit) { check(Schedule::kInterleaved1F1B, 2, 2, 2, false, CostModelKind::kExpFit, 8, 2); }
+TEST(BruteForce, RecomputeHull) { check(PipelineSchedule::k1F1B, 1, 2, 1, true, CostModelKind::kHull, 7); }
+TEST(BruteForce, InterleavedExpFit) { check(PipelineSchedule::kInterleaved1F1B, 2, 2, 2, false, CostModelKind::kExpFit, 8, 2); }

@@ -56,7 +56,7 @@ TEST(Frontier, TwoParallelChainsCrashTheCheaperFirst) {
 
 TEST(Frontier, WarmAndBoostBkGiveIdenticalFrontiers) {
   std::mt19937 rng(7);
-  auto g = build_dag(Schedule::k1F1B, 3, 5, 1, false);
+  auto g = build_dag(PipelineSchedule::k1F1B, 3, 5, 1, false);
   FrontierInput in;
   in.num_ops = static_cast<int>(g.ops.size());
   in.edges = g.edges;

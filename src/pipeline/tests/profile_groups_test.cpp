@@ -1,4 +1,4 @@
-#include "model/perseus_profile.hpp"
+#include "pipeline/profile_groups.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,29 +9,31 @@
 
 #include "gpu/spec.hpp"
 #include "model/fit_validation.hpp"
+#include "pipeline/error.hpp"
 
-namespace gearshift::model {
+namespace gearshift::pipeline {
+using namespace gearshift::model;
 namespace {
 
 using ::testing::HasSubstr;
 
 const std::string kHeader = "stage,instruction,frequency,time,energy\n";
 
-TEST(PerseusProfile, ParsesRowsAndMergesIdenticalStages) {
+TEST(ProfileGroups, MergesIdenticalStages) {
   const std::string text = kHeader +
                            "0,forward,1410,0.05,23.8\n0,backward,1410,0.09,44.5\n"
                            "1,forward,1410,0.05,23.8\n1,backward,1410,0.09,44.5\n"
                            "0,forward,855,0.07,18.2\n0,backward,855,0.14,33.6\n"
                            "1,forward,855,0.07,18.2\n1,backward,855,0.14,33.6\n"
                            "2,forward,1410,0.06,24.0\r\n2,forward,855,0.08,19.0\n";
-  auto rows = parse_perseus_profile(text, "t.csv");
-  ASSERT_EQ(rows.size(), 10u);
-  EXPECT_EQ(rows[1].instruction, "backward");
-  EXPECT_EQ(rows[1].sm_mhz, 1410);
-  EXPECT_DOUBLE_EQ(rows[1].energy_j, 44.5);
-  EXPECT_DOUBLE_EQ(rows[8].energy_j, 24.0);  // CRLF tolerated
+  const Profile p = parse_profile(text, "t.csv");
+  ASSERT_EQ(p.rows.size(), 10u);
+  EXPECT_EQ(p.rows[1].instruction, Instruction::kBackward);
+  EXPECT_EQ(p.rows[1].sm_clock_mhz, 1410);
+  EXPECT_DOUBLE_EQ(p.rows[1].energy_j, 44.5);
+  EXPECT_DOUBLE_EQ(p.rows[8].energy_j, 24.0);  // CRLF tolerated
 
-  auto g = distinct_groups(rows, 1593);
+  auto g = distinct_groups(p, 1593);
   ASSERT_EQ(g.size(), 3u);
   EXPECT_EQ(g[0].label(), "stages 0-1 forward");
   EXPECT_EQ(g[1].label(), "stages 0-1 backward");
@@ -42,21 +44,9 @@ TEST(PerseusProfile, ParsesRowsAndMergesIdenticalStages) {
   EXPECT_DOUBLE_EQ(g[0].samples[1].time_s, 0.05);
 }
 
-TEST(PerseusProfile, BadFilesNameTheLine) {
-  auto msg = [](const std::string& text) {
-    try {
-      parse_perseus_profile(text, "x.csv");
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_THAT(msg(""), HasSubstr("x.csv: empty file"));
-  EXPECT_THAT(msg("stage,instr,frequency,time,energy\n"), HasSubstr("x.csv:1: expected header"));
-  EXPECT_THAT(msg(kHeader + "0,forward,1410,0.05\n"), HasSubstr("x.csv:2: expected 5 columns, got 4"));
-  EXPECT_THAT(msg(kHeader + "0,forward,1410,0.05,23\n0,forward,14x0,0.05,23\n"),
-              HasSubstr("x.csv:3: column 'frequency' is not a number: '14x0'"));
-  EXPECT_THROW(read_perseus_profile("/nonexistent/p.csv"), std::runtime_error);
+// The reader's own errors (header, columns, numbers, duplicates) are profile_test.cpp's; the missing file here.
+TEST(ProfileGroups, MissingFileIsAPipelineError) {
+  EXPECT_THROW(read_profile("/nonexistent/p.csv"), PipelineError);
 }
 
 // The real measured sweeps: the numbers reported in docs/model-validation.md must be reproduced.
@@ -73,7 +63,7 @@ std::vector<SplitResult> run_validation() {
   const DvfsModel spec_board(spec);
   std::vector<std::vector<ProfileGroup>> files;
   for (const char* m : {"gpt3-175b", "bloom"})
-    files.push_back(distinct_groups(read_perseus_profile(profile(m)), spec.default_mem_clock_mhz));
+    files.push_back(distinct_groups(read_profile(profile(m)), spec.default_mem_clock_mhz));
   std::vector<int> clocks;
   for (const auto& s : files[0][0].samples) clocks.push_back(s.sm_mhz);
   std::vector<SplitResult> out;
@@ -105,9 +95,9 @@ void expect_stats(const ErrorStats& e, double t_mape, double t_max, double e_map
 TEST(PerseusValidation, ReproducesTheReportedErrors) {
   if (!std::filesystem::exists(profile("gpt3-175b")) || !std::filesystem::exists(profile("bloom")))
     GTEST_SKIP() << "shared Perseus data not found under " << GEARSHIFT_SHARED_DIR;
-  auto rows = read_perseus_profile(profile("gpt3-175b"));
-  ASSERT_EQ(rows.size(), 608u);  // README §2.1: 8 stages × 2 instructions × 38 clocks
-  auto groups = distinct_groups(rows, 1593);
+  const Profile p = read_profile(profile("gpt3-175b"));
+  ASSERT_EQ(p.rows.size(), 608u);  // README §2.1: 8 stages × 2 instructions × 38 clocks
+  auto groups = distinct_groups(p, 1593);
   ASSERT_EQ(groups.size(), 4u);
   EXPECT_EQ(groups[0].label(), "stages 0-6 forward");
   EXPECT_EQ(groups[3].label(), "stage 7 backward");
@@ -124,4 +114,4 @@ TEST(PerseusValidation, ReproducesTheReportedErrors) {
 }
 
 }  // namespace
-}  // namespace gearshift::model
+}  // namespace gearshift::pipeline
