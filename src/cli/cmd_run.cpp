@@ -6,9 +6,10 @@
 // completed-kernel activity; this process follows one of them (with --plan the first on --gpu that launches a
 // kernel; with --auto the busiest on --gpu whose kernels give steps), predicts positions, schedules the changes
 // and actuates them from its runtime thread. With --auto the feed is first only collected (auto_plan.hpp) until
-// the plan exists. Default is dry-run: every intended change
-// goes to a log. With --apply it takes the GPU's lock, starts the watchdog and locks clocks through NVML; without
-// permission it warns once and continues as dry-run. Clocks are restored when the job ends (normally, by a
+// the plan exists. Default is dry-run: every intended change goes to a log. With --apply the session
+// (runtime/session.hpp) refuses when this process may not lock clocks, else takes the GPU's lock, starts the
+// watchdog and locks clocks through NVML; if NVML still refuses a change it warns once and continues as dry-run.
+// Clocks are restored when the job ends (normally, by a
 // signal that reached us and was forwarded, or killed), by the watchdog when this process is killed.
 #include <unistd.h>
 
@@ -44,6 +45,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
+#include "runtime/session.hpp"
 #include "trace/error.hpp"
 
 namespace gearshift::cli {
@@ -85,7 +87,8 @@ GpuResolver gpu_resolver(std::vector<gpu::DeviceInfo> infos) {
 
 // The GPU spec --auto plans for: --gpu-spec, else the one named like NVML's device, else h200 (dry-run only: with
 // --apply the clocks must come from the GPU's own table).
-std::string auto_gpu_spec(const std::string& given, const OpenedGpus& opened, unsigned index, bool apply) {
+std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::DeviceInfo>& infos, unsigned index,
+                          bool apply) {
   if (!given.empty()) {
     try {
       return gpu::find_spec(given).name;
@@ -93,18 +96,11 @@ std::string auto_gpu_spec(const std::string& given, const OpenedGpus& opened, un
       throw Exit(kUsage, std::string("--gpu-spec: ") + e.what());
     }
   }
-  std::string device;  // empty: NVML has no GPU of that index
-  if (index < opened.infos.size()) {
-    device = opened.infos[index].name;
-  } else {
-    try {
-      OpenedGpus g = open_gpus(false);
-      if (index < g.infos.size()) device = g.infos[index].name;
-    } catch (const Exit& e) {
-      fmt::print(stderr, "gearshift run --auto: {}; planning for h200 (pass --gpu-spec to choose)\n", e.what());
-      return "h200";
-    }
+  if (infos.empty()) {
+    fmt::print(stderr, "gearshift run --auto: NVML is not at hand; planning for h200 (pass --gpu-spec to choose)\n");
+    return "h200";
   }
+  const std::string device = index < infos.size() ? infos[index].name : "";  // empty: no GPU of that index
   if (device.empty()) {
     fmt::print(stderr, "gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)\n", index);
     return "h200";
@@ -226,55 +222,30 @@ void add_run_command(CLI::App& app) {
       so.anchor_on_completions = o->progress == GpuProgress::activity;
     }
 
-    std::unique_ptr<runtime::DryRunActuator> dry;
-    try {
-      dry = std::make_unique<runtime::DryRunActuator>(o->dry_run_log);
-    } catch (const std::runtime_error& e) {
-      throw Exit(kBadInput, e.what());
-    }
-    runtime::Actuator* act = dry.get();
-    OpenedGpus gpus;
-    std::unique_ptr<runtime::GpuLock> lock;
-    std::unique_ptr<runtime::Watchdog> watchdog;
-    std::unique_ptr<runtime::NvmlActuator> nvml_act;
-    if (o->apply) {
-      gpus = open_gpus(false);
-      if (o->gpu >= gpus.devices.size())
-        throw Exit(kUsage, fmt::format("--gpu {}: only {} GPU(s)", o->gpu, gpus.devices.size()));
-    }
-    if (o->auto_plan) ao.gpu_spec = auto_gpu_spec(o->gpu_spec, gpus, o->gpu, o->apply);
-    if (o->apply) {
-      const std::string uuid = gpus.infos[o->gpu].uuid;
-      try {
-        lock = std::make_unique<runtime::GpuLock>(uuid);
-        watchdog = std::make_unique<runtime::Watchdog>(self_exe(), uuid, *lock, o->lock_memory);
-      } catch (const runtime::GpuBusyError& e) {
-        throw Exit(kNoPermission, e.what());
-      } catch (const std::runtime_error& e) {
-        throw Exit(kFailure, e.what());
-      }
-      nvml_act = std::make_unique<runtime::NvmlActuator>(gpus.devices[o->gpu], o->lock_memory, *dry);
-      act = nvml_act.get();
-    }
-    std::unique_ptr<RecordingActuator> recorder;  // --timeline: every intended change, dry-run or applied
     if (!o->timeline.empty()) {
       const auto dir = std::filesystem::absolute(o->timeline).parent_path();
       std::error_code ec;
       if (!std::filesystem::is_directory(dir, ec))
         throw Exit(kUsage, fmt::format("--timeline {}: directory {} does not exist", o->timeline, dir.string()));
-      recorder = std::make_unique<RecordingActuator>(*act);
-      act = recorder.get();
     }
+    // Actuators, the GPU's lock and the watchdog (runtime/session.hpp; its refusals are exit codes in main.cpp).
+    runtime::SessionOptions sopt;
+    sopt.apply = o->apply;
+    sopt.gpu = o->gpu;
+    sopt.lock_memory = o->lock_memory;
+    sopt.dry_run_log = o->dry_run_log;
+    if (o->apply) sopt.watchdog_exe = self_exe();
+    sopt.record_changes = !o->timeline.empty();  // --timeline: every intended change, dry-run or applied
+    runtime::Session session(sopt);
+    // NVML's devices map each job process's CUDA ordinals to GPUs; a dry run without NVML maps plain indices.
+    std::vector<gpu::DeviceInfo> infos;
+    try {
+      infos = open_gpus(false).infos;
+    } catch (const Exit&) {
+    }
+    if (o->auto_plan) ao.gpu_spec = auto_gpu_spec(o->gpu_spec, infos, o->gpu, o->apply);
     std::optional<ClockAnchor> anchor;  // the first completed kernel of the followed process (--timeline)
 
-    // NVML's devices map each job process's CUDA ordinals to GPUs; a dry run without NVML maps plain indices.
-    std::vector<gpu::DeviceInfo> infos = gpus.infos;
-    if (infos.empty()) {
-      try {
-        infos = open_gpus(false).infos;
-      } catch (const Exit&) {
-      }
-    }
     // Every CUDA process of the job connects to this socket; its events reach `sink` (set below, before start).
     std::function<void(const FeedProcess&, const feed::FeedEvent&)> sink;
     FeedServer server(gpu_resolver(std::move(infos)), [&](const FeedProcess& p, const feed::FeedEvent& e) { sink(p, e); });
@@ -292,18 +263,15 @@ void add_run_command(CLI::App& app) {
     // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
     std::optional<ForwardedSignalsBlocked> blocked;
     blocked.emplace();
-    // The runtime the reader feeds; published once it exists (at once with --plan, after the warm-up with --auto).
-    std::unique_ptr<runtime::LiveRuntime> rt;
-    std::atomic<runtime::LiveRuntime*> live{nullptr};
+    // The session's runtime starts at once with --plan, after the warm-up with --auto.
     std::unique_ptr<AutoPlanner> planner;
     const unsigned run_gpu = o->gpu;
     auto on_run_gpu = [&](const FeedProcess& p) { return p.gpu && *p.gpu == run_gpu; };
     if (plan) {
       progress.set_template_kernels(plan->kernels_only().size());
-      rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
-      live.store(rt.get());
+      session.start(*plan, so);
     } else {
-      // Runs on the planner's thread; the main thread reads plan, so and rt only after joining it (finish()).
+      // Runs on the planner's thread; the main thread reads plan and so only after joining it (finish()).
       planner = std::make_unique<AutoPlanner>(
           ao,
           [&](const runtime::ClockPlan& made, std::uint32_t source) {
@@ -312,9 +280,8 @@ void add_run_command(CLI::App& app) {
             so = o->switching.resolve(*plan);
             so.anchor_on_completions = progress.anchor_on_completions();
             progress.set_template_kernels(plan->kernels_only().size());
-            rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
-            progress.plan_ready(*rt, server.process(source).syncs);
-            live.store(rt.get());
+            session.start(*plan, so);
+            progress.plan_ready(*session.live(), server.process(source).syncs);
           },
           [&](std::uint32_t source) { return on_run_gpu(server.process(source)); },
           [&](std::uint32_t source) {
@@ -333,12 +300,11 @@ void add_run_command(CLI::App& app) {
       }
       // Not followed (another process followed, or --plan's process not found yet): counted, not applied.
       if ((f >= 0 && f != p.index) || (f < 0 && follow_first)) return;
-      if (recorder && !anchor && f >= 0 && e.kind == feed::FeedEvent::Kind::complete)
+      if (sopt.record_changes && !anchor && f >= 0 && e.kind == feed::FeedEvent::Kind::complete)
         anchor = ClockAnchor{p.hello.pid, e.correlation & 0xffff'ffff, e.gpu_start_ns, e.gpu_end_ns - e.gpu_start_ns};
-      runtime::LiveRuntime* r = live.load();
+      runtime::LiveRuntime* r = session.live();
       if (f >= 0) progress.on_event(e, r);
-      if (r != nullptr) {
-        runtime::feed_event(e, *r);
+      if (session.feed(e)) {
         energy.on_live_event(std::chrono::steady_clock::now().time_since_epoch().count());
       } else if (planner) {
         planner->add(p.index, e);
@@ -366,8 +332,9 @@ void add_run_command(CLI::App& app) {
                                         : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", run_gpu));
       for (const auto& p : procs) fmt::print(stderr, "  {}\n", p.describe());
     }
-    if (rt) {
-      runtime::LiveStats st = rt->stop();  // restores the default clocks
+    const runtime::SessionStats ss = session.stop();  // restores the default clocks, releases the GPU
+    if (ss.started) {
+      const runtime::LiveStats& st = ss.live;
       fmt::print(stderr,
                  "gearshift run: {} ({}), L = {} ms\n"
                  "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
@@ -376,27 +343,26 @@ void add_run_command(CLI::App& app) {
                  "  {}\n"
                  "  {}\n"
                  "  {}\n",
-                 o->apply && act->writes_clocks() ? "applied" : "dry-run",
-                 act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
-                 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
-                 act->writes_clocks() ? "" : " (would have run)",
+                 ss.wrote_clocks ? "applied" : "dry-run", ss.wrote_clocks ? "NVML" : o->dry_run_log,
+                 o->switching.latency_ms, st.steps, st.launches, 100 * st.prediction_accuracy(), st.changes,
+                 st.dropped, st.merged, st.late, ss.wrote_clocks ? "" : " (would have run)",
                  st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
                                   : std::string("not measured (no kernel activity recorded while the plan ran)"),
                  runtime::describe_boundary_errors(st.boundary_error_ns), progress.summary(), energy.summary(st.steps));
     } else {
       fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
     }
-    if (recorder) {
+    if (sopt.record_changes) {
       try {
-        const auto notes = write_run_timeline(o->timeline, recorder->changes(), o->gpu, o->trace_output, anchor);
+        const auto changes = session.changes();
+        const auto notes = write_run_timeline(o->timeline, changes, o->gpu, o->trace_output, anchor);
         fmt::print(stderr, "gearshift run: timeline written to {} ({} intended clock changes{})\n", o->timeline,
-                   recorder->changes().size(), recorder->lost() ? ", some lost: out of memory" : "");
+                   changes.size(), session.changes_lost() ? ", some lost: out of memory" : "");
         for (const auto& n : notes) fmt::print(stderr, "  note: {}\n", n);
       } catch (const trace::TraceError& e) {
         fmt::print(stderr, "gearshift run: timeline not written: {}\n", e.what());
       }
     }
-    if (watchdog) watchdog->release();
     if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);
     if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->cmd[0], ce.code));
   });
