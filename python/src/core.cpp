@@ -15,9 +15,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "cli/commands.hpp"
-#include "cli/plan_job.hpp"
-#include "cli/plan_ranks.hpp"
 #include "gpu/nvml.hpp"
 #include "gpu/spec.hpp"
 #include "monitor/sampler.hpp"
@@ -27,6 +24,9 @@
 #include "runtime/clock_plan.hpp"
 #include "runtime/live.hpp"
 #include "runtime/session.hpp"
+#include "service/error.hpp"
+#include "service/plan_job.hpp"
+#include "service/plan_ranks.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -195,13 +195,13 @@ class Runtime {
 
 // gearshift plan TRACE -o plan.json, in process: the plan file's JSON text.
 std::string plan_trace(const std::string& trace, double max_slowdown, const std::string& gpu) {
-  gearshift::cli::PlanJobOptions o;
+  gearshift::service::PlanJobOptions o;
   o.trace_path = o.display_name = trace;
   if (!gpu.empty()) o.gpu = gpu;  // empty: the trace's GPU, as `gearshift plan` without --gpu
   o.max_slowdown = max_slowdown;
   nb::gil_scoped_release unlocked;
-  auto r = gearshift::cli::run_plan_job(o);
-  return gearshift::cli::plan_file_json(o, r).dump();
+  auto r = gearshift::service::run_plan_job(o);
+  return gearshift::service::plan_file_json(o, r).dump();
 }
 
 // gearshift plan-ranks: {"report": ..., "plans": [plan.json per rank]} as JSON text.
@@ -212,14 +212,14 @@ std::string plan_ranks(const std::vector<std::string>& traces, const std::string
   o.switch_latency_ms = switch_latency_ms;
   nb::gil_scoped_release unlocked;
   std::vector<gearshift::sim::RankInput> inputs;
-  std::vector<gearshift::cli::GpuChoice> gpus;
+  std::vector<gearshift::service::GpuChoice> gpus;
   // gpu empty: each trace's GPU, as `gearshift plan-ranks` without --gpu.
-  auto r = gearshift::cli::run_plan_ranks(traces, gpu.empty() ? std::nullopt : std::optional<std::string>(gpu), o,
+  auto r = gearshift::service::run_plan_ranks(traces, gpu.empty() ? std::nullopt : std::optional<std::string>(gpu), o,
                                           &inputs, &gpus);
   nlohmann::json plans = nlohmann::json::array();
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    plans.push_back(gearshift::cli::rank_plan_file_json(inputs[i], r, i, &gpus.at(i)));
-  return nlohmann::json{{"report", gearshift::cli::plan_ranks_report_json(traces, r, gpus)}, {"plans", plans}}.dump();
+    plans.push_back(gearshift::service::rank_plan_file_json(inputs[i], r, i, &gpus.at(i)));
+  return nlohmann::json{{"report", gearshift::service::plan_ranks_report_json(traces, r, gpus)}, {"plans", plans}}.dump();
 }
 
 // gearshift pipeline, in process: {"summary": ..., "schedules": ...} as JSON text (modelled, Perseus-style).
@@ -273,15 +273,14 @@ NB_MODULE(_core, m) {
           : e.kind() == Kind::kGpuBusy      ? "GpuBusyError"
                                             : "GearshiftError",
           e.what());
-    } catch (const gearshift::cli::Exit& e) {
-      const char* type = e.code == gearshift::cli::kBadInput      ? "TraceError"
-                         : e.code == gearshift::cli::kNoIteration ? "NoIterationError"
-                         : e.code == gearshift::cli::kUsage       ? "ValueError"
-                         : e.code == gearshift::cli::kNoGpu       ? "NoGpuError"
-                         : e.code == gearshift::cli::kNoPermission ? "GpuPermissionError"
-                         : e.code == gearshift::cli::kModelRefused ? "ModelRefusedError"
-                                                                   : "GearshiftError";
-      set(type, e.what());
+    } catch (const gearshift::service::ServiceError& e) {
+      using Kind = gearshift::service::ServiceError::Kind;
+      set(e.kind() == Kind::kBadInput       ? "TraceError"
+          : e.kind() == Kind::kNoIteration  ? "NoIterationError"
+          : e.kind() == Kind::kBadArgument  ? "ValueError"
+          : e.kind() == Kind::kModelRefused ? "ModelRefusedError"
+                                            : "GearshiftError",
+          e.what());
     }
   });
 

@@ -53,8 +53,17 @@ struct AutoOptions {
   double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
 };
 
+}  // namespace gearshift::cli
+
+namespace gearshift::service {
 struct PlanJobOptions;
 struct PlanJobResult;
+}  // namespace gearshift::service
+
+namespace gearshift::cli {
+
+using service::PlanJobOptions;
+using service::PlanJobResult;
 
 class AutoPlanner {
  public:

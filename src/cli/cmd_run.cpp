@@ -35,7 +35,7 @@
 #include "cli/gpu_progress.hpp"
 #include "cli/inject_library.hpp"
 #include "cli/open_gpus.hpp"
-#include "cli/plan_job.hpp"
+#include "service/plan_job.hpp"
 #include "cli/run_timeline.hpp"
 #include "cli/switching_args.hpp"
 #include "cupti/config.hpp"
@@ -49,6 +49,8 @@
 #include "trace/error.hpp"
 
 namespace gearshift::cli {
+
+using namespace gearshift::service;  // the jobs this face calls
 
 namespace {
 

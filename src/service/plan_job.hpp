@@ -15,7 +15,7 @@
 #include "trace/iteration.hpp"
 #include "trace/record.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::service {
 
 struct PlanJobOptions {
   std::string trace_path;
@@ -41,8 +41,8 @@ struct GpuChoice {
   nlohmann::json to_json() const;  // {"spec", "source", "trace_gpu", "trace_spec"} (null when absent)
 };
 
-// Throws Exit(kUsage) for an unknown --gpu, or when no --gpu is given and the trace names a GPU without a spec;
-// Exit(kBadInput) when the trace's measured average power exceeds the chosen spec's maximum power limit (by more
+// Throws ServiceError(kBadArgument) for an unknown --gpu, or when no --gpu is given and the trace names a GPU without a spec;
+// ServiceError(kBadInput) when the trace's measured average power exceeds the chosen spec's maximum power limit (by more
 // than 5 %): the trace did not run on that GPU.
 GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& t, const std::string& display_name);
 
@@ -67,7 +67,7 @@ struct PlanJobResult {
   std::vector<std::string> warnings;
 };
 
-// Throws cli::Exit with the documented exit codes on bad input or no iteration.
+// Throws ServiceError (service/error.hpp): kBadArgument, kBadInput, kNoIteration, kModelRefused.
 PlanJobResult run_plan_job(const PlanJobOptions& o);
 // The same planning on a trace already in memory (`gearshift run --auto` collects it from the launch feed);
 // o.trace_path is not read. run_plan_job imports the file and calls this.
@@ -75,13 +75,12 @@ PlanJobResult run_plan_job(const PlanJobOptions& o);
 PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                          std::optional<trace::IterationAnalysis> iterations = std::nullopt);
 
-void print_report(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
 // The chosen plan as plan.json (plan/plan_file.hpp, the one owner of the format); plan_file_json is its JSON.
 plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);
 
-// Parses "0.5%", "0.5 %" or "0.005" into a fraction; throws cli::Exit(kUsage) when not a number in [0, 1].
+// Parses "0.5%", "0.5 %" or "0.005" into a fraction; throws ServiceError(kBadArgument) when not a number in [0, 1].
 double parse_slowdown(const std::string& text);
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::service

@@ -1,17 +1,19 @@
-#include "cli/plan_ranks.hpp"
+#include "service/plan_ranks.hpp"
 
 #include <ctime>
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
+#include "service/error.hpp"
 #include "gpu/spec.hpp"
 #include "sim/evaluate.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::service {
+
+using Kind = ServiceError::Kind;
 
 namespace {
 
@@ -29,7 +31,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
     try {
       gpu::find_spec(*gpu);
     } catch (const std::invalid_argument& e) {
-      throw Exit(kUsage, std::string(e.what()) + "; pass one of those with --gpu");
+      throw ServiceError(Kind::kBadArgument, std::string(e.what()) + "; pass one of those with --gpu");
     }
   }
   std::vector<sim::RankInput> ranks;
@@ -40,11 +42,11 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
       choices.push_back(choose_gpu(gpu, t, path));
       ranks.push_back(rank_input(std::move(t), choices.back().spec, path));
     } catch (const trace::TraceError& e) {
-      throw Exit(kBadInput, e.what());
+      throw ServiceError(Kind::kBadInput, e.what());
     } catch (const trace::NoIterationError& e) {
-      throw Exit(kNoIteration, fmt::format("{}: {}", path, e.what()));
+      throw ServiceError(Kind::kNoIteration, fmt::format("{}: {}", path, e.what()));
     } catch (const std::invalid_argument& e) {
-      throw Exit(kUsage, e.what());
+      throw ServiceError(Kind::kBadArgument, e.what());
     }
   }
   if (gpus) *gpus = std::move(choices);
@@ -52,7 +54,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
   try {
     r = sim::plan_sync_slack(ranks, options);
   } catch (const std::invalid_argument& e) {
-    throw Exit(kBadInput, e.what());
+    throw ServiceError(Kind::kBadInput, e.what());
   }
   if (inputs) *inputs = std::move(ranks);
   return r;
@@ -139,4 +141,4 @@ nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlac
   return plan::to_json(rank_plan_file(in, r, rank, gpu));
 }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::service

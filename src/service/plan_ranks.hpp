@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/plan_job.hpp"
+#include "service/plan_job.hpp"
 #include "plan/plan_file.hpp"
 #include "sim/sync_slack.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::service {
 
 // The report: deadline, straggler, job step time and energy before/after, and per rank its figures (s, J, %);
 // with `gpus` (one per rank, from run_plan_ranks) each rank's "gpu_selection" and the GPU "warnings".
@@ -25,10 +25,10 @@ plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResu
 nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
                                    const GpuChoice* gpu = nullptr);
 
-// Loads every trace (throws cli::Exit with the documented codes) and plans them. `gpu`: the --gpu spec; absent:
+// Loads every trace (throws ServiceError) and plans them. `gpu`: the --gpu spec; absent:
 // each rank's trace's GPU, as `gearshift plan` (choose_gpu). `gpus`: each rank's GPU choice.
 sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
                                     const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs = nullptr,
                                     std::vector<GpuChoice>* gpus = nullptr);
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::service

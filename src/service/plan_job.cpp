@@ -1,4 +1,4 @@
-#include "cli/plan_job.hpp"
+#include "service/plan_job.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -7,14 +7,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/commands.hpp"
+#include "service/error.hpp"
 #include "gpu/spec.hpp"
 #include "sim/measurement.hpp"
 #include "sim/step_graph.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::service {
+
+using Kind = ServiceError::Kind;
 
 double parse_slowdown(const std::string& text) {
   std::string t = text;
@@ -26,11 +28,11 @@ double parse_slowdown(const std::string& text) {
     v = std::stod(t, &used);
     if (used != t.size()) throw std::invalid_argument("trailing text");
   } catch (const std::exception&) {
-    throw Exit(kUsage, fmt::format("--max-slowdown '{}' is not a number; write e.g. 0.5% or 0.005", text));
+    throw ServiceError(Kind::kBadArgument, fmt::format("--max-slowdown '{}' is not a number; write e.g. 0.5% or 0.005", text));
   }
   if (percent) v /= 100;
   if (!(v >= 0 && v <= 1))
-    throw Exit(kUsage, fmt::format("--max-slowdown '{}' must lie between 0% and 100%", text));
+    throw ServiceError(Kind::kBadArgument, fmt::format("--max-slowdown '{}' must lie between 0% and 100%", text));
   return v;
 }
 
@@ -39,7 +41,7 @@ gpu::GpuSpec spec_or_exit(const std::string& name) {
   try {
     return gpu::find_spec(name);
   } catch (const std::invalid_argument& e) {
-    throw Exit(kUsage, std::string(e.what()) + "; pass one of those with --gpu");
+    throw ServiceError(Kind::kBadArgument, std::string(e.what()) + "; pass one of those with --gpu");
   }
 }
 
@@ -69,7 +71,7 @@ GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& 
     c.spec = c.trace_spec;
     c.source = "trace";
   } else if (!c.trace_gpu.empty()) {
-    throw Exit(kUsage, fmt::format("{}: the trace ran on '{}', which has no GPU spec (known: {}); pass --gpu with "
+    throw ServiceError(Kind::kBadArgument, fmt::format("{}: the trace ran on '{}', which has no GPU spec (known: {}); pass --gpu with "
                                    "the spec to plan for",
                                    display_name, c.trace_gpu, fmt::join(gpu::spec_names(), ", ")));
   } else {
@@ -89,7 +91,7 @@ GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& 
     const std::string why = c.source == "--gpu"   ? fmt::format("--gpu {}", c.spec)
                             : c.source == "trace" ? fmt::format("the GPU the trace names, '{}'", c.trace_gpu)
                                                   : std::string("assumed: the trace names no GPU");
-    throw Exit(kBadInput, fmt::format("{}: wrong GPU: the trace's measured average power {:.0f} W is above the "
+    throw ServiceError(Kind::kBadInput, fmt::format("{}: wrong GPU: the trace's measured average power {:.0f} W is above the "
                                       "{:.0f} W maximum power limit of the {} spec ({}), so the trace did not run on "
                                       "an {}; pass --gpu with the GPU it ran on",
                                       display_name, w, spec.power_limit_max_w, c.spec, why, spec.full_name));
@@ -103,7 +105,7 @@ PlanJobResult run_plan_job(const PlanJobOptions& o) {
   try {
     t = trace::import_trace(o.trace_path);
   } catch (const trace::TraceError& e) {
-    throw Exit(kBadInput, std::string(e.what()));
+    throw ServiceError(Kind::kBadInput, std::string(e.what()));
   }
   return plan_trace(o, std::move(t));
 }
@@ -121,7 +123,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     // What the timing rules dropped or flagged often explains the refusal (half the events at ts 0).
     std::string notes;
     for (const auto& w : r.trace.health.warnings) notes += (notes.empty() ? " (before detection: " : "; ") + w;
-    throw Exit(kNoIteration, fmt::format("{}: {}{}", o.display_name, e.what(), notes.empty() ? "" : notes + ")"));
+    throw ServiceError(Kind::kNoIteration, fmt::format("{}: {}{}", o.display_name, e.what(), notes.empty() ? "" : notes + ")"));
   }
   for (const auto& w : r.trace.health.warnings) r.warnings.push_back(w);
   for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
@@ -139,7 +141,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   std::string no_power;
   const std::optional<sim::MeasuredPower> measured = sim::measured_power(r.trace, r.iterations, &no_power);
   if (measured && measured->samples > 0 && measured->average_power_w > 1.05 * spec.power_limit_max_w)
-    throw Exit(kBadInput, fmt::format("{}: wrong GPU: {} give {:.0f} W on average, above the {:.0f} W maximum power "
+    throw ServiceError(Kind::kBadInput, fmt::format("{}: wrong GPU: {} give {:.0f} W on average, above the {:.0f} W maximum power "
                                       "limit of the {} spec; pass the --gpu the trace ran on",
                                       o.display_name, measured->source, measured->average_power_w,
                                       spec.power_limit_max_w, spec.name));
@@ -151,7 +153,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     // figure after it would be the bound's, not the job's (measured: a traced step 69 % longer than the untraced
     // run it was calibrated to). Refuse rather than print savings of a model that does not fit.
     if (auto bound = sim::calibration_bound_warnings(*r.model); !bound.empty())
-      throw Exit(kModelRefused,
+      throw ServiceError(Kind::kModelRefused,
                  fmt::format("{}: no plan: the model cannot reproduce the measured power ({} from {}): {}. Where the "
                              "trace's step differs from the measured run (a heavy profiler slows the job), record "
                              "it with `gearshift trace`; --no-calibrate plans with the uncalibrated class priors",
@@ -176,92 +178,12 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     r.chosen = &s;
   }
   if (r.chosen == nullptr)
-    throw Exit(kUsage, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
+    throw ServiceError(Kind::kBadArgument, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
                                    o.strategy));
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
   return r;
-}
-
-namespace {
-
-std::string latency_label(const sim::StrategyResult& s) {
-  if (s.schedule.strategy != "phase") return "ideal";
-  double us = s.switch_latency_ns / 1e3;
-  if (us == 0) return "0";
-  if (us < 1000) return fmt::format("{:g} µs", us);
-  return fmt::format("{:g} ms", us / 1000);
-}
-
-}  // namespace
-
-void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
-  const auto& spec = r.model->spec();
-  const auto& it = r.iterations;
-  fmt::print("gearshift plan: {} on {} ({})\n", o.display_name, spec.full_name, spec.name);
-  fmt::print("All time and energy figures are MODELLED (DVFS model + simulator) unless marked measured.\n\n");
-  fmt::print("GPU           {}\n", r.gpu.line());
-  fmt::print("Iterations    {} detected by {}; {} kernels ({} ops) per step; period {:.2f} ms; confidence {:.3f}\n",
-             it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
-             it.confidence);
-  for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
-  fmt::print("Replay        {}\n", sim::build_step_graph(r.workload).note);
-  for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
-  const auto& b = r.evaluation.baseline;
-  fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
-             spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w, b.step_time_s,
-             b.energy_j, b.average_power_w);
-  const auto& ms = r.trace.measured;
-  if (ms.energy_per_step_j || ms.step_time_s)
-    fmt::print("Measured      {}{} per step (from the trace's meta: NVML energy counter, untraced run)\n",
-               ms.step_time_s ? fmt::format("{:.4f} s, ", *ms.step_time_s) : std::string(),
-               ms.energy_per_step_j ? fmt::format("{:.2f} J", *ms.energy_per_step_j) : std::string("? J"));
-  if (r.calibrated_to_w)
-    fmt::print("Model         class priors; memory/uncore power {:.0f} W at max memory clock, activity scale {:.3f}:\n"
-               "              calibrated to the measured {:.0f} W, from {}; dense GEMMs capped at {} MHz{}\n",
-               r.model->params().memory_w_at_max, r.model->params().activity_scale, *r.calibrated_to_w,
-               r.calibration_source,
-               r.model->capped_sm_clock({r.model->spec().default_sm_clock_mhz, r.model->spec().default_mem_clock_mhz},
-                                        model::class_prior(model::KernelClass::gemm)),
-               r.gemm_clock_source.empty() ? "" : " (sag from " + r.gemm_clock_source + ")");
-  else
-    fmt::print("Model         class priors; activity scale 1 ({})\n",
-               r.calibration_source.empty() ? "no measured power in the trace: uncalibrated" : r.calibration_source);
-  fmt::print("Budget        step time <= baseline + {:.2f} %\n\n", o.max_slowdown * 100);
-  fmt::print("{:<14} {:>9} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "strategy", "switch L", "time (s)", "energy (J)",
-             "saving", "slowdown", "changes/step");
-  for (const auto& s : r.evaluation.strategies) {
-    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", s.schedule.strategy,
-               latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
-               s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
-  }
-  const auto& g = r.range;
-  fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
-             "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
-             "the class priors' measured spread, docs/model-validation.md)\n",
-             r.chosen->schedule.strategy, latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
-             g.saving_high_pct, g.time_expected_s, g.time_low_s, g.time_high_s, 100 * g.p_over_budget,
-             100 * g.low_quantile, 100 * g.high_quantile, g.samples);
-  fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
-             "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
-  if (!r.evaluation.frontier.empty()) {
-    const auto& mem = spec.mem_clocks_mhz;
-    fmt::print("\nFrontier      modelled saving per slowdown budget; phase at L = {}; SM clock and {}\n",
-               latency_label(r.evaluation.frontier.front().strategies.back()),
-               mem.size() > 1 ? fmt::format("memory clock ({} MHz) as knobs", fmt::join(mem, ", "))
-                              : fmt::format("memory clock fixed at {} MHz (the spec has one)", mem.front()));
-    fmt::print("{:<9}", "budget");
-    for (const auto& s : r.evaluation.frontier.front().strategies)
-      fmt::print(" {:>14}", s.schedule.strategy == "phase" ? "phase " + latency_label(s) : s.schedule.strategy);
-    fmt::print("\n");
-    for (const auto& p : r.evaluation.frontier) {
-      fmt::print("{:>7.1f} %", p.max_slowdown * 100);
-      for (const auto& s : p.strategies)
-        fmt::print(" {:>14}", s.within_budget ? fmt::format("{:.2f} %", s.saving_pct) : std::string("none fits"));
-      fmt::print("\n");
-    }
-  }
 }
 
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
@@ -399,4 +321,4 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
 
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) { return plan::to_json(plan_file(o, r)); }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::service
