@@ -1,13 +1,11 @@
 // gearshift._core: the C++ core for Python (nanobind). The Python package (python/gearshift) re-exports it;
 // users never import this module directly. Errors reach Python as the exception classes of
 // gearshift._errors, so the interpreter never sees a C++ exception it cannot name.
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -19,12 +17,12 @@
 #include "gpu/spec.hpp"
 #include "monitor/sampler.hpp"
 #include "plan/plan_file.hpp"
-#include "pipeline/error.hpp"
 #include "pipeline/report.hpp"
 #include "runtime/clock_plan.hpp"
 #include "runtime/live.hpp"
 #include "runtime/session.hpp"
 #include "service/error.hpp"
+#include "service/plan_pipeline.hpp"
 #include "service/plan_job.hpp"
 #include "service/plan_ranks.hpp"
 
@@ -225,22 +223,19 @@ std::string plan_ranks(const std::vector<std::string>& traces, const std::string
 // gearshift pipeline, in process: {"summary": ..., "schedules": ...} as JSON text (modelled, Perseus-style).
 std::string plan_pipeline(const std::string& profile_csv, int stages, int microbatches, double straggler,
                           double time_unit_ms, double blocking_power_w) {
-  using namespace gearshift::pipeline;
-  PipelineProblem p;
-  p.schedule = PipelineSchedule::k1F1B;
-  p.stages = stages;
-  p.microbatches = microbatches;
-  p.model.unit_s = time_unit_ms * 1e-3;
-  p.model.blocking_power_w = blocking_power_w;
-  if (!(straggler >= 1)) raise("ValueError", "straggler factor must be >= 1");
+  gearshift::service::PipelineJobOptions o;
+  o.profile_path = "gathered profile";
+  o.profile_text = profile_csv;
+  o.stages = stages;
+  o.microbatches = microbatches;
+  o.straggler = straggler;
+  o.time_unit_ms = time_unit_ms;
+  o.blocking_power_w = blocking_power_w;
   nb::gil_scoped_release unlocked;
-  try {
-    auto plan = gearshift::pipeline::plan_pipeline(parse_profile(profile_csv, "gathered profile"), p);
-    auto sum = summarise(plan, straggler);
-    return nlohmann::json{{"summary", summary_json(plan, sum)}, {"schedules", schedules_json(plan, sum)}}.dump();
-  } catch (const PipelineError& e) {
-    raise("ProfileError", e.what());
-  }
+  const auto r = gearshift::service::run_pipeline_job(o);
+  return nlohmann::json{{"summary", gearshift::pipeline::summary_json(r.plan, r.summary)},
+                        {"schedules", gearshift::pipeline::schedules_json(r.plan, r.summary)}}
+      .dump();
 }
 
 }  // namespace
@@ -279,6 +274,7 @@ NB_MODULE(_core, m) {
           : e.kind() == Kind::kNoIteration  ? "NoIterationError"
           : e.kind() == Kind::kBadArgument  ? "ValueError"
           : e.kind() == Kind::kModelRefused ? "ModelRefusedError"
+          : e.kind() == Kind::kBadProfile   ? "ProfileError"
                                             : "GearshiftError",
           e.what());
     }

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       case Kind::kBadInput: return gearshift::cli::kBadInput;
       case Kind::kNoIteration: return gearshift::cli::kNoIteration;
       case Kind::kModelRefused: return gearshift::cli::kModelRefused;
+      case Kind::kBadProfile: return gearshift::cli::kBadInput;
     }
     return gearshift::cli::kFailure;
   } catch (const gearshift::runtime::SessionError& e) {  // a live run refused before the job started

@@ -1,4 +1,4 @@
-// The library's jobs (planning a trace, planning ranks) fail with one error type whose kind says what was
+// The library's jobs (planning a trace, planning ranks, planning a pipeline) fail with one error type whose kind says what was
 // wrong; each face maps the kinds once: cli/main.cpp to exit codes, python/src/core.cpp to exception classes.
 #pragma once
 
@@ -14,6 +14,7 @@ class ServiceError : public std::runtime_error {
     kBadInput,      // an input file: unreadable or invalid trace, or a trace that did not run on the chosen GPU
     kNoIteration,   // the trace holds no repeating step to plan for (docs/step-detection.md)
     kModelRefused,  // the model cannot reproduce the trace's measurement: no plan (right or refused)
+    kBadProfile,    // a pipeline stage profile: unreadable or invalid, or a pipeline it cannot plan
   };
   ServiceError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const noexcept { return kind_; }
