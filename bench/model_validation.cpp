@@ -12,7 +12,7 @@
 #include "gpu/spec.hpp"
 #include "model/fit.hpp"
 #include "model/fit_validation.hpp"
-#include "model/perseus_profile.hpp"
+#include "pipeline/profile_groups.hpp"
 
 namespace gm = gearshift::model;
 
@@ -20,7 +20,7 @@ namespace {
 
 struct File {
   std::string name;  // "gpt3-175b", "bloom"
-  std::vector<gm::ProfileGroup> groups;
+  std::vector<gearshift::pipeline::ProfileGroup> groups;
   gm::PowerParams board_curve;  // V-curve fitted on the OTHER file's full sweeps
 };
 
@@ -40,8 +40,9 @@ int main(int argc, char** argv) try {
   const gm::DvfsModel spec_board(spec);
   std::vector<File> files;
   for (const char* name : {"gpt3-175b", "bloom"}) {
-    auto rows = gm::read_perseus_profile(shared + "/data/perseus/stage_profile/" + name + "+a100_sxm_bf16.csv");
-    files.push_back({name, gm::distinct_groups(rows, spec.default_mem_clock_mhz), {}});
+    const auto profile =
+        gearshift::pipeline::read_profile(shared + "/data/perseus/stage_profile/" + name + "+a100_sxm_bf16.csv");
+    files.push_back({name, gearshift::pipeline::distinct_groups(profile, spec.default_mem_clock_mhz), {}});
   }
   for (std::size_t i = 0; i < files.size(); ++i) {
     std::vector<std::vector<gm::Sample>> other;

@@ -9,8 +9,8 @@
 
 #include <fmt/core.h>
 
-#include "plan/pipeline/planner.hpp"
-#include "plan/pipeline/reference.hpp"
+#include "pipeline/planner.hpp"
+#include "pipeline/reference.hpp"
 
 using namespace gearshift::pipeline;
 
@@ -22,7 +22,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // Wall time can be inflated on a shared machine, so CPU time of this (single-threaded) process is reported too.
 PipelinePlan run(const Profile& prof, int mb, CostModelKind kind, double unit_s, double* secs, double* cpu) {
   PipelineProblem p;
-  p.schedule = Schedule::k1F1B;
+  p.schedule = PipelineSchedule::k1F1B;
   p.stages = 8;
   p.microbatches = mb;
   p.model = {unit_s, 83.64, kind};

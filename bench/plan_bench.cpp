@@ -135,7 +135,7 @@ void BM_EvaluateAll(benchmark::State& st) {
   st.SetLabel("every strategy, L sweep, re-planning and simulation");
 }
 
-// What plan_job does with a trace file (cli/plan_job.cpp: plan_trace), without the report.
+// What plan_job does with a trace file (service/plan_job.cpp: plan_trace), without the report.
 struct Planned {
   model::DvfsModel m{gpu::find_spec("h200")};
   model::Workload w;

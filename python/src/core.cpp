@@ -1,16 +1,11 @@
 // gearshift._core: the C++ core for Python (nanobind). The Python package (python/gearshift) re-exports it;
 // users never import this module directly. Errors reach Python as the exception classes of
 // gearshift._errors, so the interpreter never sees a C++ exception it cannot name.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -18,22 +13,18 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "cli/commands.hpp"
-#include "cli/open_gpus.hpp"
-#include "cli/plan_job.hpp"
-#include "cli/plan_ranks.hpp"
 #include "gpu/nvml.hpp"
 #include "gpu/spec.hpp"
 #include "monitor/sampler.hpp"
 #include "plan/plan_file.hpp"
-#include "plan/pipeline/error.hpp"
-#include "plan/pipeline/report.hpp"
-#include "runtime/actuator.hpp"
+#include "pipeline/report.hpp"
 #include "runtime/clock_plan.hpp"
-#include "runtime/feed.hpp"
 #include "runtime/live.hpp"
-#include "runtime/safety.hpp"
-#include "trace/line_split.hpp"
+#include "runtime/session.hpp"
+#include "service/error.hpp"
+#include "service/plan_pipeline.hpp"
+#include "service/plan_job.hpp"
+#include "service/plan_ranks.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -143,74 +134,45 @@ class Monitor {
   std::unique_ptr<gearshift::monitor::Sampler> sampler_;
 };
 
-// The online runtime in this process (runtime/live.hpp): launches come through `feed_line` / `on_launch` or
-// through the write end of a pipe (`fd`) that an in-process hook (the CUPTI injection) writes the launch feed to.
+// The online runtime in this process: one runtime::Session (the assembly `gearshift run` uses too) with its
+// feed pipe, whose write end (`fd`) an in-process hook (the CUPTI injection) writes the launch feed to; lines
+// also come through `feed_line`.
 class Runtime {
  public:
   Runtime(const std::string& plan_path, bool apply, unsigned gpu_index, const std::string& dry_run_log,
-          const std::string& watchdog_exe)
-      : dry_(std::make_unique<gearshift::runtime::DryRunActuator>(dry_run_log)) {
+          const std::string& watchdog_exe) {
     try {
       plan_ = gearshift::runtime::load_plan(plan_path);
     } catch (const gearshift::plan::PlanFileError& e) {
       raise("PlanError", e.what());
     }
+    gearshift::runtime::SessionOptions o;
+    o.apply = apply;
+    o.gpu = gpu_index;
+    o.dry_run_log = dry_run_log;
+    o.watchdog_exe = watchdog_exe;
+    o.pipe_feed = true;
+    session_ = std::make_unique<gearshift::runtime::Session>(o);
+    // The plan's switching, as `gearshift run --plan` without --switch-latency-ms / --min-interval-ms.
     gearshift::runtime::SchedulerOptions so;
     so.switch_latency_ns = plan_.switch_latency_ns;
     so.min_interval_ns = plan_.switch_latency_ns;
-    gearshift::runtime::Actuator* act = dry_.get();
-    if (apply) {
-      nvml_ = open_nvml();
-      auto devices = select_devices(*nvml_, std::vector<unsigned>{gpu_index});
-      auto info = devices[0].info();
-      if (!info) raise(type_of(info.error().code), info.error().what());
-      std::string reason;
-      auto restricted = devices[0].clocks_api_restricted();
-      if (!gearshift::cli::may_set_clocks(gearshift::cli::process_is_privileged(), restricted.value_or(true), &reason))
-        raise("GpuPermissionError", "apply=True: this process may not set GPU clocks (" + reason + ")");
-      try {
-        lock_ = std::make_unique<gearshift::runtime::GpuLock>(info.value().uuid);
-        if (!watchdog_exe.empty())
-          watchdog_ = std::make_unique<gearshift::runtime::Watchdog>(watchdog_exe, info.value().uuid, *lock_, false);
-      } catch (const gearshift::runtime::GpuBusyError& e) {
-        raise("GpuBusyError", e.what());
-      } catch (const std::runtime_error& e) {
-        raise("GearshiftError", e.what());
-      }
-      nvml_act_ = std::make_unique<gearshift::runtime::NvmlActuator>(devices[0], false, *dry_);
-      act = nvml_act_.get();
-    }
-    int p[2];
-    if (pipe(p) != 0) raise("GearshiftError", "cannot create the launch feed pipe");
-    fcntl(p[0], F_SETFD, FD_CLOEXEC);
-    read_fd_ = p[0], write_fd_ = p[1];
-    rt_ = std::make_unique<gearshift::runtime::LiveRuntime>(plan_, so, *act);
-    reader_ = std::thread([this] { read_loop(); });
+    session_->start(plan_, so);
   }
-  ~Runtime() { stop(); }
-  int fd() const { return write_fd_; }
-  bool writes_clocks() const { return nvml_act_ && nvml_act_->writes_clocks(); }
+  int fd() const { return session_->feed_fd(); }
+  bool writes_clocks() const { return session_->writes_clocks(); }
   std::size_t positions() const { return plan_.size(); }
   bool feed_line(const std::string& line) {
-    if (!rt_) raise("GearshiftError", "the runtime is stopped");
-    return gearshift::runtime::feed_line(line, *rt_);
+    if (!session_->live()) raise("GearshiftError", "the runtime is stopped");
+    return session_->feed_line(line);
   }
   nb::dict stop() {
-    gearshift::runtime::LiveStats s;
+    gearshift::runtime::SessionStats st;
     {
       nb::gil_scoped_release unlocked;
-      if (write_fd_ >= 0) close(write_fd_), write_fd_ = -1;  // the reader sees EOF
-      if (reader_.joinable()) reader_.join();
-      if (read_fd_ >= 0) close(read_fd_), read_fd_ = -1;
-      if (rt_) s = stats_ = rt_->stop();
-      else s = stats_;
-      rt_.reset();
-      watchdog_.reset();  // after restore: says "restored"
-      lock_.reset();
-      nvml_act_.reset();
-      if (dry_) dry_changes_ = dry_->count();
-      dry_.reset();  // closes (flushes) the dry-run log
+      st = session_->stop();  // reader joined, clocks restored, watchdog told, lock released
     }
+    const auto& s = st.live;
     nb::dict d;
     d["launches"] = s.launches;
     d["syncs"] = s.syncs;
@@ -220,44 +182,24 @@ class Runtime {
     d["dropped"] = s.dropped;
     d["prediction_accuracy"] = s.prediction_accuracy();
     d["in_time_fraction"] = s.in_time_fraction();
-    d["dry_run_changes"] = dry_changes_;
+    d["dry_run_changes"] = st.dry_run_changes;
     return d;
   }
 
  private:
-  void read_loop() {
-    std::string buf;
-    char chunk[4096];
-    for (;;) {
-      ssize_t n = read(read_fd_, chunk, sizeof chunk);
-      if (n <= 0) break;
-      gearshift::trace::for_each_line(buf, std::string_view(chunk, static_cast<std::size_t>(n)),
-                                      [&](std::string_view l) { gearshift::runtime::feed_line(l, *rt_); });
-    }
-  }
-
   gearshift::runtime::ClockPlan plan_;
-  std::unique_ptr<gearshift::runtime::DryRunActuator> dry_;
-  std::uint64_t dry_changes_ = 0;
-  std::shared_ptr<const gearshift::gpu::Nvml> nvml_;
-  std::unique_ptr<gearshift::runtime::GpuLock> lock_;
-  std::unique_ptr<gearshift::runtime::Watchdog> watchdog_;
-  std::unique_ptr<gearshift::runtime::NvmlActuator> nvml_act_;
-  std::unique_ptr<gearshift::runtime::LiveRuntime> rt_;
-  gearshift::runtime::LiveStats stats_;
-  int read_fd_ = -1, write_fd_ = -1;
-  std::thread reader_;
+  std::unique_ptr<gearshift::runtime::Session> session_;
 };
 
 // gearshift plan TRACE -o plan.json, in process: the plan file's JSON text.
 std::string plan_trace(const std::string& trace, double max_slowdown, const std::string& gpu) {
-  gearshift::cli::PlanJobOptions o;
+  gearshift::service::PlanJobOptions o;
   o.trace_path = o.display_name = trace;
   if (!gpu.empty()) o.gpu = gpu;  // empty: the trace's GPU, as `gearshift plan` without --gpu
   o.max_slowdown = max_slowdown;
   nb::gil_scoped_release unlocked;
-  auto r = gearshift::cli::run_plan_job(o);
-  return gearshift::cli::plan_file_json(o, r).dump();
+  auto r = gearshift::service::run_plan_job(o);
+  return gearshift::service::plan_file_json(o, r).dump();
 }
 
 // gearshift plan-ranks: {"report": ..., "plans": [plan.json per rank]} as JSON text.
@@ -268,35 +210,32 @@ std::string plan_ranks(const std::vector<std::string>& traces, const std::string
   o.switch_latency_ms = switch_latency_ms;
   nb::gil_scoped_release unlocked;
   std::vector<gearshift::sim::RankInput> inputs;
-  std::vector<gearshift::cli::GpuChoice> gpus;
+  std::vector<gearshift::service::GpuChoice> gpus;
   // gpu empty: each trace's GPU, as `gearshift plan-ranks` without --gpu.
-  auto r = gearshift::cli::run_plan_ranks(traces, gpu.empty() ? std::nullopt : std::optional<std::string>(gpu), o,
+  auto r = gearshift::service::run_plan_ranks(traces, gpu.empty() ? std::nullopt : std::optional<std::string>(gpu), o,
                                           &inputs, &gpus);
   nlohmann::json plans = nlohmann::json::array();
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    plans.push_back(gearshift::cli::rank_plan_file_json(inputs[i], r, i, &gpus.at(i)));
-  return nlohmann::json{{"report", gearshift::cli::plan_ranks_report_json(traces, r, gpus)}, {"plans", plans}}.dump();
+    plans.push_back(gearshift::service::rank_plan_file_json(inputs[i], r, i, &gpus.at(i)));
+  return nlohmann::json{{"report", gearshift::service::plan_ranks_report_json(traces, r, gpus)}, {"plans", plans}}.dump();
 }
 
 // gearshift pipeline, in process: {"summary": ..., "schedules": ...} as JSON text (modelled, Perseus-style).
 std::string plan_pipeline(const std::string& profile_csv, int stages, int microbatches, double straggler,
                           double time_unit_ms, double blocking_power_w) {
-  using namespace gearshift::pipeline;
-  PipelineProblem p;
-  p.schedule = Schedule::k1F1B;
-  p.stages = stages;
-  p.microbatches = microbatches;
-  p.model.unit_s = time_unit_ms * 1e-3;
-  p.model.blocking_power_w = blocking_power_w;
-  if (!(straggler >= 1)) raise("ValueError", "straggler factor must be >= 1");
+  gearshift::service::PipelineJobOptions o;
+  o.profile_path = "gathered profile";
+  o.profile_text = profile_csv;
+  o.stages = stages;
+  o.microbatches = microbatches;
+  o.straggler = straggler;
+  o.time_unit_ms = time_unit_ms;
+  o.blocking_power_w = blocking_power_w;
   nb::gil_scoped_release unlocked;
-  try {
-    auto plan = gearshift::pipeline::plan_pipeline(parse_profile(profile_csv, "gathered profile"), p);
-    auto sum = summarise(plan, straggler);
-    return nlohmann::json{{"summary", summary_json(plan, sum)}, {"schedules", schedules_json(plan, sum)}}.dump();
-  } catch (const PipelineError& e) {
-    raise("ProfileError", e.what());
-  }
+  const auto r = gearshift::service::run_pipeline_job(o);
+  return nlohmann::json{{"summary", gearshift::pipeline::summary_json(r.plan, r.summary)},
+                        {"schedules", gearshift::pipeline::schedules_json(r.plan, r.summary)}}
+      .dump();
 }
 
 }  // namespace
@@ -322,15 +261,22 @@ NB_MODULE(_core, m) {
       set(e.type, e.message);
     } catch (const gearshift::plan::PlanFileError& e) {
       set("PlanError", e.what());
-    } catch (const gearshift::cli::Exit& e) {
-      const char* type = e.code == gearshift::cli::kBadInput      ? "TraceError"
-                         : e.code == gearshift::cli::kNoIteration ? "NoIterationError"
-                         : e.code == gearshift::cli::kUsage       ? "ValueError"
-                         : e.code == gearshift::cli::kNoGpu       ? "NoGpuError"
-                         : e.code == gearshift::cli::kNoPermission ? "GpuPermissionError"
-                         : e.code == gearshift::cli::kModelRefused ? "ModelRefusedError"
-                                                                   : "GearshiftError";
-      set(type, e.what());
+    } catch (const gearshift::runtime::SessionError& e) {
+      using Kind = gearshift::runtime::SessionError::Kind;
+      set(e.kind() == Kind::kNoGpu          ? "NoGpuError"
+          : e.kind() == Kind::kNoPermission ? "GpuPermissionError"
+          : e.kind() == Kind::kGpuBusy      ? "GpuBusyError"
+                                            : "GearshiftError",
+          e.what());
+    } catch (const gearshift::service::ServiceError& e) {
+      using Kind = gearshift::service::ServiceError::Kind;
+      set(e.kind() == Kind::kBadInput       ? "TraceError"
+          : e.kind() == Kind::kNoIteration  ? "NoIterationError"
+          : e.kind() == Kind::kBadArgument  ? "ValueError"
+          : e.kind() == Kind::kModelRefused ? "ModelRefusedError"
+          : e.kind() == Kind::kBadProfile   ? "ProfileError"
+                                            : "GearshiftError",
+          e.what());
     }
   });
 

@@ -7,7 +7,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
-#include "cli/plan_job.hpp"
+#include "service/plan_job.hpp"
 #include "plan/plan_file.hpp"
 #include "runtime/live.hpp"
 #include "runtime/step_check.hpp"
@@ -15,6 +15,8 @@
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
+
+using namespace gearshift::service;  // the jobs this face calls
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t) {

@@ -66,8 +66,17 @@ struct AutoOptions {
   double max_shared_gpu_share = 0.10;
 };
 
+}  // namespace gearshift::cli
+
+namespace gearshift::service {
 struct PlanJobOptions;
 struct PlanJobResult;
+}  // namespace gearshift::service
+
+namespace gearshift::cli {
+
+using service::PlanJobOptions;
+using service::PlanJobResult;
 
 class AutoPlanner {
  public:

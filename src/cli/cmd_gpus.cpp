@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/open_gpus.hpp"
+#include "runtime/safety.hpp"
 #include "gpu/spec.hpp"
 
 namespace gearshift::cli {
@@ -52,7 +53,7 @@ std::string clock_ranges(const gpu::Device& d) {
 // Lists the GPUs NVML sees. Reads only.
 void list_real_gpus() {
   OpenedGpus g = open_gpus(false);
-  bool privileged = process_is_privileged();
+  bool privileged = runtime::process_is_privileged();
   for (std::size_t i = 0; i < g.devices.size(); ++i) {
     const gpu::Device& d = g.devices[i];
     const gpu::DeviceInfo& info = g.infos[i];
@@ -72,7 +73,7 @@ void list_real_gpus() {
     fmt::print("  clock events    {}\n", reasons ? reasons.value().describe() : "n/a (" + reasons.error().message + ")");
     auto restricted = d.clocks_api_restricted();
     std::string why;
-    bool may = may_set_clocks(privileged, restricted.value_or(false), &why);
+    bool may = runtime::may_set_clocks(privileged, restricted.value_or(false), &why);
     fmt::print("  may set clocks  {}\n", may ? std::string("yes (root or CAP_SYS_ADMIN)") : "no: " + why);
   }
 }

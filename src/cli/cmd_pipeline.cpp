@@ -1,8 +1,6 @@
 // `gearshift pipeline`: the iteration time–energy frontier of a pipeline-parallel job and its clock plans
 // (Perseus, Chung et al., SOSP'24). Reads a stage profile, writes OUTDIR/frontier.csv, OUTDIR/pareto.csv,
 // OUTDIR/schedules.json and prints the (modelled) summary.
-#include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -10,24 +8,15 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
-#include "plan/pipeline/error.hpp"
-#include "plan/pipeline/report.hpp"
+#include "pipeline/report.hpp"
+#include "service/plan_pipeline.hpp"
 
 namespace gearshift::cli {
 
 namespace {
 
 struct PipelineOptions {
-  std::string profile;
-  std::string schedule = "1f1b";
-  int stages = 0;
-  int microbatches = 0;
-  int virtual_stages = 1;
-  double time_unit_ms = 1.0;
-  double blocking_power_w = 0.0;
-  std::string cost_model = "hull";
-  double straggler = 1.2;
-  double deadline_ms = 0;
+  service::PipelineJobOptions job;
   std::string outdir;
   bool json = false;
 };
@@ -40,31 +29,9 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 void run(const PipelineOptions& o) {
   using namespace pipeline;
-  if (!(o.time_unit_ms > 0) || !std::isfinite(o.time_unit_ms)) throw Exit(kUsage, "--time-unit-ms must be > 0");
-  if (!(o.blocking_power_w >= 0) || !std::isfinite(o.blocking_power_w))
-    throw Exit(kUsage, "--blocking-power-w must be ≥ 0");
-  if (!(o.straggler >= 1) || !std::isfinite(o.straggler)) throw Exit(kUsage, "--straggler must be ≥ 1");
-  if (!(o.deadline_ms >= 0) || !std::isfinite(o.deadline_ms)) throw Exit(kUsage, "--deadline-ms must be ≥ 0");
-  PipelineProblem p;
-  p.stages = o.stages;
-  p.microbatches = o.microbatches;
-  p.chunks = o.virtual_stages;
-  p.model.unit_s = o.time_unit_ms * 1e-3;
-  p.model.blocking_power_w = o.blocking_power_w;
-  p.model.kind = o.cost_model == "exp-fit" ? CostModelKind::kExpFit : CostModelKind::kHull;
-  PipelinePlan plan;
-  Summary sum;
-  try {
-    p.schedule = parse_schedule(o.schedule);
-    auto profile = read_profile(o.profile);
-    auto t0 = std::chrono::steady_clock::now();
-    plan = plan_pipeline(profile, p);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sum = summarise(plan, o.straggler, o.deadline_ms * 1e-3);
-    sum.solve_seconds = secs;
-  } catch (const PipelineError& e) {
-    throw Exit(kBadInput, e.what());
-  }
+  const service::PipelineJobResult r = service::run_pipeline_job(o.job);  // ServiceError: exit codes in main.cpp
+  const PipelinePlan& plan = r.plan;
+  const Summary& sum = r.summary;
   std::error_code ec;
   std::filesystem::create_directories(o.outdir, ec);
   if (ec || !std::filesystem::is_directory(o.outdir))
@@ -91,29 +58,29 @@ void add_pipeline_command(CLI::App& app) {
   auto o = std::make_shared<PipelineOptions>();
   auto* cmd = app.add_subcommand(
       "pipeline", "Pipeline-parallel energy planner: iteration time–energy frontier and per-rank clock plans (modelled)");
-  cmd->add_option("profile", o->profile,
+  cmd->add_option("profile", o->job.profile_path,
                   "Stage profile CSV: Perseus 'stage,instruction,frequency,time,energy' or gearshift "
                   "'stage,instruction,sm_clock_mhz,time_s,energy_j'")
       ->required();
-  cmd->add_option("--schedule", o->schedule, "Pipeline schedule")
+  cmd->add_option("--schedule", o->job.schedule, "Pipeline schedule")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
       ->capture_default_str();
-  cmd->add_option("--stages", o->stages, "Pipeline stages (ranks) S")->required()->check(CLI::Range(1, 4096));
-  cmd->add_option("--microbatches", o->microbatches, "Microbatches per iteration M")
+  cmd->add_option("--stages", o->job.stages, "Pipeline stages (ranks) S")->required()->check(CLI::Range(1, 4096));
+  cmd->add_option("--microbatches", o->job.microbatches, "Microbatches per iteration M")
       ->required()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--virtual-stages", o->virtual_stages, "Model chunks per rank v (interleaved 1F1B)")
+  cmd->add_option("--virtual-stages", o->job.virtual_stages, "Model chunks per rank v (interleaved 1F1B)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  cmd->add_option("--time-unit-ms", o->time_unit_ms, "Time grid unit U [ms]")->capture_default_str();
-  cmd->add_option("--blocking-power-w", o->blocking_power_w, "Per-GPU power while waiting [W]")->capture_default_str();
-  cmd->add_option("--cost-model", o->cost_model,
+  cmd->add_option("--time-unit-ms", o->job.time_unit_ms, "Time grid unit U [ms]")->capture_default_str();
+  cmd->add_option("--blocking-power-w", o->job.blocking_power_w, "Per-GPU power while waiting [W]")->capture_default_str();
+  cmd->add_option("--cost-model", o->job.cost_model,
                   "hull: lower convex hull of measured options; exp-fit: a·exp(b·t)+c as in Perseus")
       ->check(CLI::IsMember({"hull", "exp-fit"}))
       ->capture_default_str();
-  cmd->add_option("--straggler", o->straggler, "Straggler factor F: another pipeline takes F·T_min")
+  cmd->add_option("--straggler", o->job.straggler, "Straggler factor F: another pipeline takes F·T_min")
       ->capture_default_str();
-  cmd->add_option("--deadline-ms", o->deadline_ms, "Also plan for this iteration deadline [ms]");
+  cmd->add_option("--deadline-ms", o->job.deadline_ms, "Also plan for this iteration deadline [ms]");
   cmd->add_option("-o,--output", o->outdir, "Output directory")->required();
   cmd->add_flag("--json", o->json, "Print the summary as JSON");
   cmd->callback([o] { run(*o); });

@@ -11,7 +11,8 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
-#include "cli/plan_job.hpp"
+#include "cli/plan_print.hpp"
+#include "service/plan_job.hpp"
 #include "cli/report_option.hpp"
 #include "gpu/spec.hpp"
 #include "plan/plan_file.hpp"
@@ -22,6 +23,8 @@ extern const std::size_t demo_trace_size;
 }  // namespace gearshift::embedded
 
 namespace gearshift::cli {
+
+using namespace gearshift::service;  // the jobs this face calls
 namespace {
 
 struct PlanArgs {

@@ -7,11 +7,13 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
-#include "cli/plan_job.hpp"
-#include "cli/plan_ranks.hpp"
+#include "service/plan_job.hpp"
+#include "service/plan_ranks.hpp"
 #include "plan/plan_file.hpp"
 
 namespace gearshift::cli {
+
+using namespace gearshift::service;  // the jobs this face calls
 
 namespace {
 

@@ -6,9 +6,10 @@
 // completed-kernel activity; this process follows one of them (with --plan the first on --gpu that launches a
 // kernel; with --auto the busiest on --gpu whose kernels give steps), predicts positions, schedules the changes
 // and actuates them from its runtime thread. With --auto the feed is first only collected (auto_plan.hpp) until
-// the plan exists. Default is dry-run: every intended change
-// goes to a log. With --apply it takes the GPU's lock, starts the watchdog and locks clocks through NVML; without
-// permission it warns once and continues as dry-run. Clocks are restored when the job ends (normally, by a
+// the plan exists. Default is dry-run: every intended change goes to a log. With --apply the session
+// (runtime/session.hpp) refuses when this process may not lock clocks, else takes the GPU's lock, starts the
+// watchdog and locks clocks through NVML; if NVML still refuses a change it warns once and continues as dry-run.
+// Clocks are restored when the job ends (normally, by a
 // signal that reached us and was forwarded, or killed), by the watchdog when this process is killed.
 #include <unistd.h>
 
@@ -34,7 +35,7 @@
 #include "cli/gpu_progress.hpp"
 #include "cli/inject_library.hpp"
 #include "cli/open_gpus.hpp"
-#include "cli/plan_job.hpp"
+#include "service/plan_job.hpp"
 #include "cli/run_timeline.hpp"
 #include "cli/switching_args.hpp"
 #include "cupti/config.hpp"
@@ -44,9 +45,12 @@
 #include "runtime/feed.hpp"
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
+#include "runtime/session.hpp"
 #include "trace/error.hpp"
 
 namespace gearshift::cli {
+
+using namespace gearshift::service;  // the jobs this face calls
 
 namespace {
 
@@ -85,7 +89,8 @@ GpuResolver gpu_resolver(std::vector<gpu::DeviceInfo> infos) {
 
 // The GPU spec --auto plans for: --gpu-spec, else the one named like NVML's device, else h200 (dry-run only: with
 // --apply the clocks must come from the GPU's own table).
-std::string auto_gpu_spec(const std::string& given, const OpenedGpus& opened, unsigned index, bool apply) {
+std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::DeviceInfo>& infos, unsigned index,
+                          bool apply) {
   if (!given.empty()) {
     try {
       return gpu::find_spec(given).name;
@@ -93,18 +98,11 @@ std::string auto_gpu_spec(const std::string& given, const OpenedGpus& opened, un
       throw Exit(kUsage, std::string("--gpu-spec: ") + e.what());
     }
   }
-  std::string device;  // empty: NVML has no GPU of that index
-  if (index < opened.infos.size()) {
-    device = opened.infos[index].name;
-  } else {
-    try {
-      OpenedGpus g = open_gpus(false);
-      if (index < g.infos.size()) device = g.infos[index].name;
-    } catch (const Exit& e) {
-      fmt::print(stderr, "gearshift run --auto: {}; planning for h200 (pass --gpu-spec to choose)\n", e.what());
-      return "h200";
-    }
+  if (infos.empty()) {
+    fmt::print(stderr, "gearshift run --auto: NVML is not at hand; planning for h200 (pass --gpu-spec to choose)\n");
+    return "h200";
   }
+  const std::string device = index < infos.size() ? infos[index].name : "";  // empty: no GPU of that index
   if (device.empty()) {
     fmt::print(stderr, "gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)\n", index);
     return "h200";
@@ -144,21 +142,253 @@ std::string self_exe() {
   return std::string(path, static_cast<std::size_t>(n));
 }
 
+
+struct Opts {
+  std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output, plan_output, gpu_spec,
+      timeline;
+  bool apply = false, auto_plan = false, lock_memory = false;
+  SwitchingArgs switching;
+  unsigned gpu = 0;
+  std::size_t warmup_steps = 20;
+  double warmup_timeout_s = 600;
+  std::string progress_name = "markers";
+  GpuProgress progress = GpuProgress::markers;
+  std::vector<std::string> cmd;
+};
+
+// The plan to run and its switching: --plan's at once, --auto's once made (the options for it in `ao`).
+struct RunPlan {
+  AutoOptions ao;
+  std::optional<runtime::ClockPlan> plan;
+  runtime::SchedulerOptions so;
+};
+
+// Every usage error of `run` (exit 2) and the plan file's (exit 3), before anything starts.
+RunPlan check_run_options(Opts& o, const CLI::App& cmd) {
+  // A trace file records every kernel's activity anyway: the runtime may as well anchor on it.
+  o.progress = !o.trace_output.empty() ? GpuProgress::activity : parse_gpu_progress(o.progress_name);
+  RunPlan rp;
+  if (o.auto_plan) {
+    if (!o.plan.empty()) throw Exit(kUsage, "--plan and --auto exclude each other: --auto makes its own plan");
+    if (o.max_slowdown.empty()) throw Exit(kUsage, "--auto needs --max-slowdown, e.g. --max-slowdown 0.5%");
+    rp.ao.max_slowdown = parse_slowdown(o.max_slowdown);
+    rp.ao.warmup_steps = o.warmup_steps;
+    rp.ao.timeout_s = o.warmup_timeout_s;
+    if (o.switching.latency_ms >= 0) rp.ao.switch_latency_ms = o.switching.latency_ms;
+    if (!o.plan_output.empty()) {
+      const auto dir = std::filesystem::absolute(o.plan_output).parent_path();
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec))
+        throw Exit(kUsage, fmt::format("--plan-output {}: directory {} does not exist", o.plan_output, dir.string()));
+      rp.ao.plan_output = o.plan_output;
+    }
+    rp.ao.job_name = "launch feed of `" + o.cmd[0] + "` (gearshift run --auto)";
+  } else {
+    const std::pair<bool, const char*> auto_only[] = {
+        {!o.max_slowdown.empty(), "--max-slowdown"}, {!o.plan_output.empty(), "--plan-output"},
+        {!o.gpu_spec.empty(), "--gpu-spec"},         {cmd.count("--warmup-steps") > 0, "--warmup-steps"},
+        {cmd.count("--warmup-timeout") > 0, "--warmup-timeout"}};
+    for (const auto& [given, name] : auto_only)
+      if (given) throw Exit(kUsage, fmt::format("{} is for --auto (a --plan was made with its own)", name));
+    if (o.plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
+    rp.plan = load_plan_or_exit(o.plan);
+    rp.so = o.switching.resolve(*rp.plan);
+    rp.so.anchor_on_completions = o.progress == GpuProgress::activity;
+  }
+  if (!o.timeline.empty()) {
+    const auto dir = std::filesystem::absolute(o.timeline).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw Exit(kUsage, fmt::format("--timeline {}: directory {} does not exist", o.timeline, dir.string()));
+  }
+  return rp;
+}
+
+runtime::SessionOptions session_options(const Opts& o) {
+  runtime::SessionOptions so;
+  so.apply = o.apply;
+  so.gpu = o.gpu;
+  so.lock_memory = o.lock_memory;
+  so.dry_run_log = o.dry_run_log;
+  if (o.apply) so.watchdog_exe = self_exe();
+  so.record_changes = !o.timeline.empty();  // --timeline: every intended change, dry-run or applied
+  return so;
+}
+
+// The job and its launch feed around a session: every CUDA process of the job connects to the feed server; one
+// is followed (--plan: the first on --gpu to launch a kernel; --auto: the one the planner picks) and its events
+// reach the session's runtime once it runs, the planner before.
+class LiveRun {
+ public:
+  LiveRun(Opts& o, RunPlan rp, runtime::Session& session, std::vector<gpu::DeviceInfo> infos)
+      : o_(o),
+        rp_(std::move(rp)),
+        session_(session),
+        server_(gpu_resolver(std::move(infos)), [this](const FeedProcess& p, const feed::FeedEvent& e) { on_event(p, e); }),
+        progress_(o.progress,
+                  [this](const std::string& line) {
+                    const std::int64_t f = server_.followed();
+                    return f >= 0 && server_.send(static_cast<std::uint32_t>(f), line);
+                  }),
+        energy_(o.gpu),
+        follow_first_(static_cast<bool>(rp_.plan)) {}
+
+  // Runs the job to its end; the feed is read to its end too.
+  ChildExit run_job() {
+    // Set before any thread starts (setenv is not thread-safe).
+    setenv(feed::kEnvSocket, server_.socket_path().c_str(), 1);
+    progress_.set_job_env(/*collect_first=*/o_.auto_plan);
+    rp_.ao.measure_untraced = progress_.may_stop_recording();
+    rp_.ao.energy_j = [this] { return energy_.counter_j(); };  // --auto calibrates to the untraced run's power
+    set_tracer_env(o_.trace_output);
+    // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
+    std::optional<ForwardedSignalsBlocked> blocked;
+    blocked.emplace();
+    if (rp_.plan) {
+      progress_.set_template_kernels(rp_.plan->kernels_only().size());
+      session_.start(*rp_.plan, rp_.so);
+    } else {
+      planner_ = std::make_unique<AutoPlanner>(
+          rp_.ao, [this](const runtime::ClockPlan& made, std::uint32_t source) { on_plan(made, source); },
+          [this](std::uint32_t source) { return on_run_gpu(server_.process(source)); },
+          [this](std::uint32_t source) {
+            if (!server_.send(source, progress_.stop_recording_command()))
+              fmt::print(stderr, "gearshift run: note: could not tell the job to stop recording every kernel\n");
+          });
+    }
+    server_.start();
+    ChildExit ce = run_child(o_.cmd);
+    blocked.reset();
+    server_.stop();  // reads what the job's processes still sent, then removes the socket's directory
+    no_plan_ = planner_ ? planner_->finish() : std::string();
+    return ce;
+  }
+
+  // After session.stop(): who fed, what the runtime did, the timeline.
+  void print_summary(const runtime::SessionStats& ss) const {
+    print_feed_summary();
+    if (ss.started) print_stats(ss);
+    else fmt::print(stderr, "gearshift run --auto: {}\n", no_plan_);
+    if (!o_.timeline.empty()) write_timeline();
+  }
+
+ private:
+  bool on_run_gpu(const FeedProcess& p) const { return p.gpu && *p.gpu == o_.gpu; }
+
+  // --auto's plan is made: on the planner's thread; the main thread reads rp_ only after joining it (finish()).
+  void on_plan(const runtime::ClockPlan& made, std::uint32_t source) {
+    server_.follow(source, progress_.others_commands());
+    rp_.plan = made;
+    rp_.so = o_.switching.resolve(*rp_.plan);
+    rp_.so.anchor_on_completions = progress_.anchor_on_completions();
+    progress_.set_template_kernels(rp_.plan->kernels_only().size());
+    session_.start(*rp_.plan, rp_.so);
+    progress_.plan_ready(*session_.live(), server_.process(source).syncs);
+  }
+
+  // The feed reader's thread: events of the processes not followed are counted (by the server), not applied.
+  void on_event(const FeedProcess& p, const feed::FeedEvent& e) {
+    std::int64_t f = server_.followed();
+    if (f < 0 && follow_first_ && e.kind == feed::FeedEvent::Kind::launch && on_run_gpu(p)) {
+      server_.follow(p.index, progress_.others_commands());
+      f = server_.followed();
+    }
+    // Not followed (another process followed, or --plan's process not found yet): counted, not applied.
+    if ((f >= 0 && f != p.index) || (f < 0 && follow_first_)) return;
+    if (!o_.timeline.empty() && !anchor_ && f >= 0 && e.kind == feed::FeedEvent::Kind::complete)
+      anchor_ = ClockAnchor{p.hello.pid, e.correlation & 0xffff'ffff, e.gpu_start_ns, e.gpu_end_ns - e.gpu_start_ns};
+    if (f >= 0) progress_.on_event(e, session_.live());
+    if (session_.feed(e)) {
+      energy_.on_live_event(std::chrono::steady_clock::now().time_since_epoch().count());
+    } else if (planner_) {
+      planner_->add(p.index, e);
+    }
+  }
+
+  void print_feed_summary() const {
+    const std::vector<FeedProcess> procs = server_.processes();
+    std::uint64_t bad_lines = 0;
+    for (const auto& p : procs) bad_lines += p.bad_lines;
+    if (bad_lines > 0)
+      fmt::print(stderr, "gearshift run: {} launch feed line(s) were not valid events and were ignored\n", bad_lines);
+    if (server_.refused() > 0)
+      fmt::print(stderr, "gearshift run: {} connection(s) to the launch feed sent no valid hello and were closed\n",
+                 server_.refused());
+    if (procs.empty()) {
+      fmt::print(stderr, "gearshift run: no CUDA process connected to the launch feed (no CUDA work, or the injection "
+                         "library was not loaded: see any warning above)\n");
+      return;
+    }
+    fmt::print(stderr, "gearshift run: {} CUDA process(es) connected to the launch feed{}:\n", procs.size(),
+               server_.followed() >= 0 ? ""
+                                       : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", o_.gpu));
+    for (const auto& p : procs) fmt::print(stderr, "  {}\n", p.describe());
+  }
+
+  void print_stats(const runtime::SessionStats& ss) const {
+    const runtime::LiveStats& st = ss.live;
+    fmt::print(stderr,
+               "gearshift run: {} ({}), L = {} ms\n"
+               "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
+               "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
+               "  kernel time at the intended clocks{} {}\n"
+               "  {}\n"
+               "  {}\n"
+               "  {}\n",
+               ss.wrote_clocks ? "applied" : "dry-run", ss.wrote_clocks ? "NVML" : o_.dry_run_log,
+               o_.switching.latency_ms, st.steps, st.launches, 100 * st.prediction_accuracy(), st.changes,
+               st.dropped, st.merged, st.late, ss.wrote_clocks ? "" : " (would have run)",
+               st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
+                                : std::string("not measured (no kernel activity recorded while the plan ran)"),
+               runtime::describe_boundary_errors(st.boundary_error_ns), progress_.summary(), energy_.summary(st.steps));
+  }
+
+  void write_timeline() const {
+    try {
+      const auto changes = session_.changes();
+      const auto notes = write_run_timeline(o_.timeline, changes, o_.gpu, o_.trace_output, anchor_);
+      fmt::print(stderr, "gearshift run: timeline written to {} ({} intended clock changes{})\n", o_.timeline,
+                 changes.size(), session_.changes_lost() ? ", some lost: out of memory" : "");
+      for (const auto& n : notes) fmt::print(stderr, "  note: {}\n", n);
+    } catch (const trace::TraceError& e) {
+      fmt::print(stderr, "gearshift run: timeline not written: {}\n", e.what());
+    }
+  }
+
+  Opts& o_;
+  RunPlan rp_;
+  runtime::Session& session_;
+  FeedServer server_;
+  ProgressControl progress_;
+  RunEnergy energy_;  // measured J per live step (NVML's counter, read only)
+  std::unique_ptr<AutoPlanner> planner_;
+  const bool follow_first_;
+  std::optional<ClockAnchor> anchor_;  // the first completed kernel of the followed process (--timeline)
+  std::string no_plan_;                // --auto: why no plan was made
+};
+
+// The watchdog process (started by `run --apply`; not for people).
+void add_watchdog_command(CLI::App& app) {
+  struct WOpts {
+    std::string uuid;
+    int fd = -1;
+    bool memory = false;
+  };
+  auto w = std::make_shared<WOpts>();
+  auto* wd = app.add_subcommand("_watchdog", "");
+  wd->group("");  // hidden
+  wd->add_option("--uuid", w->uuid)->required();
+  wd->add_option("--fd", w->fd)->required();
+  wd->add_flag("--memory", w->memory);
+  wd->callback([w] {
+    int rc = runtime::watchdog_main(w->uuid, w->fd, w->memory);
+    if (rc != 0) throw Exit(kFailure, "watchdog could not reset the clocks");
+  });
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  struct Opts {
-    std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output, plan_output, gpu_spec,
-        timeline;
-    bool apply = false, auto_plan = false, lock_memory = false;
-    SwitchingArgs switching;
-    unsigned gpu = 0;
-    std::size_t warmup_steps = 20;
-    double warmup_timeout_s = 600;
-    std::string progress_name = "markers";
-    GpuProgress progress = GpuProgress::markers;
-    std::vector<std::string> cmd;
-  };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("run", "Run a training job and apply a clock plan online (dry-run unless --apply)");
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`");
@@ -192,232 +422,24 @@ void add_run_command(CLI::App& app) {
       ->type_name("markers|sync|activity");
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
-    // Every usage error before the job starts.
-    // A trace file records every kernel's activity anyway: the runtime may as well anchor on it.
-    o->progress = !o->trace_output.empty() ? GpuProgress::activity : parse_gpu_progress(o->progress_name);
-    AutoOptions ao;
-    std::optional<runtime::ClockPlan> plan;  // --plan's, or --auto's once made
-    runtime::SchedulerOptions so;
-    if (o->auto_plan) {
-      if (!o->plan.empty()) throw Exit(kUsage, "--plan and --auto exclude each other: --auto makes its own plan");
-      if (o->max_slowdown.empty()) throw Exit(kUsage, "--auto needs --max-slowdown, e.g. --max-slowdown 0.5%");
-      ao.max_slowdown = parse_slowdown(o->max_slowdown);
-      ao.warmup_steps = o->warmup_steps;
-      ao.timeout_s = o->warmup_timeout_s;
-      if (o->switching.latency_ms >= 0) ao.switch_latency_ms = o->switching.latency_ms;
-      if (!o->plan_output.empty()) {
-        const auto dir = std::filesystem::absolute(o->plan_output).parent_path();
-        std::error_code ec;
-        if (!std::filesystem::is_directory(dir, ec))
-          throw Exit(kUsage, fmt::format("--plan-output {}: directory {} does not exist", o->plan_output, dir.string()));
-        ao.plan_output = o->plan_output;
-      }
-      ao.job_name = "launch feed of `" + o->cmd[0] + "` (gearshift run --auto)";
-    } else {
-      const std::pair<bool, const char*> auto_only[] = {
-          {!o->max_slowdown.empty(), "--max-slowdown"}, {!o->plan_output.empty(), "--plan-output"},
-          {!o->gpu_spec.empty(), "--gpu-spec"},         {cmd->count("--warmup-steps") > 0, "--warmup-steps"},
-          {cmd->count("--warmup-timeout") > 0, "--warmup-timeout"}};
-      for (const auto& [given, name] : auto_only)
-        if (given) throw Exit(kUsage, fmt::format("{} is for --auto (a --plan was made with its own)", name));
-      if (o->plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
-      plan = load_plan_or_exit(o->plan);
-      so = o->switching.resolve(*plan);
-      so.anchor_on_completions = o->progress == GpuProgress::activity;
-    }
-
-    std::unique_ptr<runtime::DryRunActuator> dry;
-    try {
-      dry = std::make_unique<runtime::DryRunActuator>(o->dry_run_log);
-    } catch (const std::runtime_error& e) {
-      throw Exit(kBadInput, e.what());
-    }
-    runtime::Actuator* act = dry.get();
-    OpenedGpus gpus;
-    std::unique_ptr<runtime::GpuLock> lock;
-    std::unique_ptr<runtime::Watchdog> watchdog;
-    std::unique_ptr<runtime::NvmlActuator> nvml_act;
-    if (o->apply) {
-      gpus = open_gpus(false);
-      if (o->gpu >= gpus.devices.size())
-        throw Exit(kUsage, fmt::format("--gpu {}: only {} GPU(s)", o->gpu, gpus.devices.size()));
-    }
-    if (o->auto_plan) ao.gpu_spec = auto_gpu_spec(o->gpu_spec, gpus, o->gpu, o->apply);
-    if (o->apply) {
-      const std::string uuid = gpus.infos[o->gpu].uuid;
-      try {
-        lock = std::make_unique<runtime::GpuLock>(uuid);
-        watchdog = std::make_unique<runtime::Watchdog>(self_exe(), uuid, *lock, o->lock_memory);
-      } catch (const runtime::GpuBusyError& e) {
-        throw Exit(kNoPermission, e.what());
-      } catch (const std::runtime_error& e) {
-        throw Exit(kFailure, e.what());
-      }
-      nvml_act = std::make_unique<runtime::NvmlActuator>(gpus.devices[o->gpu], o->lock_memory, *dry);
-      act = nvml_act.get();
-    }
-    std::unique_ptr<RecordingActuator> recorder;  // --timeline: every intended change, dry-run or applied
-    if (!o->timeline.empty()) {
-      const auto dir = std::filesystem::absolute(o->timeline).parent_path();
-      std::error_code ec;
-      if (!std::filesystem::is_directory(dir, ec))
-        throw Exit(kUsage, fmt::format("--timeline {}: directory {} does not exist", o->timeline, dir.string()));
-      recorder = std::make_unique<RecordingActuator>(*act);
-      act = recorder.get();
-    }
-    std::optional<ClockAnchor> anchor;  // the first completed kernel of the followed process (--timeline)
-
+    RunPlan rp = check_run_options(*o, *cmd);  // every usage error before the job starts
+    runtime::Session session(session_options(*o));  // refusals: SessionError, exit codes in main.cpp
     // NVML's devices map each job process's CUDA ordinals to GPUs; a dry run without NVML maps plain indices.
-    std::vector<gpu::DeviceInfo> infos = gpus.infos;
-    if (infos.empty()) {
-      try {
-        infos = open_gpus(false).infos;
-      } catch (const Exit&) {
-      }
+    std::vector<gpu::DeviceInfo> infos;
+    try {
+      infos = open_gpus(false).infos;
+    } catch (const Exit&) {
     }
-    // Every CUDA process of the job connects to this socket; its events reach `sink` (set below, before start).
-    std::function<void(const FeedProcess&, const feed::FeedEvent&)> sink;
-    FeedServer server(gpu_resolver(std::move(infos)), [&](const FeedProcess& p, const feed::FeedEvent& e) { sink(p, e); });
-    ProgressControl progress(o->progress, [&](const std::string& line) {
-      const std::int64_t f = server.followed();
-      return f >= 0 && server.send(static_cast<std::uint32_t>(f), line);
-    });
-    // Set before any thread starts (setenv is not thread-safe).
-    setenv(feed::kEnvSocket, server.socket_path().c_str(), 1);
-    progress.set_job_env(/*collect_first=*/o->auto_plan);
-    ao.measure_untraced = progress.may_stop_recording();
-    set_tracer_env(o->trace_output);
-
-    RunEnergy energy(o->gpu);  // measured J per live step (NVML's counter, read only)
-    ao.energy_j = [&energy] { return energy.counter_j(); };  // --auto calibrates to the untraced run's power
-    // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
-    std::optional<ForwardedSignalsBlocked> blocked;
-    blocked.emplace();
-    // The runtime the reader feeds; published once it exists (at once with --plan, after the warm-up with --auto).
-    std::unique_ptr<runtime::LiveRuntime> rt;
-    std::atomic<runtime::LiveRuntime*> live{nullptr};
-    std::unique_ptr<AutoPlanner> planner;
-    const unsigned run_gpu = o->gpu;
-    auto on_run_gpu = [&](const FeedProcess& p) { return p.gpu && *p.gpu == run_gpu; };
-    if (plan) {
-      progress.set_template_kernels(plan->kernels_only().size());
-      rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
-      live.store(rt.get());
-    } else {
-      // Runs on the planner's thread; the main thread reads plan, so and rt only after joining it (finish()).
-      planner = std::make_unique<AutoPlanner>(
-          ao,
-          [&](const runtime::ClockPlan& made, std::uint32_t source) {
-            server.follow(source, progress.others_commands());
-            plan = made;
-            so = o->switching.resolve(*plan);
-            so.anchor_on_completions = progress.anchor_on_completions();
-            progress.set_template_kernels(plan->kernels_only().size());
-            rt = std::make_unique<runtime::LiveRuntime>(*plan, so, *act);
-            progress.plan_ready(*rt, server.process(source).syncs);
-            live.store(rt.get());
-          },
-          [&](std::uint32_t source) { return on_run_gpu(server.process(source)); },
-          [&](std::uint32_t source) {
-            if (!server.send(source, progress.stop_recording_command()))
-              fmt::print(stderr, "gearshift run: note: could not tell the job to stop recording every kernel\n");
-          });
-    }
-    // The reader thread: with --plan the first process on the run's GPU to launch a kernel is followed; events of
-    // the processes not followed are counted (by the server), not applied.
-    const bool follow_first = static_cast<bool>(plan);
-    sink = [&](const FeedProcess& p, const feed::FeedEvent& e) {
-      std::int64_t f = server.followed();
-      if (f < 0 && follow_first && e.kind == feed::FeedEvent::Kind::launch && on_run_gpu(p)) {
-        server.follow(p.index, progress.others_commands());
-        f = server.followed();
-      }
-      // Not followed (another process followed, or --plan's process not found yet): counted, not applied.
-      if ((f >= 0 && f != p.index) || (f < 0 && follow_first)) return;
-      if (recorder && !anchor && f >= 0 && e.kind == feed::FeedEvent::Kind::complete)
-        anchor = ClockAnchor{p.hello.pid, e.correlation & 0xffff'ffff, e.gpu_start_ns, e.gpu_end_ns - e.gpu_start_ns};
-      runtime::LiveRuntime* r = live.load();
-      if (f >= 0) progress.on_event(e, r);
-      if (r != nullptr) {
-        runtime::feed_event(e, *r);
-        energy.on_live_event(std::chrono::steady_clock::now().time_since_epoch().count());
-      } else if (planner) {
-        planner->add(p.index, e);
-      }
-    };
-    server.start();
-    ChildExit ce = run_child(o->cmd);
-    blocked.reset();
-    server.stop();  // reads what the job's processes still sent, then removes the socket's directory
-    const std::string no_plan = planner ? planner->finish() : std::string();
-    const std::vector<FeedProcess> procs = server.processes();
-    std::uint64_t bad_lines = 0;
-    for (const auto& p : procs) bad_lines += p.bad_lines;
-    if (bad_lines > 0)
-      fmt::print(stderr, "gearshift run: {} launch feed line(s) were not valid events and were ignored\n", bad_lines);
-    if (server.refused() > 0)
-      fmt::print(stderr, "gearshift run: {} connection(s) to the launch feed sent no valid hello and were closed\n",
-                 server.refused());
-    if (procs.empty()) {
-      fmt::print(stderr, "gearshift run: no CUDA process connected to the launch feed (no CUDA work, or the injection "
-                         "library was not loaded: see any warning above)\n");
-    } else {
-      fmt::print(stderr, "gearshift run: {} CUDA process(es) connected to the launch feed{}:\n", procs.size(),
-                 server.followed() >= 0 ? ""
-                                        : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", run_gpu));
-      for (const auto& p : procs) fmt::print(stderr, "  {}\n", p.describe());
-    }
-    if (rt) {
-      runtime::LiveStats st = rt->stop();  // restores the default clocks
-      fmt::print(stderr,
-                 "gearshift run: {} ({}), L = {} ms\n"
-                 "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
-                 "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
-                 "  kernel time at the intended clocks{} {}\n"
-                 "  {}\n"
-                 "  {}\n"
-                 "  {}\n",
-                 o->apply && act->writes_clocks() ? "applied" : "dry-run",
-                 act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
-                 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
-                 act->writes_clocks() ? "" : " (would have run)",
-                 st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
-                                  : std::string("not measured (no kernel activity recorded while the plan ran)"),
-                 runtime::describe_boundary_errors(st.boundary_error_ns), progress.summary(), energy.summary(st.steps));
-    } else {
-      fmt::print(stderr, "gearshift run --auto: {}\n", no_plan);
-    }
-    if (recorder) {
-      try {
-        const auto notes = write_run_timeline(o->timeline, recorder->changes(), o->gpu, o->trace_output, anchor);
-        fmt::print(stderr, "gearshift run: timeline written to {} ({} intended clock changes{})\n", o->timeline,
-                   recorder->changes().size(), recorder->lost() ? ", some lost: out of memory" : "");
-        for (const auto& n : notes) fmt::print(stderr, "  note: {}\n", n);
-      } catch (const trace::TraceError& e) {
-        fmt::print(stderr, "gearshift run: timeline not written: {}\n", e.what());
-      }
-    }
-    if (watchdog) watchdog->release();
+    if (o->auto_plan) rp.ao.gpu_spec = auto_gpu_spec(o->gpu_spec, infos, o->gpu, o->apply);
+    LiveRun run(*o, std::move(rp), session, std::move(infos));
+    const ChildExit ce = run.run_job();
+    const runtime::SessionStats ss = session.stop();  // restores the default clocks, releases the GPU
+    run.print_summary(ss);
     if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);
     if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->cmd[0], ce.code));
   });
 
-  // The watchdog process (started by `run --apply`; not for people).
-  struct WOpts {
-    std::string uuid;
-    int fd = -1;
-    bool memory = false;
-  };
-  auto w = std::make_shared<WOpts>();
-  auto* wd = app.add_subcommand("_watchdog", "");
-  wd->group("");  // hidden
-  wd->add_option("--uuid", w->uuid)->required();
-  wd->add_option("--fd", w->fd)->required();
-  wd->add_flag("--memory", w->memory);
-  wd->callback([w] {
-    int rc = runtime::watchdog_main(w->uuid, w->fd, w->memory);
-    if (rc != 0) throw Exit(kFailure, "watchdog could not reset the clocks");
-  });
+  add_watchdog_command(app);
 }
 
 }  // namespace gearshift::cli

@@ -5,6 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "plan/plan_file.hpp"
+#include "runtime/session.hpp"
+#include "service/error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"gearshift: cut GPU energy of LLM training without losing step time"};
@@ -27,6 +29,28 @@ int main(int argc, char** argv) {
   } catch (const gearshift::cli::Exit& e) {
     if (*e.what()) std::fprintf(stderr, "gearshift: %s\n", e.what());
     return e.code;
+  } catch (const gearshift::service::ServiceError& e) {  // the library's jobs: one exit code per kind
+    using Kind = gearshift::service::ServiceError::Kind;
+    std::fprintf(stderr, "gearshift: %s\n", e.what());
+    switch (e.kind()) {
+      case Kind::kBadArgument: return gearshift::cli::kUsage;
+      case Kind::kBadInput: return gearshift::cli::kBadInput;
+      case Kind::kNoIteration: return gearshift::cli::kNoIteration;
+      case Kind::kModelRefused: return gearshift::cli::kModelRefused;
+      case Kind::kBadProfile: return gearshift::cli::kBadInput;
+    }
+    return gearshift::cli::kFailure;
+  } catch (const gearshift::runtime::SessionError& e) {  // a live run refused before the job started
+    using Kind = gearshift::runtime::SessionError::Kind;
+    std::fprintf(stderr, "gearshift: %s\n", e.what());
+    switch (e.kind()) {
+      case Kind::kBadOutput: return gearshift::cli::kBadInput;
+      case Kind::kNoGpu: return gearshift::cli::kNoGpu;
+      case Kind::kNoPermission:
+      case Kind::kGpuBusy: return gearshift::cli::kNoPermission;
+      case Kind::kFailure: return gearshift::cli::kFailure;
+    }
+    return gearshift::cli::kFailure;
   } catch (const gearshift::plan::PlanFileError& e) {  // a bad plan.json is a bad input file wherever it is read
     std::fprintf(stderr, "gearshift: %s\n", e.what());
     return gearshift::cli::kBadInput;

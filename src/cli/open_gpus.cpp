@@ -1,9 +1,6 @@
 #include "cli/open_gpus.hpp"
 
-#include <unistd.h>
-
 #include <cstdlib>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -57,27 +54,5 @@ OpenedGpus open_gpus(bool cuda_visible) {
   return out;
 }
 
-bool process_is_privileged() {
-  if (geteuid() == 0) return true;
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) == 0) {
-      unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
-      constexpr int kCapSysAdmin = 21;  // linux/capability.h
-      return (caps >> kCapSysAdmin) & 1ULL;
-    }
-  }
-  return false;
-}
-
-bool may_set_clocks(bool privileged, bool api_restricted, std::string* reason) {
-  if (privileged) return true;
-  if (reason) {
-    *reason = api_restricted ? "not root, no CAP_SYS_ADMIN, and NVML restricts clock changes to root"
-                             : "not root and no CAP_SYS_ADMIN (locked clocks need either)";
-  }
-  return false;
-}
 
 }  // namespace gearshift::cli

@@ -19,9 +19,4 @@ struct OpenedGpus {
 // when NVML refuses this user.
 OpenedGpus open_gpus(bool cuda_visible);
 
-// May this process lock clocks? Root or CAP_SYS_ADMIN is needed for locked clocks whatever NVML's API
-// restriction says; `reason` says why not. Reads only: never calls a Set function.
-bool may_set_clocks(bool privileged, bool api_restricted, std::string* reason);
-bool process_is_privileged();  // euid 0 or CAP_SYS_ADMIN in the effective set (/proc/self/status)
-
 }  // namespace gearshift::cli

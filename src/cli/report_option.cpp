@@ -14,6 +14,8 @@
 
 namespace gearshift::cli {
 
+using namespace gearshift::service;  // the jobs this face calls
+
 void check_report_path(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;

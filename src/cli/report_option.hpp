@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cli/plan_job.hpp"
+#include "service/plan_job.hpp"
 
 namespace gearshift::cli {
 
@@ -13,7 +13,7 @@ namespace gearshift::cli {
 void check_report_path(const std::string& path);
 
 // Writes the report of `r` to `path`. Throws Exit(kBadInput) when it cannot be written.
-void write_report(const PlanJobOptions& o, const PlanJobResult& r, const std::string& path);
+void write_report(const service::PlanJobOptions& o, const service::PlanJobResult& r, const std::string& path);
 
 // This process's command line as a shell would take it back (arguments with spaces or quotes quoted).
 std::string own_command_line();

@@ -13,28 +13,6 @@
 
 namespace gearshift::cli {
 
-bool RecordingActuator::apply(const runtime::ClockChange& change, std::size_t template_size) noexcept {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    try {
-      changes_.push_back(change);
-    } catch (...) {
-      lost_ = true;
-    }
-  }
-  return inner_.apply(change, template_size);
-}
-
-std::vector<runtime::ClockChange> RecordingActuator::changes() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return changes_;
-}
-
-bool RecordingActuator::lost() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return lost_;
-}
-
 std::vector<std::string> write_run_timeline(const std::string& path, const std::vector<runtime::ClockChange>& changes,
                                             unsigned gpu, const std::string& trace_path,
                                             const std::optional<ClockAnchor>& anchor) {

@@ -18,24 +18,6 @@
 
 namespace gearshift::cli {
 
-// Passes every change on to `inner` and keeps a copy (the runtime thread calls apply: it never throws).
-class RecordingActuator final : public runtime::Actuator {
- public:
-  explicit RecordingActuator(runtime::Actuator& inner) : inner_(inner) {}
-  const char* name() const override { return inner_.name(); }
-  bool apply(const runtime::ClockChange& change, std::size_t template_size) noexcept override;
-  void restore() noexcept override { inner_.restore(); }
-  bool writes_clocks() const noexcept override { return inner_.writes_clocks(); }
-  std::vector<runtime::ClockChange> changes() const;  // in the order they were applied
-  bool lost() const;  // a change could not be kept (out of memory): the timeline misses some
-
- private:
-  runtime::Actuator& inner_;
-  mutable std::mutex mu_;
-  std::vector<runtime::ClockChange> changes_;
-  bool lost_ = false;
-};
-
 // One kernel seen both by the launch feed and, maybe, the trace file: it ties the two clocks together.
 struct ClockAnchor {
   std::int64_t pid = 0;             // the process that ran it

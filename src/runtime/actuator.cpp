@@ -96,4 +96,26 @@ void NvmlActuator::restore() noexcept {
   touched_ = false;
 }
 
+bool RecordingActuator::apply(const ClockChange& change, std::size_t template_size) noexcept {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    try {
+      changes_.push_back(change);
+    } catch (...) {
+      lost_ = true;
+    }
+  }
+  return inner_.apply(change, template_size);
+}
+
+std::vector<ClockChange> RecordingActuator::changes() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return changes_;
+}
+
+bool RecordingActuator::lost() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return lost_;
+}
+
 }  // namespace gearshift::runtime

@@ -69,4 +69,22 @@ class NvmlActuator final : public Actuator {
   std::uint64_t failures_ = 0;
 };
 
+// Passes every change on to `inner` and keeps a copy (the runtime thread calls apply: it never throws).
+class RecordingActuator final : public Actuator {
+ public:
+  explicit RecordingActuator(Actuator& inner) : inner_(inner) {}
+  const char* name() const override { return inner_.name(); }
+  bool apply(const ClockChange& change, std::size_t template_size) noexcept override;
+  void restore() noexcept override { inner_.restore(); }
+  bool writes_clocks() const noexcept override { return inner_.writes_clocks(); }
+  std::vector<ClockChange> changes() const;  // in the order they were applied
+  bool lost() const;  // a change could not be kept (out of memory): the timeline misses some
+
+ private:
+  Actuator& inner_;
+  mutable std::mutex mu_;
+  std::vector<ClockChange> changes_;
+  bool lost_ = false;
+};
+
 }  // namespace gearshift::runtime

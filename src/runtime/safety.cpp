@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "gpu/nvml.hpp"
@@ -140,6 +142,29 @@ int watchdog_main(const std::string& uuid, int pipe_fd, bool memory) {
   std::fprintf(stderr, "gearshift watchdog: owner died; clocks of GPU %s %s\n", uuid.c_str(),
                rc == 0 ? "reset to default" : "could NOT be reset");
   return rc;
+}
+
+bool process_is_privileged() {
+  if (geteuid() == 0) return true;
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+      constexpr int kCapSysAdmin = 21;  // linux/capability.h
+      return (caps >> kCapSysAdmin) & 1ULL;
+    }
+  }
+  return false;
+}
+
+bool may_set_clocks(bool privileged, bool api_restricted, std::string* reason) {
+  if (privileged) return true;
+  if (reason) {
+    *reason = api_restricted ? "not root, no CAP_SYS_ADMIN, and NVML restricts clock changes to root"
+                             : "not root and no CAP_SYS_ADMIN (locked clocks need either)";
+  }
+  return false;
 }
 
 }  // namespace gearshift::runtime

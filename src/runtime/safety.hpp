@@ -19,6 +19,11 @@ class GpuBusyError : public std::runtime_error {
 
 std::string lock_dir();
 
+// May this process lock clocks? Root or CAP_SYS_ADMIN is needed for locked clocks whatever NVML's API
+// restriction says; `reason` says why not. Reads only: never calls a Set function.
+bool may_set_clocks(bool privileged, bool api_restricted, std::string* reason);
+bool process_is_privileged();  // euid 0 or CAP_SYS_ADMIN in the effective set (/proc/self/status)
+
 class GpuLock {
  public:
   // Throws GpuBusyError when held elsewhere, std::runtime_error when the lock file cannot be created.

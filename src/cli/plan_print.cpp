@@ -1,0 +1,93 @@
+#include "cli/plan_print.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gpu/spec.hpp"
+
+namespace gearshift::cli {
+
+using service::PlanJobOptions;
+using service::PlanJobResult;
+
+namespace {
+
+std::string latency_label(const sim::StrategyResult& s) {
+  if (s.schedule.strategy != "phase") return "ideal";
+  double us = s.switch_latency_ns / 1e3;
+  if (us == 0) return "0";
+  if (us < 1000) return fmt::format("{:g} µs", us);
+  return fmt::format("{:g} ms", us / 1000);
+}
+
+}  // namespace
+
+void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
+  const auto& spec = r.model->spec();
+  const auto& it = r.iterations;
+  fmt::print("gearshift plan: {} on {} ({})\n", o.display_name, spec.full_name, spec.name);
+  fmt::print("All time and energy figures are MODELLED (DVFS model + simulator) unless marked measured.\n\n");
+  fmt::print("GPU           {}\n", r.gpu.line());
+  fmt::print("Iterations    {} detected by {}; {} kernels ({} ops) per step; period {:.2f} ms; confidence {:.3f}\n",
+             it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
+             it.confidence);
+  for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
+  fmt::print("Replay        {}\n", sim::build_step_graph(r.workload).note);
+  for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
+  const auto& b = r.evaluation.baseline;
+  fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
+             spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w, b.step_time_s,
+             b.energy_j, b.average_power_w);
+  const auto& ms = r.trace.measured;
+  if (ms.energy_per_step_j || ms.step_time_s)
+    fmt::print("Measured      {}{} per step (from the trace's meta: NVML energy counter, untraced run)\n",
+               ms.step_time_s ? fmt::format("{:.4f} s, ", *ms.step_time_s) : std::string(),
+               ms.energy_per_step_j ? fmt::format("{:.2f} J", *ms.energy_per_step_j) : std::string("? J"));
+  if (r.calibrated_to_w)
+    fmt::print("Model         class priors; memory/uncore power {:.0f} W at max memory clock, activity scale {:.3f}:\n"
+               "              calibrated to the measured {:.0f} W, from {}; dense GEMMs capped at {} MHz{}\n",
+               r.model->params().memory_w_at_max, r.model->params().activity_scale, *r.calibrated_to_w,
+               r.calibration_source,
+               r.model->capped_sm_clock({r.model->spec().default_sm_clock_mhz, r.model->spec().default_mem_clock_mhz},
+                                        model::class_prior(model::KernelClass::gemm)),
+               r.gemm_clock_source.empty() ? "" : " (sag from " + r.gemm_clock_source + ")");
+  else
+    fmt::print("Model         class priors; activity scale 1 ({})\n",
+               r.calibration_source.empty() ? "no measured power in the trace: uncalibrated" : r.calibration_source);
+  fmt::print("Budget        step time <= baseline + {:.2f} %\n\n", o.max_slowdown * 100);
+  fmt::print("{:<14} {:>9} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "strategy", "switch L", "time (s)", "energy (J)",
+             "saving", "slowdown", "changes/step");
+  for (const auto& s : r.evaluation.strategies) {
+    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", s.schedule.strategy,
+               latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
+               s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
+  }
+  const auto& g = r.range;
+  fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
+             "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
+             "the class priors' measured spread, docs/model-validation.md)\n",
+             r.chosen->schedule.strategy, latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
+             g.saving_high_pct, g.time_expected_s, g.time_low_s, g.time_high_s, 100 * g.p_over_budget,
+             100 * g.low_quantile, 100 * g.high_quantile, g.samples);
+  fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
+             "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
+  if (!r.evaluation.frontier.empty()) {
+    const auto& mem = spec.mem_clocks_mhz;
+    fmt::print("\nFrontier      modelled saving per slowdown budget; phase at L = {}; SM clock and {}\n",
+               latency_label(r.evaluation.frontier.front().strategies.back()),
+               mem.size() > 1 ? fmt::format("memory clock ({} MHz) as knobs", fmt::join(mem, ", "))
+                              : fmt::format("memory clock fixed at {} MHz (the spec has one)", mem.front()));
+    fmt::print("{:<9}", "budget");
+    for (const auto& s : r.evaluation.frontier.front().strategies)
+      fmt::print(" {:>14}", s.schedule.strategy == "phase" ? "phase " + latency_label(s) : s.schedule.strategy);
+    fmt::print("\n");
+    for (const auto& p : r.evaluation.frontier) {
+      fmt::print("{:>7.1f} %", p.max_slowdown * 100);
+      for (const auto& s : p.strategies)
+        fmt::print(" {:>14}", s.within_budget ? fmt::format("{:.2f} %", s.saving_pct) : std::string("none fits"));
+      fmt::print("\n");
+    }
+  }
+}
+
+}  // namespace gearshift::cli

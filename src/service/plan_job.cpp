@@ -1,0 +1,325 @@
+#include "service/plan_job.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "service/error.hpp"
+#include "gpu/spec.hpp"
+#include "sim/measurement.hpp"
+#include "sim/step_graph.hpp"
+#include "trace/error.hpp"
+#include "trace/gearshift_format.hpp"
+
+namespace gearshift::service {
+
+using Kind = ServiceError::Kind;
+
+double parse_slowdown(const std::string& text) {
+  std::string t = text;
+  bool percent = false;
+  while (!t.empty() && (t.back() == '%' || t.back() == ' ')) percent |= t.back() == '%', t.pop_back();
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(t, &used);
+    if (used != t.size()) throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    throw ServiceError(Kind::kBadArgument, fmt::format("--max-slowdown '{}' is not a number; write e.g. 0.5% or 0.005", text));
+  }
+  if (percent) v /= 100;
+  if (!(v >= 0 && v <= 1))
+    throw ServiceError(Kind::kBadArgument, fmt::format("--max-slowdown '{}' must lie between 0% and 100%", text));
+  return v;
+}
+
+namespace {
+gpu::GpuSpec spec_or_exit(const std::string& name) {
+  try {
+    return gpu::find_spec(name);
+  } catch (const std::invalid_argument& e) {
+    throw ServiceError(Kind::kBadArgument, std::string(e.what()) + "; pass one of those with --gpu");
+  }
+}
+
+}  // namespace
+
+std::string GpuChoice::line() const {
+  if (source == "assumed") return fmt::format("{} assumed: the trace names no GPU (pass --gpu to plan for another)", spec);
+  if (source == "trace") return fmt::format("{}, the GPU the trace names ('{}')", spec, trace_gpu);
+  if (trace_gpu.empty()) return fmt::format("{} from --gpu (the trace names no GPU)", spec);
+  return fmt::format("{} from --gpu (the trace names '{}', {})", spec, trace_gpu,
+                     trace_spec.empty() ? std::string("no known spec") : "spec " + trace_spec);
+}
+
+nlohmann::json GpuChoice::to_json() const {
+  auto or_null = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  return {{"spec", spec}, {"source", source}, {"trace_gpu", or_null(trace_gpu)}, {"trace_spec", or_null(trace_spec)}};
+}
+
+GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& t, const std::string& display_name) {
+  GpuChoice c;
+  c.trace_gpu = t.gpu_name;
+  if (!c.trace_gpu.empty()) c.trace_spec = gpu::spec_name_for_device(c.trace_gpu);
+  if (gpu) {
+    c.spec = spec_or_exit(*gpu).name;
+    c.source = "--gpu";
+  } else if (!c.trace_spec.empty()) {
+    c.spec = c.trace_spec;
+    c.source = "trace";
+  } else if (!c.trace_gpu.empty()) {
+    throw ServiceError(Kind::kBadArgument, fmt::format("{}: the trace ran on '{}', which has no GPU spec (known: {}); pass --gpu with "
+                                   "the spec to plan for",
+                                   display_name, c.trace_gpu, fmt::join(gpu::spec_names(), ", ")));
+  } else {
+    c.spec = "h200";
+    c.source = "assumed";
+  }
+  const gpu::GpuSpec spec = gpu::find_spec(c.spec);
+  if (c.source == "--gpu" && !c.trace_spec.empty() && c.trace_spec != c.spec)
+    c.warning = fmt::format("the trace names its GPU '{}' (spec {}), but --gpu {} plans it as an {}: the figures "
+                            "hold only if --gpu is right",
+                            c.trace_gpu, c.trace_spec, c.spec, spec.full_name);
+  // A GPU cannot average more than its highest power limit: a trace that did is from another GPU (5 % for
+  // sensor noise).
+  // The meta's figures only: power samples need the steps (checked again in plan_trace).
+  if (auto p = sim::measured_power(t, trace::IterationAnalysis{}); p && p->average_power_w > 1.05 * spec.power_limit_max_w) {
+    const double w = p->average_power_w;
+    const std::string why = c.source == "--gpu"   ? fmt::format("--gpu {}", c.spec)
+                            : c.source == "trace" ? fmt::format("the GPU the trace names, '{}'", c.trace_gpu)
+                                                  : std::string("assumed: the trace names no GPU");
+    throw ServiceError(Kind::kBadInput, fmt::format("{}: wrong GPU: the trace's measured average power {:.0f} W is above the "
+                                      "{:.0f} W maximum power limit of the {} spec ({}), so the trace did not run on "
+                                      "an {}; pass --gpu with the GPU it ran on",
+                                      display_name, w, spec.power_limit_max_w, c.spec, why, spec.full_name));
+  }
+  return c;
+}
+
+PlanJobResult run_plan_job(const PlanJobOptions& o) {
+  if (o.gpu) spec_or_exit(*o.gpu);  // a bad --gpu is reported before a long import
+  trace::Trace t;
+  try {
+    t = trace::import_trace(o.trace_path);
+  } catch (const trace::TraceError& e) {
+    throw ServiceError(Kind::kBadInput, std::string(e.what()));
+  }
+  return plan_trace(o, std::move(t));
+}
+
+PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
+                         std::optional<trace::IterationAnalysis> iterations) {
+  PlanJobResult r;
+  r.gpu = choose_gpu(o.gpu, trace, o.display_name);
+  if (!r.gpu.warning.empty()) r.warnings.push_back(r.gpu.warning);
+  const gpu::GpuSpec spec = gpu::find_spec(r.gpu.spec);
+  r.trace = std::move(trace);
+  try {
+    r.iterations = iterations ? std::move(*iterations) : trace::detect_iterations(r.trace, o.steps);
+  } catch (const trace::NoIterationError& e) {
+    // What the timing rules dropped or flagged often explains the refusal (half the events at ts 0).
+    std::string notes;
+    for (const auto& w : r.trace.health.warnings) notes += (notes.empty() ? " (before detection: " : "; ") + w;
+    throw ServiceError(Kind::kNoIteration, fmt::format("{}: {}{}", o.display_name, e.what(), notes.empty() ? "" : notes + ")"));
+  }
+  for (const auto& w : r.trace.health.warnings) r.warnings.push_back(w);
+  for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
+  r.model.emplace(spec);
+  r.workload = model::build_workload(r.trace, r.iterations, *r.model);
+  // Where the trace sampled the clocks its GEMMs held, their sag at the power cap is this job's measurement,
+  // not the spec's (sim/measurement.hpp): the model's power is set so that GEMMs cap there.
+  if (auto f = sim::sampled_gemm_clock_mhz(r.workload); f && *f != spec.observed_capped_sm_clock_mhz) {
+    gpu::GpuSpec sampled = spec;
+    sampled.observed_capped_sm_clock_mhz = *f;
+    r.model.emplace(sampled);
+    r.workload = model::build_workload(r.trace, r.iterations, *r.model);
+    r.gemm_clock_source = fmt::format("{} MHz, the median SM clock the trace sampled on its GEMMs", *f);
+  }
+  std::string no_power;
+  const std::optional<sim::MeasuredPower> measured =
+      o.measured_power ? o.measured_power : sim::measured_power(r.trace, r.iterations, &no_power);
+  if (measured && measured->samples > 0 && measured->average_power_w > 1.05 * spec.power_limit_max_w)
+    throw ServiceError(Kind::kBadInput, fmt::format("{}: wrong GPU: {} give {:.0f} W on average, above the {:.0f} W maximum power "
+                                      "limit of the {} spec; pass the --gpu the trace ran on",
+                                      o.display_name, measured->source, measured->average_power_w,
+                                      spec.power_limit_max_w, spec.name));
+  if (o.calibrate && measured) {
+    sim::calibrate_to_measured_power(r.workload, *r.model, measured->average_power_w);
+    r.calibrated_to_w = measured->average_power_w;
+    r.calibration_source = measured->source;
+    // A fit that ends at its bound means no parameter of the model reproduces the measured power: every energy
+    // figure after it would be the bound's, not the job's (measured: a traced step 69 % longer than the untraced
+    // run it was calibrated to). Refuse rather than print savings of a model that does not fit.
+    if (auto bound = sim::calibration_bound_warnings(*r.model); !bound.empty())
+      throw ServiceError(Kind::kModelRefused,
+                 fmt::format("{}: no plan: the model cannot reproduce the measured power ({} from {}): {}. Where the "
+                             "trace's step differs from the measured run (a heavy profiler slows the job), record "
+                             "it with `gearshift trace`; --no-calibrate plans with the uncalibrated class priors",
+                             o.display_name, fmt::format("{:.0f} W", measured->average_power_w), measured->source,
+                             fmt::format("{}", fmt::join(bound, "; "))));
+  } else if (!no_power.empty()) {
+    r.calibration_source = "uncalibrated: " + no_power;
+  }
+  sim::EvaluateOptions eo;
+  eo.max_slowdown = o.max_slowdown;
+  const double chosen_l_ns = o.switch_latency_ms.value_or(spec.switch_latency_ms) * 1e6;
+  if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
+    eo.switch_latencies_ns.push_back(chosen_l_ns);
+  r.evaluation = sim::evaluate(r.workload, *r.model, eo);
+  for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_s, r.evaluation.baseline.energy_j,
+                                            r.trace, r.iterations))
+    r.model_warnings.push_back(std::move(w));
+  for (const auto& w : r.model_warnings) r.warnings.push_back(w);
+  for (const auto& s : r.evaluation.strategies) {
+    if (s.schedule.strategy != o.strategy) continue;
+    if (o.strategy == "phase" && s.switch_latency_ns != chosen_l_ns) continue;
+    r.chosen = &s;
+  }
+  if (r.chosen == nullptr)
+    throw ServiceError(Kind::kBadArgument, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
+                                   o.strategy));
+  sim::RangeOptions ro;
+  ro.samples = o.range_samples;
+  r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
+  return r;
+}
+
+nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
+  using nlohmann::json;
+  const auto& it = r.iterations;
+  json j;
+  j["modelled"] = true;
+  j["input"] = o.display_name;
+  j["gpu"] = r.model->spec().name;
+  j["gpu_selection"] = r.gpu.to_json();
+  j["max_slowdown"] = o.max_slowdown;
+  j["iterations"] = {{"count", it.iterations.size()}, {"kernels_per_iteration", it.tmpl.kernels},
+                     {"ops_per_iteration", it.tmpl.ops.size()}, {"period_us", it.tmpl.period_ns / 1e3},
+                     {"confidence", it.confidence}, {"method", it.method}, {"device", it.device},
+                     {"micro_steps", it.evidence.micro_steps}, {"optimizer_updates_per_step", it.evidence.optimizer_updates},
+                     {"excluded_steps", it.evidence.excluded_steps}, {"evidence", it.evidence.lines}};
+  j["warnings"] = r.warnings;
+  {
+    const sim::StepGraph g = sim::build_step_graph(r.workload);
+    j["replay"] = {{"dependency", g.dependency}, {"note", g.note}};
+  }
+  const auto& b = r.evaluation.baseline;
+  j["baseline"] = {{"time_s", b.step_time_s}, {"energy_j", b.energy_j}, {"average_power_w", b.average_power_w}};
+  const auto& ms = r.trace.measured;
+  if (ms.energy_per_step_j || ms.step_time_s) {
+    json m = json::object();
+    if (ms.step_time_s) m["time_s"] = *ms.step_time_s;
+    if (ms.energy_per_step_j) m["energy_j"] = *ms.energy_per_step_j;
+    j["measured"] = m;
+  }
+  j["model"] = {{"activity_scale", r.model->params().activity_scale},
+                {"memory_w_at_max", r.model->params().memory_w_at_max},
+                {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)},
+                {"calibration_source", r.calibration_source}, {"gemm_cap_clock_source", r.gemm_clock_source}, {"low_confidence", !r.model_warnings.empty()},
+                {"warnings", r.model_warnings}};
+  json arr = json::array();
+  for (const auto& s : r.evaluation.strategies) {
+    json e = {{"name", s.schedule.strategy},
+              {"switch_latency_us", s.switch_latency_ns / 1e3},
+              {"time_s", s.sim.step_time_s},
+              {"energy_j", s.sim.energy_j},
+              {"saving_pct", s.saving_pct},
+              {"slowdown_pct", s.slowdown_pct},
+              {"clock_changes_per_step", s.sim.clock_changes},
+              {"within_budget", s.within_budget},
+              {"plan_ms", s.plan_ms}};
+    if (s.schedule.optimality_gap >= 0) e["optimality_gap"] = s.schedule.optimality_gap;
+    arr.push_back(e);
+  }
+  j["strategies"] = arr;
+  const auto& g = r.range;
+  j["saving_range"] = {{"strategy", r.chosen->schedule.strategy},
+                       {"switch_latency_us", r.chosen->switch_latency_ns / 1e3},
+                       {"saving_low_pct", g.saving_low_pct},
+                       {"saving_expected_pct", g.saving_expected_pct},
+                       {"saving_high_pct", g.saving_high_pct},
+                       {"time_low_s", g.time_low_s},
+                       {"time_expected_s", g.time_expected_s},
+                       {"time_high_s", g.time_high_s},
+                       {"slowdown_high_pct", g.slowdown_high_pct},
+                       {"p_over_budget", g.p_over_budget},
+                       {"samples", g.samples},
+                       {"quantiles", {g.low_quantile, g.high_quantile}}};
+  // The savings frontier (sim::Evaluation::frontier): every strategy at each slowdown budget.
+  json frontier = json::array();
+  for (const auto& p : r.evaluation.frontier) {
+    json ss = json::array();
+    for (const auto& s : p.strategies)
+      ss.push_back({{"name", s.schedule.strategy}, {"switch_latency_us", s.switch_latency_ns / 1e3},
+                    {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct}, {"time_s", s.sim.step_time_s},
+                    {"energy_j", s.sim.energy_j}, {"within_budget", s.within_budget}});
+    frontier.push_back({{"max_slowdown_pct", p.max_slowdown * 100}, {"strategies", ss}});
+  }
+  j["frontier"] = frontier;
+  const auto& mem = r.model->spec().mem_clocks_mhz;
+  j["frontier_knobs"] = {{"switch_latency_us", r.evaluation.frontier_latency_ns / 1e3},
+                         {"sm_clocks", r.model->spec().sm_clocks_mhz.size()}, {"mem_clocks_mhz", mem},
+                         {"memory_clock", mem.size() > 1 ? "knob" : "fixed"}};
+  return j;
+}
+
+plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
+  const auto& s = *r.chosen;
+  plan::PlanFile f;
+  f.gpu = r.model->spec().name;
+  f.gpu_selection = plan::PlanFileGpuSelection{r.gpu.spec, r.gpu.source, r.gpu.trace_gpu, r.gpu.trace_spec};
+  f.strategy = s.schedule.strategy;
+  f.switch_latency_us = s.switch_latency_ns / 1e3;
+  f.max_slowdown = o.max_slowdown;
+  f.period_us = r.iterations.tmpl.period_ns / 1e3;
+  plan::PlanFilePredicted pr;
+  pr.low_confidence = !r.model_warnings.empty();
+  pr.time_s = s.sim.step_time_s;
+  pr.energy_j = s.sim.energy_j;
+  pr.saving_pct = s.saving_pct;
+  pr.slowdown_pct = s.slowdown_pct;
+  pr.baseline_time_s = r.evaluation.baseline.step_time_s;
+  pr.baseline_energy_j = r.evaluation.baseline.energy_j;
+  pr.clock_changes_per_step = s.sim.clock_changes;
+  pr.saving_low_pct = r.range.saving_low_pct;
+  pr.saving_high_pct = r.range.saving_high_pct;
+  pr.time_low_s = r.range.time_low_s;
+  pr.time_high_s = r.range.time_high_s;
+  pr.p_over_budget = r.range.p_over_budget;
+  pr.range_samples = static_cast<std::size_t>(r.range.samples);
+  f.predicted = pr;
+  for (std::size_t i = 0; i < r.workload.ops.size(); ++i) {
+    const auto& op = r.workload.ops[i];
+    f.positions.push_back({op.name, op.kind, op.stream, model::to_string(op.cls), model::to_string(op.pass),
+                           op.ref_time_ns / 1e3, op.start_offset_ns / 1e3, s.schedule.clocks[i], op.graph_id,
+                           op.graph_launch});
+  }
+  for (const auto& ph : plan::phases_of(s.schedule))
+    f.phases.push_back({ph.first, ph.last, r.workload.ops[ph.first].name, ph.clocks});
+  f.model = plan::model_section(r.model->params(), r.calibrated_to_w);
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  nlohmann::json meta = nlohmann::json::parse(r.trace.meta_json, nullptr, false);
+  plan::PlanFileProvenance v;
+  v.input = o.display_name;
+  v.format = r.trace.format;
+  v.trace_meta = meta.is_discarded() ? nlohmann::json(nullptr) : meta;
+  v.iterations = r.iterations.iterations.size();
+  v.iteration_method = r.iterations.method;
+  v.step_confidence = r.iterations.confidence;
+  v.device = r.iterations.device;
+  v.warnings = r.warnings;
+  v.step_evidence = r.iterations.evidence.lines;
+  v.created = buf;
+  v.gearshift_version = "0.1.0";
+  f.provenance = std::move(v);
+  return f;
+}
+
+nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) { return plan::to_json(plan_file(o, r)); }
+
+}  // namespace gearshift::service

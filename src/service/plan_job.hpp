@@ -1,0 +1,90 @@
+// The main job shared by `gearshift plan` and `gearshift demo`: trace -> iterations -> workload -> model
+// (calibrated to the trace's measured power when it has one) -> every strategy planned and simulated.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/dvfs_model.hpp"
+#include "model/workload.hpp"
+#include "plan/plan_file.hpp"
+#include "sim/evaluate.hpp"
+#include "sim/measurement.hpp"
+#include "sim/saving_range.hpp"
+#include "trace/iteration.hpp"
+#include "trace/record.hpp"
+
+namespace gearshift::service {
+
+struct PlanJobOptions {
+  std::string trace_path;
+  std::string display_name;       // how to name the input in output (the path, or "embedded:...")
+  std::optional<std::string> gpu; // --gpu: the spec to plan for; absent: the trace's GPU (choose_gpu)
+  trace::IterationOptions steps;  // --device, --trust-period (docs/step-detection.md)
+  double max_slowdown = 0.005;    // fraction
+  std::string strategy = "phase"; // written to plan.json
+  std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
+  bool calibrate = true;          // scale activity to the trace's measured average power when present
+  // The measured average power to calibrate to instead of the trace's (run --auto: the NVML energy counter over
+  // the untraced run); absent: the trace's, when it has one.
+  std::optional<sim::MeasuredPower> measured_power;
+  int range_samples = 200;        // draws for the chosen plan's error bars (sim/saving_range.hpp)
+};
+
+// Which GPU spec plans a trace, and why: --gpu when given, else the spec of the GPU the trace names
+// (Trace::gpu_name through gpu::spec_name_for_device), else h200 assumed.
+struct GpuChoice {
+  std::string spec;        // the spec planned with, e.g. "h200"
+  std::string source;      // "--gpu", "trace" or "assumed" (the trace names no GPU)
+  std::string trace_gpu;   // the device name the trace gives; "" when it names none
+  std::string trace_spec;  // the spec trace_gpu maps to; "" when none
+  std::string warning;     // set when --gpu names another spec than the trace's GPU maps to
+  std::string line() const;        // the table's "GPU" line, plain words
+  nlohmann::json to_json() const;  // {"spec", "source", "trace_gpu", "trace_spec"} (null when absent)
+};
+
+// Throws ServiceError(kBadArgument) for an unknown --gpu, or when no --gpu is given and the trace names a GPU without a spec;
+// ServiceError(kBadInput) when the trace's measured average power exceeds the chosen spec's maximum power limit (by more
+// than 5 %): the trace did not run on that GPU.
+GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& t, const std::string& display_name);
+
+struct PlanJobResult {
+  GpuChoice gpu;
+  trace::Trace trace;
+  trace::IterationAnalysis iterations;
+  model::Workload workload;
+  std::optional<model::DvfsModel> model;
+  std::optional<double> calibrated_to_w;  // measured average power the model was calibrated to, W
+  std::string calibration_source;         // where that power comes from, or why uncalibrated (plain words)
+  std::string gemm_clock_source;          // non-empty: GEMMs' cap clock from the trace's clock samples (words)
+  // Where the model's calibration or baseline disagrees with a measurement (sim/measurement.hpp): each also
+  // in `warnings`; any of them marks the predicted figures low-confidence (JSON and plan.json).
+  std::vector<std::string> model_warnings;
+  sim::Evaluation evaluation;
+  const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
+  // The chosen plan's error bars: its saving and step time under draws of the class priors' spread.
+  sim::SavingRange range;
+  // Everything a user must read before trusting the figures (trace health, step evidence, GPU identity), plain
+  // words; printed as "Warning" lines, in the JSON report's "warnings" and in plan.json's provenance.
+  std::vector<std::string> warnings;
+};
+
+// Throws ServiceError (service/error.hpp): kBadArgument, kBadInput, kNoIteration, kModelRefused.
+PlanJobResult run_plan_job(const PlanJobOptions& o);
+// The same planning on a trace already in memory (`gearshift run --auto` collects it from the launch feed);
+// o.trace_path is not read. run_plan_job imports the file and calls this.
+// `iterations`: the trace's iteration analysis when the caller already ran it (run --auto), else it is run here.
+PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
+                         std::optional<trace::IterationAnalysis> iterations = std::nullopt);
+
+nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
+// The chosen plan as plan.json (plan/plan_file.hpp, the one owner of the format); plan_file_json is its JSON.
+plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r);
+nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);
+
+// Parses "0.5%", "0.5 %" or "0.005" into a fraction; throws ServiceError(kBadArgument) when not a number in [0, 1].
+double parse_slowdown(const std::string& text);
+
+}  // namespace gearshift::service

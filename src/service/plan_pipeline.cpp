@@ -1,0 +1,42 @@
+#include "service/plan_pipeline.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "pipeline/error.hpp"
+#include "service/error.hpp"
+
+namespace gearshift::service {
+
+PipelineJobResult run_pipeline_job(const PipelineJobOptions& o) {
+  using namespace pipeline;
+  using Kind = ServiceError::Kind;
+  auto bad = [](const char* what) { throw ServiceError(Kind::kBadArgument, what); };
+  if (!(o.time_unit_ms > 0) || !std::isfinite(o.time_unit_ms)) bad("--time-unit-ms must be > 0");
+  if (!(o.blocking_power_w >= 0) || !std::isfinite(o.blocking_power_w)) bad("--blocking-power-w must be ≥ 0");
+  if (!(o.straggler >= 1) || !std::isfinite(o.straggler)) bad("--straggler must be ≥ 1");
+  if (!(o.deadline_ms >= 0) || !std::isfinite(o.deadline_ms)) bad("--deadline-ms must be ≥ 0");
+  if (o.cost_model != "hull" && o.cost_model != "exp-fit") bad("--cost-model must be hull or exp-fit");
+  PipelineProblem p;
+  p.stages = o.stages;
+  p.microbatches = o.microbatches;
+  p.chunks = o.virtual_stages;
+  p.model.unit_s = o.time_unit_ms * 1e-3;
+  p.model.blocking_power_w = o.blocking_power_w;
+  p.model.kind = o.cost_model == "exp-fit" ? CostModelKind::kExpFit : CostModelKind::kHull;
+  try {
+    p.schedule = parse_schedule(o.schedule);
+    const Profile profile =
+        o.profile_text.empty() ? read_profile(o.profile_path) : parse_profile(o.profile_text, o.profile_path);
+    const auto t0 = std::chrono::steady_clock::now();
+    PipelineJobResult r{plan_pipeline(profile, p), {}};
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.summary = summarise(r.plan, o.straggler, o.deadline_ms * 1e-3);
+    r.summary.solve_seconds = secs;
+    return r;
+  } catch (const PipelineError& e) {
+    throw ServiceError(Kind::kBadProfile, e.what());
+  }
+}
+
+}  // namespace gearshift::service

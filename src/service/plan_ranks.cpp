@@ -1,0 +1,144 @@
+#include "service/plan_ranks.hpp"
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "service/error.hpp"
+#include "gpu/spec.hpp"
+#include "sim/evaluate.hpp"
+#include "trace/error.hpp"
+#include "trace/gearshift_format.hpp"
+#include "trace/iteration.hpp"
+
+namespace gearshift::service {
+
+using Kind = ServiceError::Kind;
+
+namespace {
+
+// sim::load_rank on a trace already imported (its GPU was read first).
+sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path) {
+  return sim::rank_from_trace(std::move(t), spec, path);
+}
+
+}  // namespace
+
+sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
+                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs,
+                                    std::vector<GpuChoice>* gpus) {
+  if (gpu) {  // a bad --gpu is reported before a long import
+    try {
+      gpu::find_spec(*gpu);
+    } catch (const std::invalid_argument& e) {
+      throw ServiceError(Kind::kBadArgument, std::string(e.what()) + "; pass one of those with --gpu");
+    }
+  }
+  std::vector<sim::RankInput> ranks;
+  std::vector<GpuChoice> choices;
+  for (const auto& path : traces) {
+    try {
+      trace::Trace t = trace::import_trace(path);
+      choices.push_back(choose_gpu(gpu, t, path));
+      ranks.push_back(rank_input(std::move(t), choices.back().spec, path));
+    } catch (const trace::TraceError& e) {
+      throw ServiceError(Kind::kBadInput, e.what());
+    } catch (const trace::NoIterationError& e) {
+      throw ServiceError(Kind::kNoIteration, fmt::format("{}: {}", path, e.what()));
+    } catch (const std::invalid_argument& e) {
+      throw ServiceError(Kind::kBadArgument, e.what());
+    }
+  }
+  if (gpus) *gpus = std::move(choices);
+  sim::SyncSlackResult r;
+  try {
+    r = sim::plan_sync_slack(ranks, options);
+  } catch (const std::invalid_argument& e) {
+    throw ServiceError(Kind::kBadInput, e.what());
+  }
+  if (inputs) *inputs = std::move(ranks);
+  return r;
+}
+
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r,
+                                      const std::vector<GpuChoice>& gpus) {
+  using nlohmann::json;
+  json ranks = json::array();
+  json warnings = json::array();
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (!gpus[i].warning.empty()) warnings.push_back(fmt::format("rank {}: {}", i, gpus[i].warning));
+  for (const auto& p : r.ranks)
+    ranks.push_back({{"rank", p.rank},
+                     {"gpu_selection", p.rank >= 0 && p.rank < static_cast<int>(gpus.size())
+                                           ? gpus[p.rank].to_json() : json(nullptr)},
+                     {"trace", p.rank < static_cast<int>(traces.size()) ? traces[p.rank] : ""},
+                     {"traced_step_time_s", p.traced_step_time_s},
+                     {"traced_energy_j", p.traced_energy_j},
+                     {"comm_time_s", p.comm_time_s},
+                     {"intrinsic_comm_time_s", p.intrinsic_comm_time_s},
+                     {"intrinsic_step_time_s", p.intrinsic_step_time_s},
+                     {"straggler_factor", p.straggler_factor},
+                     {"planned_step_time_s", p.planned_step_time_s},
+                     {"baseline_energy_j", p.baseline_energy_j},
+                     {"planned_energy_j", p.planned_energy_j},
+                     {"saving_pct", p.saving_pct},
+                     {"clock_changes_per_step", p.schedule.change_positions().size()}});
+  return {{"modelled", true},
+          {"deadline_s", r.deadline_s},
+          {"straggler", r.straggler},
+          {"switch_latency_us", r.switch_latency_ns / 1e3},
+          {"job_step_time_before_s", r.job_step_time_before_s},
+          {"job_step_time_after_s", r.job_step_time_after_s},
+          {"collectives_replayed", r.collectives_replayed},
+          {"job_energy_before_j", r.job_energy_before_j},
+          {"job_energy_after_j", r.job_energy_after_j},
+          {"warnings", warnings},
+          {"ranks", ranks}};
+}
+
+plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+                              const GpuChoice* gpu) {
+  const auto& p = r.ranks.at(rank);
+  const auto& w = in.workload;
+  plan::PlanFile f;
+  f.gpu = in.model.spec().name;
+  if (gpu) f.gpu_selection = plan::PlanFileGpuSelection{gpu->spec, gpu->source, gpu->trace_gpu, gpu->trace_spec};
+  f.strategy = "sync-slack " + p.schedule.strategy;
+  f.switch_latency_us = r.switch_latency_ns / 1e3;
+  f.period_us = w.period_ns / 1e3;
+  f.rank = p.rank;
+  f.deadline_s = r.deadline_s;
+  f.straggler_factor = p.straggler_factor;
+  plan::PlanFilePredicted pr;
+  pr.time_s = p.planned_step_time_s;
+  pr.energy_j = p.planned_energy_j;
+  pr.baseline_energy_j = p.baseline_energy_j;
+  pr.saving_pct = p.saving_pct;
+  pr.clock_changes_per_step = p.schedule.change_positions().size();
+  f.predicted = pr;
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    const auto& op = w.ops[i];
+    f.positions.push_back({op.name, op.kind, op.stream, model::to_string(op.cls), model::to_string(op.pass),
+                           op.ref_time_ns / 1e3, op.start_offset_ns / 1e3, p.schedule.clocks[i]});
+  }
+  for (const auto& ph : plan::phases_of(p.schedule))
+    f.phases.push_back({ph.first, ph.last, w.ops[ph.first].name, ph.clocks});
+  f.model = plan::model_section(in.model.params(), std::nullopt);
+  plan::PlanFileProvenance v;
+  v.input = in.source;
+  if (gpu && !gpu->warning.empty()) v.warnings.push_back(gpu->warning);
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  v.created = buf;
+  v.gearshift_version = "0.1.0";
+  f.provenance = std::move(v);
+  return f;
+}
+
+nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+                                   const GpuChoice* gpu) {
+  return plan::to_json(rank_plan_file(in, r, rank, gpu));
+}
+
+}  // namespace gearshift::service
