@@ -204,7 +204,7 @@ void add_run_command(CLI::App& app) {
       ao.max_slowdown = parse_slowdown(o->max_slowdown);
       ao.warmup_steps = o->warmup_steps;
       ao.timeout_s = o->warmup_timeout_s;
-      if (o->switching.latency_ms >= 0) ao.switch_latency_ms = o->switching.latency_ms;
+      ao.switch_latency_ms = o->switching.latency_ms;  // none: the spec's estimate
       if (!o->plan_output.empty()) {
         const auto dir = std::filesystem::absolute(o->plan_output).parent_path();
         std::error_code ec;
@@ -369,7 +369,7 @@ void add_run_command(CLI::App& app) {
     if (rt) {
       runtime::LiveStats st = rt->stop();  // restores the default clocks
       fmt::print(stderr,
-                 "gearshift run: {} ({}), L = {} ms\n"
+                 "gearshift run: {} ({}), L = {}\n"
                  "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
                  "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
                  "  kernel time at the intended clocks{} {}\n"
@@ -377,7 +377,8 @@ void add_run_command(CLI::App& app) {
                  "  {}\n"
                  "  {}\n",
                  o->apply && act->writes_clocks() ? "applied" : "dry-run",
-                 act->writes_clocks() ? "NVML" : o->dry_run_log, o->switching.latency_ms, st.steps, st.launches,
+                 act->writes_clocks() ? "NVML" : o->dry_run_log,
+                 o->switching.latency_ms ? fmt::format("{} ms", *o->switching.latency_ms) : "none (no plan was made)", st.steps, st.launches,
                  100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
                  act->writes_clocks() ? "" : " (would have run)",
                  st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())

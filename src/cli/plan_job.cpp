@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "gearshift/version.hpp"
 #include "gpu/spec.hpp"
 #include "sim/measurement.hpp"
 #include "sim/step_graph.hpp"
@@ -172,12 +173,12 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   for (const auto& w : r.model_warnings) r.warnings.push_back(w);
   for (const auto& s : r.evaluation.strategies) {
     if (s.schedule.strategy != o.strategy) continue;
-    if (o.strategy == "phase" && s.switch_latency_ns != chosen_l_ns) continue;
+    if (o.strategy == plan::Strategy::phase && s.switch_latency_ns != chosen_l_ns) continue;
     r.chosen = &s;
   }
   if (r.chosen == nullptr)
-    throw Exit(kUsage, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
-                                   o.strategy));
+    throw Exit(kUsage, fmt::format("strategy '{}' was not evaluated (iteration, pass, kernel-local, kernel-global, "
+                                   "phase)", plan::to_string(o.strategy)));
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
@@ -187,7 +188,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
 namespace {
 
 std::string latency_label(const sim::StrategyResult& s) {
-  if (s.schedule.strategy != "phase") return "ideal";
+  if (s.schedule.strategy != plan::Strategy::phase) return "ideal";
   double us = s.switch_latency_ns / 1e3;
   if (us == 0) return "0";
   if (us < 1000) return fmt::format("{:g} µs", us);
@@ -232,7 +233,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   fmt::print("{:<14} {:>9} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "strategy", "switch L", "time (s)", "energy (J)",
              "saving", "slowdown", "changes/step");
   for (const auto& s : r.evaluation.strategies) {
-    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", s.schedule.strategy,
+    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", plan::to_string(s.schedule.strategy),
                latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
                s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
   }
@@ -240,7 +241,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
              "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
              "the class priors' measured spread, docs/model-validation.md)\n",
-             r.chosen->schedule.strategy, latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
+             plan::to_string(r.chosen->schedule.strategy), latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
              g.saving_high_pct, g.time_expected_s, g.time_low_s, g.time_high_s, 100 * g.p_over_budget,
              100 * g.low_quantile, 100 * g.high_quantile, g.samples);
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
@@ -253,7 +254,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                               : fmt::format("memory clock fixed at {} MHz (the spec has one)", mem.front()));
     fmt::print("{:<9}", "budget");
     for (const auto& s : r.evaluation.frontier.front().strategies)
-      fmt::print(" {:>14}", s.schedule.strategy == "phase" ? "phase " + latency_label(s) : s.schedule.strategy);
+      fmt::print(" {:>14}", s.schedule.strategy == plan::Strategy::phase ? "phase " + latency_label(s)
+                                                                           : std::string(plan::to_string(s.schedule.strategy)));
     fmt::print("\n");
     for (const auto& p : r.evaluation.frontier) {
       fmt::print("{:>7.1f} %", p.max_slowdown * 100);
@@ -299,7 +301,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                 {"warnings", r.model_warnings}};
   json arr = json::array();
   for (const auto& s : r.evaluation.strategies) {
-    json e = {{"name", s.schedule.strategy},
+    json e = {{"name", plan::to_string(s.schedule.strategy)},
               {"switch_latency_us", s.switch_latency_ns / 1e3},
               {"time_s", s.sim.step_time_s},
               {"energy_j", s.sim.energy_j},
@@ -313,7 +315,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   }
   j["strategies"] = arr;
   const auto& g = r.range;
-  j["saving_range"] = {{"strategy", r.chosen->schedule.strategy},
+  j["saving_range"] = {{"strategy", plan::to_string(r.chosen->schedule.strategy)},
                        {"switch_latency_us", r.chosen->switch_latency_ns / 1e3},
                        {"saving_low_pct", g.saving_low_pct},
                        {"saving_expected_pct", g.saving_expected_pct},
@@ -330,7 +332,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& p : r.evaluation.frontier) {
     json ss = json::array();
     for (const auto& s : p.strategies)
-      ss.push_back({{"name", s.schedule.strategy}, {"switch_latency_us", s.switch_latency_ns / 1e3},
+      ss.push_back({{"name", plan::to_string(s.schedule.strategy)}, {"switch_latency_us", s.switch_latency_ns / 1e3},
                     {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct}, {"time_s", s.sim.step_time_s},
                     {"energy_j", s.sim.energy_j}, {"within_budget", s.within_budget}});
     frontier.push_back({{"max_slowdown_pct", p.max_slowdown * 100}, {"strategies", ss}});
@@ -348,7 +350,7 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   plan::PlanFile f;
   f.gpu = r.model->spec().name;
   f.gpu_selection = plan::PlanFileGpuSelection{r.gpu.spec, r.gpu.source, r.gpu.trace_gpu, r.gpu.trace_spec};
-  f.strategy = s.schedule.strategy;
+  f.strategy = plan::to_string(s.schedule.strategy);
   f.switch_latency_us = s.switch_latency_ns / 1e3;
   f.max_slowdown = o.max_slowdown;
   f.period_us = r.iterations.tmpl.period_ns / 1e3;
@@ -392,7 +394,7 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   v.warnings = r.warnings;
   v.step_evidence = r.iterations.evidence.lines;
   v.created = buf;
-  v.gearshift_version = "0.1.0";
+  v.gearshift_version = kVersion;
   f.provenance = std::move(v);
   return f;
 }

@@ -23,7 +23,7 @@ struct PlanJobOptions {
   std::optional<std::string> gpu; // --gpu: the spec to plan for; absent: the trace's GPU (choose_gpu)
   trace::IterationOptions steps;  // --device, --trust-period (docs/step-detection.md)
   double max_slowdown = 0.005;    // fraction
-  std::string strategy = "phase"; // written to plan.json
+  plan::Strategy strategy = plan::Strategy::phase;  // written to plan.json
   std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
   bool calibrate = true;          // scale activity to the trace's measured average power when present
   int range_samples = 200;        // draws for the chosen plan's error bars (sim/saving_range.hpp)
