@@ -1,4 +1,4 @@
-// Synchronization-aware slack across data-parallel ranks (DESIGN.md "Synchronization-aware slack").
+// Synchronization-aware slack across data-parallel ranks (docs/design.md "Synchronization-aware slack").
 //
 // Every rank of a data-parallel job runs the same step template and meets the others in the gradient
 // all-reduce. A rank with less work arrives early and spins inside the NCCL kernels until the slowest rank

@@ -74,7 +74,7 @@ TEST_F(Fixture, StrategiesRespectTheBudgetAndNest) {
   EXPECT_LE(energy(global), energy(pass) + 1e-12);
   EXPECT_LE(energy(global), energy(local) + 1e-12);
   EXPECT_LT(energy(global), energy(Schedule{Strategy::baseline, 0, std::vector<model::ClockPair>(6, t.clocks[t.default_index]), 0}));
-  // Memory-bound ops go below the max SM clock (DESIGN.md / Spaan et al.).
+  // Memory-bound ops go below the max SM clock (docs/design.md / Spaan et al.).
   EXPECT_LT(global.clocks[1].sm_mhz, 1980);
 }
 
