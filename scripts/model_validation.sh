@@ -36,7 +36,7 @@ over the **8 distinct sweeps**, each counted once: 8 × 35 = 280 held-out (sweep
 
 At the sweep's memory clock, for SM clock f (MHz):
 
-* time `t(f) = T_c + A / f_eff` — DESIGN.md's `t_ref·(a·f_ref/f + 1 − a)` written with T_c = (1 − a)·t_ref,
+* time `t(f) = T_c + A / f_eff` — docs/design.md's `t_ref·(a·f_ref/f + 1 − a)` written with T_c = (1 − a)·t_ref,
   A = a·t_ref·f_ref;
 * power `P(f) = P_idle(f_eff) + P_k + g·(V(f_eff)/V_max)²·f_eff`, P_idle from the GPU spec (data/gpus/a100.json,
   linear in f between its idle figures), V flat at V_min below a knee and linear up to V_max at 1410 MHz;

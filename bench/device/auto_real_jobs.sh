@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `gearshift run --auto` on real training jobs of several families, one GPU, dry-run only (issue 15's table).
+# `gearshift run --auto` on real training jobs of several families, one GPU, dry-run only (docs/benchmarks.md,
+# "`gearshift run --auto` on real jobs and launchers").
 # Usage: auto_real_jobs.sh BIN OUT [JOB ...]
 #   jobs: llama moe ckpt compile accum (train_families.py) and megatron (Megatron-LM pretrain_gpt.py through
 #   torchrun --nproc_per_node 1; needs MEGATRON_DIR with pretrain_gpt.py and the megatron-core wheel installed),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device check of issue 3 on a real GPU (reads NVML only: never sets clocks, power limit or modes).
+# Energy measurement on a real GPU (docs/benchmarks.md, "Energy measurement"); reads NVML only: never sets
+# clocks, power limit or modes.
 # Writes into $OUT: env.txt, gpus.txt, cost.jsonl, idle.json, train.json, train_log.txt, probe_log.csv.
 # Analyse afterwards with bench/device/analyze.py $OUT.
 # Usage (repo root): OUT=/tmp/out bench/device/monitor_check.sh [PAIRS] [PHASE_STEPS]

@@ -11,8 +11,8 @@ With --variant NAME:KEY=VALUE,KEY=VALUE (repeatable) each round runs the plain j
 wrapped run with those environment variables added, e.g. the injection library's GEARSHIFT_FEED_* tuning), in
 an order rotated every round, and reports each variant's median ratio to the same round's plain run. The key
 WRAP picks how a variant runs the job: WRAP=gearshift (default, through --mode), WRAP=none (the job alone with
-the variables, e.g. CUDA_INJECTION64_PATH only), WRAP=cat (the job with GEARSHIFT_RUNTIME_FD=3 open on a pipe
-that `cat` drains: the injection library's feed without the gearshift process). RUNARGS=A+B adds arguments A B
+the variables, e.g. CUDA_INJECTION64_PATH only), WRAP=sink (the job under feed_sink.py, which names a socket of
+its own in GEARSHIFT_RUNTIME_SOCKET and drains it: the injection library's feed without the gearshift process). RUNARGS=A+B adds arguments A B
 to `gearshift run` (e.g. RUNARGS=--gpu-progress+activity).
 """
 import argparse
@@ -56,8 +56,8 @@ def main():
     def wrapped(name, i, how, runargs):
         if how == "none":
             return base
-        if how == "cat":
-            return ["bash", "-c", 'exec "$@" 3> >(cat > /dev/null)', "bash"] + base
+        if how == "sink":
+            return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "feed_sink.py"), "--"] + base
         if a.mode == "trace":
             return [a.gearshift, "trace", "-o", os.path.join(a.out, f"overhead_{i}.jsonl.gz"), "--"] + base
         return [a.gearshift, "run", "--plan", a.plan, "--switch-latency-ms", a.switch_latency_ms,
@@ -79,10 +79,8 @@ def main():
             how = extra.get("WRAP", "gearshift")
             runargs = [x for x in extra.get("RUNARGS", "").split("+") if x]
             env = dict(os.environ, **{k: x for k, x in extra.items() if k not in ("WRAP", "RUNARGS")})
-            if a.inject and (a.mode == "run" or how == "cat"):
+            if a.inject and (a.mode == "run" or how == "sink"):
                 env["CUDA_INJECTION64_PATH"] = a.inject
-            if how == "cat":
-                env["GEARSHIFT_RUNTIME_FD"] = "3"
             times[name], logs[name] = run(wrapped(name, i, how, runargs), env)
         plain = times[None]
         for name, _ in variants:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where the runtime feed's overhead comes from (issue 5), dry-run only. Usage: overhead_split.sh BIN OUT [ROUNDS]
+# Where the runtime feed's overhead comes from, dry-run only. Usage: overhead_split.sh BIN OUT [ROUNDS]
 #  1. launch_cost.cu: CPU cost per launch and GPU time per empty kernel, plain vs the injection library with the
 #     feed (every kernel's activity / launch callbacks only / activity in 25 of every 100 ms) vs `gearshift trace`.
 #  2. GPT-2 small step time: plain vs `gearshift run --plan` with the same feed variants and a 50 ms flush,
@@ -19,7 +19,8 @@ log "machine"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,p
 if [[ -z "${SKIP_LAUNCH:-}" ]]; then  # SKIP_LAUNCH=1: step time only
   log "launch cost: CPU per launch, GPU per empty kernel"
   nvcc -O2 -o "$OUT/launch_cost" "$HERE/launch_cost.cu" || exit 1
-  feed() { env "$@" GEARSHIFT_RUNTIME_FD=3 CUDA_INJECTION64_PATH="$LIB" "$OUT/launch_cost" 1000 2>/dev/null 3> >(cat > /dev/null); }
+  # The injection library's feed into a socket that feed_sink.py drains (no gearshift process).
+  feed() { env "$@" CUDA_INJECTION64_PATH="$LIB" python3 "$HERE/feed_sink.py" -- "$OUT/launch_cost" 1000 2>/dev/null; }
   for r in 1 2; do
     echo "plain      $("$OUT/launch_cost" 1000)"
     echo "feed_all   $(feed)"

@@ -35,7 +35,7 @@ from ._errors import (
 from ._native import core as _core
 from .monitor import Measurement, Monitor, simulated_gpu_library
 
-__version__ = "0.1.0"
+__version__: str = _core.__version__  # CMake's project(VERSION): one place for C++, the CLI and this package
 
 __all__ = [
     "AlreadyEnabledError",
@@ -100,9 +100,8 @@ def plan_ranks(
         TraceError: unreadable trace, or ranks that do not run the same step. NoIterationError. ValueError.
     """
     paths: List[str] = [str(t) for t in traces]
-    if switch_latency_ms is None:
-        latency = -1.0  # the core's "not given"
-    else:
+    latency: Optional[float] = None  # None: the GPU spec's estimate
+    if switch_latency_ms is not None:
         latency = float(switch_latency_ms)
         if not latency >= 0 or math.isinf(latency):
             # Before, any negative value silently became the GPU's estimate (as `--switch-latency-ms -1` did).

@@ -13,6 +13,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "gearshift/version.hpp"
 #include "gpu/nvml.hpp"
 #include "gpu/spec.hpp"
 #include "monitor/sampler.hpp"
@@ -204,10 +205,13 @@ std::string plan_trace(const std::string& trace, double max_slowdown, const std:
 
 // gearshift plan-ranks: {"report": ..., "plans": [plan.json per rank]} as JSON text.
 std::string plan_ranks(const std::vector<std::string>& traces, const std::string& gpu, const std::string& strategy,
-                       double switch_latency_ms) {
+                       std::optional<double> switch_latency_ms) {
   gearshift::sim::SyncSlackOptions o;
-  o.strategy = strategy;
-  o.switch_latency_ms = switch_latency_ms;
+  const auto s = gearshift::plan::parse_strategy(strategy);
+  if (s != gearshift::plan::Strategy::phase && s != gearshift::plan::Strategy::kernel_global)
+    raise("ValueError", "strategy '" + strategy + "': phase or kernel-global");
+  o.strategy = *s;
+  o.switch_latency_ms = switch_latency_ms;  // none: the GPU spec's estimate
   nb::gil_scoped_release unlocked;
   std::vector<gearshift::sim::RankInput> inputs;
   std::vector<gearshift::service::GpuChoice> gpus;
@@ -241,6 +245,7 @@ std::string plan_pipeline(const std::string& profile_csv, int stages, int microb
 }  // namespace
 
 NB_MODULE(_core, m) {
+  m.attr("__version__") = gearshift::kVersion;  // CMake's project(VERSION), the one place it is written
   m.doc() = "gearshift's C++ core (private: use the gearshift package)";
   // Exception classes live in pure Python (gearshift._errors) so users can import and catch them; they are
   // kept alive for the interpreter's lifetime (never released: no teardown-order hazards).
@@ -295,7 +300,7 @@ NB_MODULE(_core, m) {
       .def("feed_line", &Runtime::feed_line, "line"_a)
       .def("stop", &Runtime::stop);
   m.def("plan_trace", &plan_trace, "trace"_a, "max_slowdown"_a, "gpu"_a);
-  m.def("plan_ranks", &plan_ranks, "traces"_a, "gpu"_a, "strategy"_a, "switch_latency_ms"_a);
+  m.def("plan_ranks", &plan_ranks, "traces"_a, "gpu"_a, "strategy"_a, "switch_latency_ms"_a.none());
   m.def("plan_pipeline", &plan_pipeline, "profile_csv"_a, "stages"_a, "microbatches"_a, "straggler"_a,
         "time_unit_ms"_a, "blocking_power_w"_a);
   m.def("monotonic_ns", [] { return gearshift::runtime::monotonic_ns(); });

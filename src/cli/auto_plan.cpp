@@ -244,7 +244,7 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
   po.display_name = o_.job_name;
   po.gpu = o_.gpu_spec;
   po.max_slowdown = o_.max_slowdown;
-  po.strategy = "phase";
+  po.strategy = plan::Strategy::phase;
   po.switch_latency_ms = o_.switch_latency_ms;
   try {
     // The plan is made from the latest steps only: the first steps of a job are slower (cuBLAS heuristics, the

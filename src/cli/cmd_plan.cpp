@@ -37,7 +37,7 @@ struct PlanArgs {
   std::optional<double> switch_latency_ms;  // absent: the GPU spec's estimate
   bool json = false;
   bool no_calibrate = false;
-  int device = -1;
+  std::optional<int> device;  // none: the one with most kernels
   bool trust_period = false;
 };
 
@@ -85,7 +85,11 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   o.display_name = display;
   if (!a.gpu.empty()) o.gpu = a.gpu;
   o.max_slowdown = parse_slowdown(a.max_slowdown);
-  o.strategy = a.strategy;
+  const std::optional<plan::Strategy> strategy = plan::parse_strategy(a.strategy);
+  if (!strategy)
+    throw Exit(kUsage, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
+                                   a.strategy));
+  o.strategy = *strategy;
   if (a.switch_latency_ms) {
     if (!(*a.switch_latency_ms >= 0) || !std::isfinite(*a.switch_latency_ms))
       throw Exit(kUsage, fmt::format("--switch-latency-ms {}: the switch latency must be a number of ms >= 0",
@@ -107,7 +111,7 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
       throw Exit(kBadInput, e.what());
     }
     if (!a.json)
-      fmt::print("Plan written  {} (strategy {}, {} phases)\n", a.output, r.chosen->schedule.strategy,
+      fmt::print("Plan written  {} (strategy {}, {} phases)\n", a.output, plan::to_string(r.chosen->schedule.strategy),
                  plan::phases_of(r.chosen->schedule).size());
   }
   if (!a.report.empty()) {

@@ -26,15 +26,16 @@ struct Args {
 
 void execute(const Args& a) {
   sim::SyncSlackOptions o;
-  o.strategy = a.strategy;
+  const std::optional<plan::Strategy> strategy = plan::parse_strategy(a.strategy);
+  if (strategy != plan::Strategy::phase && strategy != plan::Strategy::kernel_global)
+    throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", a.strategy));
+  o.strategy = *strategy;
   if (a.switch_latency_ms) {
     if (!(*a.switch_latency_ms >= 0) || !std::isfinite(*a.switch_latency_ms))
       throw Exit(kUsage, fmt::format("--switch-latency-ms {}: the switch latency must be a number of ms >= 0",
                                      *a.switch_latency_ms));
     o.switch_latency_ms = *a.switch_latency_ms;
   }
-  if (o.strategy != "phase" && o.strategy != "kernel-global")
-    throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", o.strategy));
   std::vector<sim::RankInput> inputs;
   std::vector<GpuChoice> gpus;
   auto r = run_plan_ranks(a.traces, a.gpu.empty() ? std::nullopt : std::optional<std::string>(a.gpu), o, &inputs,

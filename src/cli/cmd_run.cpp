@@ -174,7 +174,7 @@ RunPlan check_run_options(Opts& o, const CLI::App& cmd) {
     rp.ao.max_slowdown = parse_slowdown(o.max_slowdown);
     rp.ao.warmup_steps = o.warmup_steps;
     rp.ao.timeout_s = o.warmup_timeout_s;
-    if (o.switching.latency_ms >= 0) rp.ao.switch_latency_ms = o.switching.latency_ms;
+    rp.ao.switch_latency_ms = o.switching.latency_ms;  // none: the spec's estimate
     if (!o.plan_output.empty()) {
       const auto dir = std::filesystem::absolute(o.plan_output).parent_path();
       std::error_code ec;
@@ -328,7 +328,7 @@ class LiveRun {
   void print_stats(const runtime::SessionStats& ss) const {
     const runtime::LiveStats& st = ss.live;
     fmt::print(stderr,
-               "gearshift run: {} ({}), L = {} ms\n"
+               "gearshift run: {} ({}), L = {}\n"
                "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
                "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
                "  kernel time at the intended clocks{} {}\n"
@@ -336,7 +336,8 @@ class LiveRun {
                "  {}\n"
                "  {}\n",
                ss.wrote_clocks ? "applied" : "dry-run", ss.wrote_clocks ? "NVML" : o_.dry_run_log,
-               o_.switching.latency_ms, st.steps, st.launches, 100 * st.prediction_accuracy(), st.changes,
+               o_.switching.latency_ms ? fmt::format("{} ms", *o_.switching.latency_ms) : "none (no plan was made)",
+               st.steps, st.launches, 100 * st.prediction_accuracy(), st.changes,
                st.dropped, st.merged, st.late, ss.wrote_clocks ? "" : " (would have run)",
                st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
                                 : std::string("not measured (no kernel activity recorded while the plan ran)"),

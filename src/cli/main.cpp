@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "gearshift/version.hpp"
 #include "plan/plan_file.hpp"
 #include "runtime/session.hpp"
 #include "service/error.hpp"
@@ -11,7 +12,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"gearshift: cut GPU energy of LLM training without losing step time"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gearshift 0.1.0");
+  app.set_version_flag("--version", std::string("gearshift ") + gearshift::kVersion);
   gearshift::cli::add_plan_command(app);
   gearshift::cli::add_demo_command(app);
   gearshift::cli::add_gpus_command(app);

@@ -13,7 +13,7 @@ using service::PlanJobResult;
 namespace {
 
 std::string latency_label(const sim::StrategyResult& s) {
-  if (s.schedule.strategy != "phase") return "ideal";
+  if (s.schedule.strategy != plan::Strategy::phase) return "ideal";
   double us = s.switch_latency_ns / 1e3;
   if (us == 0) return "0";
   if (us < 1000) return fmt::format("{:g} µs", us);
@@ -58,7 +58,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   fmt::print("{:<14} {:>9} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "strategy", "switch L", "time (s)", "energy (J)",
              "saving", "slowdown", "changes/step");
   for (const auto& s : r.evaluation.strategies) {
-    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", s.schedule.strategy,
+    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", plan::to_string(s.schedule.strategy),
                latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
                s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
   }
@@ -66,7 +66,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
              "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
              "the class priors' measured spread, docs/model-validation.md)\n",
-             r.chosen->schedule.strategy, latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
+             plan::to_string(r.chosen->schedule.strategy), latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
              g.saving_high_pct, g.time_expected_s, g.time_low_s, g.time_high_s, 100 * g.p_over_budget,
              100 * g.low_quantile, 100 * g.high_quantile, g.samples);
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
@@ -79,7 +79,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                               : fmt::format("memory clock fixed at {} MHz (the spec has one)", mem.front()));
     fmt::print("{:<9}", "budget");
     for (const auto& s : r.evaluation.frontier.front().strategies)
-      fmt::print(" {:>14}", s.schedule.strategy == "phase" ? "phase " + latency_label(s) : s.schedule.strategy);
+      fmt::print(" {:>14}", s.schedule.strategy == plan::Strategy::phase ? "phase " + latency_label(s)
+                                                                           : std::string(plan::to_string(s.schedule.strategy)));
     fmt::print("\n");
     for (const auto& p : r.evaluation.frontier) {
       fmt::print("{:>7.1f} %", p.max_slowdown * 100);

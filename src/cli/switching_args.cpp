@@ -5,7 +5,7 @@
 namespace gearshift::cli {
 
 void SwitchingArgs::add_to(CLI::App* cmd) {
-  // Checked when given (the -1 defaults mean "not given").
+  // Checked when given; not given stays none.
   cmd->add_option("--switch-latency-ms", latency_ms, "Clock-change latency L, ms (default: the plan's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-interval-ms", min_interval_ms, "Merge changes closer than this, ms (default: L)")
@@ -13,11 +13,12 @@ void SwitchingArgs::add_to(CLI::App* cmd) {
 }
 
 runtime::SchedulerOptions SwitchingArgs::resolve(const runtime::ClockPlan& plan) {
-  if (latency_ms < -0.5) latency_ms = plan.switch_latency_ns / 1e6;
-  if (latency_ms < 0) throw Exit(kUsage, "--switch-latency-ms must be >= 0");
+  if (!latency_ms) latency_ms = plan.switch_latency_ns / 1e6;
+  if (!(*latency_ms >= 0)) throw Exit(kUsage, "--switch-latency-ms must be >= 0");
+  if (min_interval_ms && !(*min_interval_ms >= 0)) throw Exit(kUsage, "--min-interval-ms must be >= 0");
   runtime::SchedulerOptions so;
-  so.switch_latency_ns = latency_ms * 1e6;
-  so.min_interval_ns = (min_interval_ms < 0 ? latency_ms : min_interval_ms) * 1e6;
+  so.switch_latency_ns = *latency_ms * 1e6;
+  so.min_interval_ns = min_interval_ms.value_or(*latency_ms) * 1e6;
   return so;
 }
 

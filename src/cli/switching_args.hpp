@@ -2,6 +2,7 @@
 // --min-interval-ms (defaults: the plan's L, and L), and the plan.json they apply.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -12,11 +13,11 @@
 namespace gearshift::cli {
 
 struct SwitchingArgs {
-  double latency_ms = -1;       // ms; < 0: the plan's switch latency
-  double min_interval_ms = -1;  // ms; < 0: the switch latency
+  std::optional<double> latency_ms;       // ms; none: the plan's switch latency
+  std::optional<double> min_interval_ms;  // ms; none: the switch latency
 
   void add_to(CLI::App* cmd);
-  // The scheduler options for `plan`; resolves latency_ms to the value used. Throws Exit(kUsage) when < 0.
+  // The scheduler options for `plan`; sets latency_ms to the value used. Throws Exit(kUsage) when < 0.
   runtime::SchedulerOptions resolve(const runtime::ClockPlan& plan);
 };
 

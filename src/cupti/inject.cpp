@@ -45,7 +45,7 @@
 #include "cupti/tracer.hpp"
 #include "feed/protocol.hpp"
 #include "feed/socket.hpp"
-#include "trace/gearshift_format.hpp"
+#include "trace/gearshift_writer.hpp"
 
 #define GEARSHIFT_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -389,6 +389,59 @@ bool running(State* s) {
   return !s->cupti_off;
 }
 
+// The trace half of a start: clock sampling, the file's header (who wrote it, with which CUPTI) and the Tracer
+// that writes it. Returns why the file cannot be written.
+std::optional<std::string> open_trace(State& s, const TracerConfig& cfg, const CuptiApi& api) {
+  std::string nvml_error;
+  if (cfg.sample_period_ms > 0) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    s.clocks = open_nvml_clock_source(visible != nullptr ? std::optional<std::string_view>(visible) : std::nullopt,
+                                      &nvml_error);
+  }
+  if (cfg.sample_period_ms > 0 && !s.clocks) say("note", "no clock sampling: " + nvml_error);
+  // Which process of the job this is (`gearshift trace` names its file by rank): -1 / null when absent.
+  const feed::Hello who = feed::hello_from_env(s.pid, [](const char* k) { return std::getenv(k); });
+  nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
+                         {"cupti_api_version", api.version}, {"pid", s.pid}, {"command", command_line()},
+                         {"rank", who.rank}, {"local_rank", who.local_rank}, {"world_size", who.world_size},
+                         {"cuda_visible_devices", who.cuda_visible_devices ? nlohmann::json(*who.cuda_visible_devices)
+                                                                           : nlohmann::json(nullptr)},
+                         {"clock_sampling_ms", s.clocks ? cfg.sample_period_ms : 0},
+                         {"timestamps", "CUPTI (cuptiGetTimestamp), ns"}};
+  if (!nvml_error.empty()) meta["clock_sampling_error"] = nvml_error;
+  // Under `gearshift trace` each process writes a name of its own, which it renames after the job.
+  s.output = cfg.trace_tag.empty() ? claim_output(cfg.output, s.pid)
+                                   : staging_trace_path(cfg.output, cfg.trace_tag, s.pid);
+  s.config.output = s.output;
+  std::string gpu = s.clocks ? s.clocks->device_name(0) : std::string();
+  s.tracer = std::make_unique<Tracer>(s.config, &s.launches, "CUPTI", gpu, meta.dump());
+  if (!s.tracer->ok()) return "cannot write the trace: " + s.tracer->error();
+  return std::nullopt;
+}
+
+// The feed half of a start: the runtime's commands (taken from `control_fd`, which is then -1), the launch feed
+// on `feed_fd` (owned from here on: fd_taken) and the stream markers that anchor the runtime on the GPU.
+void open_feed(State& s, const TracerConfig& cfg, const CuptiApi& api, int feed_fd, int& control_fd,
+               bool& fd_taken) {
+  // A trace file records every kernel anyway: no commands to read then.
+  if (control_fd >= 0 && !s.tracer) {
+    s.control = std::make_unique<FeedControl>(control_fd);
+    control_fd = -1;
+  }
+  s.feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); }, cfg.feed_period_us);
+  fd_taken = true;
+  // Stream markers need the driver's functions; a trace file records every kernel's activity anyway.
+  if (s.tracer) return;
+  if (std::optional<CudaDriver> driver = load_cuda_driver(&s.markers_unavailable)) {
+    s.markers = std::make_unique<StreamMarkers>();
+    s.issuer = std::make_unique<MarkerIssuer>(*driver, *s.markers);
+    s.markers->set_period_ns(std::int64_t{cfg.feed_marker_us} * 1000);
+    s.feed->set_markers(s.markers.get());
+  } else if (cfg.feed_marker_us > 0) {
+    say("note", "no stream markers: " + s.markers_unavailable);
+  }
+}
+
 // The one start path, for the driver's injection (settings from the environment) and for
 // gearshift_feed_attach (feed-only on a given pipe). `feed_fd` is the runtime's connection, a checked pipe or -1;
 // once the feed exists it owns the descriptor (`fd_taken`), before that a refusal leaves it to the caller.
@@ -431,53 +484,10 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
     api.unsubscribe(s->subscriber);
     return StartError{code, why};
   };
-  if (!cfg.output.empty()) {
-    std::string nvml_error;
-    if (cfg.sample_period_ms > 0) {
-      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-      s->clocks = open_nvml_clock_source(visible != nullptr ? std::optional<std::string_view>(visible) : std::nullopt,
-                                         &nvml_error);
-    }
-    if (cfg.sample_period_ms > 0 && !s->clocks) say("note", "no clock sampling: " + nvml_error);
-    // Which process of the job this is (`gearshift trace` names its file by rank): -1 / null when absent.
-    const feed::Hello who = feed::hello_from_env(s->pid, [](const char* k) { return std::getenv(k); });
-    nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
-                           {"cupti_api_version", api.version}, {"pid", s->pid}, {"command", command_line()},
-                           {"rank", who.rank}, {"local_rank", who.local_rank}, {"world_size", who.world_size},
-                           {"cuda_visible_devices", who.cuda_visible_devices ? nlohmann::json(*who.cuda_visible_devices)
-                                                                             : nlohmann::json(nullptr)},
-                           {"clock_sampling_ms", s->clocks ? cfg.sample_period_ms : 0},
-                           {"timestamps", "CUPTI (cuptiGetTimestamp), ns"}};
-    if (!nvml_error.empty()) meta["clock_sampling_error"] = nvml_error;
-    // Under `gearshift trace` each process writes a name of its own, which it renames after the job.
-    s->output = cfg.trace_tag.empty() ? claim_output(cfg.output, s->pid)
-                                      : staging_trace_path(cfg.output, cfg.trace_tag, s->pid);
-    s->config.output = s->output;
-    std::string gpu = s->clocks ? s->clocks->device_name(0) : std::string();
-    s->tracer = std::make_unique<Tracer>(s->config, &s->launches, "CUPTI", gpu, meta.dump());
-    if (!s->tracer->ok()) return undo(GEARSHIFT_FEED_CUPTI_FAILED, "cannot write the trace: " + s->tracer->error());
-  }
+  if (!cfg.output.empty())
+    if (std::optional<std::string> why = open_trace(*s, cfg, api)) return undo(GEARSHIFT_FEED_CUPTI_FAILED, *why);
   // Before the launch callbacks are on: they read s->feed without a lock.
-  // A trace file records every kernel anyway: no commands to read then.
-  if (feed_fd >= 0 && control.fd >= 0 && !s->tracer) {
-    s->control = std::make_unique<FeedControl>(control.fd);
-    control.fd = -1;
-  }
-  if (feed_fd >= 0) {
-    s->feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); }, cfg.feed_period_us);
-    fd_taken = true;
-    // Stream markers need the driver's functions; a trace file records every kernel's activity anyway.
-    if (!s->tracer) {
-      if (std::optional<CudaDriver> driver = load_cuda_driver(&s->markers_unavailable)) {
-        s->markers = std::make_unique<StreamMarkers>();
-        s->issuer = std::make_unique<MarkerIssuer>(*driver, *s->markers);
-        s->markers->set_period_ns(std::int64_t{cfg.feed_marker_us} * 1000);
-        s->feed->set_markers(s->markers.get());
-      } else if (cfg.feed_marker_us > 0) {
-        say("note", "no stream markers: " + s->markers_unavailable);
-      }
-    }
-  }
+  if (feed_fd >= 0) open_feed(*s, cfg, api, feed_fd, control.fd, fd_taken);
   s->pool = std::make_unique<BufferPool>(cfg.buffer_bytes, cfg.max_buffers);
   g_state.store(s.get(), std::memory_order_release);  // the buffer callbacks read it from here on
   auto fail = [&](const std::string& note, const std::string& why) {

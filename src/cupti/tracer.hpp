@@ -27,7 +27,7 @@
 #include "cupti/clock_timeline.hpp"
 #include "cupti/config.hpp"
 #include "cupti/launch_table.hpp"
-#include "trace/gearshift_format.hpp"
+#include "trace/gearshift_writer.hpp"
 
 namespace gearshift::cupti {
 

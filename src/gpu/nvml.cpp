@@ -9,30 +9,13 @@
 
 namespace gearshift::gpu {
 
+using namespace nvml_abi;  // NOLINT: the C names of the private ABI header
+
+// One slot per function of the list, named as the function; null when this library lacks it.
 struct Nvml::Table {
-  nvmlInit_v2_fn init = nullptr;
-  nvmlShutdown_fn shutdown = nullptr;
-  nvmlErrorString_fn error_string = nullptr;
-  nvmlDeviceGetCount_v2_fn get_count = nullptr;
-  nvmlDeviceGetHandleByIndex_v2_fn get_handle = nullptr;
-  nvmlDeviceGetName_fn get_name = nullptr;
-  nvmlDeviceGetUUID_fn get_uuid = nullptr;
-  nvmlDeviceGetPciInfo_v3_fn get_pci = nullptr;
-  nvmlDeviceGetMigMode_fn get_mig = nullptr;
-  nvmlDeviceGetTotalEnergyConsumption_fn get_energy = nullptr;
-  nvmlDeviceGetPowerUsage_fn get_power = nullptr;
-  nvmlDeviceGetFieldValues_fn get_fields = nullptr;
-  nvmlDeviceGetClockInfo_fn get_clock = nullptr;
-  nvmlDeviceGetSupportedMemoryClocks_fn get_mem_clocks = nullptr;
-  nvmlDeviceGetSupportedGraphicsClocks_fn get_sm_clocks = nullptr;
-  nvmlDeviceSetGpuLockedClocks_fn set_sm_lock = nullptr;
-  nvmlDeviceResetGpuLockedClocks_fn reset_sm_lock = nullptr;
-  nvmlDeviceSetMemoryLockedClocks_fn set_mem_lock = nullptr;
-  nvmlDeviceResetMemoryLockedClocks_fn reset_mem_lock = nullptr;
-  nvmlDeviceGetTemperature_fn get_temp = nullptr;
-  nvmlDeviceGetCurrentClocksEventReasons_fn get_reasons = nullptr;
-  nvmlDeviceGetEnforcedPowerLimit_fn get_limit = nullptr;
-  nvmlDeviceGetAPIRestriction_fn get_restriction = nullptr;
+#define GEARSHIFT_NVML_SLOT(name, ret, params) nvml_abi::name##_fn name = nullptr;
+  GEARSHIFT_NVML_FUNCTIONS(GEARSHIFT_NVML_SLOT)
+#undef GEARSHIFT_NVML_SLOT
 };
 
 namespace {
@@ -45,15 +28,10 @@ void resolve(void* dl, Fn& slot, const char* name) {
 
 NvmlErrc classify(int ret) {
   switch (ret) {
-    case NVML_ERROR_UNINITIALIZED: return NvmlErrc::kUninitialized;
-    case NVML_ERROR_NO_PERMISSION: return NvmlErrc::kNoPermission;
-    case NVML_ERROR_NOT_SUPPORTED: return NvmlErrc::kNotSupported;
-    case NVML_ERROR_GPU_IS_LOST: return NvmlErrc::kGpuLost;
-    case NVML_ERROR_NOT_FOUND: return NvmlErrc::kNotFound;
-    case NVML_ERROR_INVALID_ARGUMENT: return NvmlErrc::kInvalidArgument;
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return NvmlErrc::kFunctionMissing;
-    case NVML_ERROR_LIBRARY_NOT_FOUND:
-    case NVML_ERROR_DRIVER_NOT_LOADED: return NvmlErrc::kLibraryMissing;
+#define GEARSHIFT_NVML_CLASSIFY(name, value, errc, text) \
+  case name: return NvmlErrc::errc;
+    GEARSHIFT_NVML_RETURNS(GEARSHIFT_NVML_CLASSIFY)
+#undef GEARSHIFT_NVML_CLASSIFY
     default: return NvmlErrc::kOther;
   }
 }
@@ -63,6 +41,9 @@ NvmlError missing(const char* function) {
                    "function not present in this NVML library (driver too old?)"};
 }
 
+// The name of a function of the list, as a string; does not compile for a name outside the list.
+#define GS_NVML_NAME(fn) (static_cast<void>(&Nvml::Table::fn), #fn)
+
 nvmlDevice_t dev(void* h) { return static_cast<nvmlDevice_t>(h); }
 
 std::string c_string(const char* buf, std::size_t cap) { return std::string(buf, strnlen(buf, cap)); }
@@ -70,7 +51,7 @@ std::string c_string(const char* buf, std::size_t cap) { return std::string(buf,
 }  // namespace
 
 NvmlError Nvml::error(const char* function, int ret) const {
-  std::string text = table_ && table_->error_string ? table_->error_string(ret) : "";
+  std::string text = table_ && table_->nvmlErrorString ? table_->nvmlErrorString(ret) : "";
   if (text.empty()) text = "NVML error " + std::to_string(ret);
   return NvmlError{classify(ret), ret, function, std::move(text)};
 }
@@ -92,63 +73,46 @@ Result<std::shared_ptr<const Nvml>> Nvml::open(const std::string& library_path) 
   }
   auto t = std::make_unique<Table>();
   void* dl = n->dl_;
-  resolve(dl, t->init, "nvmlInit_v2");
-  resolve(dl, t->shutdown, "nvmlShutdown");
-  resolve(dl, t->error_string, "nvmlErrorString");
-  resolve(dl, t->get_count, "nvmlDeviceGetCount_v2");
-  resolve(dl, t->get_handle, "nvmlDeviceGetHandleByIndex_v2");
-  resolve(dl, t->get_name, "nvmlDeviceGetName");
-  resolve(dl, t->get_uuid, "nvmlDeviceGetUUID");
-  resolve(dl, t->get_pci, "nvmlDeviceGetPciInfo_v3");
-  resolve(dl, t->get_mig, "nvmlDeviceGetMigMode");
-  resolve(dl, t->get_energy, "nvmlDeviceGetTotalEnergyConsumption");
-  resolve(dl, t->get_power, "nvmlDeviceGetPowerUsage");
-  resolve(dl, t->get_fields, "nvmlDeviceGetFieldValues");
-  resolve(dl, t->get_clock, "nvmlDeviceGetClockInfo");
-  resolve(dl, t->get_mem_clocks, "nvmlDeviceGetSupportedMemoryClocks");
-  resolve(dl, t->get_sm_clocks, "nvmlDeviceGetSupportedGraphicsClocks");
-  resolve(dl, t->set_sm_lock, "nvmlDeviceSetGpuLockedClocks");
-  resolve(dl, t->reset_sm_lock, "nvmlDeviceResetGpuLockedClocks");
-  resolve(dl, t->set_mem_lock, "nvmlDeviceSetMemoryLockedClocks");
-  resolve(dl, t->reset_mem_lock, "nvmlDeviceResetMemoryLockedClocks");
-  resolve(dl, t->get_temp, "nvmlDeviceGetTemperature");
-  resolve(dl, t->get_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
-  // Drivers before r535 only have the older name of the same call.
-  if (!t->get_reasons) resolve(dl, t->get_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
-  resolve(dl, t->get_limit, "nvmlDeviceGetEnforcedPowerLimit");
-  resolve(dl, t->get_restriction, "nvmlDeviceGetAPIRestriction");
+#define GEARSHIFT_NVML_RESOLVE(name, ret, params) resolve(dl, t->name, #name);
+  GEARSHIFT_NVML_FUNCTIONS(GEARSHIFT_NVML_RESOLVE)
+#undef GEARSHIFT_NVML_RESOLVE
+  if (!t->nvmlDeviceGetCurrentClocksEventReasons) {
+    resolve(dl, t->nvmlDeviceGetCurrentClocksEventReasons, kNvmlClocksEventReasonsLegacyName);
+  }
   n->table_ = std::move(t);
   const Table& tb = *n->table_;
-  if (!tb.init || !tb.shutdown) {
+  if (!tb.nvmlInit_v2 || !tb.nvmlShutdown) {
     dlclose(n->dl_);
     n->dl_ = nullptr;
-    return missing(!tb.init ? "nvmlInit_v2" : "nvmlShutdown");
+    return missing(!tb.nvmlInit_v2 ? GS_NVML_NAME(nvmlInit_v2) : GS_NVML_NAME(nvmlShutdown));
   }
-  if (int ret = tb.init(); ret != NVML_SUCCESS) {
-    NvmlError e = n->error("nvmlInit_v2", ret);
-    n->table_->shutdown = nullptr;  // not initialised: the destructor must not shut down
+  if (int ret = tb.nvmlInit_v2(); ret != NVML_SUCCESS) {
+    NvmlError e = n->error(GS_NVML_NAME(nvmlInit_v2), ret);
+    n->table_->nvmlShutdown = nullptr;  // not initialised: the destructor must not shut down
     return e;
   }
   return std::shared_ptr<const Nvml>(std::move(n));
 }
 
 Nvml::~Nvml() {
-  if (table_ && table_->shutdown) table_->shutdown();  // return code ignored: nothing to do about it at exit
+  if (table_ && table_->nvmlShutdown) table_->nvmlShutdown();  // return code ignored: nothing to do about it at exit
   if (dl_) dlclose(dl_);
 }
 
 Result<unsigned> Nvml::device_count() const {
-  if (!table_->get_count) return missing("nvmlDeviceGetCount_v2");
+  if (!table_->nvmlDeviceGetCount_v2) return missing(GS_NVML_NAME(nvmlDeviceGetCount_v2));
   unsigned n = 0;
-  if (int ret = table_->get_count(&n); ret != NVML_SUCCESS) return error("nvmlDeviceGetCount_v2", ret);
+  if (int ret = table_->nvmlDeviceGetCount_v2(&n); ret != NVML_SUCCESS) {
+    return error(GS_NVML_NAME(nvmlDeviceGetCount_v2), ret);
+  }
   return n;
 }
 
 Result<Device> Nvml::device(unsigned index) const {
-  if (!table_->get_handle) return missing("nvmlDeviceGetHandleByIndex_v2");
+  if (!table_->nvmlDeviceGetHandleByIndex_v2) return missing(GS_NVML_NAME(nvmlDeviceGetHandleByIndex_v2));
   nvmlDevice_t h = nullptr;
-  if (int ret = table_->get_handle(index, &h); ret != NVML_SUCCESS) {
-    return error("nvmlDeviceGetHandleByIndex_v2", ret);
+  if (int ret = table_->nvmlDeviceGetHandleByIndex_v2(index, &h); ret != NVML_SUCCESS) {
+    return error(GS_NVML_NAME(nvmlDeviceGetHandleByIndex_v2), ret);
   }
   return Device(shared_from_this(), h, index);
 }
@@ -167,34 +131,35 @@ Result<std::vector<Device>> Nvml::devices() const {
 
 // ---- Device ----
 
-#define GS_CALL(fn, name, ...)                                  \
-  do {                                                          \
-    const auto& t_ = nvml_->table();                            \
-    if (!t_.fn) return missing(name);                           \
-    if (int r_ = t_.fn(__VA_ARGS__); r_ != NVML_SUCCESS) {      \
-      return nvml_->error(name, r_);                            \
-    }                                                           \
+// Calls the NVML function `fn` (a name from the list), returning its error from the enclosing function.
+#define GS_CALL(fn, ...)                                   \
+  do {                                                     \
+    const auto& t_ = nvml_->table();                       \
+    if (!t_.fn) return missing(#fn);                       \
+    if (int r_ = t_.fn(__VA_ARGS__); r_ != NVML_SUCCESS) { \
+      return nvml_->error(#fn, r_);                        \
+    }                                                      \
   } while (0)
 
 Result<DeviceInfo> Device::info() const {
   DeviceInfo d;
   d.index = index_;
-  char name[NVML_DEVICE_NAME_BUFFER_SIZE] = {};
-  GS_CALL(get_name, "nvmlDeviceGetName", dev(handle_), name, sizeof name);
+  char name[kNvmlDeviceNameBufferSize] = {};
+  GS_CALL(nvmlDeviceGetName, dev(handle_), name, sizeof name);
   d.name = c_string(name, sizeof name);
-  char uuid[NVML_DEVICE_UUID_BUFFER_SIZE] = {};
-  GS_CALL(get_uuid, "nvmlDeviceGetUUID", dev(handle_), uuid, sizeof uuid);
+  char uuid[kNvmlDeviceUuidBufferSize] = {};
+  GS_CALL(nvmlDeviceGetUUID, dev(handle_), uuid, sizeof uuid);
   d.uuid = c_string(uuid, sizeof uuid);
   nvmlPciInfo_t pci{};
-  GS_CALL(get_pci, "nvmlDeviceGetPciInfo_v3", dev(handle_), &pci);
+  GS_CALL(nvmlDeviceGetPciInfo_v3, dev(handle_), &pci);
   d.pci_bus_id = c_string(pci.busId, sizeof pci.busId);
   // MIG mode: a device without MIG answers NOT_SUPPORTED, which simply means "off".
   const auto& t = nvml_->table();
-  if (t.get_mig) {
+  if (t.nvmlDeviceGetMigMode) {
     unsigned current = 0, pending = 0;
-    int ret = t.get_mig(dev(handle_), &current, &pending);
+    int ret = t.nvmlDeviceGetMigMode(dev(handle_), &current, &pending);
     if (ret == NVML_SUCCESS) {
-      d.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+      d.mig_enabled = current == kNvmlDeviceMigEnable;
     } else if (ret != NVML_ERROR_NOT_SUPPORTED) {
       return nvml_->error("nvmlDeviceGetMigMode", ret);
     }
@@ -205,7 +170,7 @@ Result<DeviceInfo> Device::info() const {
 Result<std::vector<unsigned>> Device::supported_memory_clocks_mhz() const {
   unsigned n = 64;
   std::vector<unsigned> v(n);
-  GS_CALL(get_mem_clocks, "nvmlDeviceGetSupportedMemoryClocks", dev(handle_), &n, v.data());
+  GS_CALL(nvmlDeviceGetSupportedMemoryClocks, dev(handle_), &n, v.data());
   v.resize(n);
   return v;
 }
@@ -213,14 +178,14 @@ Result<std::vector<unsigned>> Device::supported_memory_clocks_mhz() const {
 Result<std::vector<unsigned>> Device::supported_sm_clocks_mhz(unsigned mem_clock_mhz) const {
   unsigned n = 512;  // H200 has 110; leave room for any GPU
   std::vector<unsigned> v(n);
-  GS_CALL(get_sm_clocks, "nvmlDeviceGetSupportedGraphicsClocks", dev(handle_), mem_clock_mhz, &n, v.data());
+  GS_CALL(nvmlDeviceGetSupportedGraphicsClocks, dev(handle_), mem_clock_mhz, &n, v.data());
   v.resize(n);
   return v;
 }
 
 Result<std::uint64_t> Device::total_energy_mj() const {
   unsigned long long mj = 0;
-  GS_CALL(get_energy, "nvmlDeviceGetTotalEnergyConsumption", dev(handle_), &mj);
+  GS_CALL(nvmlDeviceGetTotalEnergyConsumption, dev(handle_), &mj);
   return static_cast<std::uint64_t>(mj);
 }
 
@@ -240,76 +205,77 @@ double field_to_double(const nvmlFieldValue_t& f) {
 
 Result<double> Device::instant_power_w() const {
   nvmlFieldValue_t f{};
-  f.fieldId = NVML_FI_DEV_POWER_INSTANT;
-  GS_CALL(get_fields, "nvmlDeviceGetFieldValues", dev(handle_), 1, &f);
+  f.fieldId = kNvmlFieldPowerInstant;
+  GS_CALL(nvmlDeviceGetFieldValues, dev(handle_), 1, &f);
   if (f.nvmlReturn != NVML_SUCCESS) return nvml_->error("nvmlDeviceGetFieldValues(POWER_INSTANT)", f.nvmlReturn);
   return field_to_double(f) / 1000.0;  // mW -> W
 }
 
 Result<double> Device::average_power_w() const {
   unsigned mw = 0;
-  GS_CALL(get_power, "nvmlDeviceGetPowerUsage", dev(handle_), &mw);
+  GS_CALL(nvmlDeviceGetPowerUsage, dev(handle_), &mw);
   return mw / 1000.0;
 }
 
 Result<unsigned> Device::sm_clock_mhz() const {
   unsigned v = 0;
-  GS_CALL(get_clock, "nvmlDeviceGetClockInfo", dev(handle_), NVML_CLOCK_SM, &v);
+  GS_CALL(nvmlDeviceGetClockInfo, dev(handle_), NVML_CLOCK_SM, &v);
   return v;
 }
 
 Result<unsigned> Device::mem_clock_mhz() const {
   unsigned v = 0;
-  GS_CALL(get_clock, "nvmlDeviceGetClockInfo", dev(handle_), NVML_CLOCK_MEM, &v);
+  GS_CALL(nvmlDeviceGetClockInfo, dev(handle_), NVML_CLOCK_MEM, &v);
   return v;
 }
 
 Result<unsigned> Device::temperature_c() const {
   unsigned v = 0;
-  GS_CALL(get_temp, "nvmlDeviceGetTemperature", dev(handle_), NVML_TEMPERATURE_GPU, &v);
+  GS_CALL(nvmlDeviceGetTemperature, dev(handle_), NVML_TEMPERATURE_GPU, &v);
   return v;
 }
 
 Result<ClockEventReasons> Device::clock_event_reasons() const {
   unsigned long long v = 0;
-  GS_CALL(get_reasons, "nvmlDeviceGetCurrentClocksEventReasons", dev(handle_), &v);
+  GS_CALL(nvmlDeviceGetCurrentClocksEventReasons, dev(handle_), &v);
   return ClockEventReasons{v};
 }
 
 Result<double> Device::power_limit_w() const {
   unsigned mw = 0;
-  GS_CALL(get_limit, "nvmlDeviceGetEnforcedPowerLimit", dev(handle_), &mw);
+  GS_CALL(nvmlDeviceGetEnforcedPowerLimit, dev(handle_), &mw);
   return mw / 1000.0;
 }
 
 Result<bool> Device::clocks_api_restricted() const {
   int state = 0;
-  GS_CALL(get_restriction, "nvmlDeviceGetAPIRestriction", dev(handle_), NVML_RESTRICTED_API_SET_APPLICATION_CLOCKS,
+  GS_CALL(nvmlDeviceGetAPIRestriction, dev(handle_), NVML_RESTRICTED_API_SET_APPLICATION_CLOCKS,
           &state);
   return state == NVML_FEATURE_ENABLED;
 }
 
 Status Device::set_locked_sm_clocks(unsigned min_mhz, unsigned max_mhz) const {
-  GS_CALL(set_sm_lock, "nvmlDeviceSetGpuLockedClocks", dev(handle_), min_mhz, max_mhz);
+  GS_CALL(nvmlDeviceSetGpuLockedClocks, dev(handle_), min_mhz, max_mhz);
   return std::monostate{};
 }
 
 Status Device::reset_locked_sm_clocks() const {
-  GS_CALL(reset_sm_lock, "nvmlDeviceResetGpuLockedClocks", dev(handle_));
+  GS_CALL(nvmlDeviceResetGpuLockedClocks, dev(handle_));
   return std::monostate{};
 }
 
 Status Device::set_locked_mem_clocks(unsigned min_mhz, unsigned max_mhz) const {
-  GS_CALL(set_mem_lock, "nvmlDeviceSetMemoryLockedClocks", dev(handle_), min_mhz, max_mhz);
+  GS_CALL(nvmlDeviceSetMemoryLockedClocks, dev(handle_), min_mhz, max_mhz);
   return std::monostate{};
 }
 
 Status Device::reset_locked_mem_clocks() const {
-  GS_CALL(reset_mem_lock, "nvmlDeviceResetMemoryLockedClocks", dev(handle_));
+  GS_CALL(nvmlDeviceResetMemoryLockedClocks, dev(handle_));
   return std::monostate{};
 }
 
 #undef GS_CALL
+#undef GS_NVML_NAME
 
 std::string ClockEventReasons::describe() const {
   static constexpr std::pair<unsigned long long, const char*> kNames[] = {

@@ -1,6 +1,6 @@
 // The DVFS model: time and power of a kernel at any (SM clock, memory clock), with the board power cap.
 //
-//   t(f, m) = t_ref · (a·f_ref/f + b·m_ref/m + (1 − a − b))                          [DESIGN.md, Physics]
+//   t(f, m) = t_ref · (a·f_ref/f + b·m_ref/m + (1 − a − b))                          [docs/design.md, Physics]
 //   P(f, m) = P_idle(f) + P_k + s·u·P_dyn·(V(f)/V_max)²·(f/f_max) + w·P_mem·(m/m_max)
 //   V(f)/V_max = v_min for f ≤ f_knee, linear from v_min at f_knee to 1 at f_max    (Schoonhoven et al., PMBS'22)
 //   f_eff = the highest supported SM clock ≤ f with P(f_eff, m) ≤ power cap (the GPU's own power capping)
@@ -38,7 +38,7 @@ struct PowerParams {
 
 // Defaults for a spec. dynamic_w_at_max is set so that a dense GEMM (class prior: activity 1, traffic 0.3)
 // draws exactly the power cap at the spec's observed capped SM clock (H200: 1875 MHz, the middle of the
-// 1815–1935 MHz sag measured at 700 W, DESIGN.md); without that observation, so that it asks 8 % more than
+// 1815–1935 MHz sag measured at 700 W, docs/design.md); without that observation, so that it asks 8 % more than
 // the board power at max clock (estimate). `memory_w_at_max` overrides the spec's memory power (calibration).
 PowerParams power_params_for(const gpu::GpuSpec& spec);
 PowerParams power_params_for(const gpu::GpuSpec& spec, double memory_w_at_max);

@@ -1,5 +1,5 @@
 // Fitting the DVFS model of one kernel to a measured clock sweep: (SM clock, time, energy) → parameters that
-// DvfsModel::predict uses as they are. The model (DESIGN.md "Physics", at one memory clock):
+// DvfsModel::predict uses as they are. The model (docs/design.md "Physics", at one memory clock):
 //
 //   time    t(f)  = T_c + A / f_eff                                   T_c [s], A [s·MHz]
 //   power   P(f)  = P_idle(f_eff) + P_k + g·(V(f_eff)/V_max)²·f_eff    P_k [W], g [W/MHz]

@@ -16,7 +16,7 @@ const char* to_string(KernelClass c);
 // multi_tensor_apply / fused Adam, layer/RMS norm and reductions, elementwise/vectorized/copy kernels.
 KernelClass classify(trace::OpKind kind, std::string_view name);
 
-// DVFS coefficients of one kernel (DESIGN.md "Physics"):
+// DVFS coefficients of one kernel (docs/design.md "Physics"):
 //   t(f, m) = t_ref · (sm_share·f_ref/f + mem_share·m_ref/m + (1 − sm_share − mem_share))
 //   P(f, m) = P_idle(f) + static_w + activity·P_dyn_max·(V(f)/V(f_max))²·(f/f_max) + mem_traffic·P_mem_max·(m/m_max)
 struct KernelCoefficients {

@@ -2,7 +2,7 @@
 // named windows (Zeus-style begin/end; nested and overlapping windows allowed).
 //
 // NVML is only ever called on the sampler's own thread: one energy-counter read took ≈4 ms on a real H200
-// (DESIGN.md), far too long for a training thread. begin() only notes the time and wakes the sampler; end()
+// (docs/design.md), far too long for a training thread. begin() only notes the time and wakes the sampler; end()
 // waits until the sampler has located the counter's next step after the window's end (≤ one counter period plus
 // one read, ≈100 ms on H200), so a window's energy is not off by a counter period at either end (energy.hpp).
 //

@@ -186,7 +186,7 @@ Schedule PhasePlanner::plan(double budget, double lambda_hint) {
   const Result* pick = nullptr;
   for (const auto& [l, r] : solved)
     if (fits(r) && (!pick || r.energy_j < pick->energy_j)) pick = &r, last_lambda_ = l;
-  Schedule s{"phase", latency_ns_, {}, -1};
+  Schedule s{Strategy::phase, latency_ns_, {}, -1};
   const ClockTable& t = impl_->t;
   if (!pick) {  // not even the fastest plan fits: the default clocks (the caller reports it)
     s.clocks.assign(t.ops, t.clocks[t.default_index]);

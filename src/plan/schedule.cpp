@@ -1,6 +1,29 @@
 #include "plan/schedule.hpp"
 
+#include <ostream>
+
 namespace gearshift::plan {
+
+const char* to_string(Strategy s) {
+  switch (s) {
+    case Strategy::baseline: return "default";
+    case Strategy::iteration: return "iteration";
+    case Strategy::pass: return "pass";
+    case Strategy::kernel_local: return "kernel-local";
+    case Strategy::kernel_global: return "kernel-global";
+    case Strategy::phase: return "phase";
+  }
+  return "default";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view name) {
+  for (Strategy s : {Strategy::iteration, Strategy::pass, Strategy::kernel_local, Strategy::kernel_global,
+                     Strategy::phase})
+    if (name == to_string(s)) return s;
+  return std::nullopt;
+}
+
+std::ostream& operator<<(std::ostream& out, Strategy s) { return out << to_string(s); }
 
 std::vector<std::size_t> Schedule::change_positions() const {
   std::vector<std::size_t> out;

@@ -22,7 +22,7 @@ Schedule plan_iteration(const ClockTable& t, double budget) {
   MckpInstance in{1, nc, time.data(), energy.data()};
   MckpResult r = solve_mckp_brute_force(in, budget);
   std::size_t c = r.feasible ? r.choice[0] : t.default_index;
-  return Schedule{"iteration", 0, std::vector<model::ClockPair>(t.ops, t.clocks[c]), 0};
+  return Schedule{Strategy::iteration, 0, std::vector<model::ClockPair>(t.ops, t.clocks[c]), 0};
 }
 
 Schedule plan_pass(const ClockTable& t, const model::Workload& w, double budget) {
@@ -58,13 +58,13 @@ Schedule plan_pass(const ClockTable& t, const model::Workload& w, double budget)
       double e = energy[a] + energy[nc + b] + energy[2 * nc + c];
       if (e < best) best = e, choice = {a, b, c};
     }
-  Schedule s{"pass", 0, {}, 0};
+  Schedule s{Strategy::pass, 0, {}, 0};
   for (std::size_t i = 0; i < t.ops; ++i) s.clocks.push_back(t.clocks[choice[static_cast<std::size_t>(w.ops[i].pass)]]);
   return s;
 }
 
 Schedule plan_kernel_local(const ClockTable& t, double eps) {
-  Schedule s{"kernel-local", 0, {}, -1};
+  Schedule s{Strategy::kernel_local, 0, {}, -1};
   for (std::size_t i = 0; i < t.ops; ++i) {
     double limit = t.time(i, t.default_index) * (1 + eps);
     std::size_t best = t.default_index;
@@ -79,7 +79,7 @@ Schedule plan_kernel_global(const ClockTable& t, double budget, double* lower_bo
   MckpInstance in{t.ops, t.clocks.size(), t.budget_data(), t.energy_j.data()};
   MckpResult r = solve_mckp(in, budget);
   if (lower_bound_j) *lower_bound_j = r.feasible ? r.lower_bound : -1;
-  Schedule s{"kernel-global", 0, {}, r.gap};
+  Schedule s{Strategy::kernel_global, 0, {}, r.gap};
   for (std::size_t i = 0; i < t.ops; ++i) s.clocks.push_back(t.clocks[r.feasible ? r.choice[i] : t.default_index]);
   return s;
 }

@@ -1,4 +1,4 @@
-// Clock-planning strategies for one training step (DESIGN.md; Spaan et al., arXiv 2601.08539 for the
+// Clock-planning strategies for one training step (docs/design.md; Spaan et al., arXiv 2601.08539 for the
 // iteration/pass/kernel-local/kernel-global family). Each returns the clocks per template position.
 //
 // Budgets are on the serial sum of op times: `time_budget_ns` = Σ baseline op times + ε·baseline step time;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "gearshift/version.hpp"
 #include "model/kernel_class.hpp"
 #include "plan/schedule.hpp"
 #include "sim/simulator.hpp"
@@ -39,8 +40,8 @@ std::string latency_label(double ns) {
 }
 
 std::string strategy_label(const sim::StrategyResult& s) {
-  return s.schedule.strategy == "phase" ? fmt::format("phase (L = {})", latency_label(s.switch_latency_ns))
-                                        : s.schedule.strategy;
+  return s.schedule.strategy == plan::Strategy::phase ? fmt::format("phase (L = {})", latency_label(s.switch_latency_ns))
+                                                      : std::string(plan::to_string(s.schedule.strategy));
 }
 
 // A regular step of the analysed device, the middle one: the step whose measured samples the timeline shows.
@@ -135,7 +136,7 @@ std::map<std::string, double> energy_by_class(const PlanReportInput& in, const p
   // The same simulation as the evaluation's: a different total would be a report of another plan.
   if (std::abs(r.energy_j - expected_j) > 1e-9 * std::max(1.0, std::abs(expected_j)))
     throw std::logic_error(fmt::format("the report's {} plan simulates to {} J, the evaluation said {} J",
-                                       s.strategy, r.energy_j, expected_j));
+                                       plan::to_string(s.strategy), r.energy_j, expected_j));
   std::map<std::string, double> by;
   double dynamic = 0;
   for (const auto& e : r.timeline) {
@@ -170,7 +171,7 @@ json energy_data(const PlanReportInput& in) {
 
 json strategy_row(const sim::StrategyResult& s) {
   return {{"label", strategy_label(s)},
-          {"name", s.schedule.strategy},
+          {"name", plan::to_string(s.schedule.strategy)},
           {"switch_latency_us", s.switch_latency_ns * kUs},
           {"time_s", s.sim.step_time_s},
           {"energy_j", s.sim.energy_j},
@@ -199,8 +200,8 @@ json latency_data(const sim::Evaluation& e) {
   std::vector<const sim::StrategyResult*> phase;
   const sim::StrategyResult* ideal = nullptr;
   for (const auto& s : e.strategies) {
-    if (s.schedule.strategy == "phase") phase.push_back(&s);
-    if (s.schedule.strategy == "kernel-global") ideal = &s;
+    if (s.schedule.strategy == plan::Strategy::phase) phase.push_back(&s);
+    if (s.schedule.strategy == plan::Strategy::kernel_global) ideal = &s;
   }
   std::sort(phase.begin(), phase.end(),
             [](const auto* a, const auto* b) { return a->switch_latency_ns < b->switch_latency_ns; });
@@ -279,7 +280,7 @@ json plan_report_data(const PlanReportInput& in) {
         {"trace_meta", meta.is_discarded() ? json(nullptr) : meta},
         {"created", in.created_utc},
         {"command", in.command_line},
-        {"gearshift_version", "0.1.0"}}},
+        {"gearshift_version", kVersion}}},
   };
 }
 

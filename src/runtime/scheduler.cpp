@@ -17,7 +17,7 @@ model::ClockPair max_of(const model::ClockPair& a, const model::ClockPair& b) {
 
 ActuationScheduler::ActuationScheduler(const ClockPlan& plan, SchedulerOptions options)
     : plan_(plan), o_(options), changes_(plan.change_positions()), requested_(plan.default_clocks) {
-  if (o_.horizon_positions < 0) o_.horizon_positions = static_cast<std::int64_t>(plan.size());
+  if (!o_.horizon_positions) o_.horizon_positions = static_cast<std::int64_t>(plan.size());
   for (const auto& p : plan.positions)
     anchors_.push_back(model::classify(trace::OpKind::kernel, p.name) != model::KernelClass::communication);
 }
@@ -150,7 +150,7 @@ std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {
       ++stats_.issued;
     }
   }
-  const std::int64_t limit = last_launch_ + o_.horizon_positions;
+  const std::int64_t limit = last_launch_ + *o_.horizon_positions;
   while (cursor_ != INT64_MAX && cursor_ <= limit) {
     const double land = *estimate_start_ns(cursor_);
     if (now < land - L) {

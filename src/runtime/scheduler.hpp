@@ -38,7 +38,8 @@ struct SchedulerOptions {
   // A change landing later than boundary + this is late, ns. Not 0: a live thread wakes some µs after the
   // issue time it asked for, and a change landing that little after its boundary still serves its phase.
   double late_tolerance_ns = 0.5e6;
-  std::int64_t horizon_positions = -1;  // never plan beyond the last launch + this many positions; -1: one step
+  // Never plan beyond the last launch + this many positions; none: one step (the plan's size).
+  std::optional<std::int64_t> horizon_positions = std::nullopt;
   // Completed kernels anchor the estimate. Off when kernel activity is only sampled to measure the in-time
   // fraction (their anchors would make the measured kernels look better placed than the rest).
   bool anchor_on_completions = true;

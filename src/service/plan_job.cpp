@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "service/error.hpp"
+#include "gearshift/version.hpp"
 #include "gpu/spec.hpp"
 #include "sim/measurement.hpp"
 #include "sim/step_graph.hpp"
@@ -175,12 +176,12 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   for (const auto& w : r.model_warnings) r.warnings.push_back(w);
   for (const auto& s : r.evaluation.strategies) {
     if (s.schedule.strategy != o.strategy) continue;
-    if (o.strategy == "phase" && s.switch_latency_ns != chosen_l_ns) continue;
+    if (o.strategy == plan::Strategy::phase && s.switch_latency_ns != chosen_l_ns) continue;
     r.chosen = &s;
   }
   if (r.chosen == nullptr)
-    throw ServiceError(Kind::kBadArgument, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",
-                                   o.strategy));
+    throw ServiceError(Kind::kBadArgument, fmt::format("strategy '{}' was not evaluated (iteration, pass, kernel-local, "
+                                                       "kernel-global, phase)", plan::to_string(o.strategy)));
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
@@ -222,7 +223,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                 {"warnings", r.model_warnings}};
   json arr = json::array();
   for (const auto& s : r.evaluation.strategies) {
-    json e = {{"name", s.schedule.strategy},
+    json e = {{"name", plan::to_string(s.schedule.strategy)},
               {"switch_latency_us", s.switch_latency_ns / 1e3},
               {"time_s", s.sim.step_time_s},
               {"energy_j", s.sim.energy_j},
@@ -236,7 +237,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   }
   j["strategies"] = arr;
   const auto& g = r.range;
-  j["saving_range"] = {{"strategy", r.chosen->schedule.strategy},
+  j["saving_range"] = {{"strategy", plan::to_string(r.chosen->schedule.strategy)},
                        {"switch_latency_us", r.chosen->switch_latency_ns / 1e3},
                        {"saving_low_pct", g.saving_low_pct},
                        {"saving_expected_pct", g.saving_expected_pct},
@@ -253,7 +254,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& p : r.evaluation.frontier) {
     json ss = json::array();
     for (const auto& s : p.strategies)
-      ss.push_back({{"name", s.schedule.strategy}, {"switch_latency_us", s.switch_latency_ns / 1e3},
+      ss.push_back({{"name", plan::to_string(s.schedule.strategy)}, {"switch_latency_us", s.switch_latency_ns / 1e3},
                     {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct}, {"time_s", s.sim.step_time_s},
                     {"energy_j", s.sim.energy_j}, {"within_budget", s.within_budget}});
     frontier.push_back({{"max_slowdown_pct", p.max_slowdown * 100}, {"strategies", ss}});
@@ -271,7 +272,7 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   plan::PlanFile f;
   f.gpu = r.model->spec().name;
   f.gpu_selection = plan::PlanFileGpuSelection{r.gpu.spec, r.gpu.source, r.gpu.trace_gpu, r.gpu.trace_spec};
-  f.strategy = s.schedule.strategy;
+  f.strategy = plan::to_string(s.schedule.strategy);
   f.switch_latency_us = s.switch_latency_ns / 1e3;
   f.max_slowdown = o.max_slowdown;
   f.period_us = r.iterations.tmpl.period_ns / 1e3;
@@ -315,7 +316,7 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   v.warnings = r.warnings;
   v.step_evidence = r.iterations.evidence.lines;
   v.created = buf;
-  v.gearshift_version = "0.1.0";
+  v.gearshift_version = kVersion;
   f.provenance = std::move(v);
   return f;
 }

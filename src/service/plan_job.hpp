@@ -24,7 +24,7 @@ struct PlanJobOptions {
   std::optional<std::string> gpu; // --gpu: the spec to plan for; absent: the trace's GPU (choose_gpu)
   trace::IterationOptions steps;  // --device, --trust-period (docs/step-detection.md)
   double max_slowdown = 0.005;    // fraction
-  std::string strategy = "phase"; // written to plan.json
+  plan::Strategy strategy = plan::Strategy::phase;  // written to plan.json
   std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
   bool calibrate = true;          // scale activity to the trace's measured average power when present
   // The measured average power to calibrate to instead of the trace's (run --auto: the NVML energy counter over

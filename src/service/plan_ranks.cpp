@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "service/error.hpp"
+#include "gearshift/version.hpp"
 #include "gpu/spec.hpp"
 #include "sim/evaluate.hpp"
 #include "trace/error.hpp"
@@ -103,7 +104,7 @@ plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResu
   plan::PlanFile f;
   f.gpu = in.model.spec().name;
   if (gpu) f.gpu_selection = plan::PlanFileGpuSelection{gpu->spec, gpu->source, gpu->trace_gpu, gpu->trace_spec};
-  f.strategy = "sync-slack " + p.schedule.strategy;
+  f.strategy = std::string("sync-slack ") + plan::to_string(p.schedule.strategy);
   f.switch_latency_us = r.switch_latency_ns / 1e3;
   f.period_us = w.period_ns / 1e3;
   f.rank = p.rank;
@@ -131,7 +132,7 @@ plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResu
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   v.created = buf;
-  v.gearshift_version = "0.1.0";
+  v.gearshift_version = kVersion;
   f.provenance = std::move(v);
   return f;
 }

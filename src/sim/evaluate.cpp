@@ -160,7 +160,7 @@ StrategyResult run(Context& c, double eps, double latency_ns, const Planner& pla
   }
   if (!ok()) {
     // No plan of this strategy fits: keep the default clocks rather than break the budget.
-    std::string name = r.schedule.strategy;
+    const plan::Strategy name = r.schedule.strategy;
     r.schedule = default_schedule(c.w, c.m);
     r.schedule.strategy = name;
     r.sim = simulate(c.w, c.m, r.schedule, latency_ns);
@@ -216,7 +216,7 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
   for (double L : latencies) {
     if (L == 0 && any_op_may_change) {
       out.push_back(out[global]);  // with L = 0 phases are single ops: the kernel-global problem (below)
-      out.back().schedule.strategy = "phase";
+      out.back().schedule.strategy = plan::Strategy::phase;
       continue;
     }
     plan::PhasePlanner& planner = c.phase_planner(L);
@@ -268,7 +268,7 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
     if (out[i].switch_latency_ns == 0 && any_op_may_change) {
       const double ms = out[i].plan_ms;
       out[i] = g;
-      out[i].schedule.strategy = "phase";
+      out[i].schedule.strategy = plan::Strategy::phase;
       out[i].plan_ms = ms;
     }
   return out;
@@ -281,7 +281,7 @@ Evaluation evaluate(const model::Workload& w, const model::DvfsModel& m, const E
   ev.baseline = simulate(w, m, default_schedule(w, m), 0);
   const plan::ClockTable table = plan::build_clock_table(w, m);
   Context c{w, m, ev.baseline, table, plan::total_time_ns(table, table.default_index), {}};
-  ev.frontier_latency_ns = o.frontier_latency_ns >= 0 ? o.frontier_latency_ns : m.spec().switch_latency_ms * 1e6;
+  ev.frontier_latency_ns = o.frontier_latency_ns.value_or(m.spec().switch_latency_ms * 1e6);
   // Budgets in ascending order, the main one with the whole latency sweep; each sees the smaller ones' plans.
   std::vector<double> budgets = o.frontier_slowdowns;
   budgets.push_back(o.max_slowdown);
@@ -303,7 +303,7 @@ Evaluation evaluate(const model::Workload& w, const model::DvfsModel& m, const E
     per_budget.push_back(plan_budget(c, eps, latencies, prior));
     if (main)
       for (const auto& r : per_budget.back())
-        if (r.schedule.strategy != "phase" || std::find(o.switch_latencies_ns.begin(), o.switch_latencies_ns.end(),
+        if (r.schedule.strategy != plan::Strategy::phase || std::find(o.switch_latencies_ns.begin(), o.switch_latencies_ns.end(),
                                                         r.switch_latency_ns) != o.switch_latencies_ns.end())
           ev.strategies.push_back(r);
   }
@@ -312,7 +312,7 @@ Evaluation evaluate(const model::Workload& w, const model::DvfsModel& m, const E
     FrontierPoint p;
     p.max_slowdown = f;
     for (const auto& r : b)
-      if (r.schedule.strategy != "phase" || r.switch_latency_ns == ev.frontier_latency_ns) p.strategies.push_back(r);
+      if (r.schedule.strategy != plan::Strategy::phase || r.switch_latency_ns == ev.frontier_latency_ns) p.strategies.push_back(r);
     ev.frontier.push_back(std::move(p));
   }
   return ev;

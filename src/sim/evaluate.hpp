@@ -27,9 +27,9 @@ struct EvaluateOptions {
   double max_slowdown = 0.005;  // ε: allowed step-time increase over the baseline, fraction
   std::vector<double> switch_latencies_ns = {0, 1e4, 1e5, 1e6, 6e6, 2e7};  // L sweep for the phase strategy
   // The savings frontier: every strategy at these slowdown budgets (fractions; empty: none), phase at
-  // `frontier_latency_ns` (negative: the GPU spec's switch latency).
+  // `frontier_latency_ns` (ns; none: the GPU spec's switch latency).
   std::vector<double> frontier_slowdowns = {0, 0.005, 0.01, 0.02, 0.05, 0.10};
-  double frontier_latency_ns = -1;
+  std::optional<double> frontier_latency_ns = std::nullopt;
 };
 
 struct StrategyResult {

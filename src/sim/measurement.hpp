@@ -18,7 +18,7 @@
 namespace gearshift::sim {
 
 // Power samples inside the steps fewer than this do not calibrate: NVML's power reading is an average over
-// ~100 ms on Hopper (DESIGN.md), so a few samples say little about a step.
+// ~100 ms on Hopper (docs/design.md), so a few samples say little about a step.
 inline constexpr std::size_t kMinPowerSamples = 10;
 // A modelled baseline step time or energy farther than this from the measured one is a warning.
 inline constexpr double kMaxModelDisagreement = 0.05;

@@ -13,7 +13,7 @@ namespace gearshift::sim {
 
 plan::Schedule default_schedule(const model::Workload& w, const model::DvfsModel& m) {
   model::ClockPair def{m.spec().default_sm_clock_mhz, m.spec().default_mem_clock_mhz};
-  return plan::Schedule{"default", 0, std::vector<model::ClockPair>(w.ops.size(), def), 0};
+  return plan::Schedule{plan::Strategy::baseline, 0, std::vector<model::ClockPair>(w.ops.size(), def), 0};
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include "sim/collectives.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "gpu/spec.hpp"
@@ -72,8 +73,12 @@ double energy_to_deadline(const model::Workload& w, const model::DvfsModel& m, c
 
 SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncSlackOptions& o) {
   if (ranks.empty()) throw std::invalid_argument("sync-slack planning needs at least one rank");
-  if (o.strategy != "phase" && o.strategy != "kernel-global")
-    throw std::invalid_argument("sync-slack strategy '" + o.strategy + "' (phase, kernel-global)");
+  if (o.strategy != plan::Strategy::phase && o.strategy != plan::Strategy::kernel_global)
+    throw std::invalid_argument(std::string("sync-slack strategy '") + plan::to_string(o.strategy) +
+                                "' (phase, kernel-global)");
+  if (o.switch_latency_ms && !(*o.switch_latency_ms >= 0 && std::isfinite(*o.switch_latency_ms)))
+    throw std::invalid_argument("sync-slack switch latency " + std::to_string(*o.switch_latency_ms) +
+                                " ms (a number of ms >= 0)");
   double min_comm = 1e300;
   int communicating = 0;
   for (const auto& r : ranks) {
@@ -88,7 +93,7 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   SyncSlackResult res;
   const auto& spec = ranks[0].model.spec();
   const double latency_ns =
-      o.strategy == "kernel-global" ? 0.0 : (o.switch_latency_ms >= 0 ? o.switch_latency_ms : spec.switch_latency_ms) * 1e6;
+      o.strategy == plan::Strategy::kernel_global ? 0.0 : o.switch_latency_ms.value_or(spec.switch_latency_ms) * 1e6;
   res.switch_latency_ns = latency_ns;
 
   std::vector<model::Workload> intr;
@@ -124,7 +129,7 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     plan::Schedule best = def;
     SimResult best_sim = base[r];
     for (int attempt = 0; attempt < 12; ++attempt) {
-      plan::Schedule s = o.strategy == "phase" ? plan::plan_phase(table, w, budget, latency_ns)
+      plan::Schedule s = o.strategy == plan::Strategy::phase ? plan::plan_phase(table, w, budget, latency_ns)
                                                : plan::plan_kernel_global(table, budget);
       SimResult sim = simulate(w, graph[r], m, s, latency_ns);
       if (sim.step_time_s <= deadline * (1 + 1e-9)) {

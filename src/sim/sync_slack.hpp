@@ -1,4 +1,4 @@
-// Synchronization-aware slack across data-parallel ranks (DESIGN.md "Synchronization-aware slack").
+// Synchronization-aware slack across data-parallel ranks (docs/design.md "Synchronization-aware slack").
 //
 // Every rank of a data-parallel job runs the same step template and meets the others in the gradient
 // all-reduce. A rank with less work arrives early and spins inside the NCCL kernels until the slowest rank
@@ -26,6 +26,7 @@
 //   (a collective ends with the slowest rank) where every rank's trace has launch events.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,8 @@ RankInput load_rank(const std::string& trace_path, const std::string& gpu = "h20
 RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label);
 
 struct SyncSlackOptions {
-  std::string strategy = "phase";  // "phase" (switch latency below) or "kernel-global" (ideal switching)
-  double switch_latency_ms = -1;   // < 0: the GPU spec's estimate
+  plan::Strategy strategy = plan::Strategy::phase;  // phase (switch latency below) or kernel_global (ideal)
+  std::optional<double> switch_latency_ms = std::nullopt;  // ms, >= 0; none: the GPU spec's estimate
 };
 
 struct RankPlan {

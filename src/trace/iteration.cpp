@@ -798,7 +798,7 @@ class Detector {
       for (auto [d, k] : devices_) list += fmt::format("{}{}: {} kernels", list.empty() ? "" : ", ", d, k);
       ev.warnings.push_back(fmt::format("the trace holds {} devices ({}); analysed device {} only{}",
                                         devices_.size(), list, device_,
-                                        opt_.device < 0 ? " (the busiest; choose another with --device)" : ""));
+                                        opt_.device ? "" : " (the busiest; choose another with --device)"));
     }
     if (a.confidence < kMinStepConfidence)
       throw NoIterationError(fmt::format(
@@ -882,13 +882,14 @@ class Detector {
       if (r.kind == OpKind::kernel) per_device[r.device]++;
     if (per_device.empty()) throw NoIterationError("the trace holds no kernels");
     devices_ = per_device;
-    device_ = opt_.device;
-    if (device_ < 0) {
+    if (opt_.device) {
+      device_ = *opt_.device;
+      if (!per_device.count(device_))
+        throw NoIterationError(fmt::format("the trace holds no kernels of device {}", device_));
+    } else {
       device_ = std::max_element(per_device.begin(), per_device.end(),
                                  [](auto& x, auto& y) { return x.second < y.second; })
                     ->first;
-    } else if (!per_device.count(device_)) {
-      throw NoIterationError(fmt::format("the trace holds no kernels of device {}", device_));
     }
     std::map<int, std::size_t> per_stream;
     for (std::size_t i = 0; i < trace_.ops.size(); ++i) {

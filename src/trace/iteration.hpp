@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ class NoIterationError : public std::runtime_error {
 };
 
 struct IterationOptions {
-  int device = -1;           // device to analyse; -1: the one with most kernels
+  std::optional<int> device = std::nullopt;  // CUDA device to analyse; none: the one with most kernels
   bool use_markers = true;   // use step markers when the trace has them
   std::size_t max_candidates = 256;  // candidate periods scored
   // Accept a kernel-stream period that has neither step markers, an optimizer update per step nor an idle gap

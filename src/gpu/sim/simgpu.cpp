@@ -29,6 +29,8 @@
 #include "gpu/nvml_api.hpp"
 #include "gpu/spec.hpp"
 
+using namespace gearshift::gpu::nvml_abi;  // NOLINT: the C names of the private ABI header
+
 namespace {
 
 using gearshift::gpu::GpuSpec;
@@ -271,6 +273,13 @@ bool parse_config(Sim& s) {
 
 #define SIMGPU_EXPORT extern "C" __attribute__((visibility("default")))
 
+// Every function of the list, declared with its listed signature: a definition below that differs from the list
+// does not compile (a C function cannot be overloaded), and the test NvmlAbi.SimulatedGpuExportsTheList finds a
+// missing one.
+#define SIMGPU_DECLARE(name, ret, params) SIMGPU_EXPORT ret name params;
+GEARSHIFT_NVML_FUNCTIONS(SIMGPU_DECLARE)
+#undef SIMGPU_DECLARE
+
 SIMGPU_EXPORT nvmlReturn_t nvmlInit_v2() {
   Sim& s = sim();
   std::lock_guard<std::mutex> g(s.mu);
@@ -292,20 +301,16 @@ SIMGPU_EXPORT nvmlReturn_t nvmlShutdown() {
 }
 
 SIMGPU_EXPORT const char* nvmlErrorString(nvmlReturn_t r) {
+  if (r == NVML_ERROR_UNKNOWN) {
+    // The detail of a failed init (bad configuration) outlives the call: it is set once, before any reader.
+    const std::string& detail = sim().init_error;
+    if (!detail.empty()) return detail.c_str();
+  }
   switch (r) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_UNKNOWN: {
-      // The detail of a failed init (bad configuration) outlives the call: it is set once, before any reader.
-      const std::string& detail = sim().init_error;
-      return detail.empty() ? "Unknown Error" : detail.c_str();
-    }
+#define SIMGPU_ERROR_TEXT(name, value, errc, text) \
+  case name: return text;
+    GEARSHIFT_NVML_RETURNS(SIMGPU_ERROR_TEXT)
+#undef SIMGPU_ERROR_TEXT
     default: return "Unknown Error";
   }
 }
@@ -366,7 +371,7 @@ SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t
 SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned* current, unsigned* pending) {
   SIM_BEGIN(d);
   if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
-  *current = *pending = NVML_DEVICE_MIG_DISABLE;
+  *current = *pending = kNvmlDeviceMigDisable;
   return NVML_SUCCESS;
 }
 
@@ -392,7 +397,7 @@ SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, n
     nvmlFieldValue_t& f = values[i];
     f.timestamp = realtime_ns() / 1000;
     f.latencyUsec = 0;
-    if (f.fieldId == NVML_FI_DEV_POWER_INSTANT || f.fieldId == NVML_FI_DEV_POWER_AVERAGE) {
+    if (f.fieldId == kNvmlFieldPowerInstant || f.fieldId == kNvmlFieldPowerAverage) {
       f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
       f.value.uiVal = static_cast<unsigned>(std::lround(s.power_w * 1000));  // mW
       f.nvmlReturn = NVML_SUCCESS;

@@ -36,7 +36,7 @@ TEST(DvfsModel, DenseGemmIsPowerCappedAtMaxClock) {
   auto m = h200();
   KernelCoefficients gemm = class_prior(KernelClass::gemm);
   int f = m.capped_sm_clock({1980, 3201}, gemm);
-  // DESIGN.md: GPT-3 XL on H200 at the 700 W cap ran at 1815-1935 MHz.
+  // docs/design.md: GPT-3 XL on H200 at the 700 W cap ran at 1815-1935 MHz.
   EXPECT_GE(f, 1800);
   EXPECT_LT(f, 1980);
   auto p = m.predict(1000, {f, 3201}, {1980, 3201}, gemm);

@@ -73,8 +73,8 @@ TEST_F(Fixture, StrategiesRespectTheBudgetAndNest) {
   EXPECT_LE(energy(pass), energy(it) + 1e-12);
   EXPECT_LE(energy(global), energy(pass) + 1e-12);
   EXPECT_LE(energy(global), energy(local) + 1e-12);
-  EXPECT_LT(energy(global), energy(Schedule{"", 0, std::vector<model::ClockPair>(6, t.clocks[t.default_index]), 0}));
-  // Memory-bound ops go below the max SM clock (DESIGN.md / Spaan et al.).
+  EXPECT_LT(energy(global), energy(Schedule{Strategy::baseline, 0, std::vector<model::ClockPair>(6, t.clocks[t.default_index]), 0}));
+  // Memory-bound ops go below the max SM clock (docs/design.md / Spaan et al.).
   EXPECT_LT(global.clocks[1].sm_mhz, 1980);
 }
 
@@ -132,12 +132,26 @@ TEST_F(Fixture, EveryPhaseLastsAtLeastTheLatencyOnTheFastestTimeline) {
 }
 
 TEST_F(Fixture, ChangePositionsAreCyclic) {
-  Schedule s{"x", 0, {{1980, 3201}, {1500, 3201}, {1500, 3201}, {1980, 3201}}, 0};
+  Schedule s{Strategy::baseline, 0, {{1980, 3201}, {1500, 3201}, {1500, 3201}, {1980, 3201}}, 0};
   EXPECT_EQ(s.change_positions(), (std::vector<std::size_t>{1, 3}));
   auto ph = phases_of(s);
   ASSERT_EQ(ph.size(), 3u);
   EXPECT_EQ(ph[1].first, 1u);
   EXPECT_EQ(ph[1].last, 2u);
+}
+
+// The strategy names are parsed only at the edges (CLI, Python, plan.json): every planning strategy's name
+// reads back as itself, "default" (the baseline) and anything else are no planning strategy.
+TEST(Strategy, NamesRoundTripAndUnknownNamesAreRefused) {
+  for (Strategy s : {Strategy::iteration, Strategy::pass, Strategy::kernel_local, Strategy::kernel_global,
+                     Strategy::phase})
+    EXPECT_EQ(parse_strategy(to_string(s)), s) << s;
+  EXPECT_STREQ(to_string(Strategy::kernel_global), "kernel-global");
+  EXPECT_STREQ(to_string(Strategy::baseline), "default");
+  EXPECT_EQ(parse_strategy("default"), std::nullopt);
+  EXPECT_EQ(parse_strategy("kernel_global"), std::nullopt);
+  EXPECT_EQ(parse_strategy("Phase"), std::nullopt);
+  EXPECT_EQ(parse_strategy(""), std::nullopt);
 }
 
 }  // namespace

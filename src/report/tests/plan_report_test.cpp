@@ -31,7 +31,7 @@ struct Planned {
     o.switch_latencies_ns.push_back(model.spec().switch_latency_ms * 1e6);
     evaluation = sim::evaluate(workload, model, o);
     for (const auto& s : evaluation.strategies)
-      if (s.schedule.strategy == "phase" && s.switch_latency_ns == model.spec().switch_latency_ms * 1e6) chosen = &s;
+      if (s.schedule.strategy == plan::Strategy::phase && s.switch_latency_ns == model.spec().switch_latency_ms * 1e6) chosen = &s;
   }
   PlanReportInput input() const {
     return PlanReportInput{trace,  iterations, workload, model, evaluation, *chosen, "gpt3xl.json.gz",
@@ -130,7 +130,7 @@ TEST(PlanReport, FrontierAndLatencyCurvesAreTheEvaluations) {
   const auto& l = d["latency"];
   EXPECT_EQ(l["labels"][0], "0");
   std::size_t phases = 0;
-  for (const auto& s : p.evaluation.strategies) phases += s.schedule.strategy == "phase";
+  for (const auto& s : p.evaluation.strategies) phases += s.schedule.strategy == plan::Strategy::phase;
   EXPECT_EQ(l["labels"].size(), phases);
   // Saving never rises with L (sim/evaluate.hpp).
   for (std::size_t i = 1; i < l["saving_pct"].size(); ++i)

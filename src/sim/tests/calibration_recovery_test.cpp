@@ -53,7 +53,7 @@ TEST(CalibrationRecovery, FittedCoefficientsGiveTheHiddenTruthsPlan) {
   o.frontier_slowdowns = {};
   auto saving = [&](const model::Workload& w) {
     for (const auto& s : evaluate(w, m, o).strategies)
-      if (s.schedule.strategy == "kernel-global") return s.saving_pct;
+      if (s.schedule.strategy == plan::Strategy::kernel_global) return s.saving_pct;
     return -1.0;
   };
   const double st = saving(truth), sf = saving(fitted), sp = saving(priors);

@@ -30,7 +30,7 @@ TEST(Evaluate, GptThreeXlPlansMeetTheBudgetAndOrder) {
   EXPECT_NEAR(ev.baseline.step_time_s, a.tmpl.period_ns * 1e-9, 0.01 * a.tmpl.period_ns * 1e-9);
   auto find = [&](const std::string& name, double L = 0) -> const StrategyResult& {
     for (const auto& s : ev.strategies)
-      if (s.schedule.strategy == name && s.switch_latency_ns == L) return s;
+      if (plan::to_string(s.schedule.strategy) == name && s.switch_latency_ns == L) return s;
     throw std::runtime_error("missing " + name);
   };
   for (const auto& s : ev.strategies) {
@@ -64,7 +64,7 @@ TEST(Evaluate, CalibrationRejectsNonPositivePower) {
 
 const StrategyResult& find_in(const std::vector<StrategyResult>& v, const std::string& name, double L = -1) {
   for (const auto& s : v)
-    if (s.schedule.strategy == name && (L < 0 || s.switch_latency_ns == L)) return s;
+    if (plan::to_string(s.schedule.strategy) == name && (L < 0 || s.switch_latency_ns == L)) return s;
   throw std::runtime_error("missing " + name);
 }
 
@@ -83,7 +83,7 @@ void expect_one_truth(const model::Workload& w, const model::DvfsModel& m, const
     EXPECT_LE(s.sim.step_time_s, ev.baseline.step_time_s * (1 + o.max_slowdown) * (1 + 1e-12));
     // Every strategy's plan is a kernel plan: none saves more than kernel-global.
     EXPECT_LE(s.saving_pct, global.saving_pct + 1e-9) << s.schedule.strategy << " L=" << s.switch_latency_ns;
-    if (s.schedule.strategy == "phase") {
+    if (s.schedule.strategy == plan::Strategy::phase) {
       phase.push_back(&s);
       // A phase plan of L has no late change, so it runs exactly as with instant switching.
       EXPECT_EQ(s.sim.late_changes, 0u) << "L=" << s.switch_latency_ns;
@@ -106,7 +106,7 @@ void expect_one_truth(const model::Workload& w, const model::DvfsModel& m, const
   // The frontier: budgets ascending, each plan within its budget, no strategy's saving falling as the budget
   // grows, kernel-global on top, the main budget's row the main table's.
   ASSERT_EQ(ev.frontier.size(), o.frontier_slowdowns.size());
-  std::map<std::string, double> prev;
+  std::map<plan::Strategy, double> prev;
   for (const auto& p : ev.frontier) {
     SCOPED_TRACE("budget " + std::to_string(p.max_slowdown));
     ASSERT_EQ(p.strategies.size(), 5u);
@@ -119,11 +119,11 @@ void expect_one_truth(const model::Workload& w, const model::DvfsModel& m, const
         EXPECT_GE(s.saving_pct, prev[s.schedule.strategy] - 1e-9) << s.schedule.strategy;
       }
       prev[s.schedule.strategy] = s.saving_pct;
-      if (s.schedule.strategy == "phase") {
+      if (s.schedule.strategy == plan::Strategy::phase) {
         EXPECT_EQ(s.switch_latency_ns, ev.frontier_latency_ns);
       }
       if (p.max_slowdown == o.max_slowdown) {
-        EXPECT_EQ(s.saving_pct, find_in(ev.strategies, s.schedule.strategy, s.switch_latency_ns).saving_pct);
+        EXPECT_EQ(s.saving_pct, find_in(ev.strategies, plan::to_string(s.schedule.strategy), s.switch_latency_ns).saving_pct);
       }
     }
   }
@@ -255,7 +255,7 @@ TEST(OneOptimizerTruth, KernelGlobalIsTheSimulatorsOptimumOverEveryPlan) {
     double best = ev.baseline.energy_j;
     std::map<double, double> best_at;  // L -> least energy of the plans with no late change there
     std::vector<std::size_t> pick(5, 0);
-    plan::Schedule s{"x", 0, std::vector<model::ClockPair>(5), 0};
+    plan::Schedule s{plan::Strategy::baseline, 0, std::vector<model::ClockPair>(5), 0};
     for (;;) {
       for (std::size_t i = 0; i < 5; ++i) s.clocks[i] = table.clocks[pick[i]];
       SimResult r = simulate(w, m, s, 0);

@@ -38,7 +38,7 @@ TEST_F(SimFixture, BaselineOfSerialOpsAddsTimesGapsAndIdle) {
 TEST_F(SimFixture, PhasesAtLeastLLongRunAsWithInstantSwitching) {
   model::Workload w;
   for (int i = 0; i < 4; ++i) w.ops.push_back(op_of(model::KernelClass::elementwise, 1e6, 0, 7, m));
-  plan::Schedule s{"x", 0, {{1980, 3201}, {1980, 3201}, {990, 3201}, {990, 3201}}, 0};
+  plan::Schedule s{plan::Strategy::baseline, 0, {{1980, 3201}, {1980, 3201}, {990, 3201}, {990, 3201}}, 0};
   SimResult ideal = simulate(w, m, s, 0, true);
   // Two changes per step: to 990 at position 2 and back to 1980 at position 0 (cyclic).
   EXPECT_EQ(ideal.clock_changes, 2u);
@@ -63,7 +63,7 @@ TEST_F(SimFixture, OldClocksHoldWhenAPhaseIsShorterThanL) {
   for (int i = 0; i < 4; ++i) w.ops.push_back(op_of(model::KernelClass::elementwise, 1e6, 0, 7, m));
   // The 990 phase (op 1, 1.15 ms) is shorter than L = 1.5 ms: the change back to 1980, issued when the one
   // to 990 lands (1.0 ms), lands at 2.5 ms; op 2 starts at 2.15 ms and still runs at 990.
-  plan::Schedule s{"x", 0, {{1980, 3201}, {990, 3201}, {1980, 3201}, {1980, 3201}}, 0};
+  plan::Schedule s{plan::Strategy::baseline, 0, {{1980, 3201}, {990, 3201}, {1980, 3201}, {1980, 3201}}, 0};
   SimResult r = simulate(w, m, s, 1.5e6, true);
   EXPECT_EQ(r.clock_changes, 2u);
   EXPECT_EQ(r.late_changes, 1u);
@@ -79,7 +79,7 @@ TEST_F(SimFixture, AChangeLateAtTheStepEndLandsInTheNextStep) {
   for (int i = 0; i < 4; ++i) w.ops.push_back(op_of(model::KernelClass::elementwise, 1e6, 0, 7, m));
   // The 990 phase is the last op (1.15 ms < L = 1.5 ms): the change back to 1980 for position 0 lands 0.35 ms
   // into the next step, so op 0 runs at 990 in the steady state.
-  plan::Schedule s{"x", 0, {{1980, 3201}, {1980, 3201}, {1980, 3201}, {990, 3201}}, 0};
+  plan::Schedule s{plan::Strategy::baseline, 0, {{1980, 3201}, {1980, 3201}, {1980, 3201}, {990, 3201}}, 0};
   SimResult r = simulate(w, m, s, 1.5e6, true);
   EXPECT_EQ(r.late_changes, 1u);
   EXPECT_EQ(r.timeline[0].requested.sm_mhz, 990);
@@ -91,7 +91,7 @@ TEST_F(SimFixture, AChangeLateAtTheStepEndLandsInTheNextStep) {
 TEST_F(SimFixture, IdlePowerFollowsTheClocksOfTheLastOpStarted) {
   model::Workload w;
   w.ops = {op_of(model::KernelClass::elementwise, 1e6, 0, 7, m), op_of(model::KernelClass::elementwise, 1e6, 2e6, 7, m)};
-  plan::Schedule s{"x", 0, {{990, 3201}, {1980, 3201}}, 0};
+  plan::Schedule s{plan::Strategy::baseline, 0, {{990, 3201}, {1980, 3201}}, 0};
   SimResult r = simulate(w, m, s, 0);
   // Op 0 at 990 MHz, then the 2 ms gap at op 0's clocks, then op 1 at 1980; the step's head (none) and end at
   // op 1's clocks.
@@ -118,7 +118,7 @@ TEST_F(SimFixture, StreamsOverlap) {
 TEST_F(SimFixture, RejectsAScheduleOfAnotherLength) {
   model::Workload w;
   w.ops = {op_of(model::KernelClass::gemm, 1e6, 0, 7, m)};
-  plan::Schedule s{"x", 0, {}, 0};
+  plan::Schedule s{plan::Strategy::baseline, 0, {}, 0};
   EXPECT_THROW(simulate(w, m, s, 0), std::invalid_argument);
 }
 

@@ -31,7 +31,7 @@ struct ReplayFixture : ::testing::Test {
     return o;
   }
   static plan::Schedule with(std::size_t n, std::size_t slow_at) {
-    plan::Schedule s{"x", 0, std::vector<model::ClockPair>(n, kDefault), 0};
+    plan::Schedule s{plan::Strategy::baseline, 0, std::vector<model::ClockPair>(n, kDefault), 0};
     if (slow_at < n) s.clocks[slow_at] = kSlow;
     return s;
   }
@@ -96,7 +96,7 @@ TEST_F(ReplayFixture, PlannersSpendTheSlackFirst) {
   Evaluation ev = evaluate(w, m, o);
   const StrategyResult* g = nullptr;
   for (const auto& s : ev.strategies)
-    if (s.schedule.strategy == "kernel-global") g = &s;
+    if (s.schedule.strategy == plan::Strategy::kernel_global) g = &s;
   ASSERT_NE(g, nullptr);
   // A fits its 2 ms float even at the lowest SM clock, and the idle window after it then idles at 78 W, not
   // 122 W (h200.json): the window runs at the GPU's lowest clocks.
@@ -121,7 +121,7 @@ TEST_F(ReplayFixture, AChainBeforeAWaitSharesItsFloat) {
   EXPECT_DOUBLE_EQ(t.budget(0, slow), t.time(0, t.default_index));  // within its 1.5 ms share
   EXPECT_DOUBLE_EQ(t.budget(1, slow), t.time(1, t.default_index));
   // Both slowed at once: C still waits for its launch.
-  plan::Schedule s{"x", 0, {kSlow, kSlow, kDefault}, 0};
+  plan::Schedule s{plan::Strategy::baseline, 0, {kSlow, kSlow, kDefault}, 0};
   SimResult r = simulate(w, m, s, 0, true);
   EXPECT_NEAR(r.step_time_s, 6e-3, 1e-12);
   EXPECT_NEAR(r.timeline[2].start_ns, 5e6, 1e-6);

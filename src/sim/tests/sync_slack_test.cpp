@@ -37,7 +37,7 @@ TEST(SyncSlack, FastRankSlowsToTheStragglerAndTheJobDoesNotGrow) {
   // Rank 0: 30 ms of GEMM, 2 ms all-reduce. Rank 1: 20 ms of GEMM, then waits 10 ms inside the all-reduce.
   std::vector<RankInput> ranks{synthetic(30, 2, 0), synthetic(20, 12, 0)};
   SyncSlackOptions o;
-  o.strategy = "kernel-global";
+  o.strategy = plan::Strategy::kernel_global;
   auto r = plan_sync_slack(ranks, o);
   ASSERT_EQ(r.ranks.size(), 2u);
   EXPECT_EQ(r.straggler, 0);
@@ -68,7 +68,7 @@ RankInput with_launches(double gemm_ms, double comm_ms) {
 TEST(SyncSlack, RanksWithLaunchEventsAreReplayedTogether) {
   std::vector<RankInput> ranks{with_launches(30, 2), with_launches(20, 12)};
   SyncSlackOptions o;
-  o.strategy = "kernel-global";
+  o.strategy = plan::Strategy::kernel_global;
   auto r = plan_sync_slack(ranks, o);
   EXPECT_TRUE(r.collectives_replayed);
   EXPECT_EQ(r.straggler, 0);
@@ -92,7 +92,10 @@ TEST(SyncSlack, RanksOfDifferentProgramsAreRefused) {
   EXPECT_THROW(plan_sync_slack({a, b}), std::invalid_argument);
   EXPECT_THROW(plan_sync_slack({}), std::invalid_argument);
   SyncSlackOptions o;
-  o.strategy = "nope";
+  o.strategy = plan::Strategy::iteration;  // not a sync-slack strategy
+  EXPECT_THROW(plan_sync_slack({a}, o), std::invalid_argument);
+  o.strategy = plan::Strategy::phase;
+  o.switch_latency_ms = -1.0;  // given and negative: refused, never read as "not given"
   EXPECT_THROW(plan_sync_slack({a}, o), std::invalid_argument);
 }
 

@@ -148,7 +148,7 @@ struct Shipped {
 
 TEST(Iteration, ShippedH200TracesHoldThreeStepsOfKnownSize) {
   if (!test::have_shared()) GTEST_SKIP() << "../shared/data absent in this checkout";
-  // DESIGN.md: GPT-3 XL has 1532 kernels per step.
+  // docs/design.md: GPT-3 XL has 1532 kernels per step.
   for (auto [file, kernels] : {Shipped{"data/traces/gpt3xl_h200_trace.json.gz", 1532}}) {
     Trace t = import_trace(test::shared_path(file));
     auto a = detect_iterations(t);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issues 4 and 5 on one GPU, dry-run only (docs/benchmarks.md, "Online runtime on an H200"). Usage:
-#   [SECTIONS="launch runtime run_overhead trace_overhead"] [PAIRS=5] run_issue5.sh BIN OUT
+# The online runtime on one GPU, dry-run only: per-launch cost, `gearshift run --plan` on three workloads, the
+# step-time overhead of `run` and of `trace` (docs/benchmarks.md, "Online runtime"). Usage:
+#   [SECTIONS="launch runtime run_overhead trace_overhead"] [PAIRS=5] runtime_dry_run_checks.sh BIN OUT
 # BIN holds gearshift, libgearshift_inject.so, cupti_callback_bench (built on the dev machine) and the shared
 # libraries they need. Reads NVML only: never changes clocks, power limits or any other GPU setting
 # (`gearshift run` without --apply only logs the changes it would make).
@@ -14,7 +15,7 @@ log() { echo "== $(date -u +%H:%M:%S) $*"; }
 SECTIONS=${SECTIONS:-launch runtime run_overhead trace_overhead}
 on() { [[ " $SECTIONS " == *" $1 "* ]]; }
 PAIRS=${PAIRS:-5}
-# The three workloads of issue 5: GPT-2 small, the GPT-3 XL shape, and gradient accumulation with a varying
+# The three workloads: GPT-2 small, the GPT-3 XL shape, and gradient accumulation with a varying
 # sequence length (each optimizer step: 2 microbatches of a length drawn from 512/768/1024).
 declare -A W=([gpt2]="--preset gpt2 --batch 16" [gpt3xl]="--preset gpt3-xl --batch 8"
               [accum]="--preset gpt2-medium --batch 8 --accum 2 --vary-seq 512,768,1024")
@@ -28,7 +29,7 @@ if on launch; then
   for r in 1 2 3; do
     echo "plain $("$OUT/launch_cost" 2000)"
     echo "trace $("$GS" trace -o "$OUT/lc.jsonl.gz" -- "$OUT/launch_cost" 2000 2>/dev/null | grep '^{')"
-    echo "feed  $(GEARSHIFT_RUNTIME_FD=3 CUDA_INJECTION64_PATH="$LIB" "$OUT/launch_cost" 2000 2>/dev/null 3> >(cat > /dev/null))"
+    echo "feed  $(CUDA_INJECTION64_PATH="$LIB" python3 "$HERE/feed_sink.py" -- "$OUT/launch_cost" 2000 2>/dev/null)"
   done | tee "$OUT/launch_cost.txt"
   rm -f "$OUT"/lc.jsonl.gz*
   "$BIN/cupti_callback_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>&1 | tee "$OUT/callback_bench.txt"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Short real-GPU checks of the merged session-2 runtime, dry-run only (never changes a GPU setting):
+# The runtime's three ways into a job on a real GPU, dry-run only (never changes a GPU setting):
 # the feed attached to a running PyTorch process (what gearshift.torch.enable() does), `gearshift run` injecting
-# the tracer itself, and `gearshift run --auto`. Usage: run_session2_checks.sh BIN PLAN OUT
+# the tracer itself, and `gearshift run --auto`. Usage: feed_entry_checks.sh BIN PLAN OUT
 set -u
 BIN=$(cd "$1" && pwd); PLAN=$2; OUT=$3
 HERE=$(cd "$(dirname "$0")" && pwd)

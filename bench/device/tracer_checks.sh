@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 4 checks on one GPU (docs/benchmarks.md, "CUPTI tracer (issue 4)"). Usage:
+# The CUPTI tracer on one GPU: hot-path benchmark, traced vs torch.profiler kernels, step detection, faults,
+# step-time overhead of tracing (docs/benchmarks.md, "CUPTI tracer"). Usage:
 #   [SECTIONS="bench compare steps faults overhead"] [OVERHEAD_ARGS="--preset gpt3-xl --batch 8"] \
-#   run_issue4.sh BIN_DIR OUT_DIR [train_gpt.py args for the comparison runs]
+#   tracer_checks.sh BIN_DIR OUT_DIR [train_gpt.py args for the comparison runs]
 # BIN_DIR holds gearshift, libgearshift_inject.so and cupti_callback_bench (built on a CUDA 13 machine).
 # Reads NVML only; never changes clocks, power limits or any GPU setting.
 set -u

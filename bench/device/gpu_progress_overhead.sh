@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 5 on one GPU with the runtime's default GPU progress (the job's synchronizes; kernel activity sampled
-# 200 of every 5000 ms), dry-run only (docs/benchmarks.md, "session 3"). Usage:
+# Step-time overhead and in-time fraction of `gearshift run` on one GPU with the runtime's default GPU progress
+# (the job's synchronizes; kernel activity sampled 200 of every 5000 ms), dry-run only (docs/benchmarks.md,
+# "Where the overhead is, and GPU progress from synchronizes"). Usage:
 #   [SECTIONS="gpt2 accum gpt3xl"] [PAIRS=5] [STEPS=30] [MAX_SLOWDOWN=0.5%] [ACTIVITY_FOR="gpt2"]
-#   [ACCUM_SYNC="1 0"] [ACCUM_PAIRS=0] [VARIANTS="NAME:K=V,... ..."] run_session3.sh BIN OUT
+#   [ACCUM_SYNC="1 0"] [ACCUM_PAIRS=0] [VARIANTS="NAME:K=V,... ..."] gpu_progress_overhead.sh BIN OUT
 #  gpt2, gpt3xl: trace 8 steps, plan (phase, L = 6 ms, MAX_SLOWDOWN), then PAIRS rounds of plain vs
 #                `gearshift run --plan` (overhead.py; the workloads in ACTIVITY_FOR also with --gpu-progress
 #                activity), STEPS steps each, synchronized every step. VARIANTS: overhead.py's --variant
