@@ -150,7 +150,9 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     // A fit that ends at its bound means no parameter of the model reproduces the measured power: every energy
     // figure after it would be the bound's, not the job's (measured: a traced step 69 % longer than the untraced
     // run it was calibrated to). Refuse rather than print savings of a model that does not fit.
-    if (auto bound = sim::calibration_bound_warnings(*r.model); !bound.empty())
+    auto bound = sim::calibration_bound_warnings(*r.model);
+    for (auto& why : sim::implausible_calibration(*r.model)) bound.push_back("implausible: " + why);
+    if (!bound.empty())
       throw Exit(kModelRefused,
                  fmt::format("{}: no plan: the model cannot reproduce the measured power ({} from {}): {}. Where the "
                              "trace's step differs from the measured run (a heavy profiler slows the job), record "

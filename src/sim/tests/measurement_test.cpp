@@ -82,6 +82,29 @@ TEST(Measurement, CalibrationAtItsBoundIsFlagged) {
   EXPECT_NE(warnings[0].find("at its bound"), std::string::npos) << warnings[0];
 }
 
+// A measured power the priors reach only with an implausible memory/uncore power: the search does not end at its
+// bound (the bisection lands inside [0, 700 W]), so calibration_bound_warnings said nothing and `plan` planned
+// with it. implausible_calibration refuses it.
+TEST(Measurement, ImplausibleMemoryPowerIsRefused) {
+  if (!std::filesystem::exists(GEARSHIFT_SHARED_DIR "/data/traces")) GTEST_SKIP() << "../shared absent";
+  trace::Trace t = gpt2_with_power_samples(670);
+  auto steps = trace::detect_iterations(t);
+  model::DvfsModel m(gpu::find_spec("h200"));
+  model::Workload w = model::build_workload(t, steps, m);
+  calibrate_to_measured_power(w, m, 670);
+  EXPECT_GT(m.params().memory_w_at_max, 280);  // 40 % of the 700 W board
+  EXPECT_TRUE(calibration_bound_warnings(m).empty());  // not at the search's bound: accepted before
+  auto why = implausible_calibration(m);
+  ASSERT_FALSE(why.empty());
+  EXPECT_NE(why[0].find("memory/uncore power"), std::string::npos) << why[0];
+  // The 450 W calibration of the same trace is plausible.
+  model::DvfsModel ok(gpu::find_spec("h200"));
+  model::Workload w2 = model::build_workload(t, steps, ok);
+  calibrate_to_measured_power(w2, ok, 450);
+  EXPECT_TRUE(implausible_calibration(ok).empty()) << implausible_calibration(ok)[0];
+  EXPECT_LT(ok.params().memory_w_at_max, 280);
+}
+
 TEST(Measurement, ModelledBaselineFarFromTheMeasuredStepIsFlagged) {
   trace::Trace t;
   t.measured.step_time_s = 0.0964;
