@@ -29,6 +29,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
 #include "runtime/untraced_step.hpp"
+#include "sim/calibration_model.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -51,6 +52,8 @@ struct AutoOptions {
   // the untraced measurement itself erred by up to 7 % (H200, Megatron-LM: 248 ms against its log's 265 ms).
   double max_untraced_disagreement = 0.10;
   double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
+  std::optional<sim::CalibratedModel> model;  // --model: plan with it (PlanJobOptions::model)
+  std::string model_path;
 };
 
 struct PlanJobOptions;

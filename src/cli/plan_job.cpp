@@ -34,6 +34,24 @@ double parse_slowdown(const std::string& text) {
   return v;
 }
 
+sim::CalibratedModel load_model_or_exit(const std::string& path) {
+  sim::CalibratedModel m;
+  try {
+    m = sim::load_model_file(path);
+  } catch (const std::runtime_error& e) {
+    throw Exit(kBadInput, e.what());
+  }
+  gpu::GpuSpec spec;
+  try {
+    spec = gpu::find_spec(m.gpu);
+  } catch (const std::invalid_argument& e) {
+    throw Exit(kBadInput, fmt::format("{}: \"gpu\": {}", path, e.what()));
+  }
+  if (auto why = sim::implausible_model(m, spec); !why.empty())
+    throw Exit(kModelRefused, fmt::format("{}: model refused: {}", path, fmt::join(why, "; ")));
+  return m;
+}
+
 namespace {
 gpu::GpuSpec spec_or_exit(const std::string& name) {
   try {
@@ -143,7 +161,21 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                                       "limit of the {} spec; pass the --gpu the trace ran on",
                                       o.display_name, measured->source, measured->average_power_w,
                                       spec.power_limit_max_w, spec.name));
-  if (o.calibrate && measured) {
+  if (o.model) {
+    if (o.model->gpu != spec.name)
+      throw Exit(kUsage, fmt::format("--model {}: calibrated on a {} GPU, the trace is planned for {}; plan with --gpu {} "
+                                     "or calibrate on this GPU",
+                                     o.model_path, o.model->gpu, spec.name, o.model->gpu));
+    const sim::AppliedModel a = sim::apply_model(*o.model, r.workload, *r.model);
+    r.calibration_source = fmt::format(
+        "model file {} (gearshift calibrate, {}): fitted a, b for {} of {} kernel positions (class priors for the "
+        "rest), board power fitted at {} clock pairs",
+        o.model_path, o.model->created_utc, a.ops_matched, a.kernel_ops, o.model->pairs.size());
+    if (a.ops_matched == 0)
+      r.warnings.push_back(fmt::format("--model {}: no kernel of the trace is in the model file (another job?): its "
+                                       "board power is used, the class priors for every kernel",
+                                       o.model_path));
+  } else if (o.calibrate && measured) {
     sim::calibrate_to_measured_power(r.workload, *r.model, measured->average_power_w);
     r.calibrated_to_w = measured->average_power_w;
     r.calibration_source = measured->source;
