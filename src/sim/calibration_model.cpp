@@ -204,6 +204,12 @@ std::vector<std::string> implausible_model(const CalibratedModel& m, const gpu::
                               m.memory_w_at_max <= 1e-9 || m.memory_w_at_max >= spec.max_board_power_w - 1e-9;
   const model::DvfsModel dm(spec, model_power_params(m, spec));
   for (auto& w : implausible_calibration(dm)) why.push_back(std::move(w));
+  // The fitted memory power follows the memory clock across the pairs: DRAM bounds it (measurement.hpp).
+  if (const double mem_max = kMaxMemoryShareOfBoard * spec.max_board_power_w; m.memory_w_at_max > mem_max)
+    why.push_back(fmt::format("memory power {:.0f} W at full traffic, above {:.0f} W ({:.0f} % of the {:.0f} W board "
+                              "power; DRAM access energy puts it near 20 %, the spec estimates {:.0f} W)",
+                              m.memory_w_at_max, mem_max, 100 * kMaxMemoryShareOfBoard, spec.max_board_power_w,
+                              spec.memory_power_w_at_max_clock));
   if (power_at_bound)
     why.push_back(fmt::format("the power fit ended at its search bound (activity scale {:.3f} in [0.05, 5], memory/uncore "
                               "power {:.0f} W in [0, {:.0f}] W): no model of this form reproduces the measured powers",

@@ -74,7 +74,7 @@ struct PowerFit {
 PowerFit fit_board_power(model::Workload& w, model::DvfsModel& dm, const std::vector<PairMeasurement>& pairs);
 
 // Why a calibrated model is not to be used (right or refused), empty when plausible: sim::implausible_calibration
-// on its power parameters, a power fit on fit_board_power's search bound, a power fit whose rms error exceeds
+// on its power parameters, a memory power above kMaxMemoryShareOfBoard of the board's, a power fit on fit_board_power's search bound, a power fit whose rms error exceeds
 // 5 %, no kernel fitted. Checked where the file is written and again where it is read.
 std::vector<std::string> implausible_model(const CalibratedModel& m, const gpu::GpuSpec& spec);
 

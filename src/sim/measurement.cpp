@@ -90,12 +90,10 @@ std::vector<std::string> implausible_calibration(const model::DvfsModel& m) {
                               "cap {:.0f} W)",
                               p.idle_w_at_min_clock, p.idle_w_at_max_clock, p.dynamic_w_at_max, p.memory_w_at_max,
                               p.power_cap_w));
-  const double mem_max = kMaxMemoryShareOfBoard * spec.max_board_power_w;
-  if (p.memory_w_at_max > mem_max)
-    why.push_back(fmt::format("memory/uncore power {:.0f} W at full traffic, above {:.0f} W ({:.0f} % of the {:.0f} W "
-                              "board power; DRAM access energy puts it near 20 %, the spec estimates {:.0f} W)",
-                              p.memory_w_at_max, mem_max, 100 * kMaxMemoryShareOfBoard, spec.max_board_power_w,
-                              spec.memory_power_w_at_max_clock));
+  if (p.memory_w_at_max + p.idle_w_at_max_clock > spec.max_board_power_w)
+    why.push_back(fmt::format("memory/uncore power {:.0f} W at full traffic plus the {:.0f} W idle power exceed the "
+                              "{:.0f} W board power: no GPU draws that with its SMs idle",
+                              p.memory_w_at_max, p.idle_w_at_max_clock, spec.max_board_power_w));
   if (p.idle_w_at_max_clock >= p.power_cap_w || p.idle_w_at_min_clock >= p.power_cap_w)
     why.push_back(fmt::format("idle power {:.0f} W at or above the {:.0f} W power cap", p.idle_w_at_max_clock,
                               p.power_cap_w));
