@@ -411,7 +411,7 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& ph : plan::phases_of(s.schedule))
     f.phases.push_back({ph.first, ph.last, r.workload.ops[ph.first].name, ph.clocks});
   f.model = plan::model_section(r.model->params(), r.calibrated_to_w);
-  if (o.model) f.model.coefficients = r.calibration_source + "; otherwise: " + f.model.coefficients;
+  if (o.model) f.model->coefficients = r.calibration_source + "; otherwise: " + f.model->coefficients;
   std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

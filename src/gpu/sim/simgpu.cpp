@@ -468,13 +468,15 @@ SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw)
 SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t* values) {
   SIM_BEGIN(d);
   if (count < 0 || (count > 0 && !values)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!s.power_table.empty()) refresh_locks(s);
+  const double power_w = current_power_w(s, gpu);
   for (int i = 0; i < count; ++i) {
     nvmlFieldValue_t& f = values[i];
     f.timestamp = realtime_ns() / 1000;
     f.latencyUsec = 0;
     if (f.fieldId == NVML_FI_DEV_POWER_INSTANT || f.fieldId == NVML_FI_DEV_POWER_AVERAGE) {
       f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-      f.value.uiVal = static_cast<unsigned>(std::lround(s.power_w * 1000));  // mW
+      f.value.uiVal = static_cast<unsigned>(std::lround(power_w * 1000));  // mW
       f.nvmlReturn = NVML_SUCCESS;
     } else {
       f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
