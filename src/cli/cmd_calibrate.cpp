@@ -80,6 +80,7 @@ struct Shared {
   std::unordered_map<std::int64_t, std::string> pending;  // correlation -> name of a launch not completed
   std::vector<Done> done;                                  // completed kernels, arrival order
   std::atomic<bool> job_ended{false};
+  std::atomic<bool> sweep_over{false};  // the job runs on past the sweep: nothing more is kept
 };
 
 struct SweepResult {
@@ -345,7 +346,7 @@ void add_calibrate_command(CLI::App& app) {
         server_ptr->follow(p.index, "");
         f = server_ptr->followed();
       }
-      if (f != static_cast<std::int64_t>(p.index)) return;
+      if (f != static_cast<std::int64_t>(p.index) || sh.sweep_over) return;
       std::lock_guard<std::mutex> g(sh.mu);
       sh.warmup.add(e);
       if (e.kind == feed::FeedEvent::Kind::launch) {
@@ -374,7 +375,10 @@ void add_calibrate_command(CLI::App& app) {
     blocked.emplace();
     server.start();
     SweepResult result;
-    std::thread sweeper([&] { result = sweep(sh, dev, lock_memory, guard, pairs, o->sweep); });
+    std::thread sweeper([&] {
+      result = sweep(sh, dev, lock_memory, guard, pairs, o->sweep);
+      sh.sweep_over = true;
+    });
     ChildExit ce = run_child(o->cmd);
     blocked.reset();
     sh.job_ended = true;
