@@ -246,6 +246,8 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
   po.max_slowdown = o_.max_slowdown;
   po.strategy = plan::Strategy::phase;
   po.switch_latency_ms = o_.switch_latency_ms;
+  po.model = o_.model;
+  po.model_path = o_.model_path;
   try {
     // The plan is made from the latest steps only: the first steps of a job are slower (cuBLAS heuristics, the
     // allocator growing; measured on an H200: a Llama job's template 9 % longer than its median step when its

@@ -29,6 +29,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
 #include "runtime/untraced_step.hpp"
+#include "sim/calibration_model.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -64,6 +65,8 @@ struct AutoOptions {
   // Other processes on the run GPU that launched at least this share of the planned process's launches while
   // its untraced step was measured: no plan (the clocks would be set for all, the model knows one).
   double max_shared_gpu_share = 0.10;
+  std::optional<sim::CalibratedModel> model;  // --model: plan with it (PlanJobOptions::model)
+  std::string model_path;
 };
 
 }  // namespace gearshift::cli

@@ -25,6 +25,10 @@ struct ChildExit {
 // handlers are restored after. Signals that arrive after the child ended were meant for it and are dropped.
 ChildExit run_child(const std::vector<std::string>& argv);
 
+// This gearshift executable's path (/proc/self/exe), for the watchdog; throws Exit(kFailure) when unknown.
+// Defined in cmd_run.cpp.
+std::string self_exe();
+
 // Blocks the forwarded signals and SIGCHLD in the calling thread while it lives, and restores the mask after.
 // A command that starts threads before run_child holds one across their start: the threads inherit the mask,
 // so a signal waits for run_child's sigtimedwait instead of going to a thread that would only forward it late.

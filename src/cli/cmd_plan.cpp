@@ -39,6 +39,7 @@ struct PlanArgs {
   bool no_calibrate = false;
   std::optional<int> device;  // none: the one with most kernels
   bool trust_period = false;
+  std::string model;  // --model: a `gearshift calibrate` model file
 };
 
 void add_common(CLI::App* cmd, PlanArgs& a) {
@@ -54,6 +55,9 @@ void add_common(CLI::App* cmd, PlanArgs& a) {
                   "Switch latency L of the phase plan written to --output (default: the GPU spec's estimate)");
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the table");
   cmd->add_flag("--no-calibrate", a.no_calibrate, "Do not scale the model to the trace's measured power");
+  cmd->add_option("--model", a.model,
+                  "Model file from `gearshift calibrate`: its fitted kernels and board power instead of the class "
+                  "priors and the calibration to the trace's power (docs/calibrate.md)");
   cmd->add_option("--device", a.device, "CUDA device of the trace to plan (default: the one with most kernels)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--trust-period", a.trust_period,
@@ -99,6 +103,10 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   if (!a.output.empty()) check_output(a.output);  // before planning, not after it
   if (!a.report.empty()) check_report_path(a.report);
   o.calibrate = !a.no_calibrate;
+  if (!a.model.empty()) {
+    o.model = load_model_checked(a.model);
+    o.model_path = a.model;
+  }
   o.steps.device = a.device;
   o.steps.trust_period = a.trust_period;
   PlanJobResult r = run_plan_job(o);

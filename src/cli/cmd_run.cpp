@@ -52,8 +52,6 @@ namespace gearshift::cli {
 
 using namespace gearshift::service;  // the jobs this face calls
 
-namespace {
-
 // NVML index of a job process's CUDA ordinal: through its CUDA_VISIBLE_DEVICES and NVML's devices (`infos`,
 // empty when NVML is not at hand: then only plain indices map, PCI bus order assumed as gpu/cuda_visible.hpp
 // says).
@@ -86,6 +84,8 @@ GpuResolver gpu_resolver(std::vector<gpu::DeviceInfo> infos) {
     }
   };
 }
+
+namespace {
 
 // The GPU spec --auto plans for: --gpu-spec, else the one named like NVML's device, else h200 (dry-run only: with
 // --apply the clocks must come from the GPU's own table).
@@ -135,6 +135,8 @@ void set_tracer_env(const std::string& trace_output) {
   set_trace_output_env(trace_output);
 }
 
+}  // namespace
+
 std::string self_exe() {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
@@ -142,10 +144,11 @@ std::string self_exe() {
   return std::string(path, static_cast<std::size_t>(n));
 }
 
+namespace {
 
 struct Opts {
   std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output, plan_output, gpu_spec,
-      timeline;
+      timeline, model;
   bool apply = false, auto_plan = false, lock_memory = false;
   SwitchingArgs switching;
   unsigned gpu = 0;
@@ -183,11 +186,18 @@ RunPlan check_run_options(Opts& o, const CLI::App& cmd) {
       rp.ao.plan_output = o.plan_output;
     }
     rp.ao.job_name = "launch feed of `" + o.cmd[0] + "` (gearshift run --auto)";
+    if (!o.model.empty()) {
+      rp.ao.model = load_model_checked(o.model);
+      rp.ao.model_path = o.model;
+      if (!o.gpu_spec.empty() && gpu::find_spec(o.gpu_spec).name != rp.ao.model->gpu)
+        throw Exit(kUsage, fmt::format("--model {} was calibrated on a {} GPU, --gpu-spec is {}", o.model,
+                                       rp.ao.model->gpu, o.gpu_spec));
+    }
   } else {
     const std::pair<bool, const char*> auto_only[] = {
         {!o.max_slowdown.empty(), "--max-slowdown"}, {!o.plan_output.empty(), "--plan-output"},
         {!o.gpu_spec.empty(), "--gpu-spec"},         {cmd.count("--warmup-steps") > 0, "--warmup-steps"},
-        {cmd.count("--warmup-timeout") > 0, "--warmup-timeout"}};
+        {!o.model.empty(), "--model"},              {cmd.count("--warmup-timeout") > 0, "--warmup-timeout"}};
     for (const auto& [given, name] : auto_only)
       if (given) throw Exit(kUsage, fmt::format("{} is for --auto (a --plan was made with its own)", name));
     if (o.plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
@@ -404,6 +414,10 @@ void add_run_command(CLI::App& app) {
                   fmt::format("With --auto: GPU spec to plan for ({}; default: from NVML's name)",
                               fmt::join(gpu::spec_names(), ", ")));
   cmd->add_option("--plan-output", o->plan_output, "With --auto: also write the plan made (plan.json)");
+  cmd->add_option("--model", o->model,
+                  "With --auto: plan with this `gearshift calibrate` model file instead of the class priors");
+  cmd->add_option("--model", o->model,
+                  "With --auto: plan with this `gearshift calibrate` model file instead of the class priors");
   cmd->add_flag("--apply", o->apply, "Lock clocks through NVML (needs root or CAP_SYS_ADMIN); default: dry-run");
   cmd->add_flag("--lock-memory", o->lock_memory, "Also lock memory clocks where the GPU supports it");
   o->switching.add_to(cmd);

@@ -37,5 +37,6 @@ void add_trace_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_plan_ranks_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 
 }  // namespace gearshift::cli

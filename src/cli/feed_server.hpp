@@ -16,6 +16,7 @@
 
 #include "feed/protocol.hpp"
 #include "feed/socket.hpp"
+#include "gpu/nvml.hpp"
 
 namespace gearshift::cli {
 
@@ -38,6 +39,10 @@ using GpuResolver = std::function<std::optional<unsigned>(const feed::Hello& hel
 // give each local rank its GPU, torch.cuda.set_device(local_rank)) and more than one GPU may be visible, else 0
 // (CUDA's current device by default). A local rank beyond the visible GPUs falls back to ordinal 0.
 int assumed_ordinal(const feed::Hello& hello);
+
+// The resolver of `gearshift run` and `calibrate` (defined in cmd_run.cpp): through the process's
+// CUDA_VISIBLE_DEVICES and NVML's devices `infos` (empty without NVML: plain indices, PCI bus order assumed).
+GpuResolver gpu_resolver(std::vector<gpu::DeviceInfo> infos);
 
 class FeedServer {
  public:

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   gearshift::cli::add_replay_command(app);
   gearshift::cli::add_run_command(app);
   gearshift::cli::add_plan_ranks_command(app);
+  gearshift::cli::add_calibrate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

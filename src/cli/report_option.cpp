@@ -91,7 +91,8 @@ void write_report(const PlanJobOptions& o, const PlanJobResult& r, const std::st
                                    r.gpu.line(),
                                    calibration,
                                    r.model_warnings,
-                                   r.warnings};
+                                   r.warnings,
+                                   &r.range};
   try {
     report::write_plan_report(in, path);
   } catch (const report::ReportError& e) {

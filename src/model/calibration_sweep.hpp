@@ -1,6 +1,6 @@
-// The fitting core of a calibration sweep (issue 20 part 4; the `gearshift calibrate` command that would run the
-// job at the pairs, read CUPTI durations and NVML energy and write a model file is NOT built): which locked
-// (SM, memory) clock pairs to measure, and each kernel's time coefficients from its mean duration at them.
+// The fitting core of a calibration sweep (issue 20 part 4; `gearshift calibrate`, src/cli/cmd_calibrate.cpp,
+// runs the job at the pairs and writes the model file, sim/calibration_model.hpp): which locked (SM, memory)
+// clock pairs to measure, and each kernel's time coefficients from its mean duration at them.
 //
 //   t(f, m) = T_c + A/f + B/m        T_c [s], A [s·MHz], B [s·MHz]; all ≥ 0
 //   a = (A/f_ref)/t(ref), b = (B/m_ref)/t(ref)   (KernelCoefficients::sm_share, mem_share at `ref`)

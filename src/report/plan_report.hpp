@@ -18,6 +18,7 @@
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/saving_range.hpp"
 #include "trace/iteration.hpp"
 #include "trace/record.hpp"
 
@@ -45,6 +46,7 @@ struct PlanReportInput {
   std::string calibration;            // how the model was calibrated (or why not), plain words
   std::vector<std::string> model_warnings;  // where the model disagrees with a measurement (low confidence)
   std::vector<std::string> warnings;        // everything a user must read before trusting the figures
+  const sim::SavingRange* range;            // the chosen plan's error bars (sim/saving_range.hpp); null: none
 };
 
 // The figures the page draws, as JSON (docs/report.md lists the keys). Times in µs from the step's start,

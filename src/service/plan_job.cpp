@@ -37,6 +37,24 @@ double parse_slowdown(const std::string& text) {
   return v;
 }
 
+sim::CalibratedModel load_model_checked(const std::string& path) {
+  sim::CalibratedModel m;
+  try {
+    m = sim::load_model_file(path);
+  } catch (const std::runtime_error& e) {
+    throw ServiceError(Kind::kBadInput, e.what());
+  }
+  gpu::GpuSpec spec;
+  try {
+    spec = gpu::find_spec(m.gpu);
+  } catch (const std::invalid_argument& e) {
+    throw ServiceError(Kind::kBadInput, fmt::format("{}: \"gpu\": {}", path, e.what()));
+  }
+  if (auto why = sim::implausible_model(m, spec); !why.empty())
+    throw ServiceError(Kind::kModelRefused, fmt::format("{}: model refused: {}", path, fmt::join(why, "; ")));
+  return m;
+}
+
 namespace {
 gpu::GpuSpec spec_or_exit(const std::string& name) {
   try {
@@ -147,14 +165,30 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                                       "limit of the {} spec; pass the --gpu the trace ran on",
                                       o.display_name, measured->source, measured->average_power_w,
                                       spec.power_limit_max_w, spec.name));
-  if (o.calibrate && measured) {
+  if (o.model) {
+    if (o.model->gpu != spec.name)
+      throw ServiceError(Kind::kBadArgument, fmt::format("--model {}: calibrated on a {} GPU, the trace is planned for {}; plan with --gpu {} "
+                                     "or calibrate on this GPU",
+                                     o.model_path, o.model->gpu, spec.name, o.model->gpu));
+    const sim::AppliedModel a = sim::apply_model(*o.model, r.workload, *r.model);
+    r.calibration_source = fmt::format(
+        "model file {} (gearshift calibrate, {}): fitted a, b for {} of {} kernel positions (class priors for the "
+        "rest), board power fitted at {} clock pairs",
+        o.model_path, o.model->created_utc, a.ops_matched, a.kernel_ops, o.model->pairs.size());
+    if (a.ops_matched == 0)
+      r.warnings.push_back(fmt::format("--model {}: no kernel of the trace is in the model file (another job?): its "
+                                       "board power is used, the class priors for every kernel",
+                                       o.model_path));
+  } else if (o.calibrate && measured) {
     sim::calibrate_to_measured_power(r.workload, *r.model, measured->average_power_w);
     r.calibrated_to_w = measured->average_power_w;
     r.calibration_source = measured->source;
     // A fit that ends at its bound means no parameter of the model reproduces the measured power: every energy
     // figure after it would be the bound's, not the job's (measured: a traced step 69 % longer than the untraced
     // run it was calibrated to). Refuse rather than print savings of a model that does not fit.
-    if (auto bound = sim::calibration_bound_warnings(*r.model); !bound.empty())
+    auto bound = sim::calibration_bound_warnings(*r.model);
+    for (auto& why : sim::implausible_calibration(*r.model)) bound.push_back("implausible: " + why);
+    if (!bound.empty())
       throw ServiceError(Kind::kModelRefused,
                  fmt::format("{}: no plan: the model cannot reproduce the measured power ({} from {}): {}. Where the "
                              "trace's step differs from the measured run (a heavy profiler slows the job), record "
@@ -301,6 +335,7 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& ph : plan::phases_of(s.schedule))
     f.phases.push_back({ph.first, ph.last, r.workload.ops[ph.first].name, ph.clocks});
   f.model = plan::model_section(r.model->params(), r.calibrated_to_w);
+  if (o.model) f.model->coefficients = r.calibration_source + "; otherwise: " + f.model->coefficients;
   std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

@@ -10,6 +10,7 @@
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
 #include "plan/plan_file.hpp"
+#include "sim/calibration_model.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
 #include "sim/saving_range.hpp"
@@ -31,7 +32,15 @@ struct PlanJobOptions {
   // the untraced run); absent: the trace's, when it has one.
   std::optional<sim::MeasuredPower> measured_power;
   int range_samples = 200;        // draws for the chosen plan's error bars (sim/saving_range.hpp)
+  // --model: a `gearshift calibrate` model file, used instead of the class priors' a, b (for the kernels it
+  // names) and of the calibration to the trace's measured power; model_path names it in the output.
+  std::optional<sim::CalibratedModel> model;
+  std::string model_path;
 };
+
+// Reads a model file for --model and refuses an implausible one (sim::implausible_model): ServiceError kBadInput for
+// an unreadable or invalid file, ServiceError kModelRefused for an implausible one.
+sim::CalibratedModel load_model_checked(const std::string& path);
 
 // Which GPU spec plans a trace, and why: --gpu when given, else the spec of the GPU the trace names
 // (Trace::gpu_name through gpu::spec_name_for_device), else h200 assumed.

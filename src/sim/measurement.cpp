@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,33 @@ std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m) {
                             "implausible for a GPU at its power limit",
                             capped, spec.default_sm_clock_mhz));
   return w;
+}
+
+std::vector<std::string> implausible_calibration(const model::DvfsModel& m) {
+  std::vector<std::string> why;
+  const auto& p = m.params();
+  const auto& spec = m.spec();
+  const double fields[] = {p.idle_w_at_min_clock, p.idle_w_at_max_clock, p.dynamic_w_at_max, p.memory_w_at_max,
+                           p.power_cap_w};
+  if (std::any_of(std::begin(fields), std::end(fields), [](double v) { return !std::isfinite(v) || v < 0; }))
+    why.push_back(fmt::format("a negative or non-finite power (idle {:.0f}/{:.0f} W, dynamic {:.0f} W, memory {:.0f} W, "
+                              "cap {:.0f} W)",
+                              p.idle_w_at_min_clock, p.idle_w_at_max_clock, p.dynamic_w_at_max, p.memory_w_at_max,
+                              p.power_cap_w));
+  if (p.memory_w_at_max + p.idle_w_at_max_clock > spec.max_board_power_w)
+    why.push_back(fmt::format("memory/uncore power {:.0f} W at full traffic plus the {:.0f} W idle power exceed the "
+                              "{:.0f} W board power: no GPU draws that with its SMs idle",
+                              p.memory_w_at_max, p.idle_w_at_max_clock, spec.max_board_power_w));
+  if (p.idle_w_at_max_clock >= p.power_cap_w || p.idle_w_at_min_clock >= p.power_cap_w)
+    why.push_back(fmt::format("idle power {:.0f} W at or above the {:.0f} W power cap", p.idle_w_at_max_clock,
+                              p.power_cap_w));
+  if (p.dynamic_w_at_max <= 1.0 + 1e-9)
+    why.push_back(fmt::format("SM dynamic power pinned at its {:.0f} W floor: the memory/uncore power left the cap no "
+                              "room for compute",
+                              p.dynamic_w_at_max));
+  if (!(p.activity_scale > 0 && p.activity_scale <= 5))
+    why.push_back(fmt::format("activity scale {:.3f} outside (0, 5]", p.activity_scale));
+  return why;
 }
 
 std::vector<std::string> disagreement_warnings(double modelled_step_s, double modelled_energy_j,

@@ -44,6 +44,24 @@ std::optional<int> sampled_gemm_clock_mhz(const model::Workload& w);
 // its limits, dense GEMMs capped below half the default SM clock. Empty when none.
 std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m);
 
+// The most of the board's maximum power that the memory power fitted by `gearshift calibrate` may be (the part of
+// the power that follows the memory clock: DRAM, its PHY and controllers). The specs' own estimates are 12-13 %
+// (data/gpus/*.json, memory_power_w_at_max_clock); DRAM access energy bounds it from physics: HBM2 moves data at
+// about 3.9 pJ/bit (O'Connor et al., "Fine-Grained DRAM", MICRO'17), so the H200's 4.8 TB/s at full traffic
+// draws about 150 W, 21 % of its 700 W. 40 % leaves twice that headroom. Not applied to the calibration to one
+// measured power (calibrate_to_measured_power): its "memory/uncore" term also holds what the class priors miss
+// (on the GPT-3 XL H200 trace, 344 W reproduces both the measured 668 W and the measured GEMM clock sag at the
+// cap; 280 W with a larger activity scale caps GEMMs at 1710 MHz against 1815-1935 MHz measured).
+inline constexpr double kMaxMemoryShareOfBoard = 0.40;
+
+// Reasons why calibrated board parameters are physically impossible (right or refused: a model that reproduces
+// a measured power with such figures is not the GPU's): a negative or non-finite power; memory/uncore power at
+// full traffic that with the idle power exceeds the board's max_board_power_w (the SMs idle); an idle power at
+// or above the power cap (the GPU could run nothing); the SM dynamic power pinned at its 1 W floor
+// (power_params_for: the memory power left the cap no room for compute); the activity scale outside (0, 5].
+// Empty when possible.
+std::vector<std::string> implausible_calibration(const model::DvfsModel& m);
+
 // Warnings where the modelled baseline differs from a measurement by more than kMaxModelDisagreement: the
 // meta's s/step and J/step when given, else the trace's own step period (measured while tracing).
 std::vector<std::string> disagreement_warnings(double modelled_step_s, double modelled_energy_j,

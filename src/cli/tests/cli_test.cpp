@@ -176,7 +176,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 // Issue 13 part 3: the trace's GPU. Without --gpu the spec of the GPU the trace names plans it.
 TEST(CliTraceGpu, WithoutGpuTheTracesGpuIsPlanned) {
-  std::string t = small_trace("a100.json", "NVIDIA A100-SXM4-80GB", 350);
+  std::string t = small_trace("a100.json", "NVIDIA A100-SXM4-80GB", 250);
   Result r = run("plan " + t + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
@@ -196,7 +196,7 @@ TEST(CliTraceGpu, WithoutGpuTheTracesGpuIsPlanned) {
 
 // --gpu wins, with one warning line (table and JSON "warnings") when the trace names another GPU.
 TEST(CliTraceGpu, GpuOtherThanTheTracesWarnsOnce) {
-  std::string t = small_trace("a100w.json", "NVIDIA A100-SXM4-80GB", 350);
+  std::string t = small_trace("a100w.json", "NVIDIA A100-SXM4-80GB", 250);
   std::string plan = tmp("a100w_plan.json");
   Result r = run("plan " + t + " --gpu h200 -o " + plan);
   ASSERT_EQ(r.code, 0) << r.out;

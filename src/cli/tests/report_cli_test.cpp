@@ -62,6 +62,12 @@ TEST(ReportCli, PlanWritesOneSelfContainedPageBesideItsJson) {
   EXPECT_EQ(page.find("<script src"), std::string::npos);
   // The command that made it, in the provenance.
   EXPECT_NE(page.find("gearshift plan " + kTrace + " --report " + html.string()), std::string::npos);
+  // The chosen plan's saving range, drawn as error bars (issue 20 part 3): the same figures as the table's Range.
+  EXPECT_NE(page.find("gs-range-chart"), std::string::npos);
+  const auto at = page.find("\"saving_range\":{");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(page.find("\"samples\":200", at), std::string::npos);
+  EXPECT_NE(page.find("\"saving_low_pct\":", at), std::string::npos);
 }
 
 TEST(ReportCli, JsonOutputStaysOneObject) {

@@ -90,7 +90,11 @@ TEST_P(ReplayShipped, AccurateAndReportsInTimeFraction) {
   if (!fs::exists(trace)) GTEST_SKIP() << trace << " absent";
   Tmp t;
   const fs::path plan = t.dir / "plan.json", out = t.dir / "out.txt";
-  ASSERT_EQ(run({GEARSHIFT_BINARY, "plan", trace.string(), "-o", plan.string()}, {}, out), 0) << slurp(out);
+  std::vector<std::string> plan_argv{GEARSHIFT_BINARY, "plan", trace.string(), "-o", plan.string()};
+  // The DDP rank-0 trace's measured power needs an impossible memory/uncore power (665 W + 122 W idle on a
+  // 700 W board): `plan` refuses its calibration (exit 7). The replay's timing does not depend on power.
+  if (GetParam().find("rank0") != std::string::npos) plan_argv.push_back("--no-calibrate");
+  ASSERT_EQ(run(plan_argv, {}, out), 0) << slurp(out);
   auto replay = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv{GEARSHIFT_BINARY, "replay", trace.string(), "--plan", plan.string(), "--json"};
     argv.insert(argv.end(), extra.begin(), extra.end());

@@ -5,6 +5,10 @@
 //   GEARSHIFT_SIMGPU_POWER_W  constant board power, W; default the spec's idle power at its default SM clock
 //   GEARSHIFT_SIMGPU_STATE    file holding state shared by processes (energy-counter epoch, locked clocks);
 //                             clock writes are appended to "<state>.clocklog" (format in docs/monitor.md)
+//   GEARSHIFT_SIMGPU_POWER_TABLE  file of "SM_MHZ MEM_MHZ WATTS" lines ('#' comments): the board power while those
+//                             clocks are locked (or are the defaults), for a stand-in job whose power follows
+//                             its clocks (`gearshift calibrate`'s test); other clocks draw GEARSHIFT_SIMGPU_POWER_W.
+//                             The energy counter then integrates the power between clock writes.
 //   GEARSHIFT_SIMGPU_FAULT    comma list of: no-permission, gpu-lost-after=SECONDS, no-energy-counter,
 //                             counter-wrap (the counter is 32-bit and starts 500 J below its wrap)
 // The energy counter advances in whole steps of the spec's update period (100 ms on H200) of wall time since
@@ -54,6 +58,10 @@ struct Sim {
   long long epoch_ns = 0;  // CLOCK_REALTIME ns at which every counter read 0
   Lock locks[kMaxGpus];
   std::string init_error;  // detail for nvmlErrorString(NVML_ERROR_UNKNOWN) after a failed init
+  std::map<std::pair<unsigned, unsigned>, double> power_table;  // (SM, memory) MHz -> W; empty: constant power
+  // With a power table: energy accumulated up to a time, per GPU (mirrored in the state file when shared).
+  double acc_mj[kMaxGpus] = {};
+  long long acc_at_ns[kMaxGpus] = {};
 };
 
 Sim& sim() {
@@ -115,12 +123,17 @@ bool with_state(const std::string& path, Fn fn) {
 
 std::string lock_key(int gpu, const char* what) { return "gpu" + std::to_string(gpu) + "." + what; }
 
+unsigned current_sm_mhz(const Sim& s, int gpu);
+double current_power_w(const Sim& s, int gpu);
+
 void load_locks(Sim& s, const std::map<std::string, std::string>& kv) {
   for (int g = 0; g < s.count; ++g) {
     Lock l;
     if (auto it = kv.find(lock_key(g, "sm_lock")); it != kv.end()) std::sscanf(it->second.c_str(), "%u %u", &l.sm_min, &l.sm_max);
     if (auto it = kv.find(lock_key(g, "mem_lock")); it != kv.end()) std::sscanf(it->second.c_str(), "%u %u", &l.mem_min, &l.mem_max);
     s.locks[g] = l;
+    if (auto it = kv.find(lock_key(g, "energy")); it != kv.end())
+      std::sscanf(it->second.c_str(), "%lf %lld", &s.acc_mj[g], &s.acc_at_ns[g]);
   }
 }
 
@@ -159,14 +172,31 @@ nvmlReturn_t write_lock(nvmlDevice_t d, const char* key, const char* op, unsigne
     const auto& clocks = sm ? s.spec.sm_clocks_mhz : s.spec.mem_clocks_mhz;
     if (static_cast<int>(lo) < clocks.front() || static_cast<int>(hi) > clocks.back()) return NVML_ERROR_INVALID_ARGUMENT;
   }
-  (sm ? l.sm_min : l.mem_min) = lo;
-  (sm ? l.sm_max : l.mem_max) = hi;
+  // With a power table the old clocks' power is integrated up to now before the clocks change.
+  auto accumulate = [&] {
+    const long long now = realtime_ns();
+    s.acc_mj[gpu] += current_power_w(s, gpu) * static_cast<double>(now - s.acc_at_ns[gpu]) / 1e6;
+    s.acc_at_ns[gpu] = now;
+  };
+  auto set = [&] {
+    (sm ? l.sm_min : l.mem_min) = lo;
+    (sm ? l.sm_max : l.mem_max) = hi;
+  };
   if (!s.state_path.empty()) {
     std::string value = std::to_string(lo) + " " + std::to_string(hi);
     with_state(s.state_path, [&](auto& kv) {
+      load_locks(s, kv);  // another process may have changed them since
+      if (!s.power_table.empty()) accumulate();
+      set();
       kv[lock_key(gpu, key)] = value;
+      char acc[64];
+      std::snprintf(acc, sizeof acc, "%.3f %lld", s.acc_mj[gpu], s.acc_at_ns[gpu]);
+      if (!s.power_table.empty()) kv[lock_key(gpu, "energy")] = acc;
       return true;
     });
+  } else {
+    if (!s.power_table.empty()) accumulate();
+    set();
   }
   append_clocklog(s, gpu, op, lo, hi);
   return NVML_SUCCESS;
@@ -185,11 +215,17 @@ nvmlReturn_t check(nvmlDevice_t d, int* gpu) {
   return NVML_SUCCESS;
 }
 
-unsigned long long counter_mj(const Sim& s) {
+unsigned long long counter_mj(const Sim& s, int gpu) {
   const double period_ms = s.spec.energy_counter_update_ms > 0 ? s.spec.energy_counter_update_ms : 100.0;
   double elapsed_ms = static_cast<double>(realtime_ns() - s.epoch_ns) / 1e6;
   double ticked_ms = std::floor(std::max(0.0, elapsed_ms) / period_ms) * period_ms;
   auto mj = static_cast<unsigned long long>(std::llround(s.power_w * ticked_ms));  // W × ms = mJ
+  if (!s.power_table.empty()) {
+    // The energy up to the last clock write, then the current clocks' power up to the last tick (never less
+    // than the accumulated energy: the counter does not run backwards).
+    const double since_ms = static_cast<double>(s.epoch_ns - s.acc_at_ns[gpu]) / 1e6 + ticked_ms;
+    mj = static_cast<unsigned long long>(std::llround(s.acc_mj[gpu] + current_power_w(s, gpu) * std::max(0.0, since_ms)));
+  }
   if (s.fault_wrap) {
     constexpr unsigned long long kWrap = 1ULL << 32;
     return (kWrap - 500'000ULL + mj) % kWrap;  // 32-bit counter starting 500 J below its wrap
@@ -200,6 +236,44 @@ unsigned long long counter_mj(const Sim& s) {
 unsigned current_sm_mhz(const Sim& s, int gpu) {
   const Lock& l = s.locks[gpu];
   return l.sm_max ? l.sm_max : static_cast<unsigned>(s.spec.default_sm_clock_mhz);
+}
+
+unsigned current_mem_mhz(const Sim& s, int gpu) {
+  const Lock& l = s.locks[gpu];
+  return l.mem_max ? l.mem_max : static_cast<unsigned>(s.spec.default_mem_clock_mhz);
+}
+
+// The board power now: the power table's figure for the current clocks, else the constant power. W.
+double current_power_w(const Sim& s, int gpu) {
+  if (s.power_table.empty()) return s.power_w;
+  auto it = s.power_table.find({current_sm_mhz(s, gpu), current_mem_mhz(s, gpu)});
+  return it != s.power_table.end() ? it->second : s.power_w;
+}
+
+std::string power_table_error(const char* path) {
+  return std::string("simulated GPU: GEARSHIFT_SIMGPU_POWER_TABLE ") + path + ": ";
+}
+
+bool parse_power_table(Sim& s, const char* path) {
+  s.power_table.clear();
+  std::ifstream in(path);
+  if (!in) {
+    s.init_error = power_table_error(path) + "cannot read it";
+    return false;
+  }
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    unsigned sm = 0, mem = 0;
+    double w = -1;
+    std::istringstream ls(line);
+    if (!(ls >> sm >> mem >> w) || !(w >= 0) || w > 5000) {
+      s.init_error = power_table_error(path) + "line " + std::to_string(n) + " is not \"SM_MHZ MEM_MHZ WATTS\"";
+      return false;
+    }
+    s.power_table[{sm, mem}] = w;
+  }
+  return true;
 }
 
 bool parse_config(Sim& s) {
@@ -227,6 +301,8 @@ bool parse_config(Sim& s) {
       return false;
     }
   }
+  s.power_table.clear();
+  if (const char* t = std::getenv("GEARSHIFT_SIMGPU_POWER_TABLE"); t && *t && !parse_power_table(s, t)) return false;
   s.fault_no_permission = s.fault_no_counter = s.fault_wrap = false;
   s.lost_after_s = -1;
   if (const char* f = std::getenv("GEARSHIFT_SIMGPU_FAULT"); f && *f) {
@@ -248,6 +324,7 @@ bool parse_config(Sim& s) {
   s.state_path = st ? st : "";
   s.epoch_ns = realtime_ns();
   for (auto& l : s.locks) l = Lock{};
+  for (int g = 0; g < kMaxGpus; ++g) s.acc_mj[g] = 0, s.acc_at_ns[g] = s.epoch_ns;
   if (!s.state_path.empty()) {
     long long now = s.epoch_ns;
     bool ok = with_state(s.state_path, [&](auto& kv) {
@@ -258,6 +335,7 @@ bool parse_config(Sim& s) {
         kv["epoch_ns"] = std::to_string(now);
         changed = true;
       }
+      for (int g = 0; g < s.count; ++g) s.acc_at_ns[g] = s.epoch_ns;
       load_locks(s, kv);
       return changed;
     });
@@ -379,27 +457,31 @@ SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, u
   SIM_BEGIN(d);
   if (s.fault_no_counter) return NVML_ERROR_NOT_SUPPORTED;
   if (!mj) return NVML_ERROR_INVALID_ARGUMENT;
-  *mj = counter_mj(s);
+  if (!s.power_table.empty()) refresh_locks(s);
+  *mj = counter_mj(s, gpu);
   return NVML_SUCCESS;
 }
 
 SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) {
   SIM_BEGIN(d);
   if (!mw) return NVML_ERROR_INVALID_ARGUMENT;
-  *mw = static_cast<unsigned>(std::lround(s.power_w * 1000));
+  if (!s.power_table.empty()) refresh_locks(s);
+  *mw = static_cast<unsigned>(std::lround(current_power_w(s, gpu) * 1000));
   return NVML_SUCCESS;
 }
 
 SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t* values) {
   SIM_BEGIN(d);
   if (count < 0 || (count > 0 && !values)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!s.power_table.empty()) refresh_locks(s);
+  const double power_w = current_power_w(s, gpu);
   for (int i = 0; i < count; ++i) {
     nvmlFieldValue_t& f = values[i];
     f.timestamp = realtime_ns() / 1000;
     f.latencyUsec = 0;
     if (f.fieldId == kNvmlFieldPowerInstant || f.fieldId == kNvmlFieldPowerAverage) {
       f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-      f.value.uiVal = static_cast<unsigned>(std::lround(s.power_w * 1000));  // mW
+      f.value.uiVal = static_cast<unsigned>(std::lround(power_w * 1000));  // mW
       f.nvmlReturn = NVML_SUCCESS;
     } else {
       f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;

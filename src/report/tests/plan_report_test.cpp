@@ -36,7 +36,7 @@ struct Planned {
   PlanReportInput input() const {
     return PlanReportInput{trace,  iterations, workload, model, evaluation, *chosen, "gpt3xl.json.gz",
                            "gearshift plan gpt3xl.json.gz --report r.html", "2026-12-01T15:00:00Z", 0.005,
-                           "h200, the GPU the trace names", "calibrated to 600 W", {}, {"a warning"}};
+                           "h200, the GPU the trace names", "calibrated to 600 W", {}, {"a warning"}, nullptr};
   }
 };
 

@@ -7,13 +7,25 @@
 //                                              Adam phase, an idle gap); completions carry stream 7, device 0;
 //                                              exits with CODE (default 0)
 //   runtime_fake_job --noise SECONDS           1 ms kernels, each with a new name: nothing repeats
+//   runtime_fake_job --step FILE STEPS         the step FILE describes: a line "period NS", then one line
+//                                              "NAME START_OFFSET_NS DURATION_NS" per kernel (at default clocks)
+// FAKE_JOB_TRUTH=FILE: kernel durations follow the clocks the simulated GPU has locked (read from its
+// GEARSHIFT_SIMGPU_STATE file at each step's start), by a hidden truth: a line "ref SM_MHZ MEM_MHZ" (the clocks
+// the step's durations are at) and per kernel "NAME A B": t(f, m) = t_ref·(A·f_ref/f + B·m_ref/m + 1 − A − B)
+// (model/dvfs_model.hpp's law). Kernels not named are clock-independent; gaps between kernels stay as they are.
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -55,6 +67,92 @@ Step from_plan(const char* path) {
     s.kernels.push_back({p.name, static_cast<std::int64_t>(p.start_offset_ns), static_cast<std::int64_t>(p.duration_ns)});
   s.period_ns = static_cast<std::int64_t>(plan.period_ns);
   return s;
+}
+
+Step from_step_file(const char* path) {
+  std::ifstream in(path);
+  Step s;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string name;
+    std::int64_t a = 0, b = 0;
+    if (!(ls >> name >> a)) continue;
+    if (name == "period") {
+      s.period_ns = a;
+    } else if (ls >> b) {
+      s.kernels.push_back({name, a, b});
+    }
+  }
+  s.completion_suffix = " 7 0";
+  return s;
+}
+
+struct Truth {
+  double ref_sm = 0, ref_mem = 0;
+  std::map<std::string, std::pair<double, double>> ab;  // name -> (A, B)
+  std::string state;  // the simulated GPU's state file
+};
+Truth* g_truth = nullptr;
+
+void load_truth() {
+  const char* path = std::getenv("FAKE_JOB_TRUTH");
+  const char* state = std::getenv("GEARSHIFT_SIMGPU_STATE");
+  if (path == nullptr || state == nullptr) return;
+  static Truth t;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string name;
+    double a = 0, b = 0;
+    if (!(ls >> name >> a >> b)) continue;
+    if (name == "ref") t.ref_sm = a, t.ref_mem = b;
+    else t.ab[name] = {a, b};
+  }
+  t.state = state;
+  g_truth = &t;
+}
+
+// The GPU's locked clocks now (the reference clocks where none is locked).
+void locked_clocks(double& sm, double& mem) {
+  sm = g_truth->ref_sm, mem = g_truth->ref_mem;
+  const int fd = ::open(g_truth->state.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  flock(fd, LOCK_SH);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  flock(fd, LOCK_UN);
+  ::close(fd);
+  std::istringstream in(text);
+  unsigned lo = 0, hi = 0;
+  while (std::getline(in, text)) {
+    if (text.rfind("gpu0.sm_lock=", 0) == 0 && std::sscanf(text.c_str() + 13, "%u %u", &lo, &hi) == 2 && hi > 0) sm = hi;
+    if (text.rfind("gpu0.mem_lock=", 0) == 0 && std::sscanf(text.c_str() + 14, "%u %u", &lo, &hi) == 2 && hi > 0) mem = hi;
+  }
+}
+
+// `step` at the GPU's locked clocks by the truth: each kernel stretched, the gaps between kernels kept.
+Step at_clocks(const Step& step) {
+  if (g_truth == nullptr) return step;
+  double f = 0, m = 0;
+  locked_clocks(f, m);
+  Step out = step;
+  std::int64_t shift = 0, prev_end = 0;
+  for (std::size_t i = 0; i < step.kernels.size(); ++i) {
+    const auto& k = step.kernels[i];
+    double a = 0, b = 0;
+    if (auto it = g_truth->ab.find(k.name); it != g_truth->ab.end()) a = it->second.first, b = it->second.second;
+    const double r = a * g_truth->ref_sm / f + b * g_truth->ref_mem / m + 1 - a - b;
+    auto& o = out.kernels[i];
+    o.start_offset_ns = k.start_offset_ns + shift;
+    o.duration_ns = static_cast<std::int64_t>(static_cast<double>(k.duration_ns) * r);
+    shift += o.duration_ns - k.duration_ns;
+    prev_end = o.start_offset_ns + o.duration_ns;
+  }
+  out.period_ns = std::max(step.period_ns + shift, prev_end);
+  return out;
 }
 
 // Kernel names as PyTorch on an H200 shows them, so that the model classifies them (GEMMs compute-bound,
@@ -127,7 +225,7 @@ void log_control() {
 // initialisation). FAKE_JOB_SYNC_DRIFT_US=D: step s's synchronize returns at offset s*D (mod the step) of it: a
 // job whose own loop does not repeat with the kernel step. FAKE_JOB_UNNAMED=N: the first N kernels of each step
 // complete without a launch line (a launch path the feed does not name).
-bool run_steps(int fd, const Step& step, long steps) {
+bool run_steps(int fd, const Step& step_in, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
   if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
   if (const char* a = std::getenv("GEARSHIFT_FEED_ACTIVITY_PERIOD_MS")) g_traced = std::atoll(a) == 0;
@@ -142,11 +240,14 @@ bool run_steps(int fd, const Step& step, long steps) {
   const long unnamed = std::getenv("FAKE_JOB_UNNAMED") ? std::atol(std::getenv("FAKE_JOB_UNNAMED")) : 0;
   const std::int64_t drift_ns =
       std::getenv("FAKE_JOB_SYNC_DRIFT_US") ? std::atoll(std::getenv("FAKE_JOB_SYNC_DRIFT_US")) * 1000 : 0;
+  load_truth();
   for (long i = 0; i < init; ++i)
     if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " init_kernel_" +
                      std::to_string(i % 7) + "\n"))
       return false;
+  const Step& given = step_in;
   for (long s = 0; steps < 0 || s < steps; ++s) {
+    const Step step = at_clocks(given);
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
     const std::int64_t slow = g_traced ? traced_gap_ns : 0;  // per kernel, this step
@@ -227,6 +328,11 @@ int main(int argc, char** argv) {
   if (!put(fd, hello)) return 3;
   if (std::strcmp(argv[1], "--noise") == 0) {
     run_noise(fd, std::atof(argv[2]));
+    return 0;
+  }
+  if (std::strcmp(argv[1], "--step") == 0) {
+    if (argc < 4) return 2;
+    run_steps(fd, from_step_file(argv[2]), std::atol(argv[3]));
     return 0;
   }
   if (std::strcmp(argv[1], "--synthetic") == 0) {

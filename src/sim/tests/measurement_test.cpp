@@ -82,6 +82,33 @@ TEST(Measurement, CalibrationAtItsBoundIsFlagged) {
   EXPECT_NE(warnings[0].find("at its bound"), std::string::npos) << warnings[0];
 }
 
+// A measured power the priors reach only with a physically impossible memory/uncore power: the search does not
+// end at its bound (the bisection lands inside [0, 700 W]), so calibration_bound_warnings said nothing and `plan`
+// planned with it (the DDP rank-0 trace: 665 W, docs/model-validation.md). implausible_calibration refuses it.
+TEST(Measurement, ImpossibleMemoryPowerIsRefused) {
+  const gpu::GpuSpec h200 = gpu::find_spec("h200");
+  auto why = implausible_calibration(model::DvfsModel(h200, model::power_params_for(h200, 600)));
+  ASSERT_FALSE(why.empty());
+  EXPECT_NE(why[0].find("memory/uncore power 600 W"), std::string::npos) << why[0];
+  EXPECT_TRUE(implausible_calibration(model::DvfsModel(h200)).empty());
+  EXPECT_TRUE(implausible_calibration(model::DvfsModel(h200, model::power_params_for(h200, 344))).empty());
+  model::PowerParams idle_above = model::power_params_for(h200);
+  idle_above.idle_w_at_max_clock = 800;
+  EXPECT_FALSE(implausible_calibration(model::DvfsModel(h200, idle_above)).empty());
+  model::PowerParams negative = model::power_params_for(h200);
+  negative.memory_w_at_max = -5;
+  EXPECT_FALSE(implausible_calibration(model::DvfsModel(h200, negative)).empty());
+  if (!std::filesystem::exists(GEARSHIFT_SHARED_DIR "/data/traces")) GTEST_SKIP() << "../shared absent";
+  trace::Trace t = gpt2_with_power_samples(698);
+  auto steps = trace::detect_iterations(t);
+  model::DvfsModel m(h200);
+  model::Workload w = model::build_workload(t, steps, m);
+  calibrate_to_measured_power(w, m, 698);
+  EXPECT_GT(m.params().memory_w_at_max, 700 - 122);  // impossible with the SMs idle
+  EXPECT_TRUE(calibration_bound_warnings(m).empty());  // not at the search's bound: accepted before
+  EXPECT_FALSE(implausible_calibration(m).empty());
+}
+
 TEST(Measurement, ModelledBaselineFarFromTheMeasuredStepIsFlagged) {
   trace::Trace t;
   t.measured.step_time_s = 0.0964;

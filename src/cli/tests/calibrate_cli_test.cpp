@@ -1,0 +1,234 @@
+// `gearshift calibrate` through the real binary on the simulated GPU (libgearshift_simgpu.so) and a stand-in job
+// (runtime_fake_job --step) whose kernel durations follow a hidden truth per locked clock pair (FAKE_JOB_TRUTH)
+// and whose board power is the truth model's average power at the locked pair (GEARSHIFT_SIMGPU_POWER_TABLE):
+// the fitted model recovers the truth's coefficients and its plan the truth's saving; a refused clock write
+// leaves the clocks untouched.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "sim/calibration_model.hpp"
+#include "sim/evaluate.hpp"
+#include "sim/simulator.hpp"
+#include "trace/gearshift_format.hpp"
+#include "trace/iteration.hpp"
+
+// run() prefixes its arguments with this: `env VAR=... gearshift ...` lets a test set the environment.
+#define GEARSHIFT_BINARY "env"
+#include "cli/tests/run_binary.hpp"
+
+namespace gearshift {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Kernel {
+  const char* name;
+  std::int64_t start_ns, duration_ns;
+  double a, b;  // the hidden truth at the default pair (1980 / 3201 MHz)
+};
+// A step of 30 ms: GEMMs compute-bound, elementwise and Adam memory-bound, with a/b unlike the class priors.
+const Kernel kStep[] = {
+    {"ampere_bf16_s16816gemm_fwd", 0, 4'000'000, 0.85, 0.05},
+    {"vectorized_elementwise_kernel<gelu>", 4'020'000, 2'000'000, 0.15, 0.75},
+    {"layer_norm_kernel", 6'040'000, 1'500'000, 0.30, 0.55},
+    {"flash_fwd_kernel", 7'560'000, 3'000'000, 0.70, 0.15},
+    {"ampere_bf16_s16816gemm_dgrad", 10'580'000, 5'000'000, 0.80, 0.10},
+    {"ampere_bf16_s16816gemm_wgrad", 15'600'000, 5'000'000, 0.75, 0.10},
+    {"vectorized_elementwise_kernel<gelu_backward>", 20'620'000, 2'000'000, 0.10, 0.80},
+    {"multi_tensor_apply_kernel<AdamFunctor>", 22'640'000, 4'000'000, 0.05, 0.85},
+};
+constexpr std::int64_t kPeriodNs = 30'000'000;
+// The hidden board power: activity scale and memory/uncore power at full traffic (the spec's 90 W and 1.0 are
+// the priors).
+constexpr double kTruthScale = 0.8, kTruthMemoryW = 130;
+
+class Calibrate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gearshift_calibrate_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string env() const {
+    return "GEARSHIFT_NVML_LIBRARY=" + std::string(GEARSHIFT_SIMGPU_PATH) + " GEARSHIFT_SIMGPU_STATE=" + path("state");
+  }
+  fs::path dir_;
+};
+
+// The step as a trace of `steps` repetitions (what the job's feed gives at the default pair).
+trace::Trace step_trace(int steps) {
+  trace::Trace t;
+  t.source = "calibrate test";
+  t.gpu_name = "NVIDIA H200 SXM 141GB";
+  for (const auto& k : kStep) t.names.push_back(k.name);
+  for (int s = 0; s < steps; ++s)
+    for (std::size_t i = 0; i < std::size(kStep); ++i) {
+      trace::OpRecord r;
+      r.name_id = static_cast<std::uint32_t>(i);
+      r.start_ns = 1'000'000'000 + s * kPeriodNs + kStep[i].start_ns;
+      r.duration_ns = kStep[i].duration_ns;
+      r.stream = 7;
+      r.correlation = s * 100 + static_cast<std::int64_t>(i);
+      r.launch_ns = r.start_ns - 5000;
+      t.ops.push_back(r);
+    }
+  return t;
+}
+
+// The workload of the step with a/b from `ab` (name -> a, b; empty: class priors) at the default pair.
+model::Workload workload(const model::DvfsModel& m, const trace::Trace& t) {
+  const auto an = trace::detect_iterations(t);
+  model::Workload w = model::build_workload(t, an, m);
+  for (auto& op : w.ops) op.ref = {1980, 3201}, op.ref_sampled = true;
+  return w;
+}
+
+model::DvfsModel truth_model() {
+  const gpu::GpuSpec spec = gpu::find_spec("h200");
+  model::PowerParams p = model::power_params_for(spec, kTruthMemoryW);
+  p.activity_scale = kTruthScale;
+  return model::DvfsModel(spec, p);
+}
+
+model::Workload truth_workload(const model::DvfsModel& m, const trace::Trace& t) {
+  model::Workload w = workload(m, t);
+  for (auto& op : w.ops)
+    for (const auto& k : kStep)
+      if (op.name == k.name) op.coeffs.sm_share = k.a, op.coeffs.mem_share = k.b;
+  return w;
+}
+
+double saving_pct(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s) {
+  const double base = sim::simulate(w, m, sim::default_schedule(w, m), 0).energy_j;
+  return (base - sim::simulate(w, m, s, 0).energy_j) / base * 100;
+}
+
+const sim::StrategyResult& strategy(const sim::Evaluation& e, const std::string& name) {
+  for (const auto& s : e.strategies)
+    if (plan::to_string(s.schedule.strategy) == name) return s;
+  throw std::runtime_error("no strategy " + name);
+}
+
+TEST_F(Calibrate, RecoversTheHiddenTruthAndItsPlanSaving) {
+  const trace::Trace t = step_trace(20);
+  const model::DvfsModel truth = truth_model();
+  const model::Workload tw = truth_workload(truth, t);
+  // The stand-in's inputs: its step, its truth, and the board power the truth draws at every pair.
+  {
+    std::ofstream step(path("step.txt")), tr(path("truth.txt")), pw(path("power.txt"));
+    step << "period " << kPeriodNs << "\n";
+    tr << "ref 1980 3201\n";
+    for (const auto& k : kStep) {
+      step << k.name << " " << k.start_ns << " " << k.duration_ns << "\n";
+      tr << k.name << " " << k.a << " " << k.b << "\n";
+    }
+    for (int f : truth.spec().sm_clocks_mhz)
+      for (int mem : truth.spec().mem_clocks_mhz) {
+        plan::Schedule s;
+        s.strategy = plan::Strategy::iteration;
+        s.clocks.assign(tw.ops.size(), {f, mem});
+        const auto r = sim::simulate(tw, truth, s, 0);
+        EXPECT_LT(r.average_power_w, truth.params().power_cap_w) << "the truth must not cap: the stand-in does not";
+        pw << f << " " << mem << " " << r.average_power_w << "\n";
+      }
+  }
+  const auto r = test::run(env() + " GEARSHIFT_SIMGPU_POWER_TABLE=" + path("power.txt") + " FAKE_JOB_TRUTH=" +
+                           path("truth.txt") + " " + GEARSHIFT_BIN + " calibrate --apply -o " + path("model.json") +
+                           " -- " + GEARSHIFT_FAKE_JOB + " --step " + path("step.txt") + " 140");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("pair 4/4"), std::string::npos) << r.out;
+  // The clocks were locked at each pair and reset at the end.
+  std::ifstream log(path("state.clocklog"));
+  std::string line, last;
+  int sets = 0;
+  while (std::getline(log, line)) sets += line.find("set-sm") != std::string::npos, last = line;
+  EXPECT_GE(sets, 4);
+  EXPECT_NE(last.find("reset-mem"), std::string::npos) << last;
+
+  const sim::CalibratedModel cm = sim::load_model_file(path("model.json"));
+  EXPECT_EQ(cm.gpu, "h200");
+  ASSERT_EQ(cm.pairs.size(), 4u);
+  ASSERT_EQ(cm.kernels.size(), std::size(kStep));
+  // Tolerances: durations are the truth's exactly (the stand-in sleeps to absolute times), so a and b come
+  // back within 0.02; the board power within 5 % of the activity scale and 10 % of the memory power (the
+  // job's real step period jitters by scheduling, which moves its idle share).
+  for (const auto& k : cm.kernels)
+    for (const auto& s : kStep)
+      if (k.name == s.name) {
+        EXPECT_NEAR(k.sm_share, s.a, 0.02) << k.name;
+        EXPECT_NEAR(k.mem_share, s.b, 0.02) << k.name;
+      }
+  EXPECT_NEAR(cm.activity_scale, kTruthScale, 0.05 * kTruthScale);
+  EXPECT_NEAR(cm.memory_w_at_max, kTruthMemoryW, 0.10 * kTruthMemoryW);
+  EXPECT_LT(cm.power_rms_relative_error, 0.01);
+
+  // A plan made with the fitted model has the truth's saving (within 0.5 percentage points) and keeps the
+  // truth's step within the budget (+0.2 %); the class priors' plan is further off.
+  model::DvfsModel fitted_m(gpu::find_spec("h200"));
+  model::Workload fw = workload(fitted_m, t);
+  const auto applied = sim::apply_model(cm, fw, fitted_m);
+  EXPECT_EQ(applied.ops_matched, std::size(kStep));
+  sim::EvaluateOptions eo;
+  eo.max_slowdown = 0.02;
+  eo.frontier_slowdowns = {};
+  const sim::Evaluation fitted_ev = sim::evaluate(fw, fitted_m, eo), truth_ev = sim::evaluate(tw, truth, eo);
+  const auto& fitted_plan = strategy(fitted_ev, "kernel-global");
+  const auto& truth_plan = strategy(truth_ev, "kernel-global");
+  const double fitted_in_truth = saving_pct(tw, truth, fitted_plan.schedule);
+  EXPECT_NEAR(fitted_in_truth, truth_plan.saving_pct, 0.5);
+  EXPECT_NEAR(fitted_plan.saving_pct, fitted_in_truth, 0.5);
+  const auto base = sim::simulate(tw, truth, sim::default_schedule(tw, truth), 0);
+  EXPECT_LE(sim::simulate(tw, truth, fitted_plan.schedule, 0).step_time_s, base.step_time_s * 1.022);
+  EXPECT_GT(truth_plan.saving_pct, 3.0);  // a saving worth recovering
+  std::printf("truth saving %.2f %%, fitted plan: predicted %.2f %%, in the truth %.2f %%; fitted s %.3f, memory %.1f W\n",
+              truth_plan.saving_pct, fitted_plan.saving_pct, fitted_in_truth, cm.activity_scale, cm.memory_w_at_max);
+
+  // `plan --model` uses it: the table names the file, and the trace plans.
+  trace::write_gearshift_trace(t, path("trace.jsonl.gz"));
+  const auto p = test::run(std::string(GEARSHIFT_BIN) + " plan " + path("trace.jsonl.gz") + " --model " +
+                           path("model.json") + " --max-slowdown 2%");
+  EXPECT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("model file"), std::string::npos) << p.out;
+}
+
+TEST_F(Calibrate, RefusedClockWriteLeavesTheClocksUntouched) {
+  const auto r = test::run(env() + " GEARSHIFT_SIMGPU_FAULT=no-permission " + GEARSHIFT_BIN + " calibrate --apply -o " +
+                           path("model.json") + " -- " + GEARSHIFT_FAKE_JOB + " --synthetic 5");
+  EXPECT_EQ(r.code, 6) << r.out;
+  EXPECT_NE(r.out.find("NVML refused to lock the clocks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the clocks were not changed"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("state.clocklog")) && fs::file_size(path("state.clocklog")) > 0);
+  EXPECT_FALSE(fs::exists(path("model.json")));
+}
+
+TEST_F(Calibrate, NothingWithoutApply) {
+  const auto r = test::run(env() + " " + GEARSHIFT_BIN + " calibrate -o " + path("model.json") + " -- " +
+                           GEARSHIFT_FAKE_JOB + " --synthetic 5");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("pass --apply"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("state.clocklog")));
+}
+
+TEST_F(Calibrate, ImplausibleModelFileIsRefusedByPlan) {
+  sim::CalibratedModel m;
+  m.gpu = "h200";
+  m.ref = {1980, 3201};
+  m.activity_scale = 0.4;
+  m.memory_w_at_max = 506;  // W: more than the board's DRAM could draw
+  m.kernels.push_back({"ampere_bf16_s16816gemm_fwd", 0.8, 0.1, 0.001, 4});
+  sim::write_model_file(m, path("bad.json"));
+  trace::write_gearshift_trace(step_trace(20), path("trace.jsonl.gz"));
+  const auto p = test::run(std::string(GEARSHIFT_BIN) + " plan " + path("trace.jsonl.gz") + " --model " + path("bad.json"));
+  EXPECT_EQ(p.code, 7) << p.out;
+  EXPECT_NE(p.out.find("memory power 506 W"), std::string::npos) << p.out;
+}
+
+}  // namespace
+}  // namespace gearshift
