@@ -416,8 +416,6 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--plan-output", o->plan_output, "With --auto: also write the plan made (plan.json)");
   cmd->add_option("--model", o->model,
                   "With --auto: plan with this `gearshift calibrate` model file instead of the class priors");
-  cmd->add_option("--model", o->model,
-                  "With --auto: plan with this `gearshift calibrate` model file instead of the class priors");
   cmd->add_flag("--apply", o->apply, "Lock clocks through NVML (needs root or CAP_SYS_ADMIN); default: dry-run");
   cmd->add_flag("--lock-memory", o->lock_memory, "Also lock memory clocks where the GPU supports it");
   o->switching.add_to(cmd);
