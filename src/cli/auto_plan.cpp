@@ -425,6 +425,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     fmt::print(stderr, "gearshift run --auto: model {}\n",
                r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
                                                r.calibration_source)
+               : po.model        ? fmt::format("from {}", r.calibration_source)
                                  : fmt::format("UNCALIBRATED (class priors' power): {}",
                                                r.calibration_source.empty() ? "no measured power" : r.calibration_source));
     if (!o_.plan_output.empty()) {
