@@ -7,6 +7,16 @@
 
 namespace gearshift::runtime {
 
+namespace {
+// The median of `v` (upper middle for an even count); v non-empty, reordered.
+template <typename T>
+T median_of(std::vector<T>& v) {
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+}  // namespace
+
 std::optional<double> launches_per_step(const trace::Trace& t, const trace::IterationAnalysis& an) {
   if (an.iterations.size() < 2) return std::nullopt;
   const std::int64_t from = an.iterations.front().start_ns, to = an.iterations.back().start_ns;
@@ -76,11 +86,7 @@ double UntracedStep::period_ns() const {
       if (m == 1) break;
     }
   }
-  if (best_m >= 2) {
-    auto mid = periods.begin() + static_cast<std::ptrdiff_t>(periods.size() / 2);
-    std::nth_element(periods.begin(), mid, periods.end());
-    return *mid;
-  }
+  if (best_m >= 2) return median_of(periods);
   // No whole steps between synchronizes: spans of half the window's steps (they average a step's bursts and
   // most of a CPU's run-ahead), the median over their starts.
   const auto m = std::max<std::size_t>(1, static_cast<std::size_t>(steps_in / 2));
@@ -89,9 +95,7 @@ double UntracedStep::period_ns() const {
   std::vector<std::int64_t> spans;
   spans.reserve(t.size() - span);
   for (std::size_t i = 0; i + span < t.size(); ++i) spans.push_back(t[i + span] - t[i]);
-  auto mid = spans.begin() + static_cast<std::ptrdiff_t>(spans.size() / 2);
-  std::nth_element(spans.begin(), mid, spans.end());
-  return static_cast<double>(*mid) * per_step_ / static_cast<double>(span);
+  return static_cast<double>(median_of(spans)) * per_step_ / static_cast<double>(span);
 }
 
 }  // namespace gearshift::runtime
