@@ -129,6 +129,7 @@ void FeedServer::on_line(std::size_t i, std::string_view line) {
     return;
   }
   e->correlation = feed::namespaced_correlation(p.index, e->correlation);
+  if (e->name_id >= 0) e->name_id = feed::namespaced_correlation(p.index, e->name_id);  // ids are per process too
   {
     std::lock_guard lock(mu_);
     switch (e->kind) {
@@ -142,6 +143,7 @@ void FeedServer::on_line(std::size_t i, std::string_view line) {
         break;
       case feed::FeedEvent::Kind::sync: ++p.syncs; break;
       case feed::FeedEvent::Kind::marker: ++p.markers; break;
+      case feed::FeedEvent::Kind::name: break;
     }
   }
   sink_(p, *e);

@@ -195,7 +195,12 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
       if (const auto* g = std::get_if<GpuActivity>(&d)) {
         if (s->tracer) s->tracer->add(*g);
         if (s->feed && g->kind == trace::OpKind::kernel)
-          s->feed->on_kernel_complete(g->correlation, g->start_ns, g->end_ns, g->stream, g->device);
+          // A graph's kernels share its launch's one L line: each is named on its own C line (CUPTI < 13 records
+          // no graph id; the launch table knows the launch was a graph launch).
+          s->feed->on_kernel_complete(g->correlation, g->start_ns, g->end_ns, g->stream, g->device,
+                                      g->graph_id != 0 || s->launches.lookup(g->correlation) == LaunchApi::graph
+                                          ? g->name
+                                          : std::string_view{});
       } else if (const auto* m = std::get_if<MarkerActivity>(&d)) {
         if (s->tracer) s->tracer->add(*m);
       }

@@ -58,10 +58,21 @@ RuntimeFeed::RuntimeFeed(int fd, std::function<std::int64_t()> cupti_now_ns, int
 RuntimeFeed::~RuntimeFeed() { stop(); }
 
 void RuntimeFeed::on_kernel_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
-                                     std::uint32_t stream, std::uint32_t device) noexcept {
+                                     std::uint32_t stream, std::uint32_t device,
+                                     std::string_view graph_kernel_name) noexcept {
   try {
     std::lock_guard lock(mu_);
-    if (!stop_ && !stats_.broken) completions_.push_back(Completion{correlation, stream, device, start_ns, end_ns});
+    if (stop_ || stats_.broken) return;
+    std::int64_t name_id = -1;
+    if (!graph_kernel_name.empty()) {
+      auto it = graph_names_.find(graph_kernel_name);
+      if (it == graph_names_.end()) {
+        it = graph_names_.emplace(std::string(graph_kernel_name), static_cast<std::int64_t>(graph_names_.size())).first;
+        new_names_.emplace_back(it->second, it->first);
+      }
+      name_id = it->second;
+    }
+    completions_.push_back(Completion{correlation, stream, device, start_ns, end_ns, name_id});
   } catch (...) {  // out of memory: the runtime copes with a missing completion
   }
 }
@@ -78,9 +89,11 @@ void RuntimeFeed::drain(std::string& batch) {
   // Completions first, then launches: a kernel's launch is queued before it can complete, so every C line
   // taken here has its L line in the same batch or an earlier one.
   std::vector<Completion> done;
+  std::vector<std::pair<std::int64_t, std::string>> names;
   {
     std::lock_guard lock(mu_);
     done.swap(completions_);
+    names.swap(new_names_);
   }
   // The marker before the launches: its launch was queued before it was issued, so once seen here its L line is
   // in the queue drained below (polled after the drain, a marker issued and written in between would go first).
@@ -105,8 +118,12 @@ void RuntimeFeed::drain(std::string& batch) {
     feed::append_launch_line(batch, e.cpu_ns + offset_ns_, e.correlation, name_of(e.symbol));
     ++launches;
   }
+  // A name before the first C line that uses it: both were queued under one lock, so every id in `done` was sent
+  // in this batch or an earlier one.
+  for (const auto& [id, mangled] : names) feed::append_name_line(batch, id, demangle(mangled));
   for (const Completion& c : done)
-    feed::append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device);
+    feed::append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device,
+                                 c.name_id);
   std::uint64_t markers = 0;
   if (seen) {
     feed::append_marker_line(batch, seen->correlation, seen->not_before_ns + offset_ns_, seen->seen_ns + offset_ns_);

@@ -54,9 +54,12 @@ class RuntimeFeed {
   // L line goes first); null:
   // none. Set before the launch callbacks are on; `markers` must outlive the feed.
   void set_markers(StreamMarkers* markers) noexcept { markers_.store(markers, std::memory_order_release); }
-  // CUPTI's buffer thread: one completed kernel (CUPTI clock).
+  // CUPTI's buffer thread: one completed kernel (CUPTI clock). `graph_kernel_name`: the (mangled) name of a
+  // kernel that ran inside a CUDA graph, whose launch's L line does not name it; empty for any other kernel. Its
+  // C line then carries the name's id, and the name goes out once in an N line (interned here by content: the
+  // activity record's name need not outlive its buffer).
   void on_kernel_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
-                          std::uint32_t device) noexcept;
+                          std::uint32_t device, std::string_view graph_kernel_name = {}) noexcept;
 
   // Writes what is queued, stops the thread, ends our side of a socket (shutdown: the reader sees the end even
   // while the control reader holds a duplicate) and closes the descriptor. Idempotent.
@@ -67,6 +70,11 @@ class RuntimeFeed {
   struct Completion {
     std::uint32_t correlation, stream, device;
     std::int64_t start_ns, end_ns;
+    std::int64_t name_id;  // -1: its L line names it
+  };
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   void loop() noexcept;
   void drain(std::string& batch);
@@ -80,6 +88,9 @@ class RuntimeFeed {
   mutable std::mutex mu_;  // completions_, stop_, stats_
   std::condition_variable cv_;
   std::vector<Completion> completions_;
+  // Graph kernels' names by content -> id, and the (mangled) names not sent yet, in id order.
+  std::unordered_map<std::string, std::int64_t, NameHash, std::equal_to<>> graph_names_;
+  std::vector<std::pair<std::int64_t, std::string>> new_names_;
   bool stop_ = false;
   FeedStats stats_;
   std::int64_t offset_ns_ = 0;  // writer thread only

@@ -69,7 +69,15 @@ std::optional<FeedEvent> parse_feed_line(std::string_view line) {
     if (only_spaces(line)) return e;
     if (!small_id(line, e.stream)) return std::nullopt;
     if (only_spaces(line)) return e;
-    if (!small_id(line, e.device) || !only_spaces(line)) return std::nullopt;
+    if (!small_id(line, e.device)) return std::nullopt;
+    if (only_spaces(line)) return e;
+    if (!number(line, e.name_id) || e.name_id < 0 || !only_spaces(line)) return std::nullopt;
+    return e;
+  }
+  if (kind == 'N') {
+    e.kind = FeedEvent::Kind::name;
+    if (!number(line, e.name_id) || e.name_id < 0 || line.size() < 2 || line.front() != ' ') return std::nullopt;
+    e.name = line.substr(1);
     return e;
   }
   if (kind == 'S' || kind == 'M') {
@@ -90,8 +98,19 @@ void append_launch_line(std::string& out, std::int64_t cpu_ns, std::int64_t corr
 }
 
 void append_completion_line(std::string& out, std::int64_t correlation, std::int64_t start_ns, std::int64_t end_ns,
-                            std::uint32_t stream, std::uint32_t device) {
+                            std::uint32_t stream, std::uint32_t device, std::int64_t name_id) {
   append_fields(out, 'C', correlation, start_ns, end_ns, stream, device);
+  if (name_id >= 0) {
+    out += ' ';
+    append_number(out, name_id);
+  }
+  out += '\n';
+}
+
+void append_name_line(std::string& out, std::int64_t name_id, std::string_view name) {
+  append_fields(out, 'N', name_id);
+  out += ' ';
+  append_one_line(out, name);
   out += '\n';
 }
 

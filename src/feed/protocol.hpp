@@ -7,7 +7,8 @@
 // Job -> gearshift: one event per line, fields separated by one or more spaces, times CLOCK_MONOTONIC ns:
 //   H <version> <pid> <rank> <local_rank> <world_size> <visible>   hello: the connection's first line
 //   L <cpu_ns> <correlation> <kernel name to the end of the line>
-//   C <correlation> <gpu_start_ns> <gpu_end_ns> [<stream> [<device>]]
+//   C <correlation> <gpu_start_ns> <gpu_end_ns> [<stream> [<device> [<name_id>]]]
+//   N <name_id> <kernel name to the end of the line>
 //   S <correlation> <enter_ns> <exit_ns>
 //   M <correlation> <not_before_ns> <seen_ns>
 // H names the process: version is kHelloVersion; rank, local rank and world size as the launcher gave them
@@ -16,12 +17,16 @@
 // value to the end of the line ("=" alone: set and empty, no GPU), so that the reader maps a C line's device
 // ordinal to an NVML index (gpu/cuda_visible.hpp).
 // C's optional trailing fields are the kernel's CUDA stream id and device ordinal (absent: stream 0, device 0;
-// a line without them, the protocol's first form, stays valid). Nothing may follow them. S is a device or stream
+// a line without them, the protocol's first form, stays valid). <name_id> names a kernel that its launch's L line
+// does not name: a CUDA graph launch has one L line for all its kernels, so each of its kernels' C lines carries
+// the id of its own name, given once per process by an N line sent before the first C line that uses it (ids are
+// the writer's, unique within one process; a reader of several processes namespaces them as correlations).
+// Nothing may follow <name_id>. S is a device or stream
 // synchronize the job called (entered, returned): every kernel launched before it had finished by exit_ns. M is a
 // stream marker (cupti/stream_marker.hpp) written by the GPU after the kernel launched with that correlation:
 // not written yet at not_before_ns, written by seen_ns (the two polls around it), so the kernel ended between.
 // Correlation ids are unique within one process only (CUPTI's are 32-bit): a reader of several processes
-// namespaces them (namespaced_correlation) before they meet.
+// namespaces them (namespaced_correlation) before they meet; N lines' name ids likewise.
 //
 // gearshift -> job (control commands, one per line):
 //   A <period_ms> <window_ms>   kernel activity: every kernel (period 0), none (window 0), or only kernels
@@ -38,7 +43,7 @@
 namespace gearshift::feed {
 
 struct FeedEvent {
-  enum class Kind { launch, complete, sync, marker };
+  enum class Kind { launch, complete, sync, marker, name };
   Kind kind = Kind::launch;
   std::int64_t correlation = 0;
   std::int64_t cpu_ns = 0;        // launch: CPU time of the launch call
@@ -46,7 +51,8 @@ struct FeedEvent {
   std::int64_t gpu_end_ns = 0;    // complete; sync: returned; marker: written
   std::int32_t stream = 0;        // complete: CUDA stream id (0 when the line omits it)
   std::int32_t device = 0;        // complete: CUDA device ordinal (0 when the line omits it)
-  std::string_view name;          // launch: the kernel name, a view into the parsed line
+  std::int64_t name_id = -1;      // complete: the kernel's own name (N line), -1: its launch names it; name: the id
+  std::string_view name;          // launch, name: the kernel name, a view into the parsed line
 };
 
 // One event line (without its '\n'); nullopt when it is not a valid event: unknown kind (H included), a missing
@@ -57,8 +63,10 @@ std::optional<FeedEvent> parse_feed_line(std::string_view line);
 // The writers: each appends one line and its '\n'. A kernel name's newlines (never seen in real symbols) become
 // spaces, so that it stays one line.
 void append_launch_line(std::string& out, std::int64_t cpu_ns, std::int64_t correlation, std::string_view name);
+// `name_id` >= 0 adds the C line's <name_id> field (graph kernels); -1 leaves it out.
 void append_completion_line(std::string& out, std::int64_t correlation, std::int64_t start_ns, std::int64_t end_ns,
-                            std::uint32_t stream, std::uint32_t device);
+                            std::uint32_t stream, std::uint32_t device, std::int64_t name_id = -1);
+void append_name_line(std::string& out, std::int64_t name_id, std::string_view name);
 void append_sync_line(std::string& out, std::int64_t correlation, std::int64_t enter_ns, std::int64_t exit_ns);
 void append_marker_line(std::string& out, std::int64_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns);
 

@@ -6,17 +6,25 @@
 
 namespace gearshift::runtime {
 
+std::uint32_t FeedCollector::intern(std::string_view name) {
+  auto it = ids_.find(name);  // a string is built only for a name seen the first time
+  if (it == ids_.end()) {
+    it = ids_.emplace(std::string(name), static_cast<std::uint32_t>(names_.size())).first;
+    names_.emplace_back(name);
+  }
+  return it->second;
+}
+
 void FeedCollector::add(const feed::FeedEvent& e) {
+  if (e.kind == feed::FeedEvent::Kind::name) {
+    named_[e.name_id] = intern(e.name);
+    return;
+  }
   if (e.kind == feed::FeedEvent::Kind::launch) {
     ++launches_;
     if (full()) return;
-    auto it = ids_.find(e.name);  // a string is built only for a name seen the first time
-    if (it == ids_.end()) {
-      it = ids_.emplace(std::string(e.name), static_cast<std::uint32_t>(names_.size())).first;
-      names_.emplace_back(e.name);
-    }
     const auto graph = trace::graph_id_of_launch_name(e.name);
-    pending_[e.correlation] = {it->second, e.cpu_ns, graph.value_or(0), graph.has_value()};
+    pending_[e.correlation] = {intern(e.name), e.cpu_ns, graph.value_or(0), graph.has_value()};
     if (graph) {
       graph_launches_.push_back(e.correlation);
       if (graph_launches_.size() > kMaxPendingGraphLaunches) {
@@ -40,6 +48,10 @@ void FeedCollector::add(const feed::FeedEvent& e) {
     trace::OpRecord r;
     r.kind = trace::OpKind::kernel;
     r.name_id = it->second.name_id;
+    if (e.name_id >= 0) {  // a graph kernel named on its own C line
+      const auto named = named_.find(e.name_id);
+      if (named != named_.end()) r.name_id = named->second;
+    }
     r.start_ns = e.gpu_start_ns;
     r.duration_ns = e.gpu_end_ns - e.gpu_start_ns;
     r.device = e.device;

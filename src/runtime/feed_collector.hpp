@@ -1,8 +1,8 @@
 // The launch feed turned into kernel records, for planning from a job's first steps (`gearshift run --auto`):
 // a launch gives the kernel's name and CPU launch time, its completion the GPU start, end, stream and device.
 // A CUDA graph launch (its L line names it trace::graph_launch_name(id)) completes many kernels, all with its
-// correlation: each is kept, named after the launch and marked with its graph id (the feed does not name a
-// graph's kernels). A graph launch stays pending until kMaxPendingGraphLaunches later graph launches were seen
+// correlation: each is kept with its graph id, named by its C line's name id (an N line; feed/protocol.hpp), or
+// after the launch when the writer sent none. A graph launch stays pending until kMaxPendingGraphLaunches later graph launches were seen
 // (its kernels complete long before; the bound keeps memory flat); any other launch until its one completion.
 // Not thread-safe: the caller serialises add() and to_trace().
 #pragma once
@@ -50,9 +50,11 @@ class FeedCollector {
     bool graph;
   };
   std::size_t max_kernels_;
+  std::uint32_t intern(std::string_view name);
   StringMap<std::uint32_t> ids_;
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Launch> pending_;  // correlation -> launch not completed yet
+  std::unordered_map<std::int64_t, std::uint32_t> named_;  // N line's name id -> index in names_
   std::deque<std::int64_t> graph_launches_;           // pending graph launches, oldest first
   std::vector<trace::OpRecord> ops_;
   std::vector<std::int64_t> syncs_;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -761,6 +762,41 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   ASSERT_FALSE(log.empty());
   EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) { return l.find("set-sm") != std::string::npos; }));
   EXPECT_NE(log.back().find("reset-sm"), std::string::npos);
+}
+
+// A job whose step is one CUDA graph launch plus its optimizer (torch.compile reduce-overhead): the graph's kernels
+// keep their own names and classes in the plan (the feed names them on their C lines), and no clock change falls
+// inside the graph. Before, every graph kernel was named after the launch and classed "other", and the plan's
+// power could not be reproduced on the H200 (session 8, torch.compile refused at 692 W).
+TEST(RunAuto, AGraphJobsKernelsKeepTheirNamesAndClasses) {
+  AutoEnv s;
+  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
+  s.env.push_back("FAKE_JOB_GRAPH=1");
+  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--plan-output", made.string(),
+                           "--dry-run-log", s.log.string()},
+                          {"--synthetic", "100"}),
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("live check passed"), std::string::npos) << o;
+  EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
+  auto j = nlohmann::json::parse(slurp(made));
+  ASSERT_EQ(j["positions"].size(), 113u);
+  EXPECT_EQ(j["positions"][0]["name"], "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn_qkv");
+  EXPECT_EQ(j["positions"][0]["class"], "gemm");
+  EXPECT_EQ(j["positions"][0]["graph"], 1);
+  std::set<std::string> classes;
+  for (std::size_t i = 0; i < 112; ++i) {
+    EXPECT_EQ(j["positions"][i]["graph_launch"], 0) << i;
+    classes.insert(j["positions"][i]["class"].get<std::string>());
+  }
+  EXPECT_GE(classes.size(), 3u);  // gemm, attention, elementwise, norm ... not all "other"
+  EXPECT_EQ(j["positions"][112]["name"], "multi_tensor_apply_kernel<AdamFunctor>");
+  for (const auto& ph : j["phases"]) {
+    const int first = ph["first_position"].get<int>();
+    EXPECT_TRUE(first == 0 || first == 112) << first;  // a change only at a launch unit's start
+  }
 }
 
 // A launch-bound job slowed by the recording of every kernel (0.2 ms more per kernel: a ~75 ms traced step, ~52

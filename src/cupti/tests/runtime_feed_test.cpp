@@ -89,6 +89,37 @@ TEST(RuntimeFeed, WritesLaunchesAndCompletionsInMonotonicTime) {
 }
 
 // gearshift gone (the read end closed): no SIGPIPE kills the program, the feed turns itself off.
+TEST(RuntimeFeed, NamesAGraphsKernelsOnceAndEachOfItsCompletions) {
+  // A graph launch has one L line; its kernels' C lines carry their own name's id, each name sent once (N line,
+  // demangled) before the first C line that uses it.
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  std::int64_t t0 = cupti_clock();
+  {
+    RuntimeFeed feed(p[1], &cupti_clock, 200);
+    feed.on_launch(LaunchEvent{2, LaunchApi::graph, t0, nullptr, -1, 5});
+    std::string gelu = "_Z4geluPf";  // a buffer of its own: the record's name need not outlive the call
+    feed.on_kernel_complete(2, t0 + 100, t0 + 200, 7, 0, "sm90_gemm_bf16");
+    feed.on_kernel_complete(2, t0 + 200, t0 + 300, 7, 0, gelu);
+    gelu = "overwritten";
+    feed.on_kernel_complete(2, t0 + 300, t0 + 400, 7, 0, "sm90_gemm_bf16");
+    feed.on_kernel_complete(2, t0 + 400, t0 + 500, 7, 0, "_Z4geluPf");
+    feed.stop();
+    EXPECT_EQ(feed.stats().completions, 4u);
+  }
+  std::vector<std::string> lines = read_lines(p[0]);
+  close(p[0]);
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_TRUE(lines[0].ends_with(" 2 cudaGraphLaunch graph=5")) << lines[0];
+  EXPECT_EQ(lines[1], "N 0 sm90_gemm_bf16");
+  EXPECT_EQ(lines[2], "N 1 gelu(float*)");
+  const char* ids[] = {" 7 0 0", " 7 0 1", " 7 0 0", " 7 0 1"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(lines[3 + i].starts_with("C 2 ")) << lines[3 + i];
+    EXPECT_TRUE(lines[3 + i].ends_with(ids[i])) << lines[3 + i];
+  }
+}
+
 TEST(RuntimeFeed, ClosedPipeTurnsTheFeedOffWithoutKillingTheProgram) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);

@@ -36,6 +36,25 @@ TEST(FeedRoundTrip, EveryEventKind) {
   EXPECT_EQ(e->stream, 13);
   EXPECT_EQ(e->device, 3);
 
+  std::string cn;
+  append_completion_line(cn, 7, 1000, 2500, 13, 3, 42);
+  EXPECT_EQ(cn, "C 7 1000 2500 13 3 42\n");
+  e = parse_feed_line(one_line(cn));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, FeedEvent::Kind::complete);
+  EXPECT_EQ(e->device, 3);
+  EXPECT_EQ(e->name_id, 42);
+  EXPECT_EQ(parse_feed_line(one_line(c))->name_id, -1);  // no name id: its launch names it
+
+  std::string n;
+  append_name_line(n, 42, "void gemm<128,\n 64>()");
+  const std::string name = one_line(n);
+  e = parse_feed_line(name);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, FeedEvent::Kind::name);
+  EXPECT_EQ(e->name_id, 42);
+  EXPECT_EQ(e->name, "void gemm<128,  64>()");
+
   std::string s;
   append_sync_line(s, 9, 3000, 4200);
   e = parse_feed_line(one_line(s));
@@ -102,7 +121,13 @@ TEST(FeedParse, CompletionLineOldAndExtendedForms) {
   EXPECT_FALSE(parse_feed_line("C 7 100"));
   EXPECT_FALSE(parse_feed_line("C 7 100 200 x"));           // stream not a number
   EXPECT_FALSE(parse_feed_line("C 7 100 200 -1"));          // negative stream
-  EXPECT_FALSE(parse_feed_line("C 7 100 200 1 2 3"));       // a field too many
+  EXPECT_FALSE(parse_feed_line("C 7 100 200 1 2 3 4"));     // a field too many
+  EXPECT_FALSE(parse_feed_line("C 7 100 200 1 2 -3"));      // negative name id
+  EXPECT_FALSE(parse_feed_line("C 7 100 200 1 2 x"));       // name id not a number
+  EXPECT_FALSE(parse_feed_line("N 3"));                     // no name
+  EXPECT_FALSE(parse_feed_line("N 3 "));
+  EXPECT_FALSE(parse_feed_line("N -3 gemm"));               // negative id
+  EXPECT_FALSE(parse_feed_line("N x gemm"));
   EXPECT_FALSE(parse_feed_line("C 7 100 200 4294967296"));  // stream beyond int32
   EXPECT_FALSE(parse_feed_line("X 1 2 3"));
   EXPECT_FALSE(parse_feed_line(""));

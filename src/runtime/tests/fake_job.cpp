@@ -224,7 +224,10 @@ void log_control() {
 // FAKE_JOB_INIT_KERNELS=N: first N launches of kernels outside the template, without a synchronize (a model's
 // initialisation). FAKE_JOB_SYNC_DRIFT_US=D: step s's synchronize returns at offset s*D (mod the step) of it: a
 // job whose own loop does not repeat with the kernel step. FAKE_JOB_UNNAMED=N: the first N kernels of each step
-// complete without a launch line (a launch path the feed does not name).
+// complete without a launch line (a launch path the feed does not name). FAKE_JOB_GRAPH=1: all of a step's kernels
+// but the last run from one CUDA graph launch (torch.compile's reduce-overhead): one L line "cudaGraphLaunch
+// graph=1", their C lines carry its correlation and their names' ids (N lines, sent once), as the injection
+// library writes them.
 bool run_steps(int fd, const Step& step_in, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
   if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
@@ -241,6 +244,16 @@ bool run_steps(int fd, const Step& step_in, long steps) {
   const std::int64_t drift_ns =
       std::getenv("FAKE_JOB_SYNC_DRIFT_US") ? std::atoll(std::getenv("FAKE_JOB_SYNC_DRIFT_US")) * 1000 : 0;
   load_truth();
+  const bool graph = std::getenv("FAKE_JOB_GRAPH") != nullptr;
+  std::map<std::string, std::int64_t> name_ids;
+  if (graph) {
+    std::string names;
+    for (const Kernel& k : step_in.kernels)
+      if (name_ids.emplace(k.name, static_cast<std::int64_t>(name_ids.size())).second)
+        gearshift::feed::append_name_line(names, name_ids[k.name], k.name);
+    if (!put(fd, names)) return false;
+  }
+  const std::size_t graph_kernels = graph && !step_in.kernels.empty() ? step_in.kernels.size() - 1 : 0;
   for (long i = 0; i < init; ++i)
     if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " init_kernel_" +
                      std::to_string(i % 7) + "\n"))
@@ -254,6 +267,9 @@ bool run_steps(int fd, const Step& step_in, long steps) {
     const double scale = g_traced ? traced_scale : 1;
     auto scaled = [scale](std::int64_t ns) { return static_cast<std::int64_t>(static_cast<double>(ns) * scale); };
     auto launch = [&](std::size_t i) {
+      if (i < graph_kernels)
+        return i > 0 || put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(first) +
+                                    " cudaGraphLaunch graph=1\n");
       return static_cast<long>(i) < unnamed || put(fd, "L " + std::to_string(monotonic_ns()) + " " +
                                                            std::to_string(first + static_cast<std::int64_t>(i)) + " " +
                                                            step.kernels[i].name + "\n");
@@ -271,8 +287,13 @@ bool run_steps(int fd, const Step& step_in, long steps) {
         if (!launch(i)) return false;
       }
       sleep_until(end);
-      if (!put(fd, "C " + std::to_string(first + static_cast<std::int64_t>(i)) + " " + std::to_string(start) + " " +
-                       std::to_string(end) + step.completion_suffix + "\n"))
+      const bool in_graph = i < graph_kernels;
+      const std::string suffix = !in_graph ? step.completion_suffix
+                                 : step.completion_suffix.empty()
+                                     ? " 0 0 " + std::to_string(name_ids[step.kernels[i].name])
+                                     : step.completion_suffix + " " + std::to_string(name_ids[step.kernels[i].name]);
+      if (!put(fd, "C " + std::to_string(in_graph ? first : first + static_cast<std::int64_t>(i)) + " " +
+                       std::to_string(start) + " " + std::to_string(end) + suffix + "\n"))
         return false;
       if (g_marker_ns > 0 && end >= last_marker + g_marker_ns) {
         last_marker = end;

@@ -81,6 +81,45 @@ TEST(FeedCollector, KeepsEveryCompletionOfAGraphLaunch) {
   EXPECT_EQ(unit0, 5u);
 }
 
+TEST(FeedCollector, NamesAGraphsKernelsByTheirOwnNameLines) {
+  // A graph's kernels named by N lines keep their own names (so that the model classes them as a trace does);
+  // before, all were named after the launch and classed "other" (torch.compile's plan was refused on power).
+  FeedCollector c(1000);
+  c.add(*parse_feed_line("N 0 ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn"));
+  c.add(*parse_feed_line("N 1 void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>"));
+  std::int64_t corr = 10;
+  for (int step = 0; step < 4; ++step) {
+    const std::int64_t t0 = step * 1'000'000, g = corr++, adam = corr++;
+    c.add(*parse_feed_line("L " + std::to_string(t0) + " " + std::to_string(g) + " cudaGraphLaunch graph=3"));
+    c.add(*parse_feed_line("L " + std::to_string(t0 + 5) + " " + std::to_string(adam) + " multi_tensor_apply_kernel<FusedAdamMathFunctor>"));
+    for (int k = 0; k < 4; ++k) {
+      const std::int64_t s = t0 + k * 100'000;
+      c.add(*parse_feed_line("C " + std::to_string(g) + " " + std::to_string(s) + " " + std::to_string(s + 90'000) +
+                             " 7 0 " + std::to_string(k % 2)));
+    }
+    c.add(*parse_feed_line("C " + std::to_string(adam) + " " + std::to_string(t0 + 600'000) + " " + std::to_string(t0 + 700'000) + " 7 0"));
+  }
+  c.add(*parse_feed_line("L 5000000 99 cudaGraphLaunch graph=3"));
+  c.add(*parse_feed_line("C 99 5000000 5000100 7 0 7"));  // an id no N line named: the launch's name
+  trace::Trace t = c.to_trace();
+  ASSERT_EQ(t.ops.size(), 21u);
+  for (std::size_t i = 0; i < 20; ++i) {
+    const std::size_t k = i % 5;  // the graph's four kernels, then the optimizer's
+    EXPECT_EQ(t.name_of(t.ops[i]), k == 4   ? "multi_tensor_apply_kernel<FusedAdamMathFunctor>"
+                                   : k % 2 == 0 ? "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn"
+                                                : "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>")
+        << i;
+    EXPECT_EQ(t.ops[i].graph_id, k == 4 ? 0u : 3u);
+  }
+  EXPECT_EQ(t.name_of(t.ops[20]), "cudaGraphLaunch graph=3");
+  // Still one launch unit per graph launch in the template.
+  auto it = trace::detect_iterations(t);
+  EXPECT_EQ(it.tmpl.kernels, 5u);
+  std::size_t unit0 = 0;
+  for (const auto& op : it.tmpl.ops) unit0 += op.graph_launch == 0;
+  EXPECT_EQ(unit0, 4u);
+}
+
 TEST(FeedCollector, KeepsAtMostMaxKernels) {
   FeedCollector c(2);
   for (int i = 0; i < 5; ++i) {
