@@ -166,6 +166,11 @@ void AutoPlanner::loop() {
       }
     }
     const auto began = std::chrono::steady_clock::now();
+    if (o_.energy_j)  // the traced steps' power, where the untraced step will not be measured
+      if (const std::optional<double> e = o_.energy_j()) {
+        if (energy_readings_.size() >= kMaxEnergyReadings) energy_readings_.erase(energy_readings_.begin());
+        energy_readings_.emplace_back(runtime::monotonic_ns(), *e);
+      }
     // Outside the lock: the feed reader keeps adding meanwhile. Of the processes on the run's GPU with enough
     // steps, the busiest is planned.
     struct Tried {
@@ -291,20 +296,44 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
     fmt::print(stderr, "gearshift run --auto: {}\n", warmup);
     fmt::print(stderr, "gearshift run --auto: live check passed: {}\n", check.evidence);
     const double template_ns = r.iterations.tmpl.period_ns;
-    return measure(std::make_unique<PlanJobResult>(std::move(r)), po, template_ns, source);
+    return measure(std::make_unique<PlanJobResult>(std::move(r)), po, template_ns, all.iterations.front().start_ns,
+                   source);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
     give_up(std::string("planning failed: ") + e.what());
     return Outcome::gave_up;
   }
 }
 
-AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, const PlanJobOptions& po,
-                                          double traced_period_ns, std::uint32_t source) {
+std::optional<sim::MeasuredPower> AutoPlanner::traced_power(std::int64_t from_ns) const {
+  const auto first = std::find_if(energy_readings_.begin(), energy_readings_.end(),
+                                  [from_ns](const auto& r) { return r.first >= from_ns; });
+  if (first == energy_readings_.end()) return std::nullopt;
+  const auto& last = energy_readings_.back();
+  const double s = static_cast<double>(last.first - first->first) * 1e-9;
+  if (s < kMinEnergyWindowS || !(last.second > first->second)) return std::nullopt;
+  return sim::MeasuredPower{(last.second - first->second) / s,
+                            fmt::format("the NVML energy counter over {:.1f} s of the traced steps", s), 0};
+}
+
+AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, PlanJobOptions po,
+                                          double traced_period_ns, std::int64_t steps_from_ns, std::uint32_t source) {
   const std::optional<double> per_step = runtime::launches_per_step(r->trace, r->iterations);
   if (!o_.measure_untraced || !per_step) {
     if (o_.measure_untraced)
       fmt::print(stderr, "gearshift run --auto: note: the untraced step is not measured (no launch ids in the steps)\n");
-    return apply(*r, po, source);
+    // The job keeps its recording, so its traced steps are its steps: calibrated to their power.
+    po.measured_power = traced_power(r->iterations.iterations.front().start_ns);
+    if (!po.measured_power) po.measured_power = traced_power(steps_from_ns);
+    // The counter reads, but not yet over 0.9 s of steps: learn on (the next attempt reads it again).
+    if (!po.measured_power && !energy_readings_.empty()) return Outcome::keep_learning;
+    if (!po.measured_power) return apply(*r, po, source);
+    try {
+      PlanJobResult r2 = plan_trace(po, std::move(r->trace), std::move(r->iterations));
+      return apply(r2, po, source);
+    } catch (const std::exception& e) {
+      give_up(std::string("planning failed: ") + e.what());
+      return Outcome::gave_up;
+    }
   }
   const std::int64_t stop = runtime::monotonic_ns();
   auto c = std::unique_ptr<Candidate>(
@@ -406,6 +435,15 @@ AutoPlanner::Outcome AutoPlanner::measured() {
 }
 
 AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOptions& po, std::uint32_t source) {
+  if (!r.calibrated_to_w && !po.model) {  // right or refused: the priors' power is no evidence of a saving
+    give_up(fmt::format("no measured power to calibrate the model to ({}): the class priors' power alone modelled "
+                        "3-4x the saving of the same job calibrated (H200); no plan. A model file from `gearshift "
+                        "calibrate` (--model FILE) plans without it",
+                        o_.energy_j ? "the GPU's NVML energy counter gave no reading over a window of at least "
+                                      "0.9 s"
+                                    : "no energy counter was read"));
+    return Outcome::gave_up;
+  }
   try {
     const plan::PlanFile f = plan_file(po, r);
     // The runtime follows the same plan.json that `gearshift plan -o` would have written, validated as it would be
@@ -425,9 +463,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     fmt::print(stderr, "gearshift run --auto: model {}\n",
                r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
                                                r.calibration_source)
-               : po.model        ? fmt::format("from {}", r.calibration_source)
-                                 : fmt::format("UNCALIBRATED (class priors' power): {}",
-                                               r.calibration_source.empty() ? "no measured power" : r.calibration_source));
+                                 : fmt::format("from {}", r.calibration_source));  // --model (else refused above)
     if (!o_.plan_output.empty()) {
       try {
         plan::write_plan_file(f, o_.plan_output);

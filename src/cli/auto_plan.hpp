@@ -24,12 +24,15 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "runtime/clock_plan.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
 #include "runtime/untraced_step.hpp"
 #include "sim/calibration_model.hpp"
+#include "sim/measurement.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -62,9 +65,10 @@ struct AutoOptions {
   double max_untraced_disagreement = 0.04;
   double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
   // The run GPU's energy counter, J (NVML, read only; nullopt when it cannot be read); empty: none. Read at the
-  // start and end of the untraced step's window, it gives the job's measured power that the plan is calibrated
-  // to (without it the priors' power stands, which on idle-heavy jobs modelled 3-4x the saving of the same job's
-  // calibrated offline plan: 37.7 vs 9.4 %, H200, docs/benchmarks.md).
+  // start and end of the untraced step's window (or, where the untraced step is not measured, at every detection
+  // attempt over the traced steps), it gives the job's measured power that the plan is calibrated to. Without a
+  // measured power (and without `model`) nothing is planned: the priors' power modelled 3-4x the saving of the
+  // same job's calibrated offline plan on idle-heavy jobs (37.7 vs 9.4 %, H200, docs/benchmarks.md).
   std::function<std::optional<double>()> energy_j;
   // Other processes on the run GPU that launched at least this share of the planned process's launches while
   // its untraced step was measured: no plan (the clocks would be set for all, the model knows one).
@@ -127,8 +131,11 @@ class AutoPlanner {
                std::vector<std::int64_t> syncs, double seconds, std::uint32_t source);
   // The step passed: measure its untraced length (returns measuring, state measuring), or apply at once when not
   // measured.
-  Outcome measure(std::unique_ptr<PlanJobResult> r, const PlanJobOptions& po, double traced_period_ns,
-                  std::uint32_t source);
+  Outcome measure(std::unique_ptr<PlanJobResult> r, PlanJobOptions po, double traced_period_ns,
+                  std::int64_t steps_from_ns, std::uint32_t source);
+  // The power over the traced steps from `from_ns` on, from the energy counter's readings at the detection
+  // attempts; nullopt when they span less than kMinEnergyWindowS.
+  std::optional<sim::MeasuredPower> traced_power(std::int64_t from_ns) const;
   // The untraced step is measured (or its measurement timed out): re-time and plan again where it differs, apply.
   Outcome measured();
   // Writes, reports and applies a plan (state planned); a planning failure gives up.
@@ -157,6 +164,9 @@ class AutoPlanner {
   static constexpr std::chrono::seconds kCheckNoteEvery{30};
   static constexpr std::size_t kPlanLatestSteps = 20;  // steps the plan is made from (the latest of the warm-up)
   StopRecording stop_recording_;
+  // The energy counter at each detection attempt while collecting: (CLOCK_MONOTONIC ns, J). Planner thread only.
+  std::vector<std::pair<std::int64_t, double>> energy_readings_;
+  static constexpr std::size_t kMaxEnergyReadings = 4096;
   // The step being measured untraced (state measuring): its plan so far and the launch-rate meter (under mu_).
   struct Candidate;
   std::unique_ptr<Candidate> cand_;
