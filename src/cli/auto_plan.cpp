@@ -416,17 +416,20 @@ AutoPlanner::Outcome AutoPlanner::measured() {
       return Outcome::gave_up;
     }
     const double f = idle > 0 ? (an.tmpl.period_ns - busy) / idle : 1;
+    // Said before planning, so that a refused calibration still shows what it was given.
+    fmt::print(stderr,
+               "gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
+               "busy)\n",
+               line, f, busy / 1e6, pt / 1e6);
     PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(an));
     const double modelled_s = r2.evaluation.baseline.step_time_s, off2 = modelled_s / (pu * 1e-9) - 1;
     if (std::abs(off2) > runtime::kMaxLiveStepDisagreement) {
-      give_up(fmt::format("{}; re-timed to it, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step to plan for",
-                          line, modelled_s * 1e3, 100 * off2));
+      give_up(fmt::format("re-timed to the untraced step, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step "
+                          "to plan for",
+                          modelled_s * 1e3, 100 * off2));
       return Outcome::gave_up;
     }
-    fmt::print(stderr,
-               "gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
-               "busy); modelled step {:.2f} ms\n",
-               line, f, busy / 1e6, pt / 1e6, modelled_s * 1e3);
+    fmt::print(stderr, "gearshift run --auto: re-timed template: modelled step {:.2f} ms\n", modelled_s * 1e3);
     return apply(r2, c->po, c->source);
   } catch (const std::exception& e) {
     give_up(std::string("planning failed: ") + e.what());

@@ -821,7 +821,7 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
   EXPECT_NEAR(traced, 52.43 + 22.6, 2.0) << o;  // ms: 113 kernels x 0.2 ms more
   EXPECT_NEAR(number_after(o, "untraced step "), 52.43, 3.0) << o;  // a loaded 2-core machine slows the fake job by up to ~1.5 ms
   EXPECT_NE(o.find(": the template's idle time re-timed by 0."), std::string::npos) << o;
-  EXPECT_NEAR(number_after(o, "busy); modelled step "), 52.43, 3.0) << o;
+  EXPECT_NEAR(number_after(o, "re-timed template: modelled step "), 52.43, 3.0) << o;
   auto j = nlohmann::json::parse(slurp(made));
   EXPECT_NEAR(j["period_us"].get<double>(), 52430, 3000);  // the untraced step, not the traced one
   EXPECT_EQ(j["positions"].size(), 113u);
@@ -848,8 +848,8 @@ TEST(RunAuto, ATemplateAFewPercentLongerThanTheUntracedStepIsReTimed) {
   EXPECT_EQ(o.find("timing holds"), std::string::npos) << o;
   auto j = nlohmann::json::parse(slurp(made));
   EXPECT_NEAR(j["period_us"].get<double>(), 52430, 1500);  // the untraced step
-  // Calibrated to the untraced run's own power over its own step (the simulated GPU draws 400 W).
-  EXPECT_NEAR(number_after(o, "model calibrated to the measured "), AutoEnv::kPowerW, 10) << o;
+  // Calibrated to the untraced run's own power over its own step (400 W; the counter's 100 ms ticks err by up to a tenth).
+  EXPECT_NEAR(number_after(o, "model calibrated to the measured "), AutoEnv::kPowerW, 0.12 * AutoEnv::kPowerW) << o;
 }
 
 // Kernels 1.5 times as long while recorded: the untraced step is shorter than the traced kernels alone, so the
