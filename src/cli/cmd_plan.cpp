@@ -84,6 +84,12 @@ void check_output(const std::string& output) {
 }
 
 void execute(const PlanArgs& a, const std::string& path, const std::string& display) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))  // the per-rank files of a launcher's run are planned together
+    throw Exit(kBadInput, fmt::format("{}: is a directory, not a trace file; the per-rank traces of one `gearshift "
+                                      "trace -o FILE` run (FILE, FILE.rank1, ...) are planned by `gearshift "
+                                      "plan-ranks {}`, each rank against the straggler",
+                                      display, display));
   PlanJobOptions o;
   o.trace_path = path;
   o.display_name = display;

@@ -1,6 +1,8 @@
-// `gearshift plan-ranks TRACE0 TRACE1 ...`: one trace per data-parallel rank, in rank order.
+// `gearshift plan-ranks TRACE0 TRACE1 ...`: one trace per data-parallel rank, in rank order; or one directory of a
+// `gearshift trace -o FILE` run under a launcher (FILE, FILE.rank1, ...: trace/rank_files.hpp).
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -10,6 +12,7 @@
 #include "service/plan_job.hpp"
 #include "service/plan_ranks.hpp"
 #include "plan/plan_file.hpp"
+#include "trace/rank_files.hpp"
 
 namespace gearshift::cli {
 
@@ -24,7 +27,24 @@ struct Args {
   bool json = false;
 };
 
-void execute(const Args& a) {
+void execute(Args a) {
+  if (a.traces.size() == 1 && std::filesystem::is_directory(a.traces[0])) {
+    try {
+      const trace::RankFiles f = trace::rank_trace_files(a.traces[0]);
+      for (const auto& s : f.skipped)
+        fmt::print(stderr, "gearshift plan-ranks: {}: not a rank's training process (a .pid file), not planned\n", s);
+      if (f.ranks.size() < 2)
+        throw Exit(kBadInput, fmt::format("{}: one rank's trace ({}): plan it with `gearshift plan`", a.traces[0],
+                                          f.ranks[0]));
+      a.traces = f.ranks;
+    } catch (const std::invalid_argument& e) {
+      throw Exit(kBadInput, e.what());
+    }
+  } else {
+    for (const auto& t : a.traces)
+      if (std::filesystem::is_directory(t))
+        throw Exit(kUsage, fmt::format("{}: a directory is planned alone (plan-ranks DIR), not beside other traces", t));
+  }
   sim::SyncSlackOptions o;
   const std::optional<plan::Strategy> strategy = plan::parse_strategy(a.strategy);
   if (strategy != plan::Strategy::phase && strategy != plan::Strategy::kernel_global)
@@ -81,9 +101,11 @@ void add_plan_ranks_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "plan-ranks", "Sync-aware slack: deadline every data-parallel rank at the straggler and plan the others (modelled)");
-  cmd->add_option("traces", a->traces, "one trace per rank, in rank order (torch.profiler Chrome or gearshift)")
+  cmd->add_option("traces", a->traces,
+                  "one trace per rank, in rank order (torch.profiler Chrome or gearshift), or the directory of one "
+                  "`gearshift trace -o FILE` run (FILE, FILE.rank1, ...)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   cmd->add_option("--gpu", a->gpu,
                   "GPU spec name (gearshift gpus --spec all); default: the GPU each trace names, else h200");
   cmd->add_option("--strategy", a->strategy, "phase (at the switch latency) or kernel-global (ideal switching)");

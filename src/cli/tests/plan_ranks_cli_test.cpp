@@ -18,8 +18,8 @@ struct Result {
   std::string out;
 };
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(GEARSHIFT_BINARY) + " " + args + " 2>/dev/null";
+Result run(const std::string& args, bool with_stderr = false) {
+  std::string cmd = std::string(GEARSHIFT_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   Result r;
   char buf[4096];
@@ -52,6 +52,36 @@ TEST(PlanRanksCli, DdpRanksJsonAndPlanFiles) {
     EXPECT_FALSE(plan["positions"].empty());
     std::filesystem::remove(path);
   }
+}
+
+// The directory of one `gearshift trace -o FILE` run under a launcher (FILE, FILE.rank1, FILE.pid<pid>): its ranks
+// planned as if named one by one; `plan DIR` points to plan-ranks (before, both said only "is a directory").
+TEST(PlanRanksCli, ADirectoryOfOneTraceRunPlansItsRanks) {
+  if (!std::filesystem::exists(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz")) GTEST_SKIP() << "no ../shared";
+  namespace fs = std::filesystem;
+  const fs::path d = fs::temp_directory_path() / ("gs_plan_ranks_dir_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  fs::copy_file(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz", d / "job.json.gz");
+  fs::copy_file(kDir + "ddp2_gpt2m_rank1_h200_trace.json.gz", d / "job.rank1.json.gz");
+  std::ofstream(d / "job.pid4242.json.gz") << "not a trace: a compile worker's file is never read";
+  const Result by_dir = run("plan-ranks " + d.string() + " --json");
+  const Result by_files = run("plan-ranks " + (d / "job.json.gz").string() + " " + (d / "job.rank1.json.gz").string() +
+                              " --json");
+  ASSERT_EQ(by_dir.code, 0) << by_dir.out;
+  ASSERT_EQ(by_files.code, 0) << by_files.out;
+  auto a = nlohmann::json::parse(by_dir.out), b = nlohmann::json::parse(by_files.out);
+  ASSERT_EQ(a["ranks"].size(), 2u);
+  EXPECT_DOUBLE_EQ(a["job_energy_after_j"].get<double>(), b["job_energy_after_j"].get<double>());
+  EXPECT_DOUBLE_EQ(a["ranks"][1]["saving_pct"].get<double>(), b["ranks"][1]["saving_pct"].get<double>());
+  const Result plan = run("plan " + d.string(), true);
+  EXPECT_EQ(plan.code, 3);
+  EXPECT_NE(plan.out.find("gearshift plan-ranks " + d.string()), std::string::npos) << plan.out;
+  fs::remove(d / "job.rank1.json.gz");
+  const Result one = run("plan-ranks " + d.string(), true);
+  EXPECT_EQ(one.code, 3);
+  EXPECT_NE(one.out.find("one rank's trace"), std::string::npos) << one.out;
+  fs::remove_all(d);
 }
 
 // Issue 13 part 3: each rank's trace's GPU, as `gearshift plan`.
