@@ -76,7 +76,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
     fmt::print("\nFrontier      modelled saving per slowdown budget; phase at L = {}; SM clock and {}\n",
                latency_label(r.evaluation.frontier.front().strategies.back()),
                mem.size() > 1 ? fmt::format("memory clock ({} MHz) as knobs", fmt::join(mem, ", "))
-                              : fmt::format("memory clock fixed at {} MHz (the spec has one)", mem.front()));
+                              : fmt::format("memory clock fixed at {} MHz (the only one planned)", mem.front()));
     fmt::print("{:<9}", "budget");
     for (const auto& s : r.evaluation.frontier.front().strategies)
       fmt::print(" {:>14}", s.schedule.strategy == plan::Strategy::phase ? "phase " + latency_label(s)

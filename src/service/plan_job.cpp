@@ -195,6 +195,22 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                              "it with `gearshift trace`; --no-calibrate plans with the uncalibrated class priors",
                              o.display_name, fmt::format("{:.0f} W", measured->average_power_w), measured->source,
                              fmt::format("{}", fmt::join(bound, "; "))));
+    // The calibration's memory/uncore power is what is left of the measured power after the priors' SM power: far
+    // above what the memory can draw, it stands for power the model misplaced (short gaps drawing more than idle,
+    // docs/benchmarks.md), which an SM-clock plan leaves alone but a memory-clock change would count as saved.
+    const double mem_bound = sim::kMaxMemoryShareOfBoard * spec.max_board_power_w;
+    if (r.model->params().memory_w_at_max > mem_bound && spec.mem_clocks_mhz.size() > 1) {
+      gpu::GpuSpec pinned = r.model->spec();
+      pinned.mem_clocks_mhz = {pinned.default_mem_clock_mhz};
+      const model::PowerParams p = r.model->params();
+      r.model.emplace(pinned, p);
+      model::refresh_reference_clocks(r.workload, *r.model);
+      r.warnings.push_back(fmt::format(
+          "memory clock kept at its default {} MHz: the calibration puts {:.0f} W in memory/uncore power, more than "
+          "the {:.0f} W ({:.0f} % of the board) memory can draw, so a memory-clock saving would rest on power the "
+          "model cannot place",
+          pinned.default_mem_clock_mhz, p.memory_w_at_max, mem_bound, 100 * sim::kMaxMemoryShareOfBoard));
+    }
   } else if (!no_power.empty()) {
     r.calibration_source = "uncalibrated: " + no_power;
   }

@@ -51,7 +51,9 @@ std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m);
 // draws about 150 W, 21 % of its 700 W. 40 % leaves twice that headroom. Not applied to the calibration to one
 // measured power (calibrate_to_measured_power): its "memory/uncore" term also holds what the class priors miss
 // (on the GPT-3 XL H200 trace, 344 W reproduces both the measured 668 W and the measured GEMM clock sag at the
-// cap; 280 W with a larger activity scale caps GEMMs at 1710 MHz against 1815-1935 MHz measured).
+// cap; 280 W with a larger activity scale caps GEMMs at 1710 MHz against 1815-1935 MHz measured). Above it the
+// plan keeps the memory clock at its default (service/plan_job.cpp): an SM-clock plan leaves that power alone, a
+// memory-clock change would count it as saved.
 inline constexpr double kMaxMemoryShareOfBoard = 0.40;
 
 // Reasons why calibrated board parameters are physically impossible (right or refused: a model that reproduces
