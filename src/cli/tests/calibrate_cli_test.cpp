@@ -232,5 +232,43 @@ TEST_F(Calibrate, ImplausibleModelFileIsRefusedByPlan) {
   EXPECT_NE(p.out.find("memory power 506 W"), std::string::npos) << p.out;
 }
 
+// A graph job: three kernels of each step (flash_fwd, dgrad, wgrad) run in one CUDA graph. calibrate fits
+// kernels by name and the launch feed names the graph launch, not its kernels, so the model file has the other
+// five; `plan --model` plans and its Calibration line counts the graph kernels that kept their class priors
+// (before: "fitted a, b for 5 of 8 kernel positions (class priors for the rest)", no word of the graph).
+TEST_F(Calibrate, PlanWithModelCountsTheGraphKernelsLeftWithPriors) {
+  trace::Trace t = step_trace(20);
+  for (auto& r : t.ops)
+    if (r.name_id >= 3 && r.name_id <= 5) {
+      r.graph_id = 1;
+      r.correlation = (r.correlation / 100) * 100 + 3;  // one graph launch per step: its kernels share it
+    }
+  trace::write_gearshift_trace(t, path("graph.jsonl.gz"));
+  sim::CalibratedModel m;
+  m.gpu = "h200";
+  m.ref = {1980, 3201};
+  m.activity_scale = kTruthScale;
+  m.memory_w_at_max = kTruthMemoryW;
+  for (const auto& k : kStep)
+    if (std::string(k.name).find("flash") == std::string::npos && std::string(k.name).find("grad") == std::string::npos)
+      m.kernels.push_back({k.name, k.a, k.b, 0.001, 4});
+  ASSERT_EQ(m.kernels.size(), 5u);
+  sim::write_model_file(m, path("model.json"));
+  const auto p = test::run(std::string(GEARSHIFT_BIN) + " plan " + path("graph.jsonl.gz") + " --model " +
+                           path("model.json") + " --json");
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("fitted a, b for 5 of 8 kernel positions (class priors for the rest; 3 of them run in CUDA "
+                       "graphs, whose kernels gearshift calibrate does not fit"),
+            std::string::npos)
+      << p.out;
+  // In process, the same count.
+  model::DvfsModel dm(gpu::find_spec("h200"));
+  model::Workload w = workload(dm, t);
+  const sim::AppliedModel a = sim::apply_model(m, w, dm);
+  EXPECT_EQ(a.ops_matched, 5u);
+  EXPECT_EQ(a.kernel_ops, 8u);
+  EXPECT_EQ(a.graph_ops_unmatched, 3u);
+}
+
 }  // namespace
 }  // namespace gearshift
