@@ -192,8 +192,8 @@ KHEAD
 
 * **Targets (V100, 3 clocks, time ≤ 3 %, energy ≤ 5 %).** With the roofline law, interpolation (lowest, middle,
   highest clock): SYnergy real kernels time 1.54 % (was 2.34 % with `T_c + A/f` alone), energy 5.06 % (was
-  5.39 %: misses by 0.06 pp; 5.00 % with the spec V-curve, on the target to rounding); the microbenchmarks meet
-  both (1.49 / 4.50 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 5.00 % (was 7.69 %; board V-curve)
+  5.39 %: misses by 0.06 pp; 5.0008 % with the spec V-curve, a miss of less than 0.01 pp); the microbenchmarks meet
+  both (1.49 / 4.50 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 4.9985 % (was 7.69 %; board V-curve)
   and 4.61 % (spec V-curve): energy now meets, time still misses by 2.7 pp. What is left on NV-DVFS: its
   502 and 600 MHz samples of memory-heavy kernels are slower than 1/f from the next clocks (BlackScholes
   t·f = 1.21 and 1.31 ms·GHz at 502/600 MHz against 0.90–1.03 at 705–945), which neither law can follow, and
