@@ -47,7 +47,10 @@ Fitted per sweep from the 3 calibration clocks only: T_c, A (least squares on th
 (least squares on the uncapped samples), P_cap = the measured mean power of the capped samples. A calibration
 sample is capped when its time exceeds the 1/f law of the lower samples by more than 0.5 % (90 % of the
 measured times below 1300 MHz lie within 0.31 % of a 1/f law). So 2 parameters for time, 2 for power, plus
-the cap read off the capped sample. Board-level (not per sweep): P_idle(f) and the V-curve (knee, V_min):
+the cap read off the capped sample. (`fit_kernel`'s roofline alternative `max(T_mem, A/f)`, per-kernel section
+below, needs 3 uncapped calibration samples; every stage sweep here has 2, its 1410 MHz sample being capped, so
+these stage figures are `T_c + A/f`'s, unchanged by it.) Board-level (not per sweep): P_idle(f) and the V-curve
+(knee, V_min):
 
 * **spec V-curve**: knee and V_min as shipped (an estimate in data/gpus/a100.json and the PowerParams default):
   the model with nothing learnt beyond the 3 calibration clocks;
@@ -144,6 +147,21 @@ a = 1 with a cap. A sample is now judged capped only when it also draws ≥ 90 %
 (`FitOptions::cap_power_share`; the Perseus A100 samples judged capped draw 460–480 W of 400 W, so the stage
 figures above are unchanged, as their test asserts).
 
+**A second model change: the roofline time law.** Many V100 kernels follow 1/f up to a clock and are flat above
+it (vectorAdd of NV-DVFS: 2.25 ms at 502 MHz, 1.017 at 945, 1.013 at 1380; SYnergy Matrix_mul flat at 0.70–0.73 s
+from 915 MHz up): bound by the slower of their memory traffic and their SM work (the roofline). `T_c + A/f`
+adds the two terms and cannot bend there. `fit_kernel` now also fits `t(f) = max(T_mem, A/f)` (2 parameters,
+as `T_c + A/f`: A through the origin on the samples below the kink, T_mem on those above, the split that
+misses its samples least) and takes it when `T_c + A/f` misses an uncapped calibration sample by more than the
+measurement scatter (0.5 %, the cap test's tolerance), the kink lies between the lowest and the highest sample,
+and the roofline misses them less (`FitOptions::roofline`, `kink_tolerance`; `src/model/fit.hpp`). The choice
+uses the kernel's own 3 calibration clocks only: nothing is fitted on the clocks or kernels it predicts. With 2
+uncapped samples (the Perseus stages) both laws pass through them and `T_c + A/f` is kept. The planner's
+`DvfsModel` law (`t_ref·(a·f_ref/f + b·m_ref/m + 1 − a − b)`, the class priors) and `gearshift calibrate`'s
+`T_c + A/f + B/m` are not changed by it: `fit_kernel` is the validation's per-kernel fit, and no plan, H200
+trace calibration or demo figure goes through it (they are unchanged). The table "Time law" below sets the
+two laws side by side on the same clocks.
+
 ### Predictors
 
 * **3-clock fit**: `fit_kernel` on 3 clocks of the kernel (interpolation: lowest, middle, highest; extrapolation:
@@ -172,15 +190,32 @@ KHEAD
 
 ### Reading the per-kernel results
 
-* **Targets (V100, 3 clocks, time ≤ 3 %, energy ≤ 5 %).** SYnergy real kernels, interpolation: time meets
-  (2.34 %), energy misses by 0.4 pp (5.39 %); the microbenchmarks meet both. Extrapolation (1320–1530 MHz only)
-  misses time by 0.2 pp on the real kernels (3.23 %) and energy by 6–11 pp: the power below 1320 MHz is
-  extrapolated through the V-curve from three clocks above the knee, as for the A100 stages. NV-DVFS V100 misses
-  both targets (time 9 %, energy 5–8 %): 9 clocks, calibration at 502/945/1380 MHz, and time curves with a
-  roofline kink — vectorAdd is 1/f-bound up to 945 MHz and flat at 1.0 ms above; the two-term law `T_c + A/f`
-  cannot bend, and its physics prior T_c ≥ 0 makes it worse than the unconstrained `A/f + B` baseline on time.
-  Per-kernel: 12 of 26 SYnergy real kernels meet both targets (interpolation). A kink-aware time law (max of a
-  memory and an SM term) is the fix this data asks for; it is not built.
+* **Targets (V100, 3 clocks, time ≤ 3 %, energy ≤ 5 %).** With the roofline law, interpolation (lowest, middle,
+  highest clock): SYnergy real kernels time 1.54 % (was 2.34 % with `T_c + A/f` alone), energy 5.06 % (was
+  5.39 %: misses by 0.06 pp; 5.0008 % with the spec V-curve, a miss of less than 0.01 pp); the microbenchmarks meet
+  both (1.49 / 4.50 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 4.9985 % (was 7.69 %; board V-curve)
+  and 4.61 % (spec V-curve): energy now meets, time still misses by 2.7 pp. What is left on NV-DVFS: its
+  502 and 600 MHz samples of memory-heavy kernels are slower than 1/f from the next clocks (BlackScholes
+  t·f = 1.21 and 1.31 ms·GHz at 502/600 MHz against 0.90–1.03 at 705–945), which neither law can follow, and
+  the calibration clock 502 MHz is one of them. Where the fit took the roofline on these sweeps it lowered the
+  time error of each of the 11 NV-DVFS V100 real kernels that took it (e.g. vectorAdd 8.8 → 4.4 %, scalarProd 21.6 → 10.1 %) and of
+  the SYnergy kernels with a floor (Matrix_mul 9.3 → 3.8 %, Sobel5 7.2 → 3.3 %, Spmv 11.7 → 6.1 %); on the RTX
+  8000 (7 of 20 real kernels take it) time rises from 1.34 to 1.45 %: its kernels bend gradually (memory and SM
+  work partly overlap), which the hard max of the roofline over-sharpens. **Extrapolation** (the 3 highest
+  clocks) gets worse on SYnergy real, time 3.23 → 3.85 %, energy 10.78 → 14.02 %: for Sobel5 and Sobel7 the
+  three clocks 1320–1530 MHz sit on the flat part with 1–3 % of scatter (Sobel5: 1.066, 1.045, 1.046 s), which
+  reads as a kink at 1330–1345 MHz, and the 1/f branch through one sample is then extrapolated down to 480 MHz
+  (21–24 % off; their kink is near 930–940 MHz). Three clocks above a kink cannot place it; the tolerance that
+  would have kept `T_c + A/f` there is above these kernels' scatter, and it was not raised after seeing this
+  (that would be tuning on the held-out clocks). The extrapolation split stays a miss on energy everywhere
+  (power below 1320 MHz extrapolated through the V-curve from three clocks above the knee, as for the A100
+  stages). Per-kernel: 12 of 26 SYnergy real kernels meet both targets (interpolation).
+* **Energy and the board's power shape.** The board V-curve is already fitted on the other fold (the "board"
+  rows), as for the A100 stages: on SYnergy real it gives 5.06 %, the spec V-curve 5.00 %, so the other fold's
+  curve does not get the energy below the target. The V100 idle line (data/gpus/v100.json) was not re-fitted:
+  the measured above-idle power scales more steeply with the clock than idle line + V-curve allow (the
+  activity factor at the search bound, below), which a fitted idle line (its slope) would address; that is the
+  next step, to be cross-fitted like the V-curve, not tuned on the predicted kernels.
 * **The class priors are far from these kernels' a.** Nearly all V100 kernels scale fully with the SM clock
   (VectorAddition: t·f constant within 2 % from 480 to 1530 MHz, a ≈ 1 against the elementwise prior 0.15); over
   all GPUs the median measured a is 0.75–1.00 in every class, and gemm is the one class whose prior (0.85) sits
@@ -212,16 +247,23 @@ stays under 1 s CPU. Limits: the draws are not re-calibrated to the trace's meas
 shape error is not in the range (its clocks may not be changed to measure it); classes without measured
 kernels (attention, optimizer, communication) take the widest spread.
 
-**Coverage** (table above): at a 5 % and a 10 % budget the measured saving falls inside the model's range for
-80.5 % and 92.3 % of the mini-plans (target ≥ 80 %: met). At 2 % it does for 66.7 % only: the mini-plans there
-move one or two clocks below the top and save 1–5 %, within the measured energies' own scatter; with that
-scatter in the range the coverage is 96.5 %. The predicted probability of exceeding the budget matches the
-measured share at 2 % (43.5 % vs 25 of 57) and under-predicts it at 10 % (40.5 % vs 56 of 91).
+**Coverage** (table above). The figure that answers the issue's check ("the measured saving falls inside the
+range for ≥ 80 % of the validation kernels' own mini-plans") is the **model only** row: it is the range `gearshift
+plan` prints (draws of the priors' spread; the measured saving's own noise is not in a plan's range). It meets
+80 % at a 5 % budget (80.5 %, 62 of 77 mini-plans) and a 10 % budget (92.3 %), and **misses it at 2 %
+(66.7 %)**, the budget nearest the product's (`--max-slowdown` 0.5 % by default): the mini-plans there move
+one or two clocks below the top and save 1–5 %, within the measured energies' own scatter; with that scatter
+in the range (the *model + measurement noise* rows, which compare with a measurement as the check does) the
+coverage is 96.5 %. So: met at 5 % and 10 %, not at 2 %, for the range as printed. The mini-plans use the class
+priors (one clock, as `plan` does), not `fit_kernel`, so the roofline law does not change these figures. The
+predicted probability of exceeding the budget matches the measured share at 2 % (43.5 % vs 25 of 57) and
+under-predicts it at 10 % (40.5 % vs 56 of 91).
 
-### Calibration sweep for GPUs whose clocks may be set (part 4: the fitting core only)
+### Calibration sweep for GPUs whose clocks may be set (part 4)
 
-`gearshift calibrate` is **not built**: no command runs a job at locked clock pairs yet. What exists is its
-fitting core, `src/model/calibration_sweep.hpp`: the clock pairs to measure (the default pair first, then
+`gearshift calibrate` (docs/calibrate.md) runs a job at locked clock pairs, fits each kernel's a/b and the
+board's power and writes a model file for `plan --model`; its end-to-end test on the simulated GPU recovers a
+hidden truth (docs/calibrate.md, "Tested"). Its fitting core, `src/model/calibration_sweep.hpp`: the clock pairs to measure (the default pair first, then
 greedily the pair of the spec with the largest gain in det(XᵀX) of the rows [1, f_def/f, m_def/m] per unit of
 expected sweep time; on the H200 with SM ≥ 1200 MHz: (1980, 3201), (1980, 2201), (1590, 3201), (1200, 2201),
 …) and each kernel's `t = T_c + A/f + B/m` (non-negative least squares on relative error) from its durations

@@ -80,6 +80,7 @@ def plan_ranks(
     gpu: Optional[str] = None,
     strategy: str = "phase",
     switch_latency_ms: Optional[float] = None,
+    calibrate: bool = True,
 ) -> dict:
     """Sync-aware slack across the data-parallel ranks of one job (``gearshift plan-ranks``), modelled.
 
@@ -91,6 +92,7 @@ def plan_ranks(
         gpu: GPU spec name; None: the GPU each trace names, else h200.
         strategy: "phase" (changes land ``switch_latency_ms`` later) or "kernel-global" (ideal switching).
         switch_latency_ms: the phase strategy's L, ms (>= 0); None: the GPU spec's estimate.
+        calibrate: calibrate each rank's model to its trace's measured power (False: ``--no-calibrate``).
 
     Returns:
         ``{"report": {...deadline_s, straggler, job_step_time_before_s/after_s, ranks: [...]},
@@ -98,6 +100,7 @@ def plan_ranks(
 
     Raises:
         TraceError: unreadable trace, or ranks that do not run the same step. NoIterationError. ValueError.
+        ModelRefusedError: a rank's calibration to its measured power is at a bound or impossible (as ``plan``).
     """
     paths: List[str] = [str(t) for t in traces]
     latency: Optional[float] = None  # None: the GPU spec's estimate
@@ -106,4 +109,4 @@ def plan_ranks(
         if not latency >= 0 or math.isinf(latency):
             # Before, any negative value silently became the GPU's estimate (as `--switch-latency-ms -1` did).
             raise ValueError(f"switch_latency_ms={switch_latency_ms!r}: the switch latency must be a number of ms >= 0")
-    return json.loads(_core.plan_ranks(paths, "" if gpu is None else str(gpu), str(strategy), latency))
+    return json.loads(_core.plan_ranks(paths, "" if gpu is None else str(gpu), str(strategy), latency, bool(calibrate)))

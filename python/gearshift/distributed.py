@@ -57,7 +57,7 @@ def plan_data_parallel(trace_path: str, dist=None, group=None, src: int = 0, **p
     shared file system is needed), rank ``src`` runs :func:`gearshift.plan_ranks`, and every rank gets
     ``{"plan": <its plan.json>, "report": <the job's report>}``. Modelled figures.
 
-    Raises (on every rank, re-raised from ``src``): TraceError, NoIterationError, ValueError.
+    Raises (on every rank, re-raised from ``src``): TraceError, NoIterationError, ValueError, ModelRefusedError.
     """
     d = _dist(dist)
     rank, world = d.get_rank(group), d.get_world_size(group)

@@ -205,8 +205,9 @@ std::string plan_trace(const std::string& trace, double max_slowdown, const std:
 
 // gearshift plan-ranks: {"report": ..., "plans": [plan.json per rank]} as JSON text.
 std::string plan_ranks(const std::vector<std::string>& traces, const std::string& gpu, const std::string& strategy,
-                       std::optional<double> switch_latency_ms) {
+                       std::optional<double> switch_latency_ms, bool calibrate) {
   gearshift::sim::SyncSlackOptions o;
+  o.calibrate = calibrate;
   const auto s = gearshift::plan::parse_strategy(strategy);
   if (s != gearshift::plan::Strategy::phase && s != gearshift::plan::Strategy::kernel_global)
     raise("ValueError", "strategy '" + strategy + "': phase or kernel-global");
@@ -300,7 +301,7 @@ NB_MODULE(_core, m) {
       .def("feed_line", &Runtime::feed_line, "line"_a)
       .def("stop", &Runtime::stop);
   m.def("plan_trace", &plan_trace, "trace"_a, "max_slowdown"_a, "gpu"_a);
-  m.def("plan_ranks", &plan_ranks, "traces"_a, "gpu"_a, "strategy"_a, "switch_latency_ms"_a.none());
+  m.def("plan_ranks", &plan_ranks, "traces"_a, "gpu"_a, "strategy"_a, "switch_latency_ms"_a.none(), "calibrate"_a);
   m.def("plan_pipeline", &plan_pipeline, "profile_csv"_a, "stages"_a, "microbatches"_a, "straggler"_a,
         "time_unit_ms"_a, "blocking_power_w"_a);
   m.def("monotonic_ns", [] { return gearshift::runtime::monotonic_ns(); });

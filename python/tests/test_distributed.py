@@ -71,7 +71,8 @@ def test_pipeline_planning_error_reaches_every_rank(ranks):
 
 @pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")
 def test_sync_slack_from_the_two_ddp_traces():
-    res = gearshift.plan_ranks([str(p) for p in DDP_TRACES])
+    # Rank 0's calibration to its measured power is refused (next test): the class priors, uncalibrated.
+    res = gearshift.plan_ranks([str(p) for p in DDP_TRACES], calibrate=False)
     rep = res["report"]
     assert rep["modelled"] is True
     assert rep["straggler"] == 0
@@ -92,6 +93,12 @@ def test_sync_slack_from_the_two_ddp_traces():
     assert res["plans"][0]["gpu"] == "h200" and rep["warnings"] == []
 
 
+@pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")
+def test_plan_ranks_refuses_an_implausible_calibration_as_plan_does():
+    with pytest.raises(gearshift.ModelRefusedError, match="665 W at full traffic"):
+        gearshift.plan_ranks([str(p) for p in DDP_TRACES])
+
+
 def test_plan_ranks_refuses_a_negative_switch_latency():
     # Before, any negative switch_latency_ms silently became the GPU's estimate (6 ms on an H200).
     for bad in (-1, -0.5, float("nan")):
@@ -109,7 +116,8 @@ def test_a_gpu_whose_power_limit_the_trace_exceeds_is_refused():
 
 @pytest.mark.skipif(not have_ddp_traces(), reason="needs ../shared/data/traces (DDP rank traces)")
 def test_sync_slack_over_the_process_group(ranks):
-    out = ranks(lambda dist, rank: gd.plan_data_parallel(str(DDP_TRACES[rank]), dist=dist), world=2)
+    # calibrate=False: rank 0's calibration to its measured power is refused (ModelRefusedError on every rank).
+    out = ranks(lambda dist, rank: gd.plan_data_parallel(str(DDP_TRACES[rank]), dist=dist, calibrate=False), world=2)
     for r in range(2):
         status, value = out[r]
         assert status == "ok", value

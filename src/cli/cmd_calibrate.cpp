@@ -38,6 +38,7 @@
 #include "runtime/live.hpp"
 #include "runtime/safety.hpp"
 #include "sim/calibration_model.hpp"
+#include "trace/graph_units.hpp"
 #include "trace/iteration.hpp"
 
 namespace gearshift::cli {
@@ -414,8 +415,14 @@ void add_calibrate_command(CLI::App& app) {
         samples[name].push_back(
             {{static_cast<int>(std::lround(result.pairs[i].sampled_sm_mhz)), result.pairs[i].locked.mem_mhz},
              e.first / static_cast<double>(e.second)});
-    std::size_t unfitted = 0;
+    std::size_t unfitted = 0, graph_launches = 0;
     for (const auto& [name, s] : samples) {
+      // A graph launch's feed line names the launch, not its kernels (its first kernel's duration came under
+      // that name): not a kernel's fit. Its kernels keep their class priors in `plan --model`, which counts them.
+      if (trace::graph_id_of_launch_name(name)) {
+        ++graph_launches;
+        continue;
+      }
       try {
         const model::TimeFit f = model::fit_time_pairs(s, ref);
         cm.kernels.push_back({name, f.sm_share, f.mem_share, f.rms_relative_error, s.size()});
@@ -432,9 +439,11 @@ void add_calibrate_command(CLI::App& app) {
     cm.memory_w_at_max = pf.memory_w_at_max;
     cm.power_rms_relative_error = pf.rms_relative_error;
     fmt::print(stderr,
-               "gearshift calibrate: {} kernel names fitted ({} measured at too few pairs); board: activity scale "
-               "{:.3f}, memory/uncore power {:.1f} W, power fit {:.2f} % rms\n",
-               cm.kernels.size(), unfitted, cm.activity_scale, cm.memory_w_at_max, 100 * cm.power_rms_relative_error);
+               "gearshift calibrate: {} kernel names fitted ({} measured at too few pairs, {} CUDA graphs not fitted: "
+               "their kernels keep the class priors); board: activity scale {:.3f}, memory/uncore power {:.1f} W, "
+               "power fit {:.2f} % rms\n",
+               cm.kernels.size(), unfitted, graph_launches, cm.activity_scale, cm.memory_w_at_max,
+               100 * cm.power_rms_relative_error);
     if (auto why = sim::implausible_model(cm, spec); !why.empty())
       throw Exit(kModelRefused, fmt::format("calibration refused, no model written: {}", fmt::join(why, "; ")));
     try {

@@ -25,6 +25,7 @@ struct Args {
   std::string gpu, strategy = "phase", out_prefix;  // gpu empty: each trace's GPU
   std::optional<double> switch_latency_ms;  // absent: the GPU spec's estimate
   bool json = false;
+  bool no_calibrate = false;
 };
 
 void execute(Args a) {
@@ -50,6 +51,7 @@ void execute(Args a) {
   if (strategy != plan::Strategy::phase && strategy != plan::Strategy::kernel_global)
     throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", a.strategy));
   o.strategy = *strategy;
+  o.calibrate = !a.no_calibrate;
   if (a.switch_latency_ms) {
     if (!(*a.switch_latency_ms >= 0) || !std::isfinite(*a.switch_latency_ms))
       throw Exit(kUsage, fmt::format("--switch-latency-ms {}: the switch latency must be a number of ms >= 0",
@@ -112,6 +114,7 @@ void add_plan_ranks_command(CLI::App& app) {
   cmd->add_option("--switch-latency-ms", a->switch_latency_ms, "phase strategy's L, ms (default: the GPU spec's)");
   cmd->add_option("-o,--output-prefix", a->out_prefix, "write each rank's plan.json to PREFIX<rank>.json");
   cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->add_flag("--no-calibrate", a->no_calibrate, "Do not scale each rank's model to its trace's measured power");
   cmd->callback([a] { execute(*a); });
 }
 

@@ -63,6 +63,39 @@ Line fit_time(const std::vector<Sample>& s) {
   return l;
 }
 
+// The largest |law(f)/t − 1| over `s`.
+double max_rel_error(const std::vector<Sample>& s, auto&& law) {
+  double e = 0;
+  for (const auto& p : s) e = std::max(e, std::abs(law(static_cast<double>(p.sm_mhz)) / p.time_s - 1));
+  return e;
+}
+
+// Roofline law t = max(T_mem, A/f) over `s` (ascending clocks, ≥ 3): for each split with samples on both sides,
+// A by relative least squares through the origin on the lower samples, T_mem by relative least squares on the
+// upper ones; the split whose law (evaluated as the max, so a kink outside its split pays for it) misses its
+// samples least (largest relative error). Returns {T_mem, A, that error}.
+struct Roofline {
+  double mem_s = 0, a_s_mhz = 0, residual = std::numeric_limits<double>::infinity();
+};
+Roofline fit_roofline(const std::vector<Sample>& s) {
+  Roofline best;
+  for (std::size_t j = 1; j < s.size(); ++j) {
+    double su = 0, suu = 0, sv = 0, svv = 0;
+    for (std::size_t i = 0; i < j; ++i) {
+      const double u = 1.0 / (s[i].sm_mhz * s[i].time_s);
+      su += u, suu += u * u;
+    }
+    for (std::size_t i = j; i < s.size(); ++i) sv += 1 / s[i].time_s, svv += 1 / (s[i].time_s * s[i].time_s);
+    const Roofline r{sv / svv, su / suu, 0};
+    const double res = max_rel_error(s, [&](double f) { return std::max(r.mem_s, r.a_s_mhz / f); });
+    // Both branches must be in the samples: the kink between the lowest and the highest clock.
+    const double kink = r.a_s_mhz / r.mem_s;
+    if (kink <= s.front().sm_mhz || kink >= s.back().sm_mhz) continue;
+    if (res < best.residual) best = {r.mem_s, r.a_s_mhz, res};
+  }
+  return best;
+}
+
 // The dynamic power of activity 1 at clock f: P_dyn_max·s·(V/V_max)²·f/f_max (W), from the board model.
 double unit_dynamic_w(const DvfsModel& board, double f) {
   const KernelCoefficients unit{.sm_share = 0, .mem_share = 0, .activity = 1, .mem_traffic = 0, .static_w = 0};
@@ -98,6 +131,16 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   const Line time = fit_time(uncapped);
   k.clock_independent_s = time.c0;
   k.sm_scaled_s_mhz = time.c1;
+  if (opts.roofline && uncapped.size() >= 3) {
+    const Roofline r = fit_roofline(uncapped);
+    const double additive = max_rel_error(uncapped, [&](double f) { return time.c0 + time.c1 / f; });
+    if (additive > opts.kink_tolerance && r.residual < additive) {
+      k.time_law = TimeLaw::roofline;
+      k.clock_independent_s = 0;
+      k.sm_scaled_s_mhz = r.a_s_mhz;
+      k.memory_bound_s = r.mem_s;
+    }
+  }
 
   // Power: P − P_idle(f) = P_k + activity·unit_dynamic(f) over the uncapped samples.
   std::vector<double> x, y;
@@ -117,9 +160,11 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
 
   const Sample& r = uncapped.back();
   k.ref = {r.sm_mhz, r.mem_mhz};
-  const double t_ref_s = time.c0 + time.c1 / r.sm_mhz;
+  const double sm_s = k.sm_scaled_s_mhz / r.sm_mhz;
+  const double t_ref_s = k.time_law == TimeLaw::roofline ? std::max(k.memory_bound_s, sm_s) : k.clock_independent_s + sm_s;
   k.t_ref_ns = t_ref_s * 1e9;
-  k.coeffs.sm_share = (time.c1 / r.sm_mhz) / t_ref_s;
+  // The local law at ref (roofline: all of the time scales with 1/f below the kink, none above it).
+  k.coeffs.sm_share = k.time_law == TimeLaw::roofline ? (sm_s > k.memory_bound_s ? 1.0 : 0.0) : sm_s / t_ref_s;
   k.coeffs.mem_share = 0;  // one memory clock in the sweep: its share is not observable
   k.coeffs.activity = power.c1;
   k.coeffs.mem_traffic = 0;  // memory power at this memory clock is inside static_w
@@ -142,7 +187,12 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
 }
 
 Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz) {
-  return model.predict(k.t_ref_ns, k.ref, {sm_mhz, k.ref.mem_mhz}, k.coeffs);
+  Prediction p = model.predict(k.t_ref_ns, k.ref, {sm_mhz, k.ref.mem_mhz}, k.coeffs);
+  if (k.time_law == TimeLaw::roofline) {
+    p.time_ns = std::max(k.memory_bound_s, k.sm_scaled_s_mhz / p.effective_sm_mhz_avg) * 1e9;
+    p.energy_j = p.power_w * p.time_ns * 1e-9;
+  }
+  return p;
 }
 
 PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,

@@ -19,6 +19,19 @@
 // Physics priors for degenerate sweeps: a time that does not fall with the clock gives A = 0; a negative T_c
 // gives T_c = 0 (a kernel cannot take negative clock-independent time); a power that falls with the clock
 // gives g = 0.
+//
+// Roofline time law (the alternative to T_c + A/f): a kernel bound by the slower of its memory traffic and its
+// SM work takes
+//
+//   t(f) = max(T_mem, A / f_eff)                                      T_mem [s], A [s·MHz]
+//
+// (1/f below the kink clock f_k = A/T_mem, flat above it: the memory clock is fixed). `T_c + A/f` adds the two
+// terms (no overlap of memory and SM work) and cannot bend at f_k; measured V100 kernels (vectorAdd, transpose,
+// Matrix_mul: docs/model-validation.md) follow 1/f up to a clock and are flat above it. Both laws have two
+// parameters; with 3 or more uncapped samples the fit takes the roofline when T_c + A/f misses an uncapped sample
+// by more than the measurement scatter (FitOptions::kink_tolerance), the roofline has samples on both sides of
+// its kink and misses them less (largest relative error): the choice uses the calibration samples only. With 2 uncapped samples the two laws cannot be told apart (both pass exactly
+// through them): T_c + A/f, as before.
 #pragma once
 
 #include <vector>
@@ -44,19 +57,31 @@ struct FitOptions {
   // (docs/model-validation.md) memory-bound kernels reach a time floor at 160 W of 300 W, which the time test
   // alone read as capping. The Perseus A100 samples judged capped draw 460–480 W of 400 W.
   double cap_power_share = 0.9;
+  // Consider the roofline time law (header comment); false: T_c + A/f only (the law before it, for comparison).
+  bool roofline = true;
+  // Relative. T_c + A/f is replaced by the roofline only when it misses an uncapped sample by more than this: the
+  // measured scatter of times about a smooth law (as cap_tolerance), so noise alone does not bend the law.
+  double kink_tolerance = 0.005;
+};
+
+enum class TimeLaw {
+  additive,  // t = T_c + A/f
+  roofline,  // t = max(T_mem, A/f)
 };
 
 struct FittedKernel {
   // What DvfsModel::predict needs: model(spec) below, t_ref_ns at ref, coeffs.
-  KernelCoefficients coeffs;  // sm_share = (A/f_ref)/t_ref, mem_share = 0, activity = g scaled, mem_traffic = 0,
-                              // static_w = P_k
+  KernelCoefficients coeffs;  // sm_share = (A/f_ref)/t_ref (roofline: 1 when SM-bound at ref, else 0: the local
+                              // law there), mem_share = 0, activity = g scaled, mem_traffic = 0, static_w = P_k
   PowerParams power;          // the board's, with power_cap_w = P_cap and continuous_cap = true
   ClockPair ref;              // the highest uncapped sample's clocks
   double t_ref_ns = 0;        // ns, modelled time at ref
 
   // The same parameters in the physical form of the header comment.
-  double clock_independent_s = 0;  // T_c, s
+  TimeLaw time_law = TimeLaw::additive;
+  double clock_independent_s = 0;  // T_c, s (0 for the roofline law)
   double sm_scaled_s_mhz = 0;      // A, s·MHz
+  double memory_bound_s = 0;       // T_mem, s (roofline law only; 0 otherwise)
   double static_w = 0;             // P_k, W
   double dynamic_w_per_mhz = 0;    // g, W/MHz at V = V_max
   double cap_w = 0;                // P_cap, W
@@ -70,7 +95,9 @@ struct FittedKernel {
 // non-positive or non-finite clocks, times or energies.
 FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& board, const FitOptions& opts = {});
 
-// Prediction at a locked SM clock (the fit's memory clock), from `model` = k.model(spec) (built once).
+// Prediction at a locked SM clock (the fit's memory clock), from `model` = k.model(spec) (built once): power and
+// the capped clock from DvfsModel::predict; time from k's law at that clock (the roofline's kink is not in
+// DvfsModel's one-reference law, whose time it replaces); energy = power · time.
 Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz);
 
 // The board's voltage curve (knee among the spec's supported clocks inside the sweeps' range, v_min from

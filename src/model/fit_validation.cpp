@@ -40,13 +40,14 @@ double baseline_energy_j(const std::vector<Sample>& calib, int sm_mhz) {
   return e;
 }
 
-std::vector<HeldOut> evaluate_split(const std::vector<Sample>& sweep, const Split& split, const DvfsModel& board) {
+std::vector<HeldOut> evaluate_split(const std::vector<Sample>& sweep, const Split& split, const DvfsModel& board,
+                                    const FitOptions& opts) {
   std::vector<Sample> calib;
   for (const auto& s : sweep)
     if (std::find(split.calib_mhz.begin(), split.calib_mhz.end(), s.sm_mhz) != split.calib_mhz.end()) calib.push_back(s);
   if (calib.size() != split.calib_mhz.size())
     throw std::invalid_argument("evaluate_split: a calibration clock of split '" + split.name + "' is not in the sweep");
-  const FittedKernel k = fit_kernel(calib, board);
+  const FittedKernel k = fit_kernel(calib, board, opts);
   const DvfsModel m = k.model(board.spec());
   std::vector<HeldOut> out;
   for (const auto& s : sweep) {

@@ -33,7 +33,8 @@ struct HeldOut {
 };
 
 // Fit `sweep`'s calibration clocks with `board`'s parameters and predict every other clock of the sweep.
-std::vector<HeldOut> evaluate_split(const std::vector<Sample>& sweep, const Split& split, const DvfsModel& board);
+std::vector<HeldOut> evaluate_split(const std::vector<Sample>& sweep, const Split& split, const DvfsModel& board,
+                                    const FitOptions& opts = {});
 
 // Absolute relative errors |predicted/measured − 1| in percent.
 struct ErrorStats {

@@ -257,6 +257,16 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
     const auto splits = kernel_splits(clocks);
     e.interp = evaluate_split(e.samples, splits[0], board);
     e.extrap = evaluate_split(e.samples, splits[1], board);
+    FitOptions additive;
+    additive.roofline = false;
+    e.interp_additive = evaluate_split(e.samples, splits[0], board, additive);
+    e.extrap_additive = evaluate_split(e.samples, splits[1], board, additive);
+    for (int i = 0; i < 2; ++i) {
+      std::vector<Sample> calib;
+      for (const auto& s : e.samples)
+        if (std::count(splits[i].calib_mhz.begin(), splits[i].calib_mhz.end(), s.sm_mhz)) calib.push_back(s);
+      (i ? e.extrap_law : e.interp_law) = fit_kernel(calib, board).time_law;
+    }
     if (e.gpu == "v100") {
       const DvfsModel spec_board(spec);
       e.interp_spec = evaluate_split(e.samples, splits[0], spec_board);

@@ -82,6 +82,8 @@ struct SweepEval {
   // fit_kernel from 3 clocks (board V-curve from the other fold), with the naive baselines beside.
   std::vector<HeldOut> interp, extrap;
   std::vector<HeldOut> interp_spec, extrap_spec;  // the same with the GPU spec's V-curve (v100 only)
+  std::vector<HeldOut> interp_additive, extrap_additive;  // board V-curve, time law T_c + A/f only (no roofline)
+  TimeLaw interp_law = TimeLaw::additive, extrap_law = TimeLaw::additive;  // the law fit_kernel chose
   // From the top clock only, on the interpolation split's held-out clocks (model_* fields): the class prior;
   // the class prior with a = the median measured a of the class in the other fold (the prior-adjustment rule);
   // a from the counters (nv-dvfs only: the regression of the other fold).

@@ -171,10 +171,9 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                                      "or calibrate on this GPU",
                                      o.model_path, o.model->gpu, spec.name, o.model->gpu));
     const sim::AppliedModel a = sim::apply_model(*o.model, r.workload, *r.model);
-    r.calibration_source = fmt::format(
-        "model file {} (gearshift calibrate, {}): fitted a, b for {} of {} kernel positions (class priors for the "
-        "rest), board power fitted at {} clock pairs",
-        o.model_path, o.model->created_utc, a.ops_matched, a.kernel_ops, o.model->pairs.size());
+    r.calibration_source = fmt::format("model file {} (gearshift calibrate, {}): {}, board power fitted at {} clock pairs",
+                                       o.model_path, o.model->created_utc, sim::applied_model_summary(a),
+                                       o.model->pairs.size());
     if (a.ops_matched == 0)
       r.warnings.push_back(fmt::format("--model {}: no kernel of the trace is in the model file (another job?): its "
                                        "board power is used, the class priors for every kernel",

@@ -3,11 +3,13 @@
 #include <ctime>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "service/error.hpp"
 #include "gearshift/version.hpp"
 #include "gpu/spec.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/measurement.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
@@ -18,9 +20,20 @@ using Kind = ServiceError::Kind;
 
 namespace {
 
-// sim::load_rank on a trace already imported (its GPU was read first).
-sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path) {
-  return sim::rank_from_trace(std::move(t), spec, path);
+// sim::load_rank on a trace already imported (its GPU was read first), its calibration judged as `gearshift
+// plan` judges it (service/plan_job.cpp): a fit at its bound or with impossible figures gives no plan.
+sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path, bool calibrate) {
+  sim::RankInput in = sim::rank_from_trace(std::move(t), spec, path, calibrate);
+  if (!in.calibrated_to) return in;
+  auto bound = sim::calibration_bound_warnings(in.model);
+  for (auto& why : sim::implausible_calibration(in.model)) bound.push_back("implausible: " + why);
+  if (!bound.empty())
+    throw ServiceError(Kind::kModelRefused,
+                       fmt::format("{}: no plan: the model cannot reproduce the measured power ({:.0f} W from {}): {}. "
+                                   "--no-calibrate plans every rank with the uncalibrated class priors",
+                                   path, in.calibrated_to->average_power_w, in.calibrated_to->source,
+                                   fmt::join(bound, "; ")));
+  return in;
 }
 
 }  // namespace
@@ -41,7 +54,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
     try {
       trace::Trace t = trace::import_trace(path);
       choices.push_back(choose_gpu(gpu, t, path));
-      ranks.push_back(rank_input(std::move(t), choices.back().spec, path));
+      ranks.push_back(rank_input(std::move(t), choices.back().spec, path, options.calibrate));
     } catch (const trace::TraceError& e) {
       throw ServiceError(Kind::kBadInput, e.what());
     } catch (const trace::NoIterationError& e) {

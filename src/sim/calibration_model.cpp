@@ -140,7 +140,10 @@ AppliedModel apply_model(const CalibratedModel& m, model::Workload& w, model::Dv
     if (op.kind != trace::OpKind::kernel) continue;
     ++a.kernel_ops;
     auto it = by_name.find(op.name);
-    if (it == by_name.end()) continue;
+    if (it == by_name.end()) {
+      a.graph_ops_unmatched += op.graph_id != 0;
+      continue;
+    }
     // t(f, m)/t(ref) = a·ref_f/f + b·ref_m/m + 1 − a − b; at the op's reference o the same law has
     // a_o = a·(ref_f/o_f)/R_o, b_o = b·(ref_m/o_m)/R_o with R_o = t(o)/t(ref).
     const double a_ref = it->second->sm_share, b_ref = it->second->mem_share;
@@ -152,6 +155,16 @@ AppliedModel apply_model(const CalibratedModel& m, model::Workload& w, model::Dv
     ++a.ops_matched;
   }
   return a;
+}
+
+std::string applied_model_summary(const AppliedModel& a) {
+  std::string s = fmt::format("fitted a, b for {} of {} kernel positions (class priors for the rest", a.ops_matched,
+                              a.kernel_ops);
+  if (a.graph_ops_unmatched > 0)
+    s += fmt::format("; {} of them run in CUDA graphs, whose kernels gearshift calibrate does not fit: the launch "
+                     "feed names the graph launch, not its kernels",
+                     a.graph_ops_unmatched);
+  return s + ")";
 }
 
 PowerFit fit_board_power(model::Workload& w, model::DvfsModel& dm, const std::vector<PairMeasurement>& pairs) {

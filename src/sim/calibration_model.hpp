@@ -55,7 +55,13 @@ model::PowerParams model_power_params(const CalibratedModel& m, const gpu::GpuSp
 
 struct AppliedModel {
   std::size_t ops_matched = 0, kernel_ops = 0;  // kernel positions given the file's a, b; of all kernel positions
+  // Kernel positions inside CUDA graphs (graph_id ≠ 0) left with their class priors: `gearshift calibrate` fits
+  // kernels by name, and the launch feed names a graph launch ("cudaGraphLaunch graph=N"), not its kernels.
+  std::size_t graph_ops_unmatched = 0;
 };
+// "fitted a, b for M of N kernel positions (class priors for the rest[; G of them run in CUDA graphs, ...])":
+// the plan's Calibration line, so that the positions that fell back to the priors are counted, graph kernels apart.
+std::string applied_model_summary(const AppliedModel& a);
 // Gives every kernel position of `w` named in `m` the fitted a, b (converted from m.ref to the position's own
 // reference clocks: the same law t(f, m) at a different reference) and sets `dm`'s power parameters to the
 // file's; the other positions keep their class priors. Refreshes unsampled reference clocks. Throws

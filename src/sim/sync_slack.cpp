@@ -16,13 +16,15 @@
 
 namespace gearshift::sim {
 
-RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label) {
+RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label, bool calibrate) {
   model::DvfsModel m(gpu::find_spec(gpu));
   auto a = trace::detect_iterations(t);
   model::Workload w = model::build_workload(t, a, m);
-  if (auto p = measured_power(t, a)) calibrate_to_measured_power(w, m, p->average_power_w);
+  std::optional<MeasuredPower> p = calibrate ? measured_power(t, a) : std::nullopt;
+  if (p) calibrate_to_measured_power(w, m, p->average_power_w);
   const auto& ms = t.measured;
-  return RankInput{std::move(w), std::move(m), label, ms.step_time_s.value_or(0), ms.energy_per_step_j.value_or(0)};
+  return RankInput{std::move(w), std::move(m), label, ms.step_time_s.value_or(0), ms.energy_per_step_j.value_or(0),
+                   std::move(p)};
 }
 
 RankInput load_rank(const std::string& trace_path, const std::string& gpu) {

@@ -32,6 +32,7 @@
 
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
+#include "sim/measurement.hpp"
 #include "trace/record.hpp"
 #include "plan/schedule.hpp"
 
@@ -44,6 +45,7 @@ struct RankInput {
   std::string source;                  // trace path, for messages
   double measured_step_time_s = 0;     // from the trace's meta, 0 if absent
   double measured_energy_j = 0;        // J/step from the trace's meta, 0 if absent
+  std::optional<MeasuredPower> calibrated_to;  // the measured power the model was calibrated to; none: not calibrated
 };
 
 // Imports a trace (Chrome/Kineto or gearshift format), detects its steps, builds the workload and calibrates
@@ -51,12 +53,14 @@ struct RankInput {
 // trace::NoIterationError (no repeating step), std::invalid_argument (unknown GPU spec).
 RankInput load_rank(const std::string& trace_path, const std::string& gpu = "h200");
 // The same on a trace already imported (`label` names it in results): steps by the step contract, calibration
-// to its measured power (sim/measurement.hpp). Throws trace::NoIterationError as detection does.
-RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label);
+// to its measured power (sim/measurement.hpp) unless `calibrate` is false. Throws trace::NoIterationError as
+// detection does. The caller judges the calibration (sim::implausible_calibration), as `gearshift plan` does.
+RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label, bool calibrate = true);
 
 struct SyncSlackOptions {
   plan::Strategy strategy = plan::Strategy::phase;  // phase (switch latency below) or kernel_global (ideal)
   std::optional<double> switch_latency_ms = std::nullopt;  // ms, >= 0; none: the GPU spec's estimate
+  bool calibrate = true;  // calibrate each rank's model to its trace's measured power (false: the class priors)
 };
 
 struct RankPlan {

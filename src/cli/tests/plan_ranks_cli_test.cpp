@@ -34,8 +34,9 @@ const std::string kDir = std::string(GEARSHIFT_SHARED_DIR) + "/data/traces/";
 TEST(PlanRanksCli, DdpRanksJsonAndPlanFiles) {
   if (!std::filesystem::exists(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz")) GTEST_SKIP() << "no ../shared";
   auto prefix = std::filesystem::temp_directory_path() / ("gs_plan_ranks_" + std::to_string(getpid()) + "_");
+  // --no-calibrate: rank 0's calibration to its measured power is refused (next test).
   Result r = run("plan-ranks " + kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz " + kDir +
-                 "ddp2_gpt2m_rank1_h200_trace.json.gz --json -o " + prefix.string());
+                 "ddp2_gpt2m_rank1_h200_trace.json.gz --no-calibrate --json -o " + prefix.string());
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["modelled"].get<bool>());
@@ -65,9 +66,9 @@ TEST(PlanRanksCli, ADirectoryOfOneTraceRunPlansItsRanks) {
   fs::copy_file(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz", d / "job.json.gz");
   fs::copy_file(kDir + "ddp2_gpt2m_rank1_h200_trace.json.gz", d / "job.rank1.json.gz");
   std::ofstream(d / "job.pid4242.json.gz") << "not a trace: a compile worker's file is never read";
-  const Result by_dir = run("plan-ranks " + d.string() + " --json");
+  const Result by_dir = run("plan-ranks " + d.string() + " --json --no-calibrate");
   const Result by_files = run("plan-ranks " + (d / "job.json.gz").string() + " " + (d / "job.rank1.json.gz").string() +
-                              " --json");
+                              " --json --no-calibrate");
   ASSERT_EQ(by_dir.code, 0) << by_dir.out;
   ASSERT_EQ(by_files.code, 0) << by_files.out;
   auto a = nlohmann::json::parse(by_dir.out), b = nlohmann::json::parse(by_files.out);
@@ -84,15 +85,41 @@ TEST(PlanRanksCli, ADirectoryOfOneTraceRunPlansItsRanks) {
   fs::remove_all(d);
 }
 
+// Right or refused, as `gearshift plan`: rank 0's calibration to its measured 636 W needs 665 W of memory/uncore
+// power beside 122 W idle on a 700 W board. plan-ranks planned it anyway (exit 0, rank 1 saving 15.9 %); now it
+// refuses with plan's exit 7 and reason, naming the rank's trace.
+TEST(PlanRanksCli, RefusesAnImplausibleCalibrationAsPlanDoes) {
+  if (!std::filesystem::exists(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz")) GTEST_SKIP() << "no ../shared";
+  const std::string r0 = kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz", r1 = kDir + "ddp2_gpt2m_rank1_h200_trace.json.gz";
+  std::string cmd = std::string(GEARSHIFT_BINARY) + " plan-ranks " + r0 + " " + r1 + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 7) << out;
+  EXPECT_NE(out.find(r0 + ": no plan: the model cannot reproduce the measured power (636 W"), std::string::npos) << out;
+  EXPECT_NE(out.find("implausible: memory/uncore power 665 W at full traffic plus the 122 W idle power exceed the "
+                     "700 W board power"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("--no-calibrate"), std::string::npos) << out;
+  // `gearshift plan` refuses the same trace the same way.
+  EXPECT_EQ(run("plan " + r0).code, 7);
+  // Rank 1 alone (twice) calibrates plausibly: planned.
+  EXPECT_EQ(run("plan-ranks " + r1 + " " + r1).code, 0);
+}
+
 // Issue 13 part 3: each rank's trace's GPU, as `gearshift plan`.
 TEST(PlanRanksCli, EachRankPlansItsTracesGpu) {
   if (!std::filesystem::exists(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz")) GTEST_SKIP() << "no ../shared";
   const std::string ranks = kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz " + kDir + "ddp2_gpt2m_rank1_h200_trace.json.gz";
-  Result table = run("plan-ranks " + ranks);  // the traces name no GPU: h200 assumed, one line for both
+  Result table = run("plan-ranks " + ranks + " --no-calibrate");  // the traces name no GPU: h200 assumed, one line for both
   ASSERT_EQ(table.code, 0) << table.out;
   EXPECT_NE(table.out.find("\nGPU           h200 assumed: the trace names no GPU"), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find("rank 1: h200"), std::string::npos) << table.out;
-  Result j = run("plan-ranks " + ranks + " --json");
+  Result j = run("plan-ranks " + ranks + " --no-calibrate --json");
   ASSERT_EQ(j.code, 0) << j.out;
   auto jj = nlohmann::json::parse(j.out);
   EXPECT_TRUE(jj["warnings"].empty());

@@ -117,6 +117,7 @@ TEST(FitKernel, NoCapWhenTheTopClockFollowsTheLaw) {
   t.cap_at_mhz = 0;
   FittedKernel k = fit_kernel(t.samples({1200, 1305, 1410}), DvfsModel(a100()));
   EXPECT_TRUE(k.capped_sm_mhz.empty());
+  EXPECT_EQ(k.time_law, TimeLaw::additive);  // T_c + A/f fits exactly: no kink
   EXPECT_EQ(k.ref.sm_mhz, 1410);
   // The cap is raised to at least the modelled power at every sample, so none is predicted capped.
   EXPECT_EQ(predict(k.model(a100()), k, 1410).effective_sm_mhz, 1410);
@@ -135,6 +136,49 @@ TEST(FitKernel, TwoSamplesAreReproducedExactly) {
   }
   // t = T_c + A/f through both points: A = 0.02/(1/900 − 1/1300) = 58.5 s·MHz.
   EXPECT_NEAR(k.sm_scaled_s_mhz, 0.02 / (1.0 / 900 - 1.0 / 1300), 1e-9);
+}
+
+// A kernel bound by the slower of memory and SM work: 1/f below its kink (1000 MHz), flat above it.
+std::vector<Sample> roofline_samples(const std::vector<int>& clocks) {
+  std::vector<Sample> out;
+  for (int f : clocks) {
+    const double t = std::max(0.001, 1.0 / f);  // T_mem = 1 ms, A = 1 s·MHz
+    out.push_back({f, 1593, t, (100 + 0.1 * f) * t});
+  }
+  return out;
+}
+
+TEST(FitKernel, RooflineKernelIsRecoveredFromThreeClocks) {
+  const DvfsModel board(a100());
+  const FittedKernel k = fit_kernel(roofline_samples({700, 1100, 1410}), board);
+  EXPECT_EQ(k.time_law, TimeLaw::roofline);
+  EXPECT_NEAR(k.memory_bound_s, 0.001, 1e-12);
+  EXPECT_NEAR(k.sm_scaled_s_mhz, 1.0, 1e-9);
+  EXPECT_EQ(k.clock_independent_s, 0.0);
+  EXPECT_EQ(k.coeffs.sm_share, 0.0);  // memory-bound at the reference (1410 MHz)
+  const DvfsModel m = k.model(a100());
+  for (const auto& x : roofline_samples({750, 855, 1000, 1200, 1305})) {
+    const Prediction p = predict(m, k, x.sm_mhz);
+    EXPECT_NEAR(p.time_ns * 1e-9, x.time_s, 1e-9 * x.time_s) << x.sm_mhz;
+    EXPECT_NEAR(p.energy_j, p.power_w * x.time_s, 1e-9 * p.energy_j) << x.sm_mhz;
+  }
+  // T_c + A/f alone cannot bend at the kink: 855 MHz is predicted more than 5 % off (6 % slow).
+  FitOptions additive;
+  additive.roofline = false;
+  const FittedKernel a = fit_kernel(roofline_samples({700, 1100, 1410}), board, additive);
+  EXPECT_EQ(a.time_law, TimeLaw::additive);
+  EXPECT_GT(std::abs(predict(a.model(a100()), a, 855).time_ns * 1e-9 * 855 - 1), 0.05);
+}
+
+TEST(FitKernel, RooflineNeedsThreeUncappedSamplesAndAMissOfTheAdditiveLaw) {
+  const DvfsModel board(a100());
+  // Two samples: both laws pass through them; T_c + A/f, as before.
+  EXPECT_EQ(fit_kernel(roofline_samples({700, 1410}), board).time_law, TimeLaw::additive);
+  // Three samples that T_c + A/f follows within the measurement scatter (0.5 %): no kink is read.
+  std::vector<Sample> s;
+  for (int f : {700, 1100, 1410}) s.push_back({f, 1593, 0.0004 + 0.5 / f, 50.0});
+  s[1].time_s *= 1.004;
+  EXPECT_EQ(fit_kernel(s, board).time_law, TimeLaw::additive);
 }
 
 TEST(FitKernel, PhysicsPriorsOnDegenerateSweeps) {

@@ -70,22 +70,37 @@ ErrorStats group_errors(const KernelValidation& v, const std::string& dataset, c
                                             << GEARSHIFT_SHARED_DIR << "/data/kernel_sweeps"
 
 void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
+  // fit_kernel (roofline where its 3 clocks show a kink), board V-curve from the other fold.
   const auto i = group_errors(v, "synergy", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(i.n, 3588);  // 26 kernels × (141 clocks − 3 calibration clocks)
-  EXPECT_NEAR(i.time_mape_pct, 2.34, 0.005);
-  EXPECT_NEAR(i.energy_mape_pct, 5.39, 0.005);
+  EXPECT_NEAR(i.time_mape_pct, 1.54, 0.005);
+  EXPECT_NEAR(i.energy_mape_pct, 5.06, 0.005);
   const auto is = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_spec);
-  EXPECT_NEAR(is.energy_mape_pct, 5.32, 0.005);
+  EXPECT_NEAR(is.energy_mape_pct, 5.00, 0.005);
   const auto x = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap);
-  EXPECT_NEAR(x.time_mape_pct, 3.23, 0.005);
-  EXPECT_NEAR(x.energy_mape_pct, 10.78, 0.005);
+  EXPECT_NEAR(x.time_mape_pct, 3.85, 0.005);  // worse than T_c + A/f alone (below): Sobel5/7, the doc says why
+  EXPECT_NEAR(x.energy_mape_pct, 14.02, 0.005);
   const auto m = group_errors(v, "synergy", "v100", "micro", &SweepEval::interp);
-  EXPECT_NEAR(m.time_mape_pct, 1.56, 0.005);
-  EXPECT_NEAR(m.energy_mape_pct, 4.58, 0.005);
+  EXPECT_NEAR(m.time_mape_pct, 1.49, 0.005);
+  EXPECT_NEAR(m.energy_mape_pct, 4.50, 0.005);
   const auto n = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(n.n, 120);
-  EXPECT_NEAR(n.time_mape_pct, 9.13, 0.005);
-  EXPECT_NEAR(n.energy_mape_pct, 7.69, 0.005);
+  EXPECT_NEAR(n.time_mape_pct, 5.71, 0.005);
+  EXPECT_NEAR(n.energy_mape_pct, 5.00, 0.005);
+  // The same with T_c + A/f only (the law before the roofline).
+  const auto ia = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_additive);
+  EXPECT_NEAR(ia.time_mape_pct, 2.34, 0.005);
+  EXPECT_NEAR(ia.energy_mape_pct, 5.39, 0.005);
+  const auto xa = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap_additive);
+  EXPECT_NEAR(xa.time_mape_pct, 3.23, 0.005);
+  EXPECT_NEAR(xa.energy_mape_pct, 10.78, 0.005);
+  const auto na = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp_additive);
+  EXPECT_NEAR(na.time_mape_pct, 9.13, 0.005);
+  EXPECT_NEAR(na.energy_mape_pct, 7.69, 0.005);
+  int roofline = 0;
+  for (const auto& e : v.sweeps)
+    roofline += e.dataset == "nv-dvfs" && e.gpu == "v100" && e.suite == "real" && e.interp_law == TimeLaw::roofline;
+  EXPECT_EQ(roofline, 11);
 }
 
 void counters_beat_the_class_prior_on_held_out_kernels(const KernelValidation& v) {
