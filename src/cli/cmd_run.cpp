@@ -27,7 +27,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include "cli/auto_plan.hpp"
+#include "service/auto_plan.hpp"
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/feed_server.hpp"
