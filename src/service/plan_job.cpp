@@ -10,8 +10,8 @@
 #include "service/error.hpp"
 #include "gearshift/version.hpp"
 #include "gpu/spec.hpp"
+#include "graph/step_graph.hpp"
 #include "sim/measurement.hpp"
-#include "sim/step_graph.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -238,7 +238,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                      {"excluded_steps", it.evidence.excluded_steps}, {"evidence", it.evidence.lines}};
   j["warnings"] = r.warnings;
   {
-    const sim::StepGraph g = sim::build_step_graph(r.workload);
+    const graph::StepGraph g = graph::build_step_graph(r.workload);
     j["replay"] = {{"dependency", g.dependency}, {"note", g.note}};
   }
   const auto& b = r.evaluation.baseline;

@@ -11,7 +11,7 @@
 
 #include "sim/measurement.hpp"
 #include "sim/simulator.hpp"
-#include "sim/step_graph.hpp"
+#include "graph/step_graph.hpp"
 
 namespace gearshift::sim {
 
@@ -159,7 +159,7 @@ PowerFit fit_board_power(model::Workload& w, model::DvfsModel& dm, const std::ve
   for (const auto& p : pairs)
     if (!(p.average_power_w > 0)) throw std::invalid_argument("fit_board_power: a measured power is not > 0 W");
   const gpu::GpuSpec& spec = dm.spec();
-  const StepGraph graph = build_step_graph(w);
+  const graph::StepGraph graph = graph::build_step_graph(w);
   auto sse = [&](double s, double mem) {
     model::PowerParams p = model::power_params_for(spec, mem);
     p.activity_scale = s;

@@ -97,11 +97,11 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   res.switch_latency_ns = latency_ns;
 
   std::vector<model::Workload> intr;
-  std::vector<StepGraph> graph;  // each rank's traced graph: its gaps stay the traced ones without the wait
+  std::vector<graph::StepGraph> graph;  // each rank's traced graph: its gaps stay the traced ones without the wait
   std::vector<SimResult> base;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     intr.push_back(wait_free(ranks[r].workload, min_comm));
-    graph.push_back(build_step_graph(ranks[r].workload));
+    graph.push_back(graph::build_step_graph(ranks[r].workload));
     base.push_back(simulate(intr[r], graph[r], ranks[r].model, default_schedule(intr[r], ranks[r].model), 0));
     if (base[r].step_time_s > res.deadline_s) res.deadline_s = base[r].step_time_s, res.straggler = static_cast<int>(r);
   }
@@ -161,7 +161,7 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     res.job_energy_after_j += p.planned_energy_j;
     res.ranks.push_back(std::move(p));
   }
-  if (std::all_of(graph.begin(), graph.end(), [](const StepGraph& g) { return g.dependency; })) {
+  if (std::all_of(graph.begin(), graph.end(), [](const graph::StepGraph& g) { return g.dependency; })) {
     std::vector<RankReplay> before, after;
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       before.push_back({&ranks[r].workload, &ranks[r].model, default_schedule(ranks[r].workload, ranks[r].model)});

@@ -19,7 +19,7 @@
 // - Energy per step of rank r under a schedule = simulated energy of its wait-free template + the wait left
 //   until D at the power of a spinning NCCL kernel at the clocks in effect. Baseline and plan are accounted the
 //   same way, so the saving is their difference. Job step time = max over ranks of simulated step times.
-// - The simulator's rules (sim/step_graph.hpp) apply to each rank: with launch events its template is replayed as
+// - The simulator's rules (graph/step_graph.hpp) apply to each rank: with launch events its template is replayed as
 //   a dependency graph and its plan spends the free float of work followed by a wait first (plan/clock_table.hpp);
 //   a wait until D at least the switch latency long runs at the lowest SM clock where that saves energy (the
 //   rank's last position is lowered when its step still meets D). sim/collectives.hpp replays the ranks together
