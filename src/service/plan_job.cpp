@@ -19,6 +19,8 @@ namespace gearshift::service {
 
 using Kind = ServiceError::Kind;
 
+std::vector<std::string> spec_names() { return gpu::spec_names(); }
+
 double parse_slowdown(const std::string& text) {
   std::string t = text;
   bool percent = false;
