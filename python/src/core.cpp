@@ -158,14 +158,14 @@ std::string plan_trace(const std::string& trace, double max_slowdown, const std:
 // gearshift plan-ranks: {"report": ..., "plans": [plan.json per rank]} as JSON text.
 std::string plan_ranks(const std::vector<std::string>& traces, const std::string& gpu, const std::string& strategy,
                        std::optional<double> switch_latency_ms) {
-  gearshift::sim::SyncSlackOptions o;
+  gearshift::service::SyncSlackOptions o;
   const auto s = gearshift::plan::parse_strategy(strategy);
   if (s != gearshift::plan::Strategy::phase && s != gearshift::plan::Strategy::kernel_global)
     raise("ValueError", "strategy '" + strategy + "': phase or kernel-global");
   o.strategy = *s;
   o.switch_latency_ms = switch_latency_ms;  // none: the GPU spec's estimate
   nb::gil_scoped_release unlocked;
-  std::vector<gearshift::sim::RankInput> inputs;
+  std::vector<gearshift::service::RankInput> inputs;
   std::vector<gearshift::service::GpuChoice> gpus;
   // gpu empty: each trace's GPU, as `gearshift plan-ranks` without --gpu.
   auto r = gearshift::service::run_plan_ranks(traces, gpu.empty() ? std::nullopt : std::optional<std::string>(gpu), o,

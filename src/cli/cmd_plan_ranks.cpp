@@ -25,7 +25,7 @@ struct Args {
 };
 
 void execute(const Args& a) {
-  sim::SyncSlackOptions o;
+  service::SyncSlackOptions o;
   const std::optional<plan::Strategy> strategy = plan::parse_strategy(a.strategy);
   if (strategy != plan::Strategy::phase && strategy != plan::Strategy::kernel_global)
     throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", a.strategy));
@@ -36,7 +36,7 @@ void execute(const Args& a) {
                                      *a.switch_latency_ms));
     o.switch_latency_ms = *a.switch_latency_ms;
   }
-  std::vector<sim::RankInput> inputs;
+  std::vector<service::RankInput> inputs;
   std::vector<GpuChoice> gpus;
   auto r = run_plan_ranks(a.traces, a.gpu.empty() ? std::nullopt : std::optional<std::string>(a.gpu), o, &inputs,
                           &gpus);

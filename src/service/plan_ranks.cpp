@@ -18,15 +18,15 @@ using Kind = ServiceError::Kind;
 
 namespace {
 
-// sim::load_rank on a trace already imported (its GPU was read first).
-sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path) {
-  return sim::rank_from_trace(std::move(t), spec, path);
+// service::load_rank on a trace already imported (its GPU was read first).
+service::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path) {
+  return service::rank_from_trace(std::move(t), spec, path);
 }
 
 }  // namespace
 
-sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
-                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs,
+service::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
+                                    const service::SyncSlackOptions& options, std::vector<service::RankInput>* inputs,
                                     std::vector<GpuChoice>* gpus) {
   if (gpu) {  // a bad --gpu is reported before a long import
     try {
@@ -35,7 +35,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
       throw ServiceError(Kind::kBadArgument, std::string(e.what()) + "; pass one of those with --gpu");
     }
   }
-  std::vector<sim::RankInput> ranks;
+  std::vector<service::RankInput> ranks;
   std::vector<GpuChoice> choices;
   for (const auto& path : traces) {
     try {
@@ -51,9 +51,9 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
     }
   }
   if (gpus) *gpus = std::move(choices);
-  sim::SyncSlackResult r;
+  service::SyncSlackResult r;
   try {
-    r = sim::plan_sync_slack(ranks, options);
+    r = service::plan_sync_slack(ranks, options);
   } catch (const std::invalid_argument& e) {
     throw ServiceError(Kind::kBadInput, e.what());
   }
@@ -61,7 +61,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
   return r;
 }
 
-nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r,
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const service::SyncSlackResult& r,
                                       const std::vector<GpuChoice>& gpus) {
   using nlohmann::json;
   json ranks = json::array();
@@ -97,7 +97,7 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
           {"ranks", ranks}};
 }
 
-plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                               const GpuChoice* gpu) {
   const auto& p = r.ranks.at(rank);
   const auto& w = in.workload;
@@ -137,7 +137,7 @@ plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResu
   return f;
 }
 
-nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+nlohmann::json rank_plan_file_json(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                                    const GpuChoice* gpu) {
   return plan::to_json(rank_plan_file(in, r, rank, gpu));
 }

@@ -1,5 +1,4 @@
-#include "sim/sync_slack.hpp"
-#include "sim/collectives.hpp"
+#include "service/sync_slack.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,13 +7,23 @@
 #include "gpu/spec.hpp"
 #include "plan/clock_table.hpp"
 #include "plan/strategies.hpp"
+#include "sim/collectives.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
 #include "sim/simulator.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
 
-namespace gearshift::sim {
+namespace gearshift::service {
+
+// The simulator's parts this job combines (sim/: the physics; here: the planning across ranks).
+using sim::calibrate_to_measured_power;
+using sim::default_schedule;
+using sim::measured_power;
+using sim::RankReplay;
+using sim::SimResult;
+using sim::simulate;
+using sim::simulate_ranks;
 
 RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label) {
   model::DvfsModel m(gpu::find_spec(gpu));
@@ -178,4 +187,4 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   return res;
 }
 
-}  // namespace gearshift::sim
+}  // namespace gearshift::service

@@ -35,7 +35,7 @@
 #include "trace/record.hpp"
 #include "plan/schedule.hpp"
 
-namespace gearshift::sim {
+namespace gearshift::service {
 
 // One rank's input: its traced template and the model (calibrated to the rank's measured power if known).
 struct RankInput {
@@ -91,4 +91,4 @@ struct SyncSlackResult {
 // or an unknown strategy.
 SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncSlackOptions& options = {});
 
-}  // namespace gearshift::sim
+}  // namespace gearshift::service
