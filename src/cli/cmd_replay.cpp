@@ -17,7 +17,7 @@ namespace gearshift::cli {
 void add_replay_command(CLI::App& app) {
   struct Opts {
     std::string trace, plan, perturb, dry_run_log, progress = "activity";
-    SwitchingArgs switching;
+    service::Switching switching;
     double cpu_lead_ms = 2, activity_delay_ms = 1, activity_period_ms = 0, activity_window_ms = 0;
     double marker_period_us = runtime::kMarkerPeriodUs;
     double feed_period_us = 500;
@@ -29,7 +29,7 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("trace", o->trace, "Trace (.json, .json.gz, gearshift format)")->required();
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`")->required();
   cmd->add_option("--perturb", o->perturb, "drop=P,insert=P,swap=P (probability per launch, 0..1 or N%)");
-  o->switching.add_to(cmd);
+  add_switching_options(cmd, o->switching);
   cmd->add_option("--cpu-lead-ms", o->cpu_lead_ms, "CPU launch lead over the GPU when the trace lacks launch times, ms");
   cmd->add_option("--activity-delay-ms", o->activity_delay_ms, "Delay of activity records after a kernel ends, ms");
   cmd->add_option("--activity-period-ms", o->activity_period_ms,

@@ -34,16 +34,14 @@ using namespace gearshift::service;  // the jobs this face calls
 
 namespace {
 
+// The options the job takes as they are (lr), and those checked and turned into it (check_run_options).
 struct Opts {
-  std::string plan, dry_run_log = "gearshift-dry-run.jsonl", max_slowdown, trace_output, plan_output, gpu_spec,
-      timeline, model;
+  LiveRunOptions lr;
+  std::string plan, max_slowdown, plan_output, gpu_spec, model;
   bool apply = false, auto_plan = false, lock_memory = false;
-  SwitchingArgs switching;
-  unsigned gpu = 0;
   std::size_t warmup_steps = 20;
   double warmup_timeout_s = 600;
   std::string progress_name = "markers";
-  std::vector<std::string> cmd;
 };
 
 void check_directory(const std::string& option, const std::string& file) {
@@ -55,25 +53,19 @@ void check_directory(const std::string& option, const std::string& file) {
 
 // Every usage error of `run` (exit 2) and the plan file's (exit 3), before anything starts.
 LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
-  LiveRunOptions lr;
-  lr.cmd = o.cmd;
-  lr.gpu = o.gpu;
-  lr.switching = o.switching;
-  lr.trace_output = o.trace_output;
-  lr.timeline = o.timeline;
-  lr.dry_run_log = o.dry_run_log;
+  LiveRunOptions lr = o.lr;
   // A trace file records every kernel's activity anyway: the runtime may as well anchor on it.
-  lr.progress = !o.trace_output.empty() ? runtime::GpuProgress::activity : runtime::parse_gpu_progress(o.progress_name);
+  lr.progress = !lr.trace_output.empty() ? runtime::GpuProgress::activity : runtime::parse_gpu_progress(o.progress_name);
   if (o.auto_plan) {
     if (!o.plan.empty()) throw Exit(kUsage, "--plan and --auto exclude each other: --auto makes its own plan");
     if (o.max_slowdown.empty()) throw Exit(kUsage, "--auto needs --max-slowdown, e.g. --max-slowdown 0.5%");
     lr.ao.max_slowdown = parse_slowdown(o.max_slowdown);
     lr.ao.warmup_steps = o.warmup_steps;
     lr.ao.timeout_s = o.warmup_timeout_s;
-    lr.ao.switch_latency_ms = o.switching.latency_ms;  // none: the spec's estimate
+    lr.ao.switch_latency_ms = lr.switching.latency_ms;  // none: the spec's estimate
     if (!o.plan_output.empty()) check_directory("--plan-output", o.plan_output);
     lr.ao.plan_output = o.plan_output;
-    lr.ao.job_name = "launch feed of `" + o.cmd[0] + "` (gearshift run --auto)";
+    lr.ao.job_name = "launch feed of `" + lr.cmd[0] + "` (gearshift run --auto)";
     if (!o.model.empty()) {
       lr.ao.model = load_model_checked(o.model);
       lr.ao.model_path = o.model;
@@ -91,18 +83,18 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     if (o.plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
     lr.plan = load_live_plan(o.plan);
   }
-  if (!o.timeline.empty()) check_directory("--timeline", o.timeline);
+  if (!lr.timeline.empty()) check_directory("--timeline", lr.timeline);
   return lr;
 }
 
 runtime::SessionOptions session_options(const Opts& o) {
   runtime::SessionOptions so;
   so.apply = o.apply;
-  so.gpu = o.gpu;
+  so.gpu = o.lr.gpu;
   so.lock_memory = o.lock_memory;
-  so.dry_run_log = o.dry_run_log;
+  so.dry_run_log = o.lr.dry_run_log;
   if (o.apply) so.watchdog_exe = launch::self_exe();
-  so.record_changes = !o.timeline.empty();  // --timeline: every intended change, dry-run or applied
+  so.record_changes = !o.lr.timeline.empty();  // --timeline: every intended change, dry-run or applied
   return so;
 }
 
@@ -129,6 +121,7 @@ void add_watchdog_command(CLI::App& app) {
 
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
+  o->lr.dry_run_log = "gearshift-dry-run.jsonl";
   auto* cmd = app.add_subcommand("run", "Run a training job and apply a clock plan online (dry-run unless --apply)");
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`");
   cmd->add_flag("--auto", o->auto_plan, "Plan from the job's first steps (clocks untouched meanwhile), then apply");
@@ -146,12 +139,12 @@ void add_run_command(CLI::App& app) {
                   "With --auto: plan with this `gearshift calibrate` model file instead of the class priors");
   cmd->add_flag("--apply", o->apply, "Lock clocks through NVML (needs root or CAP_SYS_ADMIN); default: dry-run");
   cmd->add_flag("--lock-memory", o->lock_memory, "Also lock memory clocks where the GPU supports it");
-  o->switching.add_to(cmd);
-  cmd->add_option("--gpu", o->gpu, "NVML index of the GPU the job uses (default 0)");
-  cmd->add_option("--dry-run-log", o->dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
-  cmd->add_option("--trace-output", o->trace_output,
+  add_switching_options(cmd, o->lr.switching);
+  cmd->add_option("--gpu", o->lr.gpu, "NVML index of the GPU the job uses (default 0)");
+  cmd->add_option("--dry-run-log", o->lr.dry_run_log, "Intended changes, one JSON line each (dry-run and fallback)");
+  cmd->add_option("--trace-output", o->lr.trace_output,
                   "Also keep the job's trace (gearshift trace file, as `gearshift trace -o`); default: none");
-  cmd->add_option("--timeline", o->timeline,
+  cmd->add_option("--timeline", o->lr.timeline,
                   "Write the intended clock changes (and the traced kernels with --trace-output) as a Perfetto / "
                   "chrome://tracing timeline (Trace Event JSON, .gz: compressed)");
   cmd->add_option("--gpu-progress", o->progress_name,
@@ -161,7 +154,7 @@ void add_run_command(CLI::App& app) {
                   "--trace-output)")
       ->check(CLI::IsMember({"markers", "sync", "activity"}))
       ->type_name("markers|sync|activity");
-  cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
+  cmd->add_option("cmd", o->lr.cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     LiveRunOptions lr = check_run_options(*o, *cmd);  // every usage error before the job starts
     runtime::Session session(session_options(*o));    // refusals: SessionError, exit codes in main.cpp
@@ -171,13 +164,13 @@ void add_run_command(CLI::App& app) {
       infos = gpu::open_gpus(false).infos;
     } catch (const gpu::OpenError&) {
     }
-    if (o->auto_plan) lr.ao.gpu_spec = auto_gpu_spec(o->gpu_spec, infos, o->gpu, o->apply);
+    if (o->auto_plan) lr.ao.gpu_spec = auto_gpu_spec(o->gpu_spec, infos, o->lr.gpu, o->apply);
     LiveRun run(std::move(lr), session, std::move(infos));
     const launch::ChildExit ce = run.run_job();
     const runtime::SessionStats ss = session.stop();  // restores the default clocks, releases the GPU
     fmt::print(stderr, "{}", run.summary(ss));
-    if (!ce.started) throw Exit(ce.code, o->cmd[0] + ": " + ce.error);
-    if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->cmd[0], ce.code));
+    if (!ce.started) throw Exit(ce.code, o->lr.cmd[0] + ": " + ce.error);
+    if (ce.code != 0) throw Exit(ce.code, fmt::format("{} exited with status {}", o->lr.cmd[0], ce.code));
   });
 
   add_watchdog_command(app);

@@ -8,8 +8,7 @@
 
 namespace gearshift::cli {
 
-struct SwitchingArgs : service::Switching {
-  void add_to(CLI::App* cmd);
-};
+// Adds both options to `cmd`, stored in `s` (checked >= 0 when given; not given stays none).
+void add_switching_options(CLI::App* cmd, service::Switching& s);
 
 }  // namespace gearshift::cli

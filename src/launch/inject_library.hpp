@@ -8,8 +8,7 @@
 namespace gearshift::launch {
 
 // Why gearshift's own files cannot be found (the faces: exit code 1, cli/main.cpp).
-class LaunchError : public std::runtime_error {
- public:
+struct LaunchError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
