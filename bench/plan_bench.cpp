@@ -73,7 +73,7 @@ void BM_Simulate(benchmark::State& st) {
   auto sched = sim::default_schedule(s.w, s.m);
   for (auto _ : st) benchmark::DoNotOptimize(sim::simulate(s.w, s.m, sched, 6e6));
 }
-// One step of the dependency-driven replay (sim/step_graph.hpp) on 5,000 ops: two streams, every launch known,
+// One step of the dependency-driven replay (graph/step_graph.hpp) on 5,000 ops: two streams, every launch known,
 // a CPU-bound gap and 4 synchronizes per step; the graph is built in each iteration (simulate() keeps it
 // between calls on one template: this is the first call's cost).
 model::Workload dependency_workload(const model::DvfsModel& m, std::size_t n) {
@@ -109,18 +109,18 @@ void BM_SimulateDependency(benchmark::State& st) {
   auto sched = sim::default_schedule(w, m);
   for (std::size_t i = 0; i < w.ops.size(); i += 97) sched.clocks[i] = {1410, 3201};  // clock changes too
   sim::SimResult r;
-  for (auto _ : st) benchmark::DoNotOptimize(r = sim::simulate(w, sim::build_step_graph(w), m, sched, 6e6));
+  for (auto _ : st) benchmark::DoNotOptimize(r = sim::simulate(w, graph::build_step_graph(w), m, sched, 6e6));
   st.SetLabel(std::to_string(w.ops.size()) + " ops, dependency replay: " + (r.dependency_replay ? "yes" : "NO"));
 }
 void BM_StepGraph(benchmark::State& st) {
   model::DvfsModel m{gpu::find_spec("h200")};
   const model::Workload w = dependency_workload(m, static_cast<std::size_t>(st.range(0)));
-  sim::StepGraph g;
-  for (auto _ : st) benchmark::DoNotOptimize(g = sim::build_step_graph(w));
+  graph::StepGraph g;
+  for (auto _ : st) benchmark::DoNotOptimize(g = graph::build_step_graph(w));
   auto sched = sim::default_schedule(w, m);
   for (std::size_t i = 0; i < w.ops.size(); i += 97) sched.clocks[i] = {1410, 3201};
   std::vector<double> d(w.ops.size(), 25e3);
-  st.SetLabel("build only; steps replayed: " + std::to_string(sim::replay_fixed(g, d).steps));
+  st.SetLabel("build only; steps replayed: " + std::to_string(graph::replay_fixed(g, d).steps));
 }
 // The error bars of `gearshift plan` (sim/saving_range.hpp): 200 draws, 2 simulations each, on the phase plan.
 void BM_SavingRange(benchmark::State& st) {

@@ -13,7 +13,7 @@
 
 #include "model/workload.hpp"
 #include "plan/clock_table.hpp"
-#include "sim/step_graph.hpp"
+#include "graph/step_graph.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
 
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
       double fallback_ns = 0;
       plan::op_starts_ns(w, dur, &fallback_ns);
       const double measured = w.period_ns;
-      const sim::StepGraph g = sim::build_step_graph(w);
+      const graph::StepGraph g = graph::build_step_graph(w);
       std::string meta = t.measured.step_time_s ? fmt::format("{:.4f}", *t.measured.step_time_s) : "—";
       std::size_t with_launch = 0;
       for (const auto& op : w.ops) with_launch += op.launch_known;
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
                     g.note.c_str(), fallback_ns * 1e-9, pct(fallback_ns, measured).c_str());
         continue;
       }
-      const sim::StepTiming r = sim::replay_fixed(g, dur);
+      const graph::StepTiming r = graph::replay_fixed(g, dur);
       const bool ok = std::abs(r.step_ns / measured - 1) <= 0.02;
       missed += ok ? 0 : 1;
       std::printf("| %s | %zu | %s | %s | %.4f | %s | %.4f | %s | %.4f | %s | %s%s |\n", name.c_str(), w.ops.size(),

@@ -13,7 +13,7 @@ for n in h200 h100 a100 a40 rtx3080ti; do
 done
 common=(src/gpu/spec.cpp src/gpu/nvml.cpp src/gpu/cuda_visible.cpp build-device/gen/embedded_spec_*.cpp)
 cli=(src/monitor/energy.cpp src/monitor/sampler.cpp src/monitor/export.cpp src/cli/main.cpp src/cli/cmd_gpus.cpp
-     src/cli/cmd_monitor.cpp src/cli/child_process.cpp src/cli/open_gpus.cpp)
+     src/cli/cmd_monitor.cpp src/launch/child_process.cpp src/gpu/open_gpus.cpp)
 export CXX=${CXX:-g++} OBJ=$obj
 printf '%s\n' "${common[@]}" "${cli[@]}" bench/device/nvml_probe.cpp |
   xargs -P "${JOBS:-$(nproc)}" -I{} sh -c \

@@ -14,17 +14,13 @@
 #include <nanobind/stl/vector.h>
 
 #include "gearshift/version.hpp"
-#include "gpu/nvml.hpp"
-#include "gpu/spec.hpp"
 #include "monitor/sampler.hpp"
-#include "plan/plan_file.hpp"
-#include "pipeline/report.hpp"
-#include "runtime/clock_plan.hpp"
-#include "runtime/live.hpp"
 #include "runtime/session.hpp"
 #include "service/error.hpp"
-#include "service/plan_pipeline.hpp"
+#include "service/live_plan.hpp"
+#include "service/monitor_gpus.hpp"
 #include "service/plan_job.hpp"
+#include "service/plan_pipeline.hpp"
 #include "service/plan_ranks.hpp"
 
 namespace nb = nanobind;
@@ -40,52 +36,14 @@ struct PyError {
 
 [[noreturn]] void raise(const char* type, std::string message) { throw PyError{type, std::move(message)}; }
 
-const char* type_of(gearshift::gpu::NvmlErrc c) {
-  using gearshift::gpu::NvmlErrc;
-  switch (c) {
-    case NvmlErrc::kNoPermission: return "GpuPermissionError";
-    case NvmlErrc::kLibraryMissing:
-    case NvmlErrc::kUninitialized:
-    case NvmlErrc::kNotFound:
-    case NvmlErrc::kGpuLost: return "NoGpuError";
-    default: return "GearshiftError";
-  }
-}
-
-std::shared_ptr<const gearshift::gpu::Nvml> open_nvml() {
-  auto n = gearshift::gpu::Nvml::open();
-  if (!n) raise(type_of(n.error().code), "cannot use NVML (" + n.error().what() + ")");
-  return n.value();
-}
-
-std::vector<gearshift::gpu::Device> select_devices(const gearshift::gpu::Nvml& nvml,
-                                                   const std::optional<std::vector<unsigned>>& indices) {
-  auto all = nvml.devices();
-  if (!all) raise(type_of(all.error().code), all.error().what());
-  if (all.value().empty()) raise("NoGpuError", "NVML sees no GPU");
-  if (!indices) return all.value();
-  std::vector<gearshift::gpu::Device> out;
-  for (unsigned i : *indices) {
-    if (i >= all.value().size())
-      raise("NoGpuError", "GPU index " + std::to_string(i) + " does not exist (NVML sees " +
-                              std::to_string(all.value().size()) + ")");
-    out.push_back(all.value()[i]);
-  }
-  if (out.empty()) raise("ValueError", "gpu_indices is empty");
-  return out;
-}
-
 // Zeus-style measurement windows over the sampler thread (monitor/sampler.hpp): the same code as the CLI's.
 class Monitor {
  public:
-  explicit Monitor(const std::optional<std::vector<unsigned>>& gpu_indices) : nvml_(open_nvml()) {
-    auto devices = select_devices(*nvml_, gpu_indices);
-    gearshift::monitor::SamplerOptions opt;
-    opt.counter_period = std::chrono::milliseconds(
-        static_cast<int>(gearshift::gpu::find_spec("h200").energy_counter_update_ms));
-    opt.on_note = [](const std::string& text) { std::fprintf(stderr, "gearshift: %s\n", text.c_str()); };
-    sampler_ = std::make_unique<gearshift::monitor::Sampler>(std::move(devices), opt);
-  }
+  explicit Monitor(const std::optional<std::vector<unsigned>>& gpu_indices)
+      : gpus_(gearshift::service::open_monitor(gpu_indices, [](const std::string& text) {
+          std::fprintf(stderr, "gearshift: %s\n", text.c_str());
+        })),
+        sampler_(std::move(gpus_.sampler)) {}
   std::vector<unsigned> gpu_indices() const {
     std::vector<unsigned> out;
     for (const auto& d : sampler_->devices()) out.push_back(d.index);
@@ -131,7 +89,7 @@ class Monitor {
   }
 
  private:
-  std::shared_ptr<const gearshift::gpu::Nvml> nvml_;
+  gearshift::service::MonitorGpus gpus_;  // NVML, kept open while the sampler's devices live
   std::unique_ptr<gearshift::monitor::Sampler> sampler_;
 };
 
@@ -142,11 +100,7 @@ class Runtime {
  public:
   Runtime(const std::string& plan_path, bool apply, unsigned gpu_index, const std::string& dry_run_log,
           const std::string& watchdog_exe) {
-    try {
-      plan_ = gearshift::runtime::load_plan(plan_path);
-    } catch (const gearshift::plan::PlanFileError& e) {
-      raise("PlanError", e.what());
-    }
+    plan_ = gearshift::service::load_live_plan(plan_path);  // ServiceError kBadPlan: PlanError
     gearshift::runtime::SessionOptions o;
     o.apply = apply;
     o.gpu = gpu_index;
@@ -155,10 +109,8 @@ class Runtime {
     o.pipe_feed = true;
     session_ = std::make_unique<gearshift::runtime::Session>(o);
     // The plan's switching, as `gearshift run --plan` without --switch-latency-ms / --min-interval-ms.
-    gearshift::runtime::SchedulerOptions so;
-    so.switch_latency_ns = plan_.switch_latency_ns;
-    so.min_interval_ns = plan_.switch_latency_ns;
-    session_->start(plan_, so);
+    gearshift::service::Switching plans_own;
+    session_->start(plan_, gearshift::service::scheduler_options(plan_, plans_own));
   }
   int fd() const { return session_->feed_fd(); }
   bool writes_clocks() const { return session_->writes_clocks(); }
@@ -206,7 +158,7 @@ std::string plan_trace(const std::string& trace, double max_slowdown, const std:
 // gearshift plan-ranks: {"report": ..., "plans": [plan.json per rank]} as JSON text.
 std::string plan_ranks(const std::vector<std::string>& traces, const std::string& gpu, const std::string& strategy,
                        std::optional<double> switch_latency_ms, bool calibrate) {
-  gearshift::sim::SyncSlackOptions o;
+  gearshift::service::SyncSlackOptions o;
   o.calibrate = calibrate;
   const auto s = gearshift::plan::parse_strategy(strategy);
   if (s != gearshift::plan::Strategy::phase && s != gearshift::plan::Strategy::kernel_global)
@@ -214,7 +166,7 @@ std::string plan_ranks(const std::vector<std::string>& traces, const std::string
   o.strategy = *s;
   o.switch_latency_ms = switch_latency_ms;  // none: the GPU spec's estimate
   nb::gil_scoped_release unlocked;
-  std::vector<gearshift::sim::RankInput> inputs;
+  std::vector<gearshift::service::RankInput> inputs;
   std::vector<gearshift::service::GpuChoice> gpus;
   // gpu empty: each trace's GPU, as `gearshift plan-ranks` without --gpu.
   auto r = gearshift::service::run_plan_ranks(traces, gpu.empty() ? std::nullopt : std::optional<std::string>(gpu), o,
@@ -238,9 +190,7 @@ std::string plan_pipeline(const std::string& profile_csv, int stages, int microb
   o.blocking_power_w = blocking_power_w;
   nb::gil_scoped_release unlocked;
   const auto r = gearshift::service::run_pipeline_job(o);
-  return nlohmann::json{{"summary", gearshift::pipeline::summary_json(r.plan, r.summary)},
-                        {"schedules", gearshift::pipeline::schedules_json(r.plan, r.summary)}}
-      .dump();
+  return gearshift::service::pipeline_job_json(r).dump();
 }
 
 }  // namespace
@@ -265,8 +215,6 @@ NB_MODULE(_core, m) {
       std::rethrow_exception(p);
     } catch (const PyError& e) {
       set(e.type, e.message);
-    } catch (const gearshift::plan::PlanFileError& e) {
-      set("PlanError", e.what());
     } catch (const gearshift::runtime::SessionError& e) {
       using Kind = gearshift::runtime::SessionError::Kind;
       set(e.kind() == Kind::kNoGpu          ? "NoGpuError"
@@ -281,6 +229,9 @@ NB_MODULE(_core, m) {
           : e.kind() == Kind::kBadArgument  ? "ValueError"
           : e.kind() == Kind::kModelRefused ? "ModelRefusedError"
           : e.kind() == Kind::kBadProfile   ? "ProfileError"
+          : e.kind() == Kind::kBadPlan      ? "PlanError"
+          : e.kind() == Kind::kNoGpu        ? "NoGpuError"
+          : e.kind() == Kind::kNoPermission ? "GpuPermissionError"
                                             : "GearshiftError",
           e.what());
     }
@@ -305,5 +256,5 @@ NB_MODULE(_core, m) {
   m.def("plan_pipeline", &plan_pipeline, "profile_csv"_a, "stages"_a, "microbatches"_a, "straggler"_a,
         "time_unit_ms"_a, "blocking_power_w"_a);
   m.def("monotonic_ns", [] { return gearshift::runtime::monotonic_ns(); });
-  m.def("spec_names", [] { return gearshift::gpu::spec_names(); });
+  m.def("spec_names", [] { return gearshift::service::spec_names(); });
 }

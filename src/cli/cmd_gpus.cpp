@@ -3,7 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
-#include "cli/open_gpus.hpp"
+#include "gpu/open_gpus.hpp"
 #include "runtime/safety.hpp"
 #include "gpu/spec.hpp"
 
@@ -52,7 +52,7 @@ std::string clock_ranges(const gpu::Device& d) {
 
 // Lists the GPUs NVML sees. Reads only.
 void list_real_gpus() {
-  OpenedGpus g = open_gpus(false);
+  gpu::OpenedGpus g = gpu::open_gpus(false);
   bool privileged = runtime::process_is_privileged();
   for (std::size_t i = 0; i < g.devices.size(); ++i) {
     const gpu::Device& d = g.devices[i];

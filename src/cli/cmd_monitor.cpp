@@ -12,9 +12,9 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/child_process.hpp"
+#include "launch/child_process.hpp"
 #include "cli/commands.hpp"
-#include "cli/open_gpus.hpp"
+#include "gpu/open_gpus.hpp"
 #include "gpu/spec.hpp"
 #include "monitor/export.hpp"
 #if GEARSHIFT_WITH_PROMETHEUS  // set by CMake; bench/device/build.sh builds without cpp-httplib
@@ -52,7 +52,7 @@ int run_monitor(const MonitorArgs& a) {
     if (!std::filesystem::is_directory(dir, ec))
       throw Exit(kUsage, fmt::format("monitor: --timeline {}: directory {} does not exist", a.timeline, dir.string()));
   }
-  OpenedGpus gpus = open_gpus(true);  // Exit(kNoGpu / kNoPermission) before anything starts
+  gpu::OpenedGpus gpus = gpu::open_gpus(true);  // gpu::OpenError (exit 5 / 6) before anything starts
 
   for (std::size_t i = 0; i < gpus.devices.size(); ++i) {
     auto restricted = gpus.devices[i].clocks_api_restricted();
@@ -97,7 +97,7 @@ int run_monitor(const MonitorArgs& a) {
     if (!a.timeline.empty()) keep(s);
   };
   // The sampler's and the server's threads start with the forwarded signals blocked: run_child takes them.
-  std::optional<ForwardedSignalsBlocked> blocked;
+  std::optional<launch::ForwardedSignalsBlocked> blocked;
   blocked.emplace();
   monitor::Sampler sampler(gpus.devices, opt);
 
@@ -117,7 +117,7 @@ int run_monitor(const MonitorArgs& a) {
 #endif
 
   sampler.begin("command");
-  ChildExit child = run_child(a.command);
+  launch::ChildExit child = launch::run_child(a.command);
   blocked.reset();
   monitor::WindowResult w = sampler.end("command");
 #if GEARSHIFT_WITH_PROMETHEUS

@@ -46,7 +46,7 @@ void execute(Args a) {
       if (std::filesystem::is_directory(t))
         throw Exit(kUsage, fmt::format("{}: a directory is planned alone (plan-ranks DIR), not beside other traces", t));
   }
-  sim::SyncSlackOptions o;
+  service::SyncSlackOptions o;
   const std::optional<plan::Strategy> strategy = plan::parse_strategy(a.strategy);
   if (strategy != plan::Strategy::phase && strategy != plan::Strategy::kernel_global)
     throw Exit(kUsage, fmt::format("--strategy '{}': phase or kernel-global", a.strategy));
@@ -58,7 +58,7 @@ void execute(Args a) {
                                      *a.switch_latency_ms));
     o.switch_latency_ms = *a.switch_latency_ms;
   }
-  std::vector<sim::RankInput> inputs;
+  std::vector<service::RankInput> inputs;
   std::vector<GpuChoice> gpus;
   auto r = run_plan_ranks(a.traces, a.gpu.empty() ? std::nullopt : std::optional<std::string>(a.gpu), o, &inputs,
                           &gpus);

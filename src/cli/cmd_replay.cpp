@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/gpu_progress.hpp"
+#include "runtime/gpu_progress.hpp"
 #include "cli/switching_args.hpp"
 #include "runtime/replay.hpp"
 #include "trace/error.hpp"
@@ -17,9 +17,9 @@ namespace gearshift::cli {
 void add_replay_command(CLI::App& app) {
   struct Opts {
     std::string trace, plan, perturb, dry_run_log, progress = "activity";
-    SwitchingArgs switching;
+    service::Switching switching;
     double cpu_lead_ms = 2, activity_delay_ms = 1, activity_period_ms = 0, activity_window_ms = 0;
-    double marker_period_us = kMarkerPeriodUs;
+    double marker_period_us = runtime::kMarkerPeriodUs;
     double feed_period_us = 500;
     std::uint64_t seed = 1;
     bool json = false, assume_sync_each_step = false;
@@ -29,7 +29,7 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("trace", o->trace, "Trace (.json, .json.gz, gearshift format)")->required();
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`")->required();
   cmd->add_option("--perturb", o->perturb, "drop=P,insert=P,swap=P (probability per launch, 0..1 or N%)");
-  o->switching.add_to(cmd);
+  add_switching_options(cmd, o->switching);
   cmd->add_option("--cpu-lead-ms", o->cpu_lead_ms, "CPU launch lead over the GPU when the trace lacks launch times, ms");
   cmd->add_option("--activity-delay-ms", o->activity_delay_ms, "Delay of activity records after a kernel ends, ms");
   cmd->add_option("--activity-period-ms", o->activity_period_ms,
@@ -44,7 +44,7 @@ void add_replay_command(CLI::App& app) {
       ->type_name("markers|sync|activity");
   cmd->add_option("--marker-period-us", o->marker_period_us,
                   fmt::format("With --gpu-progress markers: one marker at most every this long, µs (default {})",
-                              kMarkerPeriodUs))
+                              runtime::kMarkerPeriodUs))
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--assume-sync-each-step", o->assume_sync_each_step,
                "With --gpu-progress sync|markers: one synchronize at the end of every step, even when the trace "
@@ -61,13 +61,13 @@ void add_replay_command(CLI::App& app) {
         (o->activity_period_ms > 0 && (o->activity_window_ms <= 0 || o->activity_window_ms > o->activity_period_ms)))
       throw Exit(kUsage, "--activity-window-ms must be in (0, --activity-period-ms]");
     runtime::ReplayOptions ro;
-    runtime::ClockPlan plan = load_plan_or_exit(o->plan);
+    runtime::ClockPlan plan = service::load_live_plan(o->plan);
     try {
       ro.perturb = runtime::parse_perturbation(o->perturb);
     } catch (const std::invalid_argument& e) {
       throw Exit(kUsage, e.what());
     }
-    ro.scheduler = o->switching.resolve(plan);
+    ro.scheduler = service::scheduler_options(plan, o->switching);
     if (o->cpu_lead_ms < 0 || o->activity_delay_ms < 0) throw Exit(kUsage, "latencies must be >= 0 ms");
     ro.activity_period_ns = o->activity_period_ms * 1e6;
     ro.activity_window_ns = o->activity_window_ms * 1e6;

@@ -1,20 +1,9 @@
 // `gearshift trace -o FILE [--steps N | --duration S] [--chrome FILE] -- CMD ARGS`: runs an unmodified CUDA
-// program with the CUPTI injection library (libgearshift_inject.so) and reports what was traced.
-//
-// Every CUDA process of the job (ranks, compile workers, subprocesses) writes its own file under a name private to
-// this run (cupti::staging_trace_path: FILE with ".gs-<tag>.pid<pid>" before its extension; a killed run leaves
-// those, each a readable trace). Once the job ended they are renamed: FILE to the training process (the busiest
-// process of the lowest rank, or of all when none has a rank, when exactly one is busiest), FILE.rank<r> to the
-// busiest process of each other rank, FILE.pid<pid> to the rest (docs/trace-format.md).
+// program with the CUPTI injection library (libgearshift_inject.so) and reports what was traced. Every CUDA process
+// of the job writes its own file; launch/trace_files.hpp names them once the job ended (docs/trace-format.md).
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,10 +11,11 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/child_process.hpp"
 #include "cli/commands.hpp"
-#include "cli/inject_library.hpp"
 #include "cupti/config.hpp"
+#include "launch/child_process.hpp"
+#include "launch/inject_library.hpp"
+#include "launch/trace_files.hpp"
 #include "report/trace_events.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
@@ -93,100 +83,26 @@ void report(const std::string& path, const std::string& chrome) {
   }
 }
 
-// One process's file of this run.
-struct ProcessFile {
-  std::string staged, path;  // as the process wrote it; its final name
-  long pid = -1;
-  int rank = -1;
-  std::size_t kernels = 0;
-  std::string error;  // not readable: kept under its staged name
-};
-
-// A tag of 8 letters and digits, private enough to this run: no other run's files match it.
-std::string run_tag() {
-  static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::uint64_t x = static_cast<std::uint64_t>(getpid()) * 0x9e3779b97f4a7c15ull ^
-                    static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::string t;
-  for (int i = 0; i < 8; ++i, x /= 36) t += digits[x % 36];
-  return t;
-}
-
-// The files this run's processes wrote (tag `tag`), read for their rank and kernel count, and their final names.
-std::vector<ProcessFile> name_process_files(const std::string& out, const std::string& tag) {
-  std::vector<ProcessFile> files;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(out).parent_path(), ec)) {
-    const long pid = cupti::staging_trace_pid(out, tag, e.path().string());
-    if (pid <= 0) continue;
-    ProcessFile f;
-    f.staged = f.path = e.path().string();
-    f.pid = pid;
-    try {
-      const trace::Trace t = trace::read_gearshift_trace(f.staged);
-      f.kernels = t.kernel_count();
-      const auto meta = nlohmann::json::parse(t.meta_json, nullptr, false);
-      if (meta.is_object() && meta.contains("rank") && meta["rank"].is_number_integer()) f.rank = meta["rank"].get<int>();
-    } catch (const trace::TraceError& x) {
-      f.error = x.what();
-    }
-    files.push_back(std::move(f));
-  }
-  std::sort(files.begin(), files.end(), [](const ProcessFile& a, const ProcessFile& b) { return a.pid < b.pid; });
-  // The busiest readable process of each rank (-1: no rank), when exactly one is busiest.
-  std::map<int, std::optional<std::size_t>> main_of;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    if (!files[i].error.empty()) continue;
-    auto& m = main_of[files[i].rank];
-    if (!m || files[i].kernels > files[*m].kernels) m = i;
-  }
-  for (auto& [rank, m] : main_of)
-    for (std::size_t i = 0; m && i < files.size(); ++i)
-      if (i != *m && files[i].error.empty() && files[i].rank == rank && files[i].kernels == files[*m].kernels)
-        m.reset();  // a tie: neither is the rank's training process
-  // FILE: the main process of the lowest rank (ranked processes first).
-  std::optional<std::size_t> primary;
-  if (!main_of.empty()) {
-    auto it = main_of.upper_bound(-1);
-    primary = it != main_of.end() ? it->second : main_of.begin()->second;
-  }
-  std::set<std::string> taken;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    ProcessFile& f = files[i];
-    if (!f.error.empty()) continue;
-    if (primary && i == *primary) f.path = out;
-    else if (f.rank >= 0 && main_of[f.rank] == i) f.path = cupti::insert_before_extension(out, fmt::format("rank{}", f.rank));
-    else f.path = cupti::insert_before_extension(out, fmt::format("pid{}", f.pid));
-    if (!taken.insert(f.path).second) f.path = cupti::insert_before_extension(out, fmt::format("pid{}", f.pid));
-    std::error_code rc;
-    fs::rename(f.staged, f.path, rc);
-    if (rc) {
-      f.error = "not renamed: " + rc.message();
-      f.path = f.staged;
-    }
-  }
-  return files;
-}
-
 void run_trace(const TraceArgs& args) {
   if (args.command.empty()) throw Exit(kUsage, "no command given: gearshift trace -o FILE -- CMD ARGS");
-  std::string lib = find_inject_library();
+  std::string lib = launch::find_inject_library();
   auto set = [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); };
-  set_injection_env(lib);
-  const std::string out = set_trace_output_env(args.output);  // Chrome JSON: written here from the finished file
+  launch::set_injection_env(lib);
+  const std::string out = launch::set_trace_output_env(args.output);  // Chrome JSON: written here from the finished file
   // A device or pipe (`-o /dev/full`) is written into directly; a file name is staged per process.
   std::error_code ec;
   const bool staged = !fs::exists(out, ec) || fs::is_regular_file(out, ec);
-  const std::string tag = staged ? run_tag() : std::string();
+  const std::string tag = staged ? launch::run_tag() : std::string();
   if (staged) set(cupti::kEnvTraceTag, tag);
   else unsetenv(cupti::kEnvTraceTag);
   if (args.steps > 0) set(cupti::kEnvSteps, std::to_string(args.steps));
   if (args.duration_s > 0) set(cupti::kEnvDuration, fmt::format("{}", args.duration_s));
   set(cupti::kEnvSampleMs, std::to_string(args.sample_ms));
-  ChildExit child = run_child(args.command);
+  launch::ChildExit child = launch::run_child(args.command);
   if (!child.started) throw Exit(child.code, fmt::format("cannot run {}: {}", args.command[0], child.error));
   const int code = child.code;
-  const std::vector<ProcessFile> files = staged ? name_process_files(out, tag) : std::vector<ProcessFile>{};
+  const std::vector<launch::ProcessFile> files =
+      staged ? launch::name_process_files(out, tag) : std::vector<launch::ProcessFile>{};
   if (fs::exists(out)) {
     report(out, args.chrome);
   } else if (files.empty()) {

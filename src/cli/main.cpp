@@ -5,6 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "gearshift/version.hpp"
+#include "gpu/open_gpus.hpp"
+#include "launch/inject_library.hpp"
 #include "plan/plan_file.hpp"
 #include "runtime/session.hpp"
 #include "service/error.hpp"
@@ -40,6 +42,10 @@ int main(int argc, char** argv) {
       case Kind::kNoIteration: return gearshift::cli::kNoIteration;
       case Kind::kModelRefused: return gearshift::cli::kModelRefused;
       case Kind::kBadProfile: return gearshift::cli::kBadInput;
+      case Kind::kBadPlan: return gearshift::cli::kBadInput;
+      case Kind::kNoGpu: return gearshift::cli::kNoGpu;
+      case Kind::kNoPermission: return gearshift::cli::kNoPermission;
+      case Kind::kFailure: return gearshift::cli::kFailure;
     }
     return gearshift::cli::kFailure;
   } catch (const gearshift::runtime::SessionError& e) {  // a live run refused before the job started
@@ -52,6 +58,13 @@ int main(int argc, char** argv) {
       case Kind::kGpuBusy: return gearshift::cli::kNoPermission;
       case Kind::kFailure: return gearshift::cli::kFailure;
     }
+    return gearshift::cli::kFailure;
+  } catch (const gearshift::gpu::OpenError& e) {  // NVML or the GPUs a command works on
+    std::fprintf(stderr, "gearshift: %s\n", e.what());
+    return e.kind() == gearshift::gpu::OpenError::Kind::kNoPermission ? gearshift::cli::kNoPermission
+                                                                      : gearshift::cli::kNoGpu;
+  } catch (const gearshift::launch::LaunchError& e) {  // gearshift's own files (the injection library)
+    std::fprintf(stderr, "gearshift: %s\n", e.what());
     return gearshift::cli::kFailure;
   } catch (const gearshift::plan::PlanFileError& e) {  // a bad plan.json is a bad input file wherever it is read
     std::fprintf(stderr, "gearshift: %s\n", e.what());

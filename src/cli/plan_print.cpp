@@ -32,7 +32,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
              it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
              it.confidence);
   for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
-  fmt::print("Replay        {}\n", sim::build_step_graph(r.workload).note);
+  fmt::print("Replay        {}\n", graph::build_step_graph(r.workload).note);
   for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
   const auto& b = r.evaluation.baseline;
   fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",

@@ -1,6 +1,6 @@
 #include "plan/clock_table.hpp"
 
-#include "sim/step_graph.hpp"
+#include "graph/step_graph.hpp"
 #include "trace/graph_units.hpp"
 
 #include <algorithm>
@@ -32,7 +32,7 @@ namespace {
 // which each but the last has none and waits for nothing else to wait on it (each starts as its predecessor
 // ends), the last one's float split by default time. The chain's overruns add up at its last op's end, within
 // that op's float, and reach nothing else; so every allowance can be used at once.
-std::vector<double> float_allowance(const sim::StepGraph& g, const std::vector<double>& f,
+std::vector<double> float_allowance(const graph::StepGraph& g, const std::vector<double>& f,
                                     const std::vector<double>& def_time) {
   const std::size_t n = f.size();
   std::vector<std::uint8_t> watched(n, 0);  // an op or synchronize besides its stream successor waits on it
@@ -64,20 +64,20 @@ std::vector<double> float_allowance(const sim::StepGraph& g, const std::vector<d
   return out;
 }
 
-// The slack-aware costs on the dependency graph (sim/step_graph.hpp). An op's allowance (its free float, or its
+// The slack-aware costs on the dependency graph (graph/step_graph.hpp). An op's allowance (its free float, or its
 // share of a chain's) is time it may take at no cost: the step grows by at most the sum of the ops' overruns
 // beyond their allowances (every allowance can be used at once), so an op's budget cost is its default time plus
 // its overrun beyond its allowance. The board idles at the
 // op's clocks from its start to the next op's start: the baseline interval, longer by the overrun when the
 // next op is its stream successor (shorter with a faster op only when it has no float: its successor then
 // waits for it).
-void dependency_costs(ClockTable& t, const sim::StepGraph& g, const std::vector<double>& def_time,
+void dependency_costs(ClockTable& t, const graph::StepGraph& g, const std::vector<double>& def_time,
                       const std::vector<double>& fast_time, const std::vector<double>& dynamic_j,
                       const std::vector<double>& idle_w) {
   const std::size_t n = t.ops, nc = t.clocks.size();
   t.single_stream = false;  // the sums bound the simulator's step time, they are not it
-  const sim::StepTiming base = sim::replay_fixed(g, def_time);
-  const sim::StepTiming fast = sim::replay_fixed(g, fast_time);
+  const graph::StepTiming base = graph::replay_fixed(g, def_time);
+  const graph::StepTiming fast = graph::replay_fixed(g, fast_time);
   t.step_ns = base.step_ns;
   t.fastest_step_ns = fast.step_ns;
   t.start_ns.resize(n);
@@ -86,7 +86,7 @@ void dependency_costs(ClockTable& t, const sim::StepGraph& g, const std::vector<
     t.start_ns[i] = base.start_ns[i] - base.origin_ns;
     t.fastest_start_ns[i] = fast.start_ns[i] - fast.origin_ns;
   }
-  t.slack_ns = sim::free_float_ns(g, base);
+  t.slack_ns = graph::free_float_ns(g, base);
   const std::vector<double> allowance = float_allowance(g, t.slack_ns, def_time);
   t.budget_ns.resize(n * nc);
   for (std::size_t i = 0; i < n; ++i) {
@@ -107,7 +107,7 @@ void dependency_costs(ClockTable& t, const sim::StepGraph& g, const std::vector<
 }  // namespace
 
 ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz,
-                             const sim::StepGraph* graph) {
+                             const graph::StepGraph* graph) {
   ClockTable t;
   const auto& spec = m.spec();
   for (int mem : spec.mem_clocks_mhz)
@@ -144,8 +144,8 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
   }
   std::vector<double> idle_w(nc);
   for (std::size_t c = 0; c < nc; ++c) idle_w[c] = m.idle_power_w(t.clocks[c].sm_mhz);
-  const sim::StepGraph own = graph ? sim::StepGraph{} : sim::build_step_graph(w);
-  const sim::StepGraph& g = graph ? *graph : own;
+  const graph::StepGraph own = graph ? graph::StepGraph{} : graph::build_step_graph(w);
+  const graph::StepGraph& g = graph ? *graph : own;
   if (g.dependency && g.stream.size() != n)
     throw std::invalid_argument("build_clock_table: the step graph has " + std::to_string(g.stream.size()) +
                                 " positions, the template " + std::to_string(n));

@@ -5,7 +5,7 @@
 // the idle gap after it; the last op also holds the step's tail and the first op's gap). On one stream the
 // sums over a plan equal the simulated step energy and, with the gaps, the simulated step time exactly; where
 // several streams overlap, an interval that ends on another stream is taken from the baseline timeline, and
-// the budget counts slow-downs only (budget_ns). Where the template knows its launches (sim/step_graph.hpp),
+// the budget counts slow-downs only (budget_ns). Where the template knows its launches (graph/step_graph.hpp),
 // the timelines are the dependency-driven replay's and an op's slow-down within its free float costs no budget.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
-#include "sim/step_graph.hpp"
+#include "graph/step_graph.hpp"
 
 namespace gearshift::plan {
 
@@ -33,7 +33,7 @@ struct ClockTable {
   std::vector<double> start_ns, fastest_start_ns;
   double step_ns = 0, fastest_step_ns = 0;  // step time on those timelines (tail included), ns
   bool single_stream = true;                // every op on one stream: the sums are the simulator's exactly
-  // Per op, where the template is a dependency graph (sim/step_graph.hpp): its free float on the baseline
+  // Per op, where the template is a dependency graph (graph/step_graph.hpp): its free float on the baseline
   // timeline, ns. budget_ns lets it spend that at no cost, or its share of a stream chain's float (ops that
   // each start as the one before ends share the last one's), so work followed by a wait is slowed first.
   // Empty: the fallback timeline, no float counted.
@@ -50,11 +50,11 @@ struct ClockTable {
 };
 
 // Candidate clocks: all supported SM clocks (optionally only those >= min_sm_mhz) × all memory clocks.
-// `graph`: the step graph to replay (sim/step_graph.hpp) when not `w`'s own (a template whose op times were
+// `graph`: the step graph to replay (graph/step_graph.hpp) when not `w`'s own (a template whose op times were
 // changed, such as a rank's without its wait, keeps its traced graph); null: build_step_graph(w). Throws
 // std::invalid_argument for a graph of another number of positions.
 ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz = 0,
-                             const sim::StepGraph* graph = nullptr);
+                             const graph::StepGraph* graph = nullptr);
 
 // Op starts and step end (tail included) for given op durations: sim::simulate's timeline recurrence (an op
 // starts when its stream is free plus its gap, never before the op ahead of it in the template starts).

@@ -10,14 +10,16 @@
 #include "service/error.hpp"
 #include "gearshift/version.hpp"
 #include "gpu/spec.hpp"
+#include "graph/step_graph.hpp"
 #include "sim/measurement.hpp"
-#include "sim/step_graph.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
 namespace gearshift::service {
 
 using Kind = ServiceError::Kind;
+
+std::vector<std::string> spec_names() { return gpu::spec_names(); }
 
 double parse_slowdown(const std::string& text) {
   std::string t = text;
@@ -253,7 +255,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                      {"excluded_steps", it.evidence.excluded_steps}, {"evidence", it.evidence.lines}};
   j["warnings"] = r.warnings;
   {
-    const sim::StepGraph g = sim::build_step_graph(r.workload);
+    const graph::StepGraph g = graph::build_step_graph(r.workload);
     j["replay"] = {{"dependency", g.dependency}, {"note", g.note}};
   }
   const auto& b = r.evaluation.baseline;

@@ -93,6 +93,9 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
 plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);
 
+// The GPU specs a trace can be planned for (gpu::spec_names: data/gpus/*.json).
+std::vector<std::string> spec_names();
+
 // Parses "0.5%", "0.5 %" or "0.005" into a fraction; throws ServiceError(kBadArgument) when not a number in [0, 1].
 double parse_slowdown(const std::string& text);
 

@@ -39,4 +39,8 @@ PipelineJobResult run_pipeline_job(const PipelineJobOptions& o) {
   }
 }
 
+nlohmann::json pipeline_job_json(const PipelineJobResult& r) {
+  return {{"summary", pipeline::summary_json(r.plan, r.summary)}, {"schedules", pipeline::schedules_json(r.plan, r.summary)}};
+}
+
 }  // namespace gearshift::service

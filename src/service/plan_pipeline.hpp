@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "pipeline/planner.hpp"
 #include "pipeline/report.hpp"
 
@@ -32,5 +34,8 @@ struct PipelineJobResult {
 // Throws ServiceError: kBadArgument for a parameter out of range or unknown, kBadProfile for the profile or a
 // pipeline it cannot plan (the PipelineError's one line).
 PipelineJobResult run_pipeline_job(const PipelineJobOptions& o);
+
+// {"summary": pipeline::summary_json, "schedules": pipeline::schedules_json}: the job's result as one document.
+nlohmann::json pipeline_job_json(const PipelineJobResult& r);
 
 }  // namespace gearshift::service

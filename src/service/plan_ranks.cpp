@@ -20,10 +20,10 @@ using Kind = ServiceError::Kind;
 
 namespace {
 
-// sim::load_rank on a trace already imported (its GPU was read first), its calibration judged as `gearshift
+// service::load_rank on a trace already imported (its GPU was read first), its calibration judged as `gearshift
 // plan` judges it (service/plan_job.cpp): a fit at its bound or with impossible figures gives no plan.
-sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path, bool calibrate) {
-  sim::RankInput in = sim::rank_from_trace(std::move(t), spec, path, calibrate);
+service::RankInput rank_input(trace::Trace t, const std::string& spec, const std::string& path, bool calibrate) {
+  service::RankInput in = service::rank_from_trace(std::move(t), spec, path, calibrate);
   if (!in.calibrated_to) return in;
   auto bound = sim::calibration_bound_warnings(in.model);
   for (auto& why : sim::implausible_calibration(in.model)) bound.push_back("implausible: " + why);
@@ -38,8 +38,8 @@ sim::RankInput rank_input(trace::Trace t, const std::string& spec, const std::st
 
 }  // namespace
 
-sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
-                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs,
+service::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
+                                    const service::SyncSlackOptions& options, std::vector<service::RankInput>* inputs,
                                     std::vector<GpuChoice>* gpus) {
   if (gpu) {  // a bad --gpu is reported before a long import
     try {
@@ -48,7 +48,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
       throw ServiceError(Kind::kBadArgument, std::string(e.what()) + "; pass one of those with --gpu");
     }
   }
-  std::vector<sim::RankInput> ranks;
+  std::vector<service::RankInput> ranks;
   std::vector<GpuChoice> choices;
   for (const auto& path : traces) {
     try {
@@ -64,9 +64,9 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
     }
   }
   if (gpus) *gpus = std::move(choices);
-  sim::SyncSlackResult r;
+  service::SyncSlackResult r;
   try {
-    r = sim::plan_sync_slack(ranks, options);
+    r = service::plan_sync_slack(ranks, options);
   } catch (const std::invalid_argument& e) {
     throw ServiceError(Kind::kBadInput, e.what());
   }
@@ -74,7 +74,7 @@ sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, cons
   return r;
 }
 
-nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r,
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const service::SyncSlackResult& r,
                                       const std::vector<GpuChoice>& gpus) {
   using nlohmann::json;
   json ranks = json::array();
@@ -110,7 +110,7 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
           {"ranks", ranks}};
 }
 
-plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                               const GpuChoice* gpu) {
   const auto& p = r.ranks.at(rank);
   const auto& w = in.workload;
@@ -150,7 +150,7 @@ plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResu
   return f;
 }
 
-nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+nlohmann::json rank_plan_file_json(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                                    const GpuChoice* gpu) {
   return plan::to_json(rank_plan_file(in, r, rank, gpu));
 }

@@ -1,4 +1,4 @@
-// `gearshift plan-ranks`: sync-aware slack across the data-parallel ranks of one job (sim/sync_slack.hpp),
+// `gearshift plan-ranks`: sync-aware slack across the data-parallel ranks of one job (service/sync_slack.hpp),
 // as JSON. Shared by the CLI and the Python package (gearshift.plan_ranks), so both print the same object.
 #pragma once
 
@@ -10,25 +10,25 @@
 
 #include "service/plan_job.hpp"
 #include "plan/plan_file.hpp"
-#include "sim/sync_slack.hpp"
+#include "service/sync_slack.hpp"
 
 namespace gearshift::service {
 
 // The report: deadline, straggler, job step time and energy before/after, and per rank its figures (s, J, %);
 // with `gpus` (one per rank, from run_plan_ranks) each rank's "gpu_selection" and the GPU "warnings".
-nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const sim::SyncSlackResult& r,
+nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const service::SyncSlackResult& r,
                                       const std::vector<GpuChoice>& gpus = {});
 
 // Rank r's plan as plan.json (plan/plan_file.hpp), for `gearshift run --plan`; rank_plan_file_json is its JSON.
-plan::PlanFile rank_plan_file(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                               const GpuChoice* gpu = nullptr);
-nlohmann::json rank_plan_file_json(const sim::RankInput& in, const sim::SyncSlackResult& r, std::size_t rank,
+nlohmann::json rank_plan_file_json(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                                    const GpuChoice* gpu = nullptr);
 
 // Loads every trace (throws ServiceError) and plans them. `gpu`: the --gpu spec; absent:
 // each rank's trace's GPU, as `gearshift plan` (choose_gpu). `gpus`: each rank's GPU choice.
-sim::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
-                                    const sim::SyncSlackOptions& options, std::vector<sim::RankInput>* inputs = nullptr,
+service::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
+                                    const service::SyncSlackOptions& options, std::vector<service::RankInput>* inputs = nullptr,
                                     std::vector<GpuChoice>* gpus = nullptr);
 
 }  // namespace gearshift::service

@@ -11,7 +11,7 @@
 
 #include "sim/measurement.hpp"
 #include "sim/simulator.hpp"
-#include "sim/step_graph.hpp"
+#include "graph/step_graph.hpp"
 
 namespace gearshift::sim {
 
@@ -161,8 +161,8 @@ std::string applied_model_summary(const AppliedModel& a) {
   std::string s = fmt::format("fitted a, b for {} of {} kernel positions (class priors for the rest", a.ops_matched,
                               a.kernel_ops);
   if (a.graph_ops_unmatched > 0)
-    s += fmt::format("; {} of them run in CUDA graphs, whose kernels gearshift calibrate does not fit: the launch "
-                     "feed names the graph launch, not its kernels",
+    s += fmt::format("; {} of them run in CUDA graphs: a model file from before the launch feed named a graph's "
+                     "kernels has none of them",
                      a.graph_ops_unmatched);
   return s + ")";
 }
@@ -172,7 +172,7 @@ PowerFit fit_board_power(model::Workload& w, model::DvfsModel& dm, const std::ve
   for (const auto& p : pairs)
     if (!(p.average_power_w > 0)) throw std::invalid_argument("fit_board_power: a measured power is not > 0 W");
   const gpu::GpuSpec& spec = dm.spec();
-  const StepGraph graph = build_step_graph(w);
+  const graph::StepGraph graph = graph::build_step_graph(w);
   auto sse = [&](double s, double mem) {
     model::PowerParams p = model::power_params_for(spec, mem);
     p.activity_scale = s;

@@ -11,7 +11,7 @@ RanksResult simulate_ranks(const std::vector<RankReplay>& ranks, double latency_
   if (ranks.empty()) throw std::invalid_argument("simulate_ranks: no rank");
   const std::size_t nr = ranks.size();
   std::vector<model::Workload> w(nr);
-  std::vector<StepGraph> g(nr);
+  std::vector<graph::StepGraph> g(nr);
   std::vector<std::vector<std::size_t>> comm(nr);
   for (std::size_t r = 0; r < nr; ++r) {
     w[r] = *ranks[r].workload;
@@ -29,7 +29,7 @@ RanksResult simulate_ranks(const std::vector<RankReplay>& ranks, double latency_
   }
   for (std::size_t r = 0; r < nr; ++r) {
     // The graph of the traced template: its gaps are the traced ones, not those around the shortened collectives.
-    g[r] = build_step_graph(*ranks[r].workload);
+    g[r] = graph::build_step_graph(*ranks[r].workload);
     if (!g[r].dependency)
       throw std::invalid_argument("simulate_ranks: rank " + std::to_string(r) + ": " + g[r].note);
   }

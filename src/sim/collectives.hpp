@@ -1,5 +1,5 @@
 // Data-parallel ranks replayed together: an NCCL collective ends when the slowest rank's matching collective can
-// end (sim/step_graph.hpp's rule for collectives when the ranks' traces are given; one rank: as traced).
+// end (graph/step_graph.hpp's rule for collectives when the ranks' traces are given; one rank: as traced).
 //
 // The ranks' c-th communication ops are one collective (every rank of a data-parallel job issues the same
 // collectives in the same order; their other kernels may differ, so positions are not matched). A traced

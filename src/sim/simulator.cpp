@@ -98,7 +98,7 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
 }
 
 // The dependency-driven replay (step_graph.hpp) under the schedule's clock changes.
-SimResult run_dependency(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m,
+SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, const model::DvfsModel& m,
                          const plan::Schedule& s, double latency_ns, bool keep_timeline,
                          const std::vector<double>* floor) {
   const std::size_t n = w.ops.size();
@@ -109,7 +109,7 @@ SimResult run_dependency(const model::Workload& w, const StepGraph& g, const mod
     double dynamic_j = 0, busy_ns = 0;
     std::size_t changes = 0, late = 0;
   };
-  std::vector<PerStep> per(kMaxReplaySteps);
+  std::vector<PerStep> per(graph::kMaxReplaySteps);
   std::vector<TimelineEntry> tl[2];
   if (keep_timeline) tl[0].resize(n), tl[1].resize(n);
   // The clocks at a position repeat from step to step once the replay settles: one prediction per position.
@@ -143,7 +143,7 @@ SimResult run_dependency(const model::Workload& w, const StepGraph& g, const mod
     if (keep_timeline) tl[k % 2][i] = {i, start, start + d, c, p.effective_sm_mhz, p.power_w};
     return d;
   };
-  StepTiming t = replay_steps(g, duration);
+  graph::StepTiming t = graph::replay_steps(g, duration);
   const PerStep& ps = per[t.measured];
   // The board's idle power over [origin, origin + step] at the clocks in effect.
   const double from = t.origin_ns, to = t.origin_ns + t.step_ns;
@@ -167,7 +167,7 @@ SimResult run_dependency(const model::Workload& w, const StepGraph& g, const mod
   if (keep_timeline) {
     r.timeline = std::move(tl[t.measured % 2]);
     for (auto& e : r.timeline) e.start_ns -= t.origin_ns, e.end_ns -= t.origin_ns;
-    r.slack_ns = free_float_ns(g, t);
+    r.slack_ns = graph::free_float_ns(g, t);
   }
   return r;
 }
@@ -205,13 +205,13 @@ SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const pl
   // Planning simulates one template hundreds of times: its graph is kept while everything it is built from is
   // the same (a fingerprint of those fields; per thread, one template).
   thread_local std::uint64_t key = 0;
-  thread_local StepGraph graph;
+  thread_local graph::StepGraph graph;
   const std::uint64_t k = graph_fingerprint(w);
-  if (k != key || graph.stream.size() != (graph.dependency ? w.ops.size() : 0)) graph = build_step_graph(w), key = k;
+  if (k != key || graph.stream.size() != (graph.dependency ? w.ops.size() : 0)) graph = graph::build_step_graph(w), key = k;
   return simulate(w, graph, m, s, latency_ns, keep_timeline);
 }
 
-SimResult simulate(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,
+SimResult simulate(const model::Workload& w, const graph::StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,
                    double latency_ns, bool keep_timeline, const std::vector<double>* end_floor_ns) {
   if (s.clocks.size() != w.ops.size())
     throw std::invalid_argument("simulate: the schedule has " + std::to_string(s.clocks.size()) +

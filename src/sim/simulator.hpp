@@ -1,6 +1,6 @@
 // Replays one training step's template under a clock schedule with the DVFS model.
 //
-// Timeline, where the template knows its launches (sim/step_graph.hpp): the dependency-driven replay. Each op
+// Timeline, where the template knows its launches (graph/step_graph.hpp): the dependency-driven replay. Each op
 // starts at max(its launch + launch latency, its stream predecessor's end + dispatch gap); the CPU thread's
 // launches move only where a synchronize waited longer or shorter for the GPU. Steps are replayed one after
 // another (each from the state the one before left) until the step length repeats; the figures are that
@@ -29,7 +29,7 @@
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
 #include "plan/schedule.hpp"
-#include "sim/step_graph.hpp"
+#include "graph/step_graph.hpp"
 
 namespace gearshift::sim {
 
@@ -51,7 +51,7 @@ struct SimResult {
   std::vector<TimelineEntry> timeline;  // filled when requested
   bool dependency_replay = false;    // the dependency-driven replay ran (else the fallback rule)
   // Per position, with the timeline and the dependency replay: free float, ns (how much longer the op may run
-  // before anything after it moves; sim/step_graph.hpp).
+  // before anything after it moves; graph/step_graph.hpp).
   std::vector<double> slack_ns;
 };
 
@@ -62,7 +62,7 @@ SimResult simulate(const model::Workload& w, const model::DvfsModel& m, const pl
 // relative to its step's start (its first position's start), ns; -inf: none. An op that would end earlier
 // waits (a collective waiting for the slowest rank) at its running power. Throws std::invalid_argument for a
 // schedule, graph or floors of another number of positions, and floors without the dependency replay.
-SimResult simulate(const model::Workload& w, const StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,
+SimResult simulate(const model::Workload& w, const graph::StepGraph& g, const model::DvfsModel& m, const plan::Schedule& s,
                    double switch_latency_ns, bool keep_timeline = false,
                    const std::vector<double>* end_floor_ns = nullptr);
 

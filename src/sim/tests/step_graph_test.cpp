@@ -1,5 +1,5 @@
-// The dependency-driven replay on hand-built step graphs (sim/step_graph.hpp): what waits for whom.
-#include "sim/step_graph.hpp"
+// The dependency-driven replay on hand-built step graphs (graph/step_graph.hpp): what waits for whom.
+#include "graph/step_graph.hpp"
 
 #include <gtest/gtest.h>
 
@@ -51,7 +51,7 @@ model::Workload cpu_bound_gap(ReplayFixture& f) {
 
 TEST_F(ReplayFixture, TracedTimesAreReplayedExactly) {
   model::Workload w = cpu_bound_gap(*this);
-  StepGraph g = build_step_graph(w);
+  graph::StepGraph g = graph::build_step_graph(w);
   ASSERT_TRUE(g.dependency) << g.note;
   SimResult r = simulate(w, m, default_schedule(w, m), 0, true);
   EXPECT_TRUE(r.dependency_replay);
@@ -144,7 +144,7 @@ model::Workload sync_then_launch(ReplayFixture& f) {
 
 TEST_F(ReplayFixture, ASynchronizePropagatesGpuDelayToLaterLaunches) {
   model::Workload w = sync_then_launch(*this);
-  StepGraph g = build_step_graph(w);
+  graph::StepGraph g = graph::build_step_graph(w);
   ASSERT_TRUE(g.dependency);
   ASSERT_EQ(g.syncs.size(), 1u);
   ASSERT_EQ(g.syncs[0].awaited.size(), 1u);
@@ -197,7 +197,7 @@ TEST_F(ReplayFixture, AnOpWaitingForAnotherStreamFollowsIt) {
   model::Workload w;
   w.ops = {op(model::KernelClass::elementwise, 0, 1e6, -5e3, 7), op(model::KernelClass::elementwise, 1.003e6, 0.5e6, 0, 9)};
   w.period_ns = 2e6;
-  StepGraph g = build_step_graph(w);
+  graph::StepGraph g = graph::build_step_graph(w);
   ASSERT_TRUE(g.dependency);
   EXPECT_EQ(g.wait_on[1], 0);
   SimResult slow = simulate(w, m, with(2, 0), 0, true);
@@ -207,7 +207,7 @@ TEST_F(ReplayFixture, AnOpWaitingForAnotherStreamFollowsIt) {
 TEST_F(ReplayFixture, WithoutLaunchEventsTheFallbackSaysSo) {
   model::Workload w = cpu_bound_gap(*this);
   for (auto& o : w.ops) o.launch_known = false;
-  StepGraph g = build_step_graph(w);
+  graph::StepGraph g = graph::build_step_graph(w);
   EXPECT_FALSE(g.dependency);
   EXPECT_NE(g.note.find("no launch events"), std::string::npos) << g.note;
   SimResult r = simulate(w, m, default_schedule(w, m), 0, true);

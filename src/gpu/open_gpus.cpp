@@ -1,23 +1,22 @@
-#include "cli/open_gpus.hpp"
+#include "gpu/open_gpus.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 
-#include "cli/commands.hpp"
 #include "gpu/cuda_visible.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::gpu {
 
 namespace {
 [[noreturn]] void fail(const gpu::NvmlError& e, const std::string& path) {
   if (e.code == gpu::NvmlErrc::kNoPermission) {
-    throw Exit(kNoPermission, "NVML refuses this user: " + e.what());
+    throw OpenError(OpenError::Kind::kNoPermission, "NVML refuses this user: " + e.what());
   }
   std::string hint = e.code == gpu::NvmlErrc::kLibraryMissing
                          ? " (no NVIDIA driver here? GEARSHIFT_NVML_LIBRARY may name another library)"
                          : "";
-  throw Exit(kNoGpu, "no GPU: NVML (" + path + ") " + e.what() + hint);
+  throw OpenError(OpenError::Kind::kNoGpu, "no GPU: NVML (" + path + ") " + e.what() + hint);
 }
 }  // namespace
 
@@ -35,7 +34,7 @@ OpenedGpus open_gpus(bool cuda_visible) {
     if (!info) fail(info.error(), path);
     infos.push_back(info.value());
   }
-  if (infos.empty()) throw Exit(kNoGpu, "no GPU: NVML (" + path + ") reports 0 devices");
+  if (infos.empty()) throw OpenError(OpenError::Kind::kNoGpu, "no GPU: NVML (" + path + ") reports 0 devices");
   std::optional<std::string_view> cvd;
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   if (cuda_visible && env) cvd = env;
@@ -43,10 +42,11 @@ OpenedGpus open_gpus(bool cuda_visible) {
   try {
     pick = gpu::cuda_visible_nvml_indices(infos, cvd);
   } catch (const std::invalid_argument& e) {
-    throw Exit(kNoGpu, e.what());
+    throw OpenError(OpenError::Kind::kNoGpu, e.what());
   }
-  if (pick.empty()) throw Exit(kNoGpu, std::string("no GPU: CUDA_VISIBLE_DEVICES='") + env + "' selects none of the " +
-                                           std::to_string(infos.size()) + " GPUs NVML sees");
+  if (pick.empty())
+    throw OpenError(OpenError::Kind::kNoGpu, std::string("no GPU: CUDA_VISIBLE_DEVICES='") + env +
+                                                 "' selects none of the " + std::to_string(infos.size()) + " GPUs NVML sees");
   for (unsigned i : pick) {
     out.devices.push_back(all.value()[i]);
     out.infos.push_back(infos[i]);
@@ -55,4 +55,4 @@ OpenedGpus open_gpus(bool cuda_visible) {
 }
 
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::gpu

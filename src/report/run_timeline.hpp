@@ -16,7 +16,7 @@
 
 #include "runtime/actuator.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::report {
 
 // One kernel seen both by the launch feed and, maybe, the trace file: it ties the two clocks together.
 struct ClockAnchor {
@@ -32,4 +32,4 @@ std::vector<std::string> write_run_timeline(const std::string& path, const std::
                                             unsigned gpu, const std::string& trace_path,
                                             const std::optional<ClockAnchor>& anchor);
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::report

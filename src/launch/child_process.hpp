@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace gearshift::cli {
+namespace gearshift::launch {
 
 struct ChildExit {
   int code = 0;          // the child's exit status; 128+N when killed by signal N (shell convention)
@@ -24,10 +24,6 @@ struct ChildExit {
 // returns its exit status. The forwarded signals reach the child; the calling thread's signal mask and the
 // handlers are restored after. Signals that arrive after the child ended were meant for it and are dropped.
 ChildExit run_child(const std::vector<std::string>& argv);
-
-// This gearshift executable's path (/proc/self/exe), for the watchdog; throws Exit(kFailure) when unknown.
-// Defined in cmd_run.cpp.
-std::string self_exe();
 
 // Blocks the forwarded signals and SIGCHLD in the calling thread while it lives, and restores the mask after.
 // A command that starts threads before run_child holds one across their start: the threads inherit the mask,
@@ -43,4 +39,4 @@ class ForwardedSignalsBlocked {
   sigset_t old_;
 };
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::launch

@@ -1,4 +1,4 @@
-#include "sim/sync_slack.hpp"
+#include "service/sync_slack.hpp"
 
 #include <filesystem>
 
@@ -8,7 +8,7 @@
 #include "model/kernel_class.hpp"
 #include "sim/collectives.hpp"
 
-namespace gearshift::sim {
+namespace gearshift::service {
 namespace {
 
 // A two-kernel step: a GEMM of `gemm_ms` then an all-reduce of `comm_ms` on its own stream.
@@ -73,9 +73,9 @@ TEST(SyncSlack, RanksWithLaunchEventsAreReplayedTogether) {
   EXPECT_TRUE(r.collectives_replayed);
   EXPECT_EQ(r.straggler, 0);
   // Replayed together at default clocks, both ranks' all-reduce ends with rank 0's: the job's step is rank 0's.
-  std::vector<RankReplay> def;
-  for (const auto& k : ranks) def.push_back({&k.workload, &k.model, default_schedule(k.workload, k.model)});
-  const RanksResult together = simulate_ranks(def, 0);
+  std::vector<sim::RankReplay> def;
+  for (const auto& k : ranks) def.push_back({&k.workload, &k.model, sim::default_schedule(k.workload, k.model)});
+  const sim::RanksResult together = sim::simulate_ranks(def, 0);
   EXPECT_NEAR(together.ranks[0].step_time_s, together.ranks[1].step_time_s, 1e-12);
   EXPECT_DOUBLE_EQ(r.job_step_time_before_s, together.job_step_time_s);
   // Rank 1 slows into its wait and the job does not grow.
@@ -130,4 +130,4 @@ TEST(SyncSlack, Ddp2Gpt2mRankOneTakesRankZerosDeadline) {
 }
 
 }  // namespace
-}  // namespace gearshift::sim
+}  // namespace gearshift::service

@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
-#include "cli/open_gpus.hpp"
+#include "gpu/open_gpus.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::monitor {
 
 class RunEnergy {
  public:
@@ -37,11 +37,11 @@ class RunEnergy {
  private:
   void read(std::int64_t steady_ns);
 
-  std::optional<OpenedGpus> gpus_;
+  std::optional<gpu::OpenedGpus> gpus_;
   unsigned index_ = 0;
   std::string unavailable_;  // why there is no figure (empty: available)
   std::int64_t first_ns_ = -1, last_ns_ = -1;
   std::uint64_t first_mj_ = 0, last_mj_ = 0;
 };
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::monitor

@@ -1,4 +1,4 @@
-#include "sim/step_graph.hpp"
+#include "graph/step_graph.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-namespace gearshift::sim {
+namespace gearshift::graph {
 
 namespace {
 
@@ -237,4 +237,4 @@ StepTiming replay_fixed(const StepGraph& g, const std::vector<double>& durations
   return t;
 }
 
-}  // namespace gearshift::sim
+}  // namespace gearshift::graph

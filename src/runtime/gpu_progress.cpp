@@ -1,4 +1,4 @@
-#include "cli/gpu_progress.hpp"
+#include "runtime/gpu_progress.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -7,7 +7,7 @@
 
 #include "cupti/config.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::runtime {
 
 GpuProgress parse_gpu_progress(const std::string& name) {
   if (name == "markers") return GpuProgress::markers;
@@ -49,13 +49,13 @@ void ProgressControl::start_sampling() {
   if (!switched_ && !sampling_.exchange(true)) send(feed::activity_command(kAuditPeriodMs, kAuditWindowMs));
 }
 
-void ProgressControl::fall_back(runtime::LiveRuntime& rt) {
+void ProgressControl::fall_back(LiveRuntime& rt) {
   if (switched_.exchange(true)) return;
   send(feed::activity_command(0, 0));
   rt.set_anchor_on_completions(true);
 }
 
-void ProgressControl::on_event(const feed::FeedEvent& e, runtime::LiveRuntime* rt) {
+void ProgressControl::on_event(const feed::FeedEvent& e, LiveRuntime* rt) {
   using Kind = feed::FeedEvent::Kind;
   if (e.kind == Kind::sync || e.kind == Kind::marker) {
     ++(e.kind == Kind::sync ? syncs_ : markers_);
@@ -75,7 +75,7 @@ void ProgressControl::on_event(const feed::FeedEvent& e, runtime::LiveRuntime* r
     fall_back(*rt);
 }
 
-void ProgressControl::plan_ready(runtime::LiveRuntime& rt, std::uint64_t warmup_syncs) {
+void ProgressControl::plan_ready(LiveRuntime& rt, std::uint64_t warmup_syncs) {
   if (mode_ == GpuProgress::activity) return;
   if (mode_ == GpuProgress::markers && !user_markers_) send(feed::marker_command(kMarkerPeriodUs));
   syncs_ += warmup_syncs;
@@ -110,4 +110,4 @@ std::string ProgressControl::summary() const {
                      syncs_.load(), markers_.load(), sampled);
 }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::runtime

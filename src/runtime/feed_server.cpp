@@ -1,4 +1,4 @@
-#include "cli/feed_server.hpp"
+#include "runtime/feed_server.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,20 +10,54 @@
 
 #include <fmt/core.h>
 
-#include "cli/commands.hpp"
+#include "gpu/cuda_visible.hpp"
+#include "runtime/session.hpp"
 #include "trace/line_split.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::runtime {
 
 namespace {
 feed::Listener make_listener() {
   try {
     return feed::Listener();
   } catch (const std::runtime_error& e) {
-    throw Exit(kFailure, e.what());
+    throw SessionError(SessionError::Kind::kFailure, e.what());
   }
 }
 }  // namespace
+
+// NVML index of a job process's CUDA ordinal: through its CUDA_VISIBLE_DEVICES and NVML's devices (`infos`,
+// empty when NVML is not at hand: then only plain indices map, PCI bus order assumed as gpu/cuda_visible.hpp
+// says).
+GpuResolver gpu_resolver(std::vector<gpu::DeviceInfo> infos) {
+  return [infos = std::move(infos)](const feed::Hello& h, int ordinal) -> std::optional<unsigned> {
+    if (ordinal < 0) return std::nullopt;
+    const auto at = static_cast<std::size_t>(ordinal);
+    if (!infos.empty()) {
+      try {
+        const std::vector<unsigned> idx =
+            gpu::cuda_visible_nvml_indices(infos, h.cuda_visible_devices
+                                                      ? std::optional<std::string_view>(*h.cuda_visible_devices)
+                                                      : std::nullopt);
+        if (at < idx.size()) return idx[at];
+      } catch (const std::invalid_argument&) {  // a MIG instance: not a whole GPU we control
+      }
+      return std::nullopt;
+    }
+    if (!h.cuda_visible_devices) return static_cast<unsigned>(ordinal);
+    std::size_t start = 0;
+    for (std::size_t i = 0;; ++i) {
+      const std::size_t comma = h.cuda_visible_devices->find(',', start);
+      const std::string entry = h.cuda_visible_devices->substr(start, comma == std::string::npos ? comma : comma - start);
+      if (i == at) {
+        if (entry.empty() || entry.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+        return static_cast<unsigned>(std::stoul(entry));
+      }
+      if (comma == std::string::npos) return std::nullopt;
+      start = comma + 1;
+    }
+  };
+}
 
 std::string FeedProcess::describe() const {
   std::string who = fmt::format("pid {}", hello.pid);
@@ -225,4 +259,4 @@ std::uint64_t FeedServer::refused() const {
   return refused_;
 }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::runtime

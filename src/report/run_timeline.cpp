@@ -1,4 +1,4 @@
-#include "cli/run_timeline.hpp"
+#include "report/run_timeline.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::report {
 
 std::vector<std::string> write_run_timeline(const std::string& path, const std::vector<runtime::ClockChange>& changes,
                                             unsigned gpu, const std::string& trace_path,
@@ -79,4 +79,4 @@ std::vector<std::string> write_run_timeline(const std::string& path, const std::
   return notes;
 }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::report

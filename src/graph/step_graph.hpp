@@ -34,7 +34,7 @@
 
 #include "model/workload.hpp"
 
-namespace gearshift::sim {
+namespace gearshift::graph {
 
 struct StepGraph {
   bool dependency = false;  // false: the fallback rule (sim/simulator.hpp)
@@ -170,4 +170,4 @@ StepTiming replay_steps(const StepGraph& g, Duration&& duration) {
   return out;
 }
 
-}  // namespace gearshift::sim
+}  // namespace gearshift::graph

@@ -2,12 +2,21 @@
 // load it: `gearshift trace` and `gearshift run` inject the same library the same way.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
-namespace gearshift::cli {
+namespace gearshift::launch {
+
+// Why gearshift's own files cannot be found (the faces: exit code 1, cli/main.cpp).
+struct LaunchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// This gearshift executable's path (/proc/self/exe), for the watchdog; throws LaunchError when unknown.
+std::string self_exe();
 
 // $GEARSHIFT_INJECT_LIBRARY, else next to the binary (install: ../lib[/gearshift]; build tree: src/cli/gearshift
-// beside src/cupti/libgearshift_inject.so). Throws Exit(kFailure) saying where it looked when not found.
+// beside src/cupti/libgearshift_inject.so). Throws LaunchError saying where it looked when not found.
 std::string find_inject_library();
 
 // Sets CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH to `library` (NVTX ranges reach CUPTI through it).
@@ -20,4 +29,4 @@ void set_injection_env(const std::string& library);
 // Returns the absolute path. Before any thread starts.
 std::string set_trace_output_env(const std::string& path);
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::launch

@@ -18,7 +18,7 @@
 #include "feed/socket.hpp"
 #include "gpu/nvml.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::runtime {
 
 // One CUDA process of the job, as its connection told us.
 struct FeedProcess {
@@ -40,8 +40,7 @@ using GpuResolver = std::function<std::optional<unsigned>(const feed::Hello& hel
 // (CUDA's current device by default). A local rank beyond the visible GPUs falls back to ordinal 0.
 int assumed_ordinal(const feed::Hello& hello);
 
-// The resolver of `gearshift run` and `calibrate` (defined in cmd_run.cpp): through the process's
-// CUDA_VISIBLE_DEVICES and NVML's devices `infos` (empty without NVML: plain indices, PCI bus order assumed).
+// The resolver of `gearshift run` and `calibrate`: through the process's CUDA_VISIBLE_DEVICES and NVML's devices `infos` (empty without NVML: plain indices, PCI bus order assumed).
 GpuResolver gpu_resolver(std::vector<gpu::DeviceInfo> infos);
 
 class FeedServer {
@@ -49,7 +48,7 @@ class FeedServer {
   // `sink` gets every valid event, on the reader thread (it must not throw).
   using Sink = std::function<void(const FeedProcess& from, const feed::FeedEvent& e)>;
 
-  // Listens; throws Exit(kFailure) when the socket cannot be made.
+  // Listens; throws SessionError(kFailure) (session.hpp) when the socket cannot be made.
   FeedServer(GpuResolver resolve, Sink sink);
   ~FeedServer();
   FeedServer(const FeedServer&) = delete;
@@ -101,4 +100,4 @@ class FeedServer {
   std::thread thread_;
 };
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::runtime

@@ -30,7 +30,7 @@
 #include "feed/protocol.hpp"
 #include "runtime/live.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::runtime {
 
 enum class GpuProgress { markers, sync, activity };
 
@@ -69,12 +69,12 @@ class ProgressControl {
   // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In markers and
   // sync mode the first anchor (synchronize, marker) while live starts the sampled windows; a live job that
   // launches kNoSyncFallbackSteps template steps without one gets every kernel's activity instead.
-  void on_event(const feed::FeedEvent& e, runtime::LiveRuntime* rt);
+  void on_event(const feed::FeedEvent& e, LiveRuntime* rt);
 
   // --auto: the plan exists and its runtime `rt` starts (the planner's thread), following a process that sent
   // `warmup_syncs` synchronizes while collecting. Markers start; in sync mode without synchronizes during the
   // warm-up every kernel's activity stays on, else sampling starts.
-  void plan_ready(runtime::LiveRuntime& rt, std::uint64_t warmup_syncs);
+  void plan_ready(LiveRuntime& rt, std::uint64_t warmup_syncs);
 
   // The commands for every process not followed (no kernel activity, no markers, where the user did not set
   // those); "" when none is needed.
@@ -91,7 +91,7 @@ class ProgressControl {
  private:
   void send(const std::string& line);
   void start_sampling();
-  void fall_back(runtime::LiveRuntime& rt);
+  void fall_back(LiveRuntime& rt);
 
   GpuProgress mode_;
   std::function<bool(const std::string&)> to_followed_;
@@ -106,4 +106,4 @@ class ProgressControl {
   std::int64_t first_since_anchor_ns_ = -1;  // reader thread only: the first of them (launch clock), -1: none
 };
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::runtime

@@ -1,4 +1,4 @@
-#include "cli/auto_plan.hpp"
+#include "service/auto_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,6 @@
 
 #include <fmt/core.h>
 
-#include "cli/commands.hpp"
 #include "service/plan_job.hpp"
 #include "plan/plan_file.hpp"
 #include "runtime/live.hpp"
@@ -14,9 +13,7 @@
 #include "trace/idle_rescale.hpp"
 #include "trace/iteration.hpp"
 
-namespace gearshift::cli {
-
-using namespace gearshift::service;  // the jobs this face calls
+namespace gearshift::service {
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -535,4 +532,4 @@ std::string AutoPlanner::finish() {
                      failed.empty() ? "" : "; last step found: " + failed);
 }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::service

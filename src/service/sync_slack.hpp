@@ -19,7 +19,7 @@
 // - Energy per step of rank r under a schedule = simulated energy of its wait-free template + the wait left
 //   until D at the power of a spinning NCCL kernel at the clocks in effect. Baseline and plan are accounted the
 //   same way, so the saving is their difference. Job step time = max over ranks of simulated step times.
-// - The simulator's rules (sim/step_graph.hpp) apply to each rank: with launch events its template is replayed as
+// - The simulator's rules (graph/step_graph.hpp) apply to each rank: with launch events its template is replayed as
 //   a dependency graph and its plan spends the free float of work followed by a wait first (plan/clock_table.hpp);
 //   a wait until D at least the switch latency long runs at the lowest SM clock where that saves energy (the
 //   rank's last position is lowered when its step still meets D). sim/collectives.hpp replays the ranks together
@@ -36,7 +36,7 @@
 #include "trace/record.hpp"
 #include "plan/schedule.hpp"
 
-namespace gearshift::sim {
+namespace gearshift::service {
 
 // One rank's input: its traced template and the model (calibrated to the rank's measured power if known).
 struct RankInput {
@@ -45,7 +45,7 @@ struct RankInput {
   std::string source;                  // trace path, for messages
   double measured_step_time_s = 0;     // from the trace's meta, 0 if absent
   double measured_energy_j = 0;        // J/step from the trace's meta, 0 if absent
-  std::optional<MeasuredPower> calibrated_to;  // the measured power the model was calibrated to; none: not calibrated
+  std::optional<sim::MeasuredPower> calibrated_to;  // the measured power the model was calibrated to; none: not calibrated
 };
 
 // Imports a trace (Chrome/Kineto or gearshift format), detects its steps, builds the workload and calibrates
@@ -95,4 +95,4 @@ struct SyncSlackResult {
 // or an unknown strategy.
 SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncSlackOptions& options = {});
 
-}  // namespace gearshift::sim
+}  // namespace gearshift::service

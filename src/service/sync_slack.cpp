@@ -1,5 +1,4 @@
-#include "sim/sync_slack.hpp"
-#include "sim/collectives.hpp"
+#include "service/sync_slack.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,20 +7,30 @@
 #include "gpu/spec.hpp"
 #include "plan/clock_table.hpp"
 #include "plan/strategies.hpp"
+#include "sim/collectives.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
 #include "sim/simulator.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
 
-namespace gearshift::sim {
+namespace gearshift::service {
+
+// The simulator's parts this job combines (sim/: the physics; here: the planning across ranks).
+using sim::calibrate_to_measured_power;
+using sim::default_schedule;
+using sim::measured_power;
+using sim::RankReplay;
+using sim::SimResult;
+using sim::simulate;
+using sim::simulate_ranks;
 
 RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::string& label, bool calibrate) {
   model::DvfsModel m(gpu::find_spec(gpu));
   auto a = trace::detect_iterations(t);
   model::Workload w = model::build_workload(t, a, m);
-  std::optional<MeasuredPower> p = calibrate ? measured_power(t, a) : std::nullopt;
-  if (p) calibrate_to_measured_power(w, m, p->average_power_w);
+  std::optional<sim::MeasuredPower> p = calibrate ? sim::measured_power(t, a) : std::nullopt;
+  if (p) sim::calibrate_to_measured_power(w, m, p->average_power_w);
   const auto& ms = t.measured;
   return RankInput{std::move(w), std::move(m), label, ms.step_time_s.value_or(0), ms.energy_per_step_j.value_or(0),
                    std::move(p)};
@@ -99,11 +108,11 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   res.switch_latency_ns = latency_ns;
 
   std::vector<model::Workload> intr;
-  std::vector<StepGraph> graph;  // each rank's traced graph: its gaps stay the traced ones without the wait
+  std::vector<graph::StepGraph> graph;  // each rank's traced graph: its gaps stay the traced ones without the wait
   std::vector<SimResult> base;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     intr.push_back(wait_free(ranks[r].workload, min_comm));
-    graph.push_back(build_step_graph(ranks[r].workload));
+    graph.push_back(graph::build_step_graph(ranks[r].workload));
     base.push_back(simulate(intr[r], graph[r], ranks[r].model, default_schedule(intr[r], ranks[r].model), 0));
     if (base[r].step_time_s > res.deadline_s) res.deadline_s = base[r].step_time_s, res.straggler = static_cast<int>(r);
   }
@@ -163,7 +172,7 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     res.job_energy_after_j += p.planned_energy_j;
     res.ranks.push_back(std::move(p));
   }
-  if (std::all_of(graph.begin(), graph.end(), [](const StepGraph& g) { return g.dependency; })) {
+  if (std::all_of(graph.begin(), graph.end(), [](const graph::StepGraph& g) { return g.dependency; })) {
     std::vector<RankReplay> before, after;
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       before.push_back({&ranks[r].workload, &ranks[r].model, default_schedule(ranks[r].workload, ranks[r].model)});
@@ -180,4 +189,4 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   return res;
 }
 
-}  // namespace gearshift::sim
+}  // namespace gearshift::service

@@ -1,4 +1,4 @@
-#include "cli/child_process.hpp"
+#include "launch/child_process.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace gearshift::cli {
+namespace gearshift::launch {
 
 namespace {
 
@@ -137,4 +137,4 @@ ChildExit run_child(const std::vector<std::string>& argv) {
   return out;
 }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::launch

@@ -35,7 +35,7 @@
 #include "sim/measurement.hpp"
 #include "trace/iteration.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::service {
 
 // The untraced window's energy counter reads calibrate only over at least this long, s. The counter ticks about
 // every 100 ms on an H200 (data/gpus/h200.json), so the power over the window's 1 s or more errs by up to ~10 %:
@@ -77,17 +77,8 @@ struct AutoOptions {
   std::string model_path;
 };
 
-}  // namespace gearshift::cli
-
-namespace gearshift::service {
 struct PlanJobOptions;
 struct PlanJobResult;
-}  // namespace gearshift::service
-
-namespace gearshift::cli {
-
-using service::PlanJobOptions;
-using service::PlanJobResult;
 
 class AutoPlanner {
  public:
@@ -173,4 +164,4 @@ class AutoPlanner {
   std::thread thread_;
 };
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::service

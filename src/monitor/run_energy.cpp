@@ -1,14 +1,13 @@
-#include "cli/run_energy.hpp"
+#include "monitor/run_energy.hpp"
 
 #include <fmt/core.h>
 
-#include "cli/commands.hpp"
 
-namespace gearshift::cli {
+namespace gearshift::monitor {
 
 RunEnergy::RunEnergy(unsigned nvml_index) : index_(nvml_index) {
   try {
-    OpenedGpus g = open_gpus(false);
+    gpu::OpenedGpus g = gpu::open_gpus(false);
     if (nvml_index >= g.devices.size()) {
       unavailable_ = fmt::format("NVML has no GPU {}", nvml_index);
       return;
@@ -18,7 +17,7 @@ RunEnergy::RunEnergy(unsigned nvml_index) : index_(nvml_index) {
       return;
     }
     gpus_ = std::move(g);
-  } catch (const Exit& e) {
+  } catch (const gpu::OpenError& e) {
     unavailable_ = e.what();
   }
 }
@@ -54,4 +53,4 @@ std::string RunEnergy::summary(std::uint64_t steps) const {
   return line;
 }
 
-}  // namespace gearshift::cli
+}  // namespace gearshift::monitor

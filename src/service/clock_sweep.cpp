@@ -1,0 +1,163 @@
+#include "service/clock_sweep.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include <fmt/core.h>
+
+#include "runtime/live.hpp"
+#include "trace/graph_units.hpp"
+
+namespace gearshift::service {
+
+void ClockGuard::report(const gpu::NvmlError& e, const char* which) {
+  fmt::print(stderr, "gearshift calibrate: could not reset the {} clocks: {}\n", which, e.what());
+}
+
+void SweepFeed::add(const feed::FeedEvent& e) {
+  if (sweep_over) return;
+  std::lock_guard<std::mutex> g(mu);
+  warmup.add(e);
+  if (e.kind == feed::FeedEvent::Kind::name) {
+    graph_names[e.name_id] = std::string(e.name);
+  } else if (e.kind == feed::FeedEvent::Kind::launch) {
+    // A graph launch's one L line names no kernel: its kernels' C lines name themselves (N lines).
+    if (!trace::graph_id_of_launch_name(e.name)) pending[e.correlation] = std::string(e.name);
+  } else if (e.kind == feed::FeedEvent::Kind::complete) {
+    if (e.name_id >= 0) {  // a graph's kernel: fitted under its own name like any other
+      if (auto n = graph_names.find(e.name_id); n != graph_names.end())
+        done.push_back({n->second, e.gpu_start_ns, e.gpu_end_ns});
+      return;
+    }
+    auto it = pending.find(e.correlation);
+    if (it == pending.end()) return;
+    done.push_back({std::move(it->second), e.gpu_start_ns, e.gpu_end_ns});
+    pending.erase(it);
+  }
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Polls the energy counter every ms until it changes (the start of a tick): its value, mJ, and when, monotonic ns.
+bool next_tick(const gpu::Device& dev, std::uint64_t& mj, std::int64_t& at_ns, const std::function<bool()>& stop,
+               std::string& error) {
+  auto first = dev.total_energy_mj();
+  if (!first) return error = first.error().what(), false;
+  for (;;) {
+    if (stop()) return error = "the job ended", false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto now = dev.total_energy_mj();
+    if (!now) return error = now.error().what(), false;
+    if (now.value() != first.value()) {
+      mj = now.value();
+      at_ns = runtime::monotonic_ns();
+      return true;
+    }
+  }
+}
+
+// Kernels completed that started at or after `from_ns` (monotonic), counted from index `from_index` on.
+std::size_t started_since(SweepFeed& sh, std::int64_t from_ns) {
+  std::lock_guard<std::mutex> g(sh.mu);
+  return static_cast<std::size_t>(std::count_if(sh.done.begin(), sh.done.end(),
+                                                [&](const SweepKernel& d) { return d.start_ns >= from_ns; }));
+}
+
+}  // namespace
+
+SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, ClockGuard& guard,
+                  const std::vector<model::ClockPair>& pairs, const SweepOptions& o) {
+  SweepResult r;
+  const auto t0 = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto stop = [&] { return sh.job_ended.load() || elapsed() > o.timeout_s; };
+  auto wait_for = [&](std::int64_t from_ns, std::size_t kernels) {
+    while (started_since(sh, from_ns) < kernels) {
+      if (stop()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  };
+  // Warm-up: the template and its kernels per step.
+  for (;;) {
+    if (stop()) {
+      r.error = sh.job_ended ? "the job ended before " + std::to_string(o.warmup_steps) + " steps were detected"
+                             : "no steps detected within --timeout";
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    trace::Trace t;
+    {
+      std::lock_guard<std::mutex> g(sh.mu);
+      t = sh.warmup.snapshot();
+    }
+    runtime::FeedCollector::sort_by_start(t);
+    if (t.ops.empty()) continue;
+    try {
+      trace::IterationAnalysis an = trace::detect_iterations(t);
+      if (an.iterations.size() >= o.warmup_steps) {
+        r.trace = std::move(t);
+        r.steps = std::move(an);
+        break;
+      }
+    } catch (const trace::NoIterationError&) {
+    }
+  }
+  const std::size_t per_step = std::max<std::size_t>(1, r.steps.tmpl.kernels);
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto& p = pairs[i];
+    auto s = dev.set_locked_sm_clocks(static_cast<unsigned>(p.sm_mhz), static_cast<unsigned>(p.sm_mhz));
+    if (s && lock_memory) s = dev.set_locked_mem_clocks(static_cast<unsigned>(p.mem_mhz), static_cast<unsigned>(p.mem_mhz));
+    guard.touched();
+    if (!s) {
+      r.error = fmt::format("locking SM {} / memory {} MHz failed: {}", p.sm_mhz, p.mem_mhz, s.error().what());
+      return r;
+    }
+    if (!wait_for(runtime::monotonic_ns(), o.settle_steps * per_step)) break;
+    std::uint64_t e0 = 0, e1 = 0;
+    std::int64_t a = 0, b = 0;
+    std::string why;
+    if (!next_tick(dev, e0, a, stop, why)) {
+      r.error = "energy counter: " + why;
+      break;
+    }
+    const double clock_a = dev.sm_clock_mhz().value_or(static_cast<unsigned>(p.sm_mhz));
+    if (!wait_for(a, o.steps_per_pair * per_step) || !next_tick(dev, e1, b, stop, why)) {
+      if (r.error.empty()) r.error = why.empty() ? "" : "energy counter: " + why;
+      break;
+    }
+    const double clock_b = dev.sm_clock_mhz().value_or(static_cast<unsigned>(p.sm_mhz));
+    sim::PairMeasurement m;
+    m.locked = p;
+    m.sampled_sm_mhz = 0.5 * (clock_a + clock_b);
+    m.window_s = static_cast<double>(b - a) * 1e-9;
+    m.average_power_w = static_cast<double>(e1 - e0) * 1e-3 / m.window_s;
+    std::map<std::string, std::pair<double, std::size_t>> by_name;
+    {
+      std::lock_guard<std::mutex> g(sh.mu);
+      for (const auto& d : sh.done)
+        if (d.start_ns >= a && d.end_ns <= b) {
+          auto& e = by_name[d.name];
+          e.first += static_cast<double>(d.end_ns - d.start_ns) * 1e-9;
+          ++e.second;
+          ++m.kernels;
+        }
+    }
+    m.steps = static_cast<double>(m.kernels) / static_cast<double>(per_step);
+    r.pairs.push_back(m);
+    r.durations.push_back(std::move(by_name));
+    fmt::print(stderr, "gearshift calibrate: pair {}/{}: SM {} MHz, memory {} MHz: {:.1f} steps in {:.2f} s, {:.1f} W\n",
+               i + 1, pairs.size(), p.sm_mhz, p.mem_mhz, m.steps, m.window_s, m.average_power_w);
+  }
+  guard.reset();
+  if (r.error.empty() && r.pairs.size() < pairs.size())
+    r.error = sh.job_ended ? fmt::format("the job ended after {} of the {} clock pairs", r.pairs.size(), pairs.size())
+                           : "the sweep ran past --timeout";
+  return r;
+}
+
+}  // namespace gearshift::service

@@ -1,0 +1,83 @@
+// `gearshift calibrate`'s sweep (service/calibrate.hpp), on its own thread while the job runs: a warm-up at the
+// reference pair (locked before the job started) until steps are detected, then each clock pair in turn: lock,
+// settle, and measure a window of whole energy-counter ticks (NVML's counter, ~100 ms on an H200) with the
+// kernels that ran inside it. The feed reader hands it the followed process's events through SweepFeed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "feed/protocol.hpp"
+#include "gpu/nvml.hpp"
+#include "model/calibration_sweep.hpp"
+#include "runtime/feed_collector.hpp"
+#include "sim/calibration_model.hpp"
+#include "trace/iteration.hpp"
+
+namespace gearshift::service {
+
+// Resets the clocks this command locked, once (the sweep's end, an error, the job ending first).
+class ClockGuard {
+ public:
+  ClockGuard(gpu::Device dev, bool memory) : dev_(dev), memory_(memory) {}
+  ~ClockGuard() { reset(); }
+  void touched() { touched_ = true; }
+  void reset() {
+    if (!touched_) return;
+    touched_ = false;
+    if (auto r = dev_.reset_locked_sm_clocks(); !r) report(r.error(), "SM");
+    if (memory_)
+      if (auto r = dev_.reset_locked_mem_clocks(); !r) report(r.error(), "memory");
+  }
+
+ private:
+  static void report(const gpu::NvmlError& e, const char* which);
+  gpu::Device dev_;
+  bool memory_;
+  bool touched_ = false;
+};
+
+struct SweepKernel {
+  std::string name;
+  std::int64_t start_ns, end_ns;  // CLOCK_MONOTONIC
+};
+
+// What the feed reader shares with the sweep thread.
+struct SweepFeed {
+  std::mutex mu;
+  runtime::FeedCollector warmup{2'000'000};   // the followed process's kernels, for step detection
+  std::unordered_map<std::int64_t, std::string> pending;  // correlation -> name of a launch not completed
+  std::unordered_map<std::int64_t, std::string> graph_names;  // N lines: a graph kernel's name id -> name
+  std::vector<SweepKernel> done;                           // completed kernels, arrival order
+  std::atomic<bool> job_ended{false};
+  std::atomic<bool> sweep_over{false};  // the job runs on past the sweep: nothing more is kept
+
+  // The feed reader: one event of the followed process (a no-op once the sweep is over).
+  void add(const feed::FeedEvent& e);
+};
+
+struct SweepResult {
+  trace::Trace trace;                // the warm-up at the reference pair (what the workload is built from)
+  trace::IterationAnalysis steps;
+  std::vector<sim::PairMeasurement> pairs;
+  std::vector<std::map<std::string, std::pair<double, std::size_t>>> durations;  // per pair: name -> (sum s, n)
+  std::string error;                 // empty: complete
+};
+
+struct SweepOptions {
+  std::size_t warmup_steps = 10, settle_steps = 2, steps_per_pair = 10;
+  double timeout_s = 600;
+};
+
+// The sweep (the calling thread): returns when every pair is measured, the job ended, or past o.timeout_s; the
+// locked clocks are reset through `guard` before it returns.
+SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, ClockGuard& guard,
+                  const std::vector<model::ClockPair>& pairs, const SweepOptions& o);
+
+}  // namespace gearshift::service

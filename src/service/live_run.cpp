@@ -1,0 +1,212 @@
+#include "service/live_run.hpp"
+
+#include <cstdlib>
+#include <utility>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "cupti/config.hpp"
+#include "feed/socket.hpp"
+#include "gpu/spec.hpp"
+#include "launch/inject_library.hpp"
+#include "runtime/live.hpp"
+#include "service/error.hpp"
+#include "trace/error.hpp"
+
+namespace gearshift::service {
+
+std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::DeviceInfo>& infos, unsigned index,
+                          bool apply) {
+  if (!given.empty()) {
+    try {
+      return gpu::find_spec(given).name;
+    } catch (const std::invalid_argument& e) {
+      throw ServiceError(ServiceError::Kind::kBadArgument, std::string("--gpu-spec: ") + e.what());
+    }
+  }
+  if (infos.empty()) {
+    fmt::print(stderr, "gearshift run --auto: NVML is not at hand; planning for h200 (pass --gpu-spec to choose)\n");
+    return "h200";
+  }
+  const std::string device = index < infos.size() ? infos[index].name : "";  // empty: no GPU of that index
+  if (device.empty()) {
+    fmt::print(stderr, "gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)\n", index);
+    return "h200";
+  }
+  std::string name = gpu::spec_name_for_device(device);
+  if (!name.empty()) return name;
+  if (apply)
+    throw ServiceError(ServiceError::Kind::kBadArgument,
+                       fmt::format("GPU {} ('{}') has no spec to plan with; pass --gpu-spec (known: {}) if it is "
+                                   "one of those",
+                                   index, device, fmt::join(gpu::spec_names(), ", ")));
+  fmt::print(stderr, "gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)\n",
+             index, device);
+  return "h200";
+}
+
+namespace {
+
+// The job's environment for the tracer: the injection library (so that an unmodified CUDA job feeds us) and,
+// with --trace-output, the trace file it also writes. Before any thread starts (setenv is not thread-safe).
+void set_tracer_env(const std::string& trace_output) {
+  try {
+    launch::set_injection_env(launch::find_inject_library());
+  } catch (const launch::LaunchError& e) {
+    // Not fatal: the job may carry its own hook (the Python package) that writes the feed.
+    fmt::print(stderr, "gearshift run: warning: {}; the job is not traced unless it has its own gearshift hook\n",
+               e.what());
+  }
+  if (trace_output.empty()) {
+    unsetenv(cupti::kEnvOutput);  // feed only: no trace file unless asked for
+    return;
+  }
+  launch::set_trace_output_env(trace_output);
+}
+
+}  // namespace
+
+LiveRun::LiveRun(LiveRunOptions o, runtime::Session& session, std::vector<gpu::DeviceInfo> infos)
+    : o_(std::move(o)),
+      session_(session),
+      server_(runtime::gpu_resolver(std::move(infos)),
+              [this](const runtime::FeedProcess& p, const feed::FeedEvent& e) { on_event(p, e); }),
+      progress_(o_.progress,
+                [this](const std::string& line) {
+                  const std::int64_t f = server_.followed();
+                  return f >= 0 && server_.send(static_cast<std::uint32_t>(f), line);
+                }),
+      energy_(o_.gpu),
+      follow_first_(static_cast<bool>(o_.plan)) {
+  if (o_.plan) {
+    so_ = scheduler_options(*o_.plan, o_.switching);
+    so_.anchor_on_completions = o_.progress == runtime::GpuProgress::activity;
+  }
+}
+
+LiveRun::~LiveRun() = default;
+
+launch::ChildExit LiveRun::run_job() {
+  // Set before any thread starts (setenv is not thread-safe).
+  setenv(feed::kEnvSocket, server_.socket_path().c_str(), 1);
+  const bool auto_plan = !o_.plan;
+  progress_.set_job_env(/*collect_first=*/auto_plan);
+  o_.ao.measure_untraced = progress_.may_stop_recording();
+  o_.ao.energy_j = [this] { return energy_.counter_j(); };  // --auto calibrates to the untraced run's power
+  set_tracer_env(o_.trace_output);
+  // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
+  std::optional<launch::ForwardedSignalsBlocked> blocked;
+  blocked.emplace();
+  if (o_.plan) {
+    progress_.set_template_kernels(o_.plan->kernels_only().size());
+    session_.start(*o_.plan, so_);
+  } else {
+    planner_ = std::make_unique<AutoPlanner>(
+        o_.ao, [this](const runtime::ClockPlan& made, std::uint32_t source) { on_plan(made, source); },
+        [this](std::uint32_t source) { return on_run_gpu(server_.process(source)); },
+        [this](std::uint32_t source) {
+          if (!server_.send(source, progress_.stop_recording_command()))
+            fmt::print(stderr, "gearshift run: note: could not tell the job to stop recording every kernel\n");
+        });
+  }
+  server_.start();
+  launch::ChildExit ce = launch::run_child(o_.cmd);
+  blocked.reset();
+  server_.stop();  // reads what the job's processes still sent, then removes the socket's directory
+  no_plan_ = planner_ ? planner_->finish() : std::string();
+  return ce;
+}
+
+std::string LiveRun::summary(const runtime::SessionStats& ss) const {
+  std::string out = feed_summary();
+  if (ss.started) out += stats(ss);
+  else out += fmt::format("gearshift run --auto: {}\n", no_plan_);
+  if (!o_.timeline.empty()) out += write_timeline();
+  return out;
+}
+
+// --auto's plan is made: on the planner's thread; the main thread reads o_.plan only after joining it (finish()).
+void LiveRun::on_plan(const runtime::ClockPlan& made, std::uint32_t source) {
+  server_.follow(source, progress_.others_commands());
+  o_.plan = made;
+  so_ = scheduler_options(*o_.plan, o_.switching);
+  so_.anchor_on_completions = progress_.anchor_on_completions();
+  progress_.set_template_kernels(o_.plan->kernels_only().size());
+  session_.start(*o_.plan, so_);
+  progress_.plan_ready(*session_.live(), server_.process(source).syncs);
+}
+
+// The feed reader's thread: events of the processes not followed are counted (by the server), not applied.
+void LiveRun::on_event(const runtime::FeedProcess& p, const feed::FeedEvent& e) {
+  std::int64_t f = server_.followed();
+  if (f < 0 && follow_first_ && e.kind == feed::FeedEvent::Kind::launch && on_run_gpu(p)) {
+    server_.follow(p.index, progress_.others_commands());
+    f = server_.followed();
+  }
+  // Not followed (another process followed, or --plan's process not found yet): counted, not applied.
+  if ((f >= 0 && f != p.index) || (f < 0 && follow_first_)) return;
+  if (!o_.timeline.empty() && !anchor_ && f >= 0 && e.kind == feed::FeedEvent::Kind::complete)
+    anchor_ = report::ClockAnchor{p.hello.pid, e.correlation & 0xffff'ffff, e.gpu_start_ns, e.gpu_end_ns - e.gpu_start_ns};
+  if (f >= 0) progress_.on_event(e, session_.live());
+  if (session_.feed(e)) {
+    energy_.on_live_event(std::chrono::steady_clock::now().time_since_epoch().count());
+  } else if (planner_) {
+    planner_->add(p.index, e);
+  }
+}
+
+std::string LiveRun::feed_summary() const {
+  const std::vector<runtime::FeedProcess> procs = server_.processes();
+  std::string out;
+  std::uint64_t bad_lines = 0;
+  for (const auto& p : procs) bad_lines += p.bad_lines;
+  if (bad_lines > 0)
+    out += fmt::format("gearshift run: {} launch feed line(s) were not valid events and were ignored\n", bad_lines);
+  if (server_.refused() > 0)
+    out += fmt::format("gearshift run: {} connection(s) to the launch feed sent no valid hello and were closed\n",
+                       server_.refused());
+  if (procs.empty())
+    return out + "gearshift run: no CUDA process connected to the launch feed (no CUDA work, or the injection "
+                 "library was not loaded: see any warning above)\n";
+  out += fmt::format("gearshift run: {} CUDA process(es) connected to the launch feed{}:\n", procs.size(),
+                     server_.followed() >= 0
+                         ? ""
+                         : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", o_.gpu));
+  for (const auto& p : procs) out += fmt::format("  {}\n", p.describe());
+  return out;
+}
+
+std::string LiveRun::stats(const runtime::SessionStats& ss) const {
+  const runtime::LiveStats& st = ss.live;
+  return fmt::format(
+      "gearshift run: {} ({}), L = {}\n"
+      "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
+      "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
+      "  kernel time at the intended clocks{} {}\n"
+      "  {}\n"
+      "  {}\n"
+      "  {}\n",
+      ss.wrote_clocks ? "applied" : "dry-run", ss.wrote_clocks ? "NVML" : o_.dry_run_log,
+      o_.switching.latency_ms ? fmt::format("{} ms", *o_.switching.latency_ms) : "none (no plan was made)", st.steps,
+      st.launches, 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
+      ss.wrote_clocks ? "" : " (would have run)",
+      st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
+                       : std::string("not measured (no kernel activity recorded while the plan ran)"),
+      runtime::describe_boundary_errors(st.boundary_error_ns), progress_.summary(), energy_.summary(st.steps));
+}
+
+std::string LiveRun::write_timeline() const {
+  try {
+    const auto changes = session_.changes();
+    const auto notes = report::write_run_timeline(o_.timeline, changes, o_.gpu, o_.trace_output, anchor_);
+    std::string out = fmt::format("gearshift run: timeline written to {} ({} intended clock changes{})\n", o_.timeline,
+                                  changes.size(), session_.changes_lost() ? ", some lost: out of memory" : "");
+    for (const auto& n : notes) out += fmt::format("  note: {}\n", n);
+    return out;
+  } catch (const trace::TraceError& e) {
+    return fmt::format("gearshift run: timeline not written: {}\n", e.what());
+  }
+}
+
+}  // namespace gearshift::service

@@ -1,0 +1,81 @@
+// The job of `gearshift run`: the user's job and its launch feed around a runtime::Session. Every CUDA process of
+// the job connects to the feed server (runtime/feed_server.hpp); one is followed (with a plan: the first on the
+// run's GPU to launch a kernel; --auto: the one the planner picks, service/auto_plan.hpp) and its events reach the
+// session's runtime once it runs, the planner before. How the runtime learns the GPU's progress is
+// runtime/gpu_progress.hpp; the energy measured while live monitor/run_energy.hpp; --timeline
+// report/run_timeline.hpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/nvml.hpp"
+#include "launch/child_process.hpp"
+#include "monitor/run_energy.hpp"
+#include "report/run_timeline.hpp"
+#include "runtime/feed_server.hpp"
+#include "runtime/gpu_progress.hpp"
+#include "runtime/session.hpp"
+#include "service/auto_plan.hpp"
+#include "service/live_plan.hpp"
+
+namespace gearshift::service {
+
+struct LiveRunOptions {
+  std::vector<std::string> cmd;  // the job: CMD ARGS
+  unsigned gpu = 0;              // NVML index of the GPU the job uses
+  std::optional<runtime::ClockPlan> plan;  // follow this plan; none: --auto, plan from the warm-up with `ao`
+  AutoOptions ao;
+  Switching switching;
+  runtime::GpuProgress progress = runtime::GpuProgress::markers;
+  std::string trace_output;  // also keep the job's trace file here ("" none)
+  std::string timeline;      // write the intended changes as a timeline here ("" none)
+  std::string dry_run_log;   // where the dry-run log went (the summary names it)
+};
+
+// The GPU spec --auto plans for: `given` (--gpu-spec), else the one named like NVML's device `index` of `infos`,
+// else h200 (dry-run only: with `apply` the clocks must come from the GPU's own table; ServiceError(kBadArgument)
+// then, and for an unknown `given`).
+std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::DeviceInfo>& infos, unsigned index,
+                          bool apply);
+
+class LiveRun {
+ public:
+  // `infos`: NVML's devices (empty without NVML: plain indices map each process's CUDA ordinals to GPUs).
+  // Throws SessionError(kFailure) when the feed's socket cannot be made.
+  LiveRun(LiveRunOptions o, runtime::Session& session, std::vector<gpu::DeviceInfo> infos);
+  ~LiveRun();
+  LiveRun(const LiveRun&) = delete;
+  LiveRun& operator=(const LiveRun&) = delete;
+
+  // Runs the job to its end (the calling thread; sets the job's environment first: call before any other thread
+  // starts); the feed is read to its end too.
+  launch::ChildExit run_job();
+
+  // After session.stop(): who fed, what the runtime did, the timeline written; lines for stderr.
+  std::string summary(const runtime::SessionStats& ss) const;
+
+ private:
+  bool on_run_gpu(const runtime::FeedProcess& p) const { return p.gpu && *p.gpu == o_.gpu; }
+  void on_plan(const runtime::ClockPlan& made, std::uint32_t source);
+  void on_event(const runtime::FeedProcess& p, const feed::FeedEvent& e);
+  std::string feed_summary() const;
+  std::string stats(const runtime::SessionStats& ss) const;
+  std::string write_timeline() const;
+
+  LiveRunOptions o_;
+  runtime::SchedulerOptions so_;
+  runtime::Session& session_;
+  runtime::FeedServer server_;
+  runtime::ProgressControl progress_;
+  monitor::RunEnergy energy_;  // measured J per live step (NVML's counter, read only)
+  std::unique_ptr<AutoPlanner> planner_;
+  const bool follow_first_;
+  std::optional<report::ClockAnchor> anchor_;  // the first completed kernel of the followed process (--timeline)
+  std::string no_plan_;                        // --auto: why no plan was made
+};
+
+}  // namespace gearshift::service
