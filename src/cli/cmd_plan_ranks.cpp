@@ -2,7 +2,6 @@
 // `gearshift trace -o FILE` run under a launcher (FILE, FILE.rank1, ...: trace/rank_files.hpp).
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -12,7 +11,6 @@
 #include "service/plan_job.hpp"
 #include "service/plan_ranks.hpp"
 #include "plan/plan_file.hpp"
-#include "trace/rank_files.hpp"
 
 namespace gearshift::cli {
 
@@ -29,23 +27,10 @@ struct Args {
 };
 
 void execute(Args a) {
-  if (a.traces.size() == 1 && std::filesystem::is_directory(a.traces[0])) {
-    try {
-      const trace::RankFiles f = trace::rank_trace_files(a.traces[0]);
-      for (const auto& s : f.skipped)
-        fmt::print(stderr, "gearshift plan-ranks: {}: not a rank's training process (a .pid file), not planned\n", s);
-      if (f.ranks.size() < 2)
-        throw Exit(kBadInput, fmt::format("{}: one rank's trace ({}): plan it with `gearshift plan`", a.traces[0],
-                                          f.ranks[0]));
-      a.traces = f.ranks;
-    } catch (const std::invalid_argument& e) {
-      throw Exit(kBadInput, e.what());
-    }
-  } else {
-    for (const auto& t : a.traces)
-      if (std::filesystem::is_directory(t))
-        throw Exit(kUsage, fmt::format("{}: a directory is planned alone (plan-ranks DIR), not beside other traces", t));
-  }
+  std::vector<std::string> skipped;
+  a.traces = rank_traces(a.traces, &skipped);  // a directory: its ranks' files
+  for (const auto& f : skipped)
+    fmt::print(stderr, "gearshift plan-ranks: {}: not a rank's training process (a .pid file), not planned\n", f);
   service::SyncSlackOptions o;
   const std::optional<plan::Strategy> strategy = plan::parse_strategy(a.strategy);
   if (strategy != plan::Strategy::phase && strategy != plan::Strategy::kernel_global)

@@ -150,7 +150,10 @@ CalibrationRun run_calibration(const CalibrateOptions& o) {
                                  server_ptr->follow(p.index, "");
                                  f = server_ptr->followed();
                                }
-                               if (f == static_cast<std::int64_t>(p.index)) sh.add(e);
+                               // A graph kernel's name (N line) may come before the process is followed:
+                               // kept whatever the process (its id is namespaced per connection).
+                               if (f == static_cast<std::int64_t>(p.index) || e.kind == feed::FeedEvent::Kind::name)
+                                 sh.add(e);
                              });
   server_ptr = &server;
   set_job_env(server.socket_path());

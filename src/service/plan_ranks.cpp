@@ -1,6 +1,8 @@
 #include "service/plan_ranks.hpp"
 
 #include <ctime>
+#include <filesystem>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +15,7 @@
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
+#include "trace/rank_files.hpp"
 
 namespace gearshift::service {
 
@@ -153,6 +156,27 @@ plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncS
 nlohmann::json rank_plan_file_json(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                                    const GpuChoice* gpu) {
   return plan::to_json(rank_plan_file(in, r, rank, gpu));
+}
+
+std::vector<std::string> rank_traces(const std::vector<std::string>& args, std::vector<std::string>* skipped) {
+  std::error_code ec;
+  if (args.size() != 1 || !std::filesystem::is_directory(args[0], ec)) {
+    for (const auto& t : args)
+      if (std::filesystem::is_directory(t, ec))
+        throw ServiceError(Kind::kBadArgument,
+                           fmt::format("{}: a directory is planned alone (plan-ranks DIR), not beside other traces", t));
+    return args;
+  }
+  try {
+    trace::RankFiles f = trace::rank_trace_files(args[0]);
+    if (f.ranks.size() < 2)
+      throw ServiceError(Kind::kBadInput,
+                         fmt::format("{}: one rank's trace ({}): plan it with `gearshift plan`", args[0], f.ranks[0]));
+    if (skipped != nullptr) *skipped = std::move(f.skipped);
+    return std::move(f.ranks);
+  } catch (const std::invalid_argument& e) {
+    throw ServiceError(Kind::kBadInput, e.what());
+  }
 }
 
 }  // namespace gearshift::service

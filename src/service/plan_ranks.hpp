@@ -25,6 +25,12 @@ plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncS
 nlohmann::json rank_plan_file_json(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
                                    const GpuChoice* gpu = nullptr);
 
+// The traces to plan: `args` as given, or, for one directory, the per-rank files of the `gearshift trace -o FILE`
+// run in it, in rank order (trace/rank_files.hpp; its .pid<pid> files go to `*skipped`). Throws ServiceError:
+// kBadInput for a directory that is not one run's ranks or holds one rank only, kBadArgument for a directory
+// among other traces.
+std::vector<std::string> rank_traces(const std::vector<std::string>& args, std::vector<std::string>* skipped = nullptr);
+
 // Loads every trace (throws ServiceError) and plans them. `gpu`: the --gpu spec; absent:
 // each rank's trace's GPU, as `gearshift plan` (choose_gpu). `gpus`: each rank's GPU choice.
 service::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
