@@ -713,7 +713,15 @@ std::vector<std::string> auto_argv(std::vector<std::string> opts, std::vector<st
 // RunAuto.RefusesAPowerTheModelCannotReproduce).
 struct AutoEnv : SimEnv {
   static constexpr double kPowerW = 400;
+  fs::path out = t.dir / "out.txt", made = t.dir / "auto-plan.json";
   AutoEnv() { env.push_back("GEARSHIFT_SIMGPU_POWER_W=400"); }
+  // `gearshift run --auto` (5 % budget, 10 warm-up steps, the plan to `made`, dry run) on the synthetic stand-in
+  // job of `steps` steps, `opts` before the others: the exit code; the output in `out`.
+  int run_synthetic(const std::string& steps, std::vector<std::string> opts = {}) {
+    opts.insert(opts.end(), {"--max-slowdown", "5%", "--warmup-steps", "10", "--plan-output", made.string(),
+                             "--dry-run-log", log.string()});
+    return run(auto_argv(opts, {"--synthetic", steps}), env, out);
+  }
 };
 
 TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
@@ -770,18 +778,12 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
 // power could not be reproduced on the H200 (session 8, torch.compile refused at 692 W).
 TEST(RunAuto, AGraphJobsKernelsKeepTheirNamesAndClasses) {
   AutoEnv s;
-  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
   s.env.push_back("FAKE_JOB_GRAPH=1");
-  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--plan-output", made.string(),
-                           "--dry-run-log", s.log.string()},
-                          {"--synthetic", "100"}),
-                s.env, out),
-            0)
-      << slurp(out);
-  const std::string o = slurp(out);
+  ASSERT_EQ(s.run_synthetic("100"), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
   EXPECT_NE(o.find("live check passed"), std::string::npos) << o;
   EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
-  auto j = nlohmann::json::parse(slurp(made));
+  auto j = nlohmann::json::parse(slurp(s.made));
   ASSERT_EQ(j["positions"].size(), 113u);
   EXPECT_EQ(j["positions"][0]["name"], "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn_qkv");
   EXPECT_EQ(j["positions"][0]["class"], "gemm");
@@ -834,19 +836,13 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
 // calibration (H200, gradient checkpointing: 166.3 ms kept for a 155.3 ms step, its 688 W then unreachable).
 TEST(RunAuto, ATemplateAFewPercentLongerThanTheUntracedStepIsReTimed) {
   AutoEnv s;
-  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";
   s.env.push_back("FAKE_JOB_TRACED_GAP_US=40");
-  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--plan-output", made.string(),
-                           "--dry-run-log", s.log.string()},
-                          {"--synthetic", "100"}),
-                s.env, out),
-            0)
-      << slurp(out);
-  const std::string o = slurp(out);
+  ASSERT_EQ(s.run_synthetic("100"), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
   EXPECT_NEAR(number_after(o, "live check passed: modelled step "), 52.43 + 4.52, 1.5) << o;
   EXPECT_NE(o.find(": the template's idle time re-timed by 0."), std::string::npos) << o;
   EXPECT_EQ(o.find("timing holds"), std::string::npos) << o;
-  auto j = nlohmann::json::parse(slurp(made));
+  auto j = nlohmann::json::parse(slurp(s.made));
   EXPECT_NEAR(j["period_us"].get<double>(), 52430, 1500);  // the untraced step
   // Calibrated to the untraced run's own power over its own step (400 W; the counter's 100 ms ticks err by up to a tenth).
   EXPECT_NEAR(number_after(o, "model calibrated to the measured "), AutoEnv::kPowerW, 0.12 * AutoEnv::kPowerW) << o;
@@ -1002,14 +998,9 @@ TEST(RunAuto, AKeptTemplateIsCalibratedToTheUntracedEnergyPerStep) {
 // calibrated one).
 TEST(RunAuto, RefusesToPlanWithoutAMeasuredPower) {
   AutoEnv s;
-  const fs::path out = s.t.dir / "out.txt";
   s.env.push_back("GEARSHIFT_SIMGPU_FAULT=no-energy-counter");
-  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--apply", "--dry-run-log", s.log.string()},
-                          {"--synthetic", "80"}),
-                s.env, out),
-            0)
-      << slurp(out);
-  const std::string o = slurp(out);
+  ASSERT_EQ(s.run_synthetic("80", {"--apply"}), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
   EXPECT_NE(o.find("live check passed"), std::string::npos) << o;
   EXPECT_NE(o.find("no measured power to calibrate the model to"), std::string::npos) << o;
   EXPECT_NE(o.find("continuing as a pass-through"), std::string::npos) << o;
@@ -1021,14 +1012,8 @@ TEST(RunAuto, RefusesToPlanWithoutAMeasuredPower) {
 // is calibrated to the energy counter's readings over them.
 TEST(RunAuto, WithoutAnUntracedStepCalibratesToTheTracedStepsPower) {
   AutoEnv s;
-  const fs::path out = s.t.dir / "out.txt";
-  ASSERT_EQ(run(auto_argv({"--gpu-progress", "activity", "--max-slowdown", "5%", "--warmup-steps", "10",
-                           "--dry-run-log", s.log.string()},
-                          {"--synthetic", "100"}),
-                s.env, out),
-            0)
-      << slurp(out);
-  const std::string o = slurp(out);
+  ASSERT_EQ(s.run_synthetic("100", {"--gpu-progress", "activity"}), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
   EXPECT_EQ(o.find("untraced step "), std::string::npos) << o;
   EXPECT_NE(o.find("of the traced steps"), std::string::npos) << o;
   EXPECT_NEAR(number_after(o, "model calibrated to the measured "), AutoEnv::kPowerW, 0.12 * AutoEnv::kPowerW) << o;
