@@ -250,6 +250,10 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
   po.switch_latency_ms = o_.switch_latency_ms;
   po.model = o_.model;
   po.model_path = o_.model_path;
+  // Where the traced steps' power is what calibrates (no untraced step measured), learn on until the counter's
+  // readings span enough of them, before any planning or report (measure() says why if they never do).
+  if (!o_.measure_untraced && !energy_readings_.empty() && !traced_power(an->iterations.front().start_ns))
+    return Outcome::keep_learning;
   try {
     // The plan is made from the latest steps only: the first steps of a job are slower (cuBLAS heuristics, the
     // allocator growing; measured on an H200: a Llama job's template 9 % longer than its median step when its
