@@ -28,8 +28,12 @@ std::optional<double> launches_per_step(const trace::Trace& t, const trace::Iter
 
 struct UntracedStepOptions {
   double settle_ns = 300e6;      // launches this soon after recording was asked to stop are not counted, ns
-  double min_window_ns = 1e9;    // count launches over at least this long, ns
-  std::size_t min_steps = 8;     // and over at least this many steps of launches
+  double min_window_ns = 2e9;    // count launches over at least this long, ns
+  // and over at least this many steps of launches. A job's occasional slow step (Megatron-LM's logging
+  // iteration, every 10th) falls in or out of a short window: 8 steps measured 248.7 ms for an iteration that
+  // averaged 257-275 ms in Megatron-LM's own log (H200, docs/benchmarks.md). Whole steps between
+  // synchronizes err by at most one slow step's excess over the steps spanned.
+  std::size_t min_steps = 16;
 };
 
 class UntracedStep {

@@ -33,6 +33,14 @@ struct AutoPlanner::Candidate {
   std::uint64_t others_launches = 0;       // launches of other processes on the run's GPU meanwhile
 };
 
+namespace {
+// How long the untraced window may take, s (AutoOptions::untraced_timeout_s).
+double untraced_wait_limit_s(const AutoOptions& o, double traced_period_ns) {
+  return std::max(o.untraced_timeout_s,
+                  (o.untraced.settle_ns + 3.0 * static_cast<double>(o.untraced.min_steps) * traced_period_ns) * 1e-9);
+}
+}  // namespace
+
 AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording)
     : o_(std::move(options)),
       start_(std::move(start)),
@@ -133,7 +141,8 @@ void AutoPlanner::loop() {
                       runtime::monotonic_ns() >= cand_->stop_ns + static_cast<std::int64_t>(o_.untraced.settle_ns);
         const double waited_s =
             cand_ ? static_cast<double>(runtime::monotonic_ns() - cand_->stop_ns) * 1e-9 : 0.0;
-        measured_now = cand_ != nullptr && (cand_->meter.done() || waited_s >= o_.untraced_timeout_s);
+        measured_now = cand_ != nullptr && (cand_->meter.done() ||
+                                            waited_s >= untraced_wait_limit_s(o_, cand_->traced_period_ns));
         next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
         if (!measured_now && !read_energy) continue;
       }
@@ -377,7 +386,7 @@ AutoPlanner::Outcome AutoPlanner::measured() {
   if (!m.done()) {
     give_up(fmt::format("the untraced step could not be measured: {} launches in {:g} s after recording stopped "
                         "(the job's loop paused or ended)",
-                        m.counted(), o_.untraced_timeout_s));
+                        m.counted(), untraced_wait_limit_s(o_, c->traced_period_ns)));
     return Outcome::gave_up;
   }
   const double pu = m.period_ns(), pt = c->traced_period_ns;

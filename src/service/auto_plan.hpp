@@ -63,7 +63,9 @@ struct AutoOptions {
   // gradient checkpointing: 166.3 ms traced, 155.3 ms untraced) carries tracing's idle gaps into the plan and its
   // calibration (688 W could not be reached over it: refused).
   double max_untraced_disagreement = 0.04;
-  double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
+  // Give up when the untraced step is not measured in this long, s: the larger of this and the settle time plus
+  // three times the untraced window's steps at the traced step (a job of 1 s steps needs 16 s of them).
+  double untraced_timeout_s = 10;
   // The run GPU's energy counter, J (NVML, read only; nullopt when it cannot be read); empty: none. Read at the
   // start and end of the untraced step's window (or, where the untraced step is not measured, at every detection
   // attempt over the traced steps), it gives the job's measured power that the plan is calibrated to. Without a
