@@ -154,6 +154,8 @@ def main():
     print(f"TRAIN family={a.family} steps={steps} step_s={step_s:.5f} late_step_s={late_s:.5f} j_per_step={j_step:.2f} "
           f"wall_s={wall:.2f} params={facts['params']} "
           f"log_every={a.log_every} last_loss={losses[-1] if losses else float('nan'):.3f}", flush=True)
+    # Every logging interval's s/step, in order: which steps ran slower (e.g. while run --auto measured them).
+    print("TRAIN_INTERVALS ms_per_step=" + ",".join(f"{t * 1e3:.1f}" for t in times), flush=True)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,9 @@ GpuSpec parse_spec(std::string_view json_text, std::string_view origin) {
     s.switch_latency_ms = field("switch_latency_ms").get<double>();
     s.observed_capped_sm_clock_mhz = j.value("observed_capped_sm_clock_mhz", 0);
     s.energy_counter_update_ms = field("energy_counter_update_ms").get<double>();
+    s.gap_power_decay_us = j.value("gap_power_decay_us", 0.0);
+    if (!(s.gap_power_decay_us >= 0))
+      throw std::invalid_argument(fmt::format("{}: gap_power_decay_us must be >= 0", origin));
     for (const auto& [k, v] : field("sources").items()) s.sources.emplace_back(k, v.get<std::string>());
     return s;
   } catch (const nlohmann::json::exception& e) {

@@ -24,6 +24,9 @@ struct GpuSpec {
   int observed_capped_sm_clock_mhz = 0;  // SM clock dense GEMMs sagged to at the default power cap (0: unknown)
   double switch_latency_ms = 0;            // clock-change transition estimate, ms
   double energy_counter_update_ms = 0;     // NVML total-energy counter update period, ms
+  // Time constant of the board power's fall from a kernel's power to the idle power once the GPU has no kernel
+  // left to run, µs (0: at once, where not measured). JSON "gap_power_decay_us", optional.
+  double gap_power_decay_us = 0;
   std::vector<std::pair<std::string, std::string>> sources;  // field -> where the figure comes from
 
   int max_sm_clock_mhz() const { return sm_clocks_mhz.back(); }

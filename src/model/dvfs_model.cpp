@@ -1,6 +1,7 @@
 #include "model/dvfs_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace gearshift::model {
@@ -17,6 +18,7 @@ PowerParams power_params_for(const gpu::GpuSpec& s, double memory_w_at_max) {
   p.max_mem_mhz = s.max_mem_clock_mhz();
   p.memory_w_at_max = memory_w_at_max;
   p.power_cap_w = s.power_limit_default_w;
+  p.gap_decay_ns = s.gap_power_decay_us * 1e3;
   const KernelCoefficients gemm = class_prior(KernelClass::gemm);
   const double mem_w = gemm.mem_traffic * memory_w_at_max;  // at the default (max) memory clock
   if (s.observed_capped_sm_clock_mhz > 0) {
@@ -127,6 +129,12 @@ Prediction DvfsModel::predict(double t_ref_ns, ClockPair ref, ClockPair requeste
   out.power_w = out.idle_power_w + dynamic_power_w_at(f, requested.mem_mhz, k);
   out.energy_j = out.power_w * out.time_ns * 1e-9;
   return out;
+}
+
+double DvfsModel::gap_tail_ns(double gap_ns) const {
+  const double tau = params_.gap_decay_ns;
+  if (!(tau > 0) || !(gap_ns > 0)) return 0;
+  return -tau * std::expm1(-gap_ns / tau);
 }
 
 }  // namespace gearshift::model

@@ -30,6 +30,10 @@ struct PowerParams {
   double memory_w_at_max = 0;   // W drawn by full DRAM traffic at max memory clock (spec)
   double power_cap_w = 0;       // W, the enforced power limit
   double activity_scale = 1.0;  // s: calibrated whole-trace scale of activity (1 = priors as they are)
+  // ns: once no kernel runs, the board's power falls from the last kernel's to the idle power with this time
+  // constant (the spec's gap_power_decay_us; 0: at once). A gap of G ns after a kernel drawing D W above idle
+  // costs D·τ·(1 − exp(−G/τ)) more than the idle power (sim/simulator.hpp).
+  double gap_decay_ns = 0;
   // When true, capping lowers the clock continuously to where P(f_eff) = cap instead of to a supported clock:
   // the GPU's power controller dithers between neighbouring clocks, so a time average sits between them
   // (the Perseus A100 sweeps show effective clocks between the 15 MHz steps). Set by model/fit.hpp.
@@ -65,6 +69,10 @@ class DvfsModel {
 
   double voltage_ratio(int sm_mhz) const;            // V(f)/V(f_max)
   double idle_power_w(int sm_mhz) const;             // W
+  // ns: how long, at a kernel's power above idle, the board's fall to idle in a gap of `gap_ns` after it lasts:
+  // τ·(1 − exp(−G/τ)) with τ = PowerParams::gap_decay_ns (0 when τ is 0). A gap costs its idle power plus that
+  // times the kernel's power above idle.
+  double gap_tail_ns(double gap_ns) const;
   double dynamic_power_w(ClockPair c, const KernelCoefficients& k) const;  // W above idle, no cap
   // The same three at a non-integer (time-averaged) SM clock, MHz.
   double voltage_ratio_at(double sm_mhz) const;

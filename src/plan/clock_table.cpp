@@ -1,5 +1,6 @@
 #include "plan/clock_table.hpp"
 
+#include "graph/board_gaps.hpp"
 #include "graph/step_graph.hpp"
 #include "trace/graph_units.hpp"
 
@@ -104,6 +105,26 @@ void dependency_costs(ClockTable& t, const graph::StepGraph& g, const std::vecto
   }
 }
 
+// Each op's share of the board's fall to idle in the gap after it (model::DvfsModel::gap_tail_ns), at the
+// baseline's timing: J added to energy(i, c) = its power above idle at clocks c × the fall's length. Exact on one
+// stream, where the gap after an op is the next op's launch gap whatever the clocks; elsewhere the baseline's gaps.
+void add_gap_tails(ClockTable& t, const model::DvfsModel& m, const std::vector<double>& def_time,
+                   const std::vector<double>& dynamic_j, double next_start_ns) {
+  if (!(m.params().gap_decay_ns > 0)) return;
+  const std::size_t n = t.ops, nc = t.clocks.size();
+  std::vector<double> end(n);
+  for (std::size_t i = 0; i < n; ++i) end[i] = t.start_ns[i] + def_time[i];
+  const std::vector<double> gap = graph::board_gaps_after_ns(t.start_ns, end, next_start_ns);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double fall_ns = m.gap_tail_ns(gap[i]);
+    if (fall_ns <= 0) continue;
+    for (std::size_t c = 0; c < nc; ++c) {
+      const double time = t.time(i, c);
+      if (time > 0) t.energy_j[i * nc + c] += std::max(0.0, dynamic_j[i * nc + c] / time) * fall_ns;
+    }
+  }
+}
+
 }  // namespace
 
 ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m, int min_sm_mhz,
@@ -151,6 +172,7 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
                                 " positions, the template " + std::to_string(n));
   if (g.dependency) {
     dependency_costs(t, g, def_time, fast_time, dynamic_j, idle_w);
+    add_gap_tails(t, m, def_time, dynamic_j, t.step_ns);
     return t;
   }
   t.budget_ns = t.time_ns;
@@ -183,6 +205,7 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
       t.energy_j[i * nc + c] = dynamic_j[i * nc + c] + idle_w[c] * interval_ns * 1e-9;
     }
   }
+  add_gap_tails(t, m, def_time, dynamic_j, t.step_ns + t.start_ns[0]);
   return t;
 }
 

@@ -221,6 +221,14 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
     eo.switch_latencies_ns.push_back(chosen_l_ns);
   r.evaluation = sim::evaluate(r.workload, *r.model, eo);
+  if (r.calibrated_to_w && r.trace.measured.step_time_s) {
+    const std::string why = sim::calibrated_step_refusal(r.evaluation.baseline.step_time_s,
+                                                         *r.trace.measured.step_time_s, *r.calibrated_to_w);
+    if (!why.empty())
+      throw ServiceError(Kind::kModelRefused, fmt::format("{}: no plan: {}; --no-calibrate plans with the "
+                                                          "uncalibrated class priors",
+                                                          o.display_name, why));
+  }
   for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_s, r.evaluation.baseline.energy_j,
                                             r.trace, r.iterations))
     r.model_warnings.push_back(std::move(w));

@@ -12,6 +12,7 @@
 #include "gpu/spec.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
+#include "sim/simulator.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
@@ -36,6 +37,13 @@ service::RankInput rank_input(trace::Trace t, const std::string& spec, const std
                                    "--no-calibrate plans every rank with the uncalibrated class priors",
                                    path, in.calibrated_to->average_power_w, in.calibrated_to->source,
                                    fmt::join(bound, "; ")));
+  const double modelled = sim::simulate(in.workload, in.model, sim::default_schedule(in.workload, in.model), 0).step_time_s;
+  if (const std::string why = sim::calibrated_step_refusal(modelled, in.measured_step_time_s,
+                                                           in.calibrated_to->average_power_w);
+      !why.empty())
+    throw ServiceError(Kind::kModelRefused, fmt::format("{}: no plan: {}; --no-calibrate plans every rank with the "
+                                                        "uncalibrated class priors",
+                                                        path, why));
   return in;
 }
 

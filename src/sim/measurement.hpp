@@ -22,6 +22,12 @@ namespace gearshift::sim {
 inline constexpr std::size_t kMinPowerSamples = 10;
 // A modelled baseline step time or energy farther than this from the measured one is a warning.
 inline constexpr double kMaxModelDisagreement = 0.05;
+// A plan calibrated to a measured power whose modelled baseline step is farther than this from the measured
+// run's step is refused: the trace's step is not that run's (a profiler slowed it: torch.profiler's Llama trace
+// ran 72 % longer), and its energy and saving would spread the run's power over another step's time. Before the
+// board's fall to idle in gaps was modelled, such traces were refused only where no calibration reached their
+// power.
+inline constexpr double kMaxCalibratedStepDisagreement = 0.10;
 
 struct MeasuredPower {
   double average_power_w = 0;  // W
@@ -63,6 +69,11 @@ inline constexpr double kMaxMemoryShareOfBoard = 0.40;
 // (power_params_for: the memory power left the cap no room for compute); the activity scale outside (0, 5].
 // Empty when possible.
 std::vector<std::string> implausible_calibration(const model::DvfsModel& m);
+
+// Why a plan calibrated to the measured run's power must be refused because the trace's step is not that run's
+// (|modelled baseline step / measured step - 1| > kMaxCalibratedStepDisagreement); empty when it agrees or no
+// step was measured (`measured_step_s` <= 0). `calibrated_to_w`: the power the model was calibrated to, W.
+std::string calibrated_step_refusal(double modelled_step_s, double measured_step_s, double calibrated_to_w);
 
 // Warnings where the modelled baseline differs from a measurement by more than kMaxModelDisagreement: the
 // meta's s/step and J/step when given, else the trace's own step period (measured while tracing).

@@ -1,6 +1,9 @@
 #include "sim/simulator.hpp"
 
+#include "graph/board_gaps.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -19,6 +22,23 @@ plan::Schedule default_schedule(const model::Workload& w, const model::DvfsModel
 namespace {
 
 constexpr double kNever = -std::numeric_limits<double>::infinity();
+
+// The ops of one step on the board, for the fall of its power to idle in the gaps between them.
+struct BusySpans {
+  std::vector<double> start_ns, end_ns, above_idle_w;  // per op (position order)
+  void resize(std::size_t n) { start_ns.resize(n), end_ns.resize(n), above_idle_w.resize(n); }
+  void set(std::size_t i, double start, double end, double w) { start_ns[i] = start, end_ns[i] = end, above_idle_w[i] = w; }
+};
+
+// J above the idle power in the board's gaps up to `next_start_ns` (the next step's first op start).
+double gap_tails_j(const BusySpans& b, double next_start_ns, const model::DvfsModel& m) {
+  if (!(m.params().gap_decay_ns > 0) || b.start_ns.empty()) return 0;
+  const std::vector<double> gap = graph::board_gaps_after_ns(b.start_ns, b.end_ns, next_start_ns);
+  double j = 0;
+  for (std::size_t i = 0; i < gap.size(); ++i)
+    if (gap[i] > 0) j += std::max(0.0, b.above_idle_w[i]) * m.gap_tail_ns(gap[i]) * 1e-9;
+  return j;
+}
 
 struct Change {
   double at_ns;  // when it lands, relative to the step start
@@ -53,6 +73,9 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
   double prev_start = 0, step_end = 0, dynamic_j = 0, idle_j = 0;
   model::ClockPair idle_clocks = in.in_effect;  // clocks of the last op started: the board's idle power
   double idle_from = 0;
+  const bool tails = m.params().gap_decay_ns > 0;
+  BusySpans spans;
+  if (tails) spans.resize(n);
   bool first_change = true;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& op = w.ops[i];
@@ -77,6 +100,7 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
     auto p = m.predict(op.ref_time_ns, op.ref, c, op.coeffs);
     double end = start + p.time_ns;
     dynamic_j += (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
+    if (tails) spans.set(i, start, end, p.power_w - p.idle_power_w);
     r.busy_time_s += p.time_ns * 1e-9;
     sf->second = end;
     prev_start = start;
@@ -86,7 +110,9 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
   step_end += w.tail_ns;
   idle_j += m.idle_power_w(idle_clocks.sm_mhz) * (step_end - idle_from) * 1e-9;
   r.step_time_s = step_end * 1e-9;
-  r.energy_j = dynamic_j + idle_j;
+  // The gap after the step's last end runs to the next step's first op (its head, op 0's start, repeats).
+  r.gap_tail_j = tails ? gap_tails_j(spans, step_end + spans.start_ns[0], m) : 0;
+  r.energy_j = dynamic_j + idle_j + r.gap_tail_j;
   r.average_power_w = r.energy_j / r.step_time_s;
   // What the next step inherits: the clocks of the last op started, and every change that had not landed by
   // then (it lands for the next step's ops, at its first op start at the earliest).
@@ -112,6 +138,9 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
   std::vector<PerStep> per(graph::kMaxReplaySteps);
   std::vector<TimelineEntry> tl[2];
   if (keep_timeline) tl[0].resize(n), tl[1].resize(n);
+  const bool tails = m.params().gap_decay_ns > 0;
+  BusySpans spans[2];  // the last two steps' ops (the measured one is one of them)
+  if (tails) spans[0].resize(n), spans[1].resize(n);
   // The clocks at a position repeat from step to step once the replay settles: one prediction per position.
   std::vector<model::ClockPair> cached_clocks(n, model::ClockPair{-1, -1});
   std::vector<model::Prediction> cached(n);
@@ -140,6 +169,7 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
     if (floor) d = std::max(d, step_origin + (*floor)[i] - start);
     ps.dynamic_j += (p.power_w - p.idle_power_w) * d * 1e-9;
     ps.busy_ns += d;
+    if (tails) spans[k % 2].set(i, start, start + d, p.power_w - p.idle_power_w);
     if (keep_timeline) tl[k % 2][i] = {i, start, start + d, c, p.effective_sm_mhz, p.power_w};
     return d;
   };
@@ -159,7 +189,8 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
   SimResult r;
   r.dependency_replay = true;
   r.step_time_s = t.step_ns * 1e-9;
-  r.energy_j = ps.dynamic_j + idle_j;
+  r.gap_tail_j = tails ? gap_tails_j(spans[t.measured % 2], to, m) : 0;
+  r.energy_j = ps.dynamic_j + idle_j + r.gap_tail_j;
   r.average_power_w = r.energy_j / r.step_time_s;
   r.clock_changes = ps.changes;
   r.late_changes = ps.late;

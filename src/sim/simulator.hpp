@@ -20,7 +20,10 @@
 // Ops run at the clocks in effect when they start, lowered by the power cap; the board's idle power follows
 // the same clocks: from one op's start to the next op's start it is the idle power of the clocks the first
 // of them started with (a change lands for the board when it lands for the ops).
-// Energy = Σ (op power − idle power at its capped clock)·op time + ∫ idle power(requested clocks in effect) dt.
+// Energy = Σ (op power − idle power at its capped clock)·op time + ∫ idle power(requested clocks in effect) dt
+//          + Σ over the board's gaps D·τ·(1 − exp(−G/τ)): once no op runs, the board's power falls from the last
+//          op's (D W above idle) to idle with time constant τ (PowerParams::gap_decay_ns; measured on an H200:
+//          a gap of 0.14-1.06 ms after a kernel drew 0.03-0.09 ms of its power above idle, data/gpus/h200.json).
 // Limits: the power cap is applied per op (overlapping ops on other streams are not summed against it).
 #pragma once
 
@@ -48,6 +51,7 @@ struct SimResult {
   std::size_t clock_changes = 0;     // changes issued per step
   std::size_t late_changes = 0;      // changes that landed after their op started (previous change < L before)
   double busy_time_s = 0;            // Σ op times, s
+  double gap_tail_j = 0;             // J of energy_j: the board's power falling to idle in its gaps
   std::vector<TimelineEntry> timeline;  // filled when requested
   bool dependency_replay = false;    // the dependency-driven replay ran (else the fallback rule)
   // Per position, with the timeline and the dependency replay: free float, ns (how much longer the op may run

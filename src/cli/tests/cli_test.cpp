@@ -122,14 +122,17 @@ TEST(Cli, BadInputGivesOneLineAndADocumentedExitCode) {
   EXPECT_EQ(run("demo --help").code, 0);
 }
 
-TEST(Cli, AModelThatCannotReproduceTheMeasuredPowerIsRefused) {
-  // Recorded under torch.profiler, the step ran 69 % longer than the untraced run whose power it carries: no
-  // activity scale reaches that power, and the plan used to print 10-20 % savings of the bound's model.
+TEST(Cli, ATraceWhoseStepIsNotTheMeasuredRunsIsRefused) {
+  // Recorded under torch.profiler, the step ran 72 % longer than the untraced run whose power it carries. The
+  // plan used to print 10-20 % savings; then no activity scale reached that power while gaps idled at once, and
+  // it was refused at the calibration's bound. With the board's measured fall to idle in gaps the power is
+  // reached: the step's disagreement itself refuses it (a plan of 3.8-8.1 % was printed in between).
   const std::string trace = std::string(GEARSHIFT_DATA_DIR) + "/step_traces/llama_3steps.json.gz";
   Result r = run("plan " + trace);
   EXPECT_EQ(r.code, 7) << r.out;
-  EXPECT_NE(r.out.find("no plan: the model cannot reproduce the measured power"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("calibration ended at its bound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no plan: the trace's step is not the measured run's step: modelled 0.05"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("against the measured 0.0333 s (+72."), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("saving"), std::string::npos) << r.out;
   // Uncalibrated class priors stay available, labelled so.
   Result raw = run("plan " + trace + " --no-calibrate");
@@ -272,8 +275,9 @@ TEST(CliTraceGpu, MeasuredPowerAboveTheSpecsLimitIsTheWrongGpu) {
   EXPECT_NE(a40.out.find("measured average power 650 W is above the 300 W maximum power limit of the a40 spec"),
             std::string::npos)
       << a40.out;
-  // h200 (700 W) is the right GPU; the tiny synthetic step cannot reach 650 W in the model (exit 7, not 3).
-  EXPECT_EQ(run("plan " + t).code, 7);
+  // h200 (700 W) is the right GPU: planned. (Its kernels of 20-70 µs with 5 µs gaps reach 650 W since a gap
+  // draws the board's fall from the kernel's power to idle; while gaps idled at once it was refused, exit 7.)
+  EXPECT_EQ(run("plan " + t).code, 0);
   EXPECT_EQ(run("plan " + t + " --no-calibrate").code, 0);
   std::string hotter = small_trace("hotter.json", "", 900);
   Result assumed = run("plan " + hotter);
