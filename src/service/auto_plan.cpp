@@ -274,7 +274,7 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
     const auto& it = r.iterations;
     // The live check before anything is applied or reported: a step that fails it gets no plan and no saving.
     const runtime::LiveStepCheck check =
-        runtime::check_live_step(all, r.evaluation.baseline.step_time_s, std::move(syncs));
+        runtime::check_live_step(all, r.evaluation.baseline.step_time_ns, std::move(syncs));
     const std::string found =
         fmt::format("{} steps detected by {} ({} kernels, {:.2f} ms per step{}, confidence {:.2f})",
                     all.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,
@@ -423,14 +423,14 @@ AutoPlanner::Outcome AutoPlanner::measured() {
                "busy)\n",
                line, f, busy / 1e6, pt / 1e6);
     PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(an));
-    const double modelled_s = r2.evaluation.baseline.step_time_s, off2 = modelled_s / (pu * 1e-9) - 1;
+    const double modelled_ns = r2.evaluation.baseline.step_time_ns, off2 = modelled_ns / pu - 1;
     if (std::abs(off2) > runtime::kMaxLiveStepDisagreement) {
       give_up(fmt::format("re-timed to the untraced step, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step "
                           "to plan for",
-                          modelled_s * 1e3, 100 * off2));
+                          modelled_ns / 1e6, 100 * off2));
       return Outcome::gave_up;
     }
-    fmt::print(stderr, "gearshift run --auto: re-timed template: modelled step {:.2f} ms\n", modelled_s * 1e3);
+    fmt::print(stderr, "gearshift run --auto: re-timed template: modelled step {:.2f} ms\n", modelled_ns / 1e6);
     return apply(r2, c->po, c->source);
   } catch (const std::exception& e) {
     give_up(std::string("planning failed: ") + e.what());

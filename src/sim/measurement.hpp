@@ -66,7 +66,8 @@ std::vector<std::string> implausible_calibration(const model::DvfsModel& m);
 
 // Warnings where the modelled baseline differs from a measurement by more than kMaxModelDisagreement: the
 // meta's s/step and J/step when given, else the trace's own step period (measured while tracing).
-std::vector<std::string> disagreement_warnings(double modelled_step_s, double modelled_energy_j,
+// `modelled_step_ns`: ns.
+std::vector<std::string> disagreement_warnings(double modelled_step_ns, double modelled_energy_j,
                                                const trace::Trace& trace, const trace::IterationAnalysis& steps);
 
 }  // namespace gearshift::sim
