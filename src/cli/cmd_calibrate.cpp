@@ -53,6 +53,7 @@ void add_calibrate_command(CLI::App& app) {
     if (!std::filesystem::is_directory(dir, ec))
       throw Exit(kUsage, fmt::format("-o {}: directory {} does not exist", o->output, dir.string()));
     o->watchdog_exe = launch::self_exe();
+    o->progress_sink = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };  // the run's lines
     const service::CalibrationRun r = service::run_calibration(*o);
     if (!r.child.started) throw Exit(r.child.code, o->cmd[0] + ": " + r.child.error);
     if (!r.sweep.error.empty())

@@ -31,6 +31,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
 #include "runtime/untraced_step.hpp"
+#include "service/progress.hpp"
 #include "sim/calibration_model.hpp"
 #include "sim/measurement.hpp"
 #include "trace/iteration.hpp"
@@ -46,7 +47,7 @@ struct AutoOptions {
   std::size_t warmup_steps = 20;            // detected steps needed before planning
   double max_slowdown = 0;                  // fraction
   std::string gpu_spec = "h200";            // spec name (gpu::find_spec)
-  std::optional<double> switch_latency_ms;  // for the phase plan; default: the spec's estimate
+  std::optional<double> switch_latency_ns;  // for the phase plan, ns; default: the spec's estimate
   std::string plan_output;                  // write plan.json here too (empty: no)
   std::string job_name;                     // how to name the input in the plan's provenance
   double timeout_s = 600;                   // give up after this much warm-up, s
@@ -75,6 +76,7 @@ struct AutoOptions {
   double max_shared_gpu_share = 0.10;
   std::optional<sim::CalibratedModel> model;  // --model: plan with it (PlanJobOptions::model)
   std::string model_path;
+  ProgressSink progress_sink;  // the warm-up's and the plan's lines (service/progress.hpp); empty: none
 };
 
 struct PlanJobOptions;
