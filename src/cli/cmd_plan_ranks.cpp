@@ -75,9 +75,9 @@ void execute(Args a) {
   fmt::print("{:<5} {:>10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>8}\n", "rank", "NCCL (s)", "wait-free", "own step",
              "factor", "before (J)", "after (J)", "saving");
   for (const auto& p : r.ranks)
-    fmt::print("{:<5} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.3f} {:>11.2f} {:>11.2f} {:>7.2f}%\n", p.rank, p.comm_time_ns * 1e-9,
-               p.intrinsic_comm_time_ns * 1e-9, p.intrinsic_step_time_ns * 1e-9, p.straggler_factor, p.baseline_energy_j,
-               p.planned_energy_j, p.saving_pct);
+    fmt::print("{:<5} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.3f} {:>11.2f} {:>11.2f} {:>7.2f}%\n", p.rank,
+               p.comm_time_ns * 1e-9, p.intrinsic_comm_time_ns * 1e-9, p.intrinsic_step_time_ns * 1e-9,
+               p.straggler_factor, p.baseline_energy_j, p.planned_energy_j, p.saving_pct);
   fmt::print("Job           {:.2f} J -> {:.2f} J per step ({:.2f} %)\n", r.job_energy_before_j, r.job_energy_after_j,
              100 * (r.job_energy_before_j - r.job_energy_after_j) / r.job_energy_before_j);
 }

@@ -93,15 +93,17 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
     c.evidence += fmt::format("{} of {} synchronizes recur at the same offset of the next step with one",
                               c.syncs_in_phase, checked);
   if (!(std::fabs(off) <= kMaxLiveStepDisagreement)) {
-    c.why = fmt::format("the modelled step ({:.2f} ms) is {:+.1f} % off the wall period of the steps found ({:.2f} ms), "
-                        "more than {:.0f} %: the template does not hold the step's work",
-                        modelled_step_ns / 1e6, 100 * off, c.wall_period_ns / 1e6, 100 * kMaxLiveStepDisagreement);
+    c.why = fmt::format(
+        "the modelled step ({:.2f} ms) is {:+.1f} % off the wall period of the steps found ({:.2f} ms), "
+        "more than {:.0f} %: the template does not hold the step's work",
+        modelled_step_ns / 1e6, 100 * off, c.wall_period_ns / 1e6, 100 * kMaxLiveStepDisagreement);
     return c;
   }
   if (c.phase_checked && static_cast<double>(c.syncs_in_phase) < kMinSyncsInPhase * static_cast<double>(checked)) {
-    c.why = fmt::format("only {} of {} of the job's synchronizes recur at the same offset of the {:.2f} ms step: the "
-                        "job's own loop does not repeat with it (a layer or a part of the step)",
-                        c.syncs_in_phase, checked, c.wall_period_ns / 1e6);
+    c.why = fmt::format(
+        "only {} of {} of the job's synchronizes recur at the same offset of the {:.2f} ms step: the "
+        "job's own loop does not repeat with it (a layer or a part of the step)",
+        c.syncs_in_phase, checked, c.wall_period_ns / 1e6);
     return c;
   }
   c.passed = true;

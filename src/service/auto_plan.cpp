@@ -19,6 +19,9 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+std::int64_t ns_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t).count();
+}
 }  // namespace
 
 struct AutoPlanner::Candidate {
@@ -131,9 +134,8 @@ void AutoPlanner::loop() {
       if (state_ == State::measuring) {
         read_energy = cand_ != nullptr && cand_->energy_from_ns < 0 && o_.energy_j &&
                       runtime::monotonic_ns() >= cand_->stop_ns + static_cast<std::int64_t>(o_.untraced.settle_ns);
-        const double waited_s =
-            cand_ ? static_cast<double>(runtime::monotonic_ns() - cand_->stop_ns) * 1e-9 : 0.0;
-        measured_now = cand_ != nullptr && (cand_->meter.done() || waited_s >= o_.untraced_timeout_s);
+        const std::int64_t waited_ns = cand_ ? runtime::monotonic_ns() - cand_->stop_ns : 0;
+        measured_now = cand_ != nullptr && (cand_->meter.done() || waited_ns >= o_.untraced_timeout_ns);
         next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
         if (!measured_now && !read_energy) continue;
       }
@@ -152,7 +154,7 @@ void AutoPlanner::loop() {
     {
       std::unique_lock<std::mutex> g(mu_);
       full = collected() >= o_.max_kernels;
-      timed_out = seconds_since(t0_) >= o_.timeout_s;
+      timed_out = ns_since(t0_) >= o_.timeout_ns;
       for (const auto& [id, src] : sources_)
         if (src.collector.kernels() != src.last.kernels)
           changed.push_back({id, src.collector.snapshot(), src.collector.sync_exits(), src.collector.launches(),
@@ -209,15 +211,17 @@ void AutoPlanner::loop() {
           std::lock_guard<std::mutex> g(mu_);
           failed = check_failed_;
         }
-        give_up(fmt::format("gave up after {}: {}",
-                            full ? fmt::format("{} kernels", o_.max_kernels)
-                                 : fmt::format("{:g} s of warm-up (--warmup-timeout)", o_.timeout_s),
-                            failed));
+        give_up(fmt::format(
+            "gave up after {}: {}",
+            full ? fmt::format("{} kernels", o_.max_kernels)
+                 : fmt::format("{:g} s of warm-up (--warmup-timeout)", static_cast<double>(o_.timeout_ns) * 1e-9),
+            failed));
         return;
       }
     } else if (full || timed_out) {
       std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
-                             : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)", o_.timeout_s);
+                             : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)",
+                                           static_cast<double>(o_.timeout_ns) * 1e-9);
       Attempt b;
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -286,7 +290,7 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       // Said the first time, then at most every kCheckNoteEvery (each attempt on a longer warm-up says the same).
       if (last_check_note_s_ == 0 || seconds >= last_check_note_s_ + static_cast<double>(kCheckNoteEvery.count())) {
         say(o_.progress_sink, fmt::format("gearshift run --auto: warm-up {:.1f} s, {}, {}; learning on", seconds,
-                   collected_line(a), line));
+                                          collected_line(a), line));
         last_check_note_s_ = seconds;
       }
       std::lock_guard<std::mutex> g(mu_);
@@ -321,7 +325,8 @@ AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, Plan
   const std::optional<double> per_step = runtime::launches_per_step(r->trace, r->iterations);
   if (!o_.measure_untraced || !per_step) {
     if (o_.measure_untraced)
-      say(o_.progress_sink, "gearshift run --auto: note: the untraced step is not measured (no launch ids in the steps)");
+      say(o_.progress_sink,
+          "gearshift run --auto: note: the untraced step is not measured (no launch ids in the steps)");
     // The job keeps its recording, so its traced steps are its steps: calibrated to their power.
     po.measured_power = traced_power(r->iterations.iterations.front().start_ns);
     if (!po.measured_power) po.measured_power = traced_power(steps_from_ns);
@@ -375,9 +380,10 @@ AutoPlanner::Outcome AutoPlanner::measured() {
     return Outcome::gave_up;
   }
   if (!m.done()) {
-    give_up(fmt::format("the untraced step could not be measured: {} launches in {:g} s after recording stopped "
-                        "(the job's loop paused or ended)",
-                        m.counted(), o_.untraced_timeout_s));
+    give_up(
+        fmt::format("the untraced step could not be measured: {} launches in {:g} s after recording stopped "
+                    "(the job's loop paused or ended)",
+                    m.counted(), static_cast<double>(o_.untraced_timeout_ns) * 1e-9));
     return Outcome::gave_up;
   }
   const double pu = m.period_ns(), pt = c->traced_period_ns;
@@ -418,18 +424,22 @@ AutoPlanner::Outcome AutoPlanner::measured() {
     }
     const double f = idle > 0 ? (an.tmpl.period_ns - busy) / idle : 1;
     // Said before planning, so that a refused calibration still shows what it was given.
-    say(o_.progress_sink, fmt::format("gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
-               "busy)",
-               line, f, busy / 1e6, pt / 1e6));
+    say(o_.progress_sink,
+        fmt::format(
+            "gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
+            "busy)",
+            line, f, busy / 1e6, pt / 1e6));
     PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(an));
     const double modelled_ns = r2.evaluation.baseline.step_time_ns, off2 = modelled_ns / pu - 1;
     if (std::abs(off2) > runtime::kMaxLiveStepDisagreement) {
-      give_up(fmt::format("re-timed to the untraced step, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step "
-                          "to plan for",
-                          modelled_ns / 1e6, 100 * off2));
+      give_up(
+          fmt::format("re-timed to the untraced step, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step "
+                      "to plan for",
+                      modelled_ns / 1e6, 100 * off2));
       return Outcome::gave_up;
     }
-    say(o_.progress_sink, fmt::format("gearshift run --auto: re-timed template: modelled step {:.2f} ms", modelled_ns / 1e6));
+    say(o_.progress_sink,
+        fmt::format("gearshift run --auto: re-timed template: modelled step {:.2f} ms", modelled_ns / 1e6));
     return apply(r2, c->po, c->source);
   } catch (const std::exception& e) {
     give_up(std::string("planning failed: ") + e.what());
@@ -456,23 +466,24 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     const auto& s = *r.chosen;
     say(o_.progress_sink,
         fmt::format("gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: {}",
-                    r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6,
-                    po.max_slowdown * 100,
+                    r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100,
                     s.within_budget ? fmt::format("{} phases, {} clock changes per step; MODELLED saving {:.2f} % "
                                                   "energy per step at {:.2f} % step time",
-                                                  plan::phases_of(s.schedule).size(), s.sim.clock_changes,
-                                                  s.saving_pct, s.slowdown_pct)
+                                                  plan::phases_of(s.schedule).size(), s.sim.clock_changes, s.saving_pct,
+                                                  s.slowdown_pct)
                                     : std::string("no plan fits the budget: default clocks, no changes")));
-    say(o_.progress_sink, fmt::format("gearshift run --auto: model {}",
-               r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
-                                               r.calibration_source)
-                                 : fmt::format("from {}", r.calibration_source)));  // --model (else refused above)
+    say(o_.progress_sink,
+        fmt::format("gearshift run --auto: model {}",
+                    r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
+                                                    r.calibration_source)
+                                      : fmt::format("from {}", r.calibration_source)));  // --model (else refused above)
     if (!o_.plan_output.empty()) {
       try {
         plan::write_plan_file(f, o_.plan_output);
         say(o_.progress_sink, fmt::format("gearshift run --auto: plan written to {}", o_.plan_output));
       } catch (const plan::PlanFileError& e) {
-        say(o_.progress_sink, fmt::format("gearshift run --auto: warning: {}; the plan is applied all the same", e.what()));
+        say(o_.progress_sink,
+            fmt::format("gearshift run --auto: warning: {}; the plan is applied all the same", e.what()));
       }
     }
     say(o_.progress_sink, "gearshift run --auto: applying the plan from now on");

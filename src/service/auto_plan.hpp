@@ -50,7 +50,7 @@ struct AutoOptions {
   std::optional<double> switch_latency_ns;  // for the phase plan, ns; default: the spec's estimate
   std::string plan_output;                  // write plan.json here too (empty: no)
   std::string job_name;                     // how to name the input in the plan's provenance
-  double timeout_s = 600;                   // give up after this much warm-up, s
+  std::int64_t timeout_ns = 600'000'000'000;  // give up after this much warm-up, ns
   std::size_t max_kernels = 1'000'000;      // and after this many kernels collected, all processes (bounds memory)
   std::chrono::milliseconds attempt_period{1000};  // how often detection is tried
   // Measure the untraced step before planning (off: the job keeps recording every kernel, e.g. --gpu-progress
@@ -64,7 +64,7 @@ struct AutoOptions {
   // gradient checkpointing: 166.3 ms traced, 155.3 ms untraced) carries tracing's idle gaps into the plan and its
   // calibration (688 W could not be reached over it: refused).
   double max_untraced_disagreement = 0.04;
-  double untraced_timeout_s = 10;           // give up when the untraced step is not measured in this long, s
+  std::int64_t untraced_timeout_ns = 10'000'000'000;  // give up when the untraced step is not measured in this long
   // The run GPU's energy counter, J (NVML, read only; nullopt when it cannot be read); empty: none. Read at the
   // start and end of the untraced step's window (or, where the untraced step is not measured, at every detection
   // attempt over the traced steps), it gives the job's measured power that the plan is calibrated to. Without a

@@ -72,7 +72,7 @@ bool lock_reference(const gpu::Device& dev, const model::ClockPair& ref, ClockGu
     }
     // e.g. not supported: the pairs keep the default memory clock
     say(sink, fmt::format("gearshift calibrate: memory clocks cannot be locked ({}); measuring SM clocks only",
-               s.error().what()));
+                          s.error().what()));
     return false;
   }
   return true;
@@ -85,8 +85,8 @@ void set_job_env(const std::string& socket_path, const ProgressSink& sink) {
   try {
     launch::set_injection_env(launch::find_inject_library());
   } catch (const launch::LaunchError& e) {
-    say(sink, fmt::format("gearshift calibrate: warning: {}; the job is not traced unless it has its own hook",
-               e.what()));
+    say(sink,
+        fmt::format("gearshift calibrate: warning: {}; the job is not traced unless it has its own hook", e.what()));
   }
   unsetenv(cupti::kEnvOutput);
   unsetenv(cupti::kEnvFeedActivityPeriodMs);
@@ -128,7 +128,8 @@ CalibrationRun run_calibration(const CalibrateOptions& o) {
     if (e.kind() != runtime::SessionError::Kind::kNoPermission) throw;
     throw denied(o.gpu, e.what());
   }
-  ClockGuard guard(dev, true, o.progress_sink);  // destroyed before the session: the clocks are reset before the watchdog is told
+  // Destroyed before the session: the clocks are reset before the watchdog is told.
+  ClockGuard guard(dev, true, o.progress_sink);
   const bool lock_memory = lock_reference(dev, run.ref, guard, o.gpu, o.progress_sink);
   gpu::GpuSpec pair_spec = run.spec;
   if (!lock_memory) pair_spec.mem_clocks_mhz = {run.spec.default_mem_clock_mhz};
@@ -139,8 +140,8 @@ CalibrationRun run_calibration(const CalibrateOptions& o) {
     throw ServiceError(Kind::kBadArgument, e.what());
   }
   run.steps_needed = o.sweep.warmup_steps + run.pairs.size() * (o.sweep.settle_steps + o.sweep.steps_per_pair + 2);
-  say(o.progress_sink, fmt::format("gearshift calibrate: {} on GPU {} ({}): pairs (SM/memory MHz) {}", run.spec.full_name, o.gpu,
-             device_name, run.pair_list()));
+  say(o.progress_sink, fmt::format("gearshift calibrate: {} on GPU {} ({}): pairs (SM/memory MHz) {}",
+                                   run.spec.full_name, o.gpu, device_name, run.pair_list()));
 
   SweepFeed sh;
   runtime::FeedServer* server_ptr = nullptr;
@@ -214,9 +215,11 @@ sim::CalibratedModel fit_calibration(const CalibrateOptions& o, const Calibratio
   cm.activity_scale = pf.activity_scale;
   cm.memory_w_at_max = pf.memory_w_at_max;
   cm.power_rms_relative_error = pf.rms_relative_error;
-  say(o.progress_sink, fmt::format("gearshift calibrate: {} kernel names fitted ({} measured at too few pairs); board: activity scale "
-             "{:.3f}, memory/uncore power {:.1f} W, power fit {:.2f} % rms",
-             cm.kernels.size(), unfitted, cm.activity_scale, cm.memory_w_at_max, 100 * cm.power_rms_relative_error));
+  say(o.progress_sink,
+      fmt::format("gearshift calibrate: {} kernel names fitted ({} measured at too few pairs); board: activity scale "
+                  "{:.3f}, memory/uncore power {:.1f} W, power fit {:.2f} % rms",
+                  cm.kernels.size(), unfitted, cm.activity_scale, cm.memory_w_at_max,
+                  100 * cm.power_rms_relative_error));
   if (auto why = sim::implausible_model(cm, r.spec); !why.empty())
     throw ServiceError(Kind::kModelRefused,
                        fmt::format("calibration refused, no model written: {}", fmt::join(why, "; ")));

@@ -27,7 +27,8 @@ namespace gearshift::service {
 class ClockGuard {
  public:
   // `sink`: where a failed reset is said (service/progress.hpp).
-  ClockGuard(gpu::Device dev, bool memory, ProgressSink sink = {}) : dev_(dev), memory_(memory), sink_(std::move(sink)) {}
+  ClockGuard(gpu::Device dev, bool memory, ProgressSink sink = {})
+      : dev_(dev), memory_(memory), sink_(std::move(sink)) {}
   ~ClockGuard() { reset(); }
   void touched() { touched_ = true; }
   void reset() {
@@ -75,11 +76,11 @@ struct SweepResult {
 
 struct SweepOptions {
   std::size_t warmup_steps = 10, settle_steps = 2, steps_per_pair = 10;
-  double timeout_s = 600;
+  std::int64_t timeout_ns = 600'000'000'000;
   ProgressSink progress_sink;  // one line per measured pair (service/progress.hpp); empty: none
 };
 
-// The sweep (the calling thread): returns when every pair is measured, the job ended, or past o.timeout_s; the
+// The sweep (the calling thread): returns when every pair is measured, the job ended, or past o.timeout_ns; the
 // locked clocks are reset through `guard` before it returns.
 SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, ClockGuard& guard,
                   const std::vector<model::ClockPair>& pairs, const SweepOptions& o);

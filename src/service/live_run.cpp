@@ -31,7 +31,8 @@ std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::Devic
   }
   const std::string device = index < infos.size() ? infos[index].name : "";  // empty: no GPU of that index
   if (device.empty()) {
-    say(progress_sink, fmt::format("gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)", index));
+    say(progress_sink,
+        fmt::format("gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)", index));
     return "h200";
   }
   std::string name = gpu::spec_name_for_device(device);
@@ -41,8 +42,9 @@ std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::Devic
                        fmt::format("GPU {} ('{}') has no spec to plan with; pass --gpu-spec (known: {}) if it is "
                                    "one of those",
                                    index, device, fmt::join(gpu::spec_names(), ", ")));
-  say(progress_sink, fmt::format("gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)",
-             index, device));
+  say(progress_sink,
+      fmt::format("gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)",
+                  index, device));
   return "h200";
 }
 
@@ -56,7 +58,7 @@ void set_tracer_env(const std::string& trace_output, const ProgressSink& sink) {
   } catch (const launch::LaunchError& e) {
     // Not fatal: the job may carry its own hook (the Python package) that writes the feed.
     say(sink, fmt::format("gearshift run: warning: {}; the job is not traced unless it has its own gearshift hook",
-               e.what()));
+                          e.what()));
   }
   if (trace_output.empty()) {
     unsetenv(cupti::kEnvOutput);  // feed only: no trace file unless asked for

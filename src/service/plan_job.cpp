@@ -221,8 +221,8 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
     eo.switch_latencies_ns.push_back(chosen_l_ns);
   r.evaluation = sim::evaluate(r.workload, *r.model, eo);
-  for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_ns, r.evaluation.baseline.energy_j,
-                                            r.trace, r.iterations))
+  for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_ns, r.evaluation.baseline.energy_j, r.trace,
+                                            r.iterations))
     r.model_warnings.push_back(std::move(w));
   for (const auto& w : r.model_warnings) r.warnings.push_back(w);
   for (const auto& s : r.evaluation.strategies) {
@@ -305,9 +305,13 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& p : r.evaluation.frontier) {
     json ss = json::array();
     for (const auto& s : p.strategies)
-      ss.push_back({{"name", plan::to_string(s.schedule.strategy)}, {"switch_latency_us", s.switch_latency_ns / 1e3},
-                    {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct}, {"time_s", s.sim.step_time_ns * 1e-9},
-                    {"energy_j", s.sim.energy_j}, {"within_budget", s.within_budget}});
+      ss.push_back({{"name", plan::to_string(s.schedule.strategy)},
+                    {"switch_latency_us", s.switch_latency_ns / 1e3},
+                    {"saving_pct", s.saving_pct},
+                    {"slowdown_pct", s.slowdown_pct},
+                    {"time_s", s.sim.step_time_ns * 1e-9},
+                    {"energy_j", s.sim.energy_j},
+                    {"within_budget", s.within_budget}});
     frontier.push_back({{"max_slowdown_pct", p.max_slowdown * 100}, {"strategies", ss}});
   }
   j["frontier"] = frontier;

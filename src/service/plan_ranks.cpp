@@ -86,8 +86,8 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
     if (!gpus[i].warning.empty()) warnings.push_back(fmt::format("rank {}: {}", i, gpus[i].warning));
   for (const auto& p : r.ranks)
     ranks.push_back({{"rank", p.rank},
-                     {"gpu_selection", p.rank >= 0 && p.rank < static_cast<int>(gpus.size())
-                                           ? gpus[p.rank].to_json() : json(nullptr)},
+                     {"gpu_selection",
+                      p.rank >= 0 && p.rank < static_cast<int>(gpus.size()) ? gpus[p.rank].to_json() : json(nullptr)},
                      {"trace", p.rank < static_cast<int>(traces.size()) ? traces[p.rank] : ""},
                      {"traced_step_time_s", p.traced_step_time_ns * 1e-9},
                      {"traced_energy_j", p.traced_energy_j},

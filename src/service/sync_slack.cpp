@@ -32,8 +32,9 @@ RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::str
   std::optional<sim::MeasuredPower> p = calibrate ? sim::measured_power(t, a) : std::nullopt;
   if (p) sim::calibrate_to_measured_power(w, m, p->average_power_w);
   const auto& ms = t.measured;
-  return RankInput{std::move(w), std::move(m), label, ms.step_time_s.value_or(0) * 1e9, ms.energy_per_step_j.value_or(0),
-                   std::move(p)};
+  return RankInput{
+      std::move(w), std::move(m), label, ms.step_time_s.value_or(0) * 1e9, ms.energy_per_step_j.value_or(0),
+      std::move(p)};
 }
 
 RankInput load_rank(const std::string& trace_path, const std::string& gpu) {
@@ -115,7 +116,8 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     intr.push_back(wait_free(ranks[r].workload, min_comm));
     graph.push_back(graph::build_step_graph(ranks[r].workload));
     base.push_back(simulate(intr[r], graph[r], ranks[r].model, default_schedule(intr[r], ranks[r].model), 0));
-    if (base[r].step_time_ns > res.deadline_ns) res.deadline_ns = base[r].step_time_ns, res.straggler = static_cast<int>(r);
+    if (base[r].step_time_ns > res.deadline_ns)
+      res.deadline_ns = base[r].step_time_ns, res.straggler = static_cast<int>(r);
   }
   const double deadline = res.deadline_ns;
   res.job_step_time_before_ns = deadline;

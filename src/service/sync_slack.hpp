@@ -65,13 +65,13 @@ struct SyncSlackOptions {
 
 struct RankPlan {
   int rank = 0;
-  double traced_step_time_ns = 0;    // simulated step of the traced template at default clocks, ns
-  double traced_energy_j = 0;        // its energy, J (compare with measured_energy_j)
-  double comm_time_ns = 0;           // Σ communication op times in the traced template, ns
-  double intrinsic_comm_time_ns = 0; // the same after removing the wait, ns
-  double intrinsic_step_time_ns = 0; // I_r, ns
-  double straggler_factor = 1;       // D / I_r
-  double planned_step_time_ns = 0;   // simulated step of the intrinsic template under the plan, ns (≤ D)
+  double traced_step_time_ns = 0;     // simulated step of the traced template at default clocks, ns
+  double traced_energy_j = 0;         // its energy, J (compare with measured_energy_j)
+  double comm_time_ns = 0;            // Σ communication op times in the traced template, ns
+  double intrinsic_comm_time_ns = 0;  // the same after removing the wait, ns
+  double intrinsic_step_time_ns = 0;  // I_r, ns
+  double straggler_factor = 1;        // D / I_r
+  double planned_step_time_ns = 0;    // simulated step of the intrinsic template under the plan, ns (≤ D)
   double baseline_energy_j = 0;     // default clocks, wait accounted, J/step
   double planned_energy_j = 0;      // the plan, wait accounted, J/step
   double saving_pct = 0;            // (baseline − planned) / baseline · 100

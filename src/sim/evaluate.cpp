@@ -85,8 +85,8 @@ double shortest_phase_ns(const plan::Schedule& s, const SimResult& timeline) {
   double shortest = kInf;
   for (std::size_t k = 0; k < changes.size(); ++k) {
     const double from = tl[changes[k]].start_ns;
-    const double to = k + 1 < changes.size() ? tl[changes[k + 1]].start_ns
-                                             : tl[changes[0]].start_ns + timeline.step_time_ns;
+    const double to =
+        k + 1 < changes.size() ? tl[changes[k + 1]].start_ns : tl[changes[0]].start_ns + timeline.step_time_ns;
     shortest = std::min(shortest, to - from);
   }
   return shortest;
@@ -138,7 +138,9 @@ StrategyResult run(Context& c, double eps, double latency_ns, const Planner& pla
   const double target_ns = c.base.step_time_ns * (1 + eps);
   double budget = c.serial_base_ns + eps * c.base.step_time_ns;
   StrategyResult r;
-  auto ok = [&] { return r.sim.step_time_ns <= target_ns * (1 + 1e-12) && (latency_ns == 0 || r.sim.late_changes == 0); };
+  auto ok = [&] {
+    return r.sim.step_time_ns <= target_ns * (1 + 1e-12) && (latency_ns == 0 || r.sim.late_changes == 0);
+  };
   for (int attempt = 0; attempt < 12; ++attempt) {
     r.schedule = planner(budget);
     r.sim = simulate(c.w, c.m, r.schedule, latency_ns, true);
@@ -155,7 +157,8 @@ StrategyResult run(Context& c, double eps, double latency_ns, const Planner& pla
     more.schedule = planner(budget + unused_ns);
     more.sim = simulate(c.w, c.m, more.schedule, latency_ns, true);
     if (latency_ns > 0) without_late_changes(c.w, c.m, more.schedule, latency_ns, more.sim);
-    const bool fits_more = more.sim.step_time_ns <= target_ns * (1 + 1e-12) && (latency_ns == 0 || more.sim.late_changes == 0);
+    const bool fits_more =
+        more.sim.step_time_ns <= target_ns * (1 + 1e-12) && (latency_ns == 0 || more.sim.late_changes == 0);
     if (!fits_more || more.sim.energy_j >= r.sim.energy_j) break;
     r = std::move(more);
     budget += unused_ns;

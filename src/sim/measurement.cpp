@@ -106,8 +106,8 @@ std::vector<std::string> implausible_calibration(const model::DvfsModel& m) {
   return why;
 }
 
-std::vector<std::string> disagreement_warnings(double modelled_step_ns, double modelled_energy_j,
-                                               const trace::Trace& t, const trace::IterationAnalysis& steps) {
+std::vector<std::string> disagreement_warnings(double modelled_step_ns, double modelled_energy_j, const trace::Trace& t,
+                                               const trace::IterationAnalysis& steps) {
   std::vector<std::string> w;
   const double modelled_step_s = modelled_step_ns * 1e-9;  // compared with the meta's s/step
   auto off = [](double a, double b) { return std::fabs(a - b) > kMaxModelDisagreement * b; };

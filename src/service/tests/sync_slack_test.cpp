@@ -124,9 +124,11 @@ TEST(SyncSlack, Ddp2Gpt2mRankOneTakesRankZerosDeadline) {
   EXPECT_GT(r1.planned_step_time_ns, r1.intrinsic_step_time_ns);  // it used the slack
   EXPECT_GT(r1.saving_pct, r0.saving_pct);
   RecordProperty("rank1_saving_pct", std::to_string(r1.saving_pct));
-  std::printf("ddp2: D=%.4f s; rank1 I=%.4f s -> %.4f s, %.2f J -> %.2f J (%.2f %%); rank0 %.2f %%; job %.4f -> %.4f s\n",
-              r.deadline_ns * 1e-9, r1.intrinsic_step_time_ns * 1e-9, r1.planned_step_time_ns * 1e-9, r1.baseline_energy_j,
-              r1.planned_energy_j, r1.saving_pct, r0.saving_pct, r.job_step_time_before_ns * 1e-9, r.job_step_time_after_ns * 1e-9);
+  std::printf(
+      "ddp2: D=%.4f s; rank1 I=%.4f s -> %.4f s, %.2f J -> %.2f J (%.2f %%); rank0 %.2f %%; job %.4f -> %.4f s\n",
+      r.deadline_ns * 1e-9, r1.intrinsic_step_time_ns * 1e-9, r1.planned_step_time_ns * 1e-9, r1.baseline_energy_j,
+      r1.planned_energy_j, r1.saving_pct, r0.saving_pct, r.job_step_time_before_ns * 1e-9,
+      r.job_step_time_after_ns * 1e-9);
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ TEST(Measurement, OwnFormatTraceIsCalibratedFromItsPowerSamples) {
   calibrate_to_measured_power(w, m, p->average_power_w);
   Evaluation ev = evaluate(w, m, EvaluateOptions{});
   EXPECT_NEAR(ev.baseline.average_power_w, 450, 4.5);
-  EXPECT_NEAR(ev.baseline.energy_j, 450 * ev.baseline.step_time_ns * 1e-9, 0.01 * 450 * ev.baseline.step_time_ns * 1e-9);
+  EXPECT_NEAR(ev.baseline.energy_j, 450 * ev.baseline.step_time_ns * 1e-9,
+              0.01 * 450 * ev.baseline.step_time_ns * 1e-9);
   EXPECT_TRUE(calibration_bound_warnings(m).empty());
 }
 

@@ -68,7 +68,7 @@ TEST_F(ReplayFixture, AKernelBeforeACpuBoundGapIsSlowedAtNoStepTimeCost) {
   SimResult base = simulate(w, m, default_schedule(w, m), 0, true);
   SimResult slow = simulate(w, m, with(2, 0), 0, true);
   EXPECT_NEAR(slow.timeline[0].end_ns, kSlowFactor * 1e6, 1e-3);
-  EXPECT_EQ(slow.step_time_ns, base.step_time_ns);          // B still waits for its launch
+  EXPECT_EQ(slow.step_time_ns, base.step_time_ns);  // B still waits for its launch
   EXPECT_NEAR(slow.timeline[1].start_ns, 3e6, 1e-6);
   EXPECT_LT(slow.energy_j, base.energy_j);                 // lower clocks, and the idle window at 990 MHz
   // The fallback rule (no launch events) pushed B by A's slow-down: the error this replay removes.
