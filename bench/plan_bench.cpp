@@ -31,8 +31,8 @@ struct Setup {
     w = model::build_workload(t, a, m);
     sim::calibrate_to_measured_power(w, m, *t.measured.average_power_w);
     table = plan::build_clock_table(w, m);
-    double base = sim::simulate(w, m, sim::default_schedule(w, m), 0).step_time_s;
-    budget = plan::total_time_ns(table, table.default_index) + 0.005 * base * 1e9;
+    double base_ns = sim::simulate(w, m, sim::default_schedule(w, m), 0).step_time_ns;
+    budget = plan::total_time_ns(table, table.default_index) + 0.005 * base_ns;
   }
 };
 

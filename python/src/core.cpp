@@ -164,7 +164,7 @@ std::string plan_ranks(const std::vector<std::string>& traces, const std::string
   if (s != gearshift::plan::Strategy::phase && s != gearshift::plan::Strategy::kernel_global)
     raise("ValueError", "strategy '" + strategy + "': phase or kernel-global");
   o.strategy = *s;
-  o.switch_latency_ms = switch_latency_ms;  // none: the GPU spec's estimate
+  if (switch_latency_ms) o.switch_latency_ns = *switch_latency_ms * 1e6;  // none: the GPU spec's estimate
   nb::gil_scoped_release unlocked;
   std::vector<gearshift::service::RankInput> inputs;
   std::vector<gearshift::service::GpuChoice> gpus;

@@ -18,13 +18,13 @@ void add_calibrate_command(CLI::App& app) {
   struct Opts : service::CalibrateOptions {
     std::string output;
     bool apply = false;
+    double timeout_s = 600;  // --timeout, s
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "calibrate", "Fit the model to the job on this GPU: lock a few clock pairs while it runs (needs --apply)");
   cmd->add_option("-o,--output", o->output, "Model file to write (JSON, docs/calibrate.md)")->required();
-  cmd->add_flag("--apply",
-                o->apply,
+  cmd->add_flag("--apply", o->apply,
                 "Allow locking the GPU's clocks (root or CAP_SYS_ADMIN); required: calibrate does nothing without it");
   cmd->add_option("--gpu", o->gpu, "NVML index of the GPU the job uses (default 0)");
   cmd->add_option("--gpu-spec", o->gpu_spec,
@@ -39,7 +39,7 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--steps-per-pair", o->sweep.steps_per_pair, "Steps measured at each pair (default 10)")
       ->check(CLI::Range(2, 100000));
-  cmd->add_option("--timeout", o->sweep.timeout_s, "Give up after this many seconds, s (default 600)")
+  cmd->add_option("--timeout", o->timeout_s, "Give up after this many seconds, s (default 600)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("cmd", o->cmd, "-- CMD ARGS")->required();
   cmd->callback([o] {
@@ -53,6 +53,8 @@ void add_calibrate_command(CLI::App& app) {
     if (!std::filesystem::is_directory(dir, ec))
       throw Exit(kUsage, fmt::format("-o {}: directory {} does not exist", o->output, dir.string()));
     o->watchdog_exe = launch::self_exe();
+    o->sweep.timeout_ns = seconds_to_ns(o->timeout_s);
+    o->progress_sink = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };  // the run's lines
     const service::CalibrationRun r = service::run_calibration(*o);
     if (!r.child.started) throw Exit(r.child.code, o->cmd[0] + ": " + r.child.error);
     if (!r.sweep.error.empty())

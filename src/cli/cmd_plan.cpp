@@ -104,7 +104,7 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
     if (!(*a.switch_latency_ms >= 0) || !std::isfinite(*a.switch_latency_ms))
       throw Exit(kUsage, fmt::format("--switch-latency-ms {}: the switch latency must be a number of ms >= 0",
                                      *a.switch_latency_ms));
-    o.switch_latency_ms = a.switch_latency_ms;
+    o.switch_latency_ns = *a.switch_latency_ms * 1e6;
   }
   if (!a.output.empty()) check_output(a.output);  // before planning, not after it
   if (!a.report.empty()) check_report_path(a.report);

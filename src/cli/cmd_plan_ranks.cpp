@@ -41,7 +41,7 @@ void execute(Args a) {
     if (!(*a.switch_latency_ms >= 0) || !std::isfinite(*a.switch_latency_ms))
       throw Exit(kUsage, fmt::format("--switch-latency-ms {}: the switch latency must be a number of ms >= 0",
                                      *a.switch_latency_ms));
-    o.switch_latency_ms = *a.switch_latency_ms;
+    o.switch_latency_ns = *a.switch_latency_ms * 1e6;
   }
   std::vector<service::RankInput> inputs;
   std::vector<GpuChoice> gpus;
@@ -70,14 +70,14 @@ void execute(Args a) {
   for (std::size_t i = 0; i < gpus.size(); ++i)
     if (!gpus[i].warning.empty()) fmt::print("Warning       rank {}: {}\n", i, gpus[i].warning);
   fmt::print("Deadline      {:.4f} s per step, set by rank {} (the straggler); job step {:.4f} s -> {:.4f} s{}\n",
-             r.deadline_s, r.straggler, r.job_step_time_before_s, r.job_step_time_after_s,
+             r.deadline_ns * 1e-9, r.straggler, r.job_step_time_before_ns * 1e-9, r.job_step_time_after_ns * 1e-9,
              r.collectives_replayed ? " (ranks replayed together: each collective ends with the slowest rank's)" : "");
   fmt::print("{:<5} {:>10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>8}\n", "rank", "NCCL (s)", "wait-free", "own step",
              "factor", "before (J)", "after (J)", "saving");
   for (const auto& p : r.ranks)
-    fmt::print("{:<5} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.3f} {:>11.2f} {:>11.2f} {:>7.2f}%\n", p.rank, p.comm_time_s,
-               p.intrinsic_comm_time_s, p.intrinsic_step_time_s, p.straggler_factor, p.baseline_energy_j,
-               p.planned_energy_j, p.saving_pct);
+    fmt::print("{:<5} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.3f} {:>11.2f} {:>11.2f} {:>7.2f}%\n", p.rank,
+               p.comm_time_ns * 1e-9, p.intrinsic_comm_time_ns * 1e-9, p.intrinsic_step_time_ns * 1e-9,
+               p.straggler_factor, p.baseline_energy_j, p.planned_energy_j, p.saving_pct);
   fmt::print("Job           {:.2f} J -> {:.2f} J per step ({:.2f} %)\n", r.job_energy_before_j, r.job_energy_after_j,
              100 * (r.job_energy_before_j - r.job_energy_after_j) / r.job_energy_before_j);
 }

@@ -61,8 +61,8 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     if (o.max_slowdown.empty()) throw Exit(kUsage, "--auto needs --max-slowdown, e.g. --max-slowdown 0.5%");
     lr.ao.max_slowdown = parse_slowdown(o.max_slowdown);
     lr.ao.warmup_steps = o.warmup_steps;
-    lr.ao.timeout_s = o.warmup_timeout_s;
-    lr.ao.switch_latency_ms = lr.switching.latency_ms;  // none: the spec's estimate
+    lr.ao.timeout_ns = seconds_to_ns(o.warmup_timeout_s);
+    if (lr.switching.latency_ms) lr.ao.switch_latency_ns = *lr.switching.latency_ms * 1e6;  // none: the spec's
     if (!o.plan_output.empty()) check_directory("--plan-output", o.plan_output);
     lr.ao.plan_output = o.plan_output;
     lr.ao.job_name = "launch feed of `" + lr.cmd[0] + "` (gearshift run --auto)";
@@ -164,7 +164,8 @@ void add_run_command(CLI::App& app) {
       infos = gpu::open_gpus(false).infos;
     } catch (const gpu::OpenError&) {
     }
-    if (o->auto_plan) lr.ao.gpu_spec = auto_gpu_spec(o->gpu_spec, infos, o->lr.gpu, o->apply);
+    lr.progress_sink = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };  // the run's lines
+    if (o->auto_plan) lr.ao.gpu_spec = auto_gpu_spec(o->gpu_spec, infos, o->lr.gpu, o->apply, lr.progress_sink);
     LiveRun run(std::move(lr), session, std::move(infos));
     const launch::ChildExit ce = run.run_job();
     const runtime::SessionStats ss = session.stop();  // restores the default clocks, releases the GPU

@@ -2,6 +2,7 @@
 // A command's callback returns through throwing gearshift::cli::Exit or returning normally (exit 0).
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -23,6 +24,9 @@ enum ExitCode : int {
 
 // Thrown by a command to end with a one-line message and an exit code (no message printed when empty:
 // `monitor` passes on its command's exit code this way).
+// A duration option given in s (> 0, checked by CLI11) as ns, saturating past ~292 years.
+inline std::int64_t seconds_to_ns(double s) { return s >= 9.2e9 ? INT64_MAX : static_cast<std::int64_t>(s * 1e9); }
+
 struct Exit : std::runtime_error {
   Exit(int code_, const std::string& message) : std::runtime_error(message), code(code_) {}
   int code;

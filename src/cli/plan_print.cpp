@@ -36,8 +36,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
   const auto& b = r.evaluation.baseline;
   fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
-             spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w, b.step_time_s,
-             b.energy_j, b.average_power_w);
+             spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w,
+             b.step_time_ns * 1e-9, b.energy_j, b.average_power_w);
   const auto& ms = r.trace.measured;
   if (ms.energy_per_step_j || ms.step_time_s)
     fmt::print("Measured      {}{} per step (from the trace's meta: NVML energy counter, untraced run)\n",
@@ -59,7 +59,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
              "saving", "slowdown", "changes/step");
   for (const auto& s : r.evaluation.strategies) {
     fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", plan::to_string(s.schedule.strategy),
-               latency_label(s), s.sim.step_time_s, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
+               latency_label(s), s.sim.step_time_ns * 1e-9, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
                s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
   }
   const auto& g = r.range;
@@ -67,8 +67,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
              "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
              "the class priors' measured spread, docs/model-validation.md)\n",
              plan::to_string(r.chosen->schedule.strategy), latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
-             g.saving_high_pct, g.time_expected_s, g.time_low_s, g.time_high_s, 100 * g.p_over_budget,
-             100 * g.low_quantile, 100 * g.high_quantile, g.samples);
+             g.saving_high_pct, g.time_expected_ns * 1e-9, g.time_low_ns * 1e-9, g.time_high_ns * 1e-9,
+             100 * g.p_over_budget, 100 * g.low_quantile, 100 * g.high_quantile, g.samples);
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
   if (!r.evaluation.frontier.empty()) {

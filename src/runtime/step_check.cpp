@@ -18,10 +18,10 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double modelled_step_s,
+LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double modelled_step_ns,
                               std::vector<std::int64_t> sync_exit_ns) {
   LiveStepCheck c;
-  c.modelled_step_s = modelled_step_s;
+  c.modelled_step_ns = modelled_step_ns;
   const auto& its = steps.iterations;
   if (its.size() < 2) {
     c.why = "fewer than two steps to measure a wall period on";
@@ -30,7 +30,7 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
   std::vector<double> periods;
   for (std::size_t i = 0; i + 1 < its.size(); ++i) periods.push_back(static_cast<double>(its[i + 1].start_ns - its[i].start_ns));
   const double period_ns = median(periods);
-  c.wall_period_s = period_ns * 1e-9;
+  c.wall_period_ns = period_ns;
 
   // Offset of each synchronize inside its step, as a share of that step's span (start to the next start; the
   // last step: the median period).
@@ -82,9 +82,9 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
   c.phase_checked = checked >= kMinSyncsForPhase && chance <= kMaxChanceMatch;
   c.syncs_checked = checked;
 
-  const double off = modelled_step_s / c.wall_period_s - 1;
-  c.evidence = fmt::format("modelled step {:.2f} ms, wall period {:.2f} ms ({:+.1f} %); ", modelled_step_s * 1e3,
-                           c.wall_period_s * 1e3, 100 * off);
+  const double off = modelled_step_ns / c.wall_period_ns - 1;
+  c.evidence = fmt::format("modelled step {:.2f} ms, wall period {:.2f} ms ({:+.1f} %); ", modelled_step_ns / 1e6,
+                           c.wall_period_ns / 1e6, 100 * off);
   if (checked < kMinSyncsForPhase)
     c.evidence += fmt::format("{} synchronize(s) inside the steps: too few to check where they fall", c.syncs_in_steps);
   else if (!c.phase_checked)
@@ -93,15 +93,17 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
     c.evidence += fmt::format("{} of {} synchronizes recur at the same offset of the next step with one",
                               c.syncs_in_phase, checked);
   if (!(std::fabs(off) <= kMaxLiveStepDisagreement)) {
-    c.why = fmt::format("the modelled step ({:.2f} ms) is {:+.1f} % off the wall period of the steps found ({:.2f} ms), "
-                        "more than {:.0f} %: the template does not hold the step's work",
-                        modelled_step_s * 1e3, 100 * off, c.wall_period_s * 1e3, 100 * kMaxLiveStepDisagreement);
+    c.why = fmt::format(
+        "the modelled step ({:.2f} ms) is {:+.1f} % off the wall period of the steps found ({:.2f} ms), "
+        "more than {:.0f} %: the template does not hold the step's work",
+        modelled_step_ns / 1e6, 100 * off, c.wall_period_ns / 1e6, 100 * kMaxLiveStepDisagreement);
     return c;
   }
   if (c.phase_checked && static_cast<double>(c.syncs_in_phase) < kMinSyncsInPhase * static_cast<double>(checked)) {
-    c.why = fmt::format("only {} of {} of the job's synchronizes recur at the same offset of the {:.2f} ms step: the "
-                        "job's own loop does not repeat with it (a layer or a part of the step)",
-                        c.syncs_in_phase, checked, c.wall_period_s * 1e3);
+    c.why = fmt::format(
+        "only {} of {} of the job's synchronizes recur at the same offset of the {:.2f} ms step: the "
+        "job's own loop does not repeat with it (a layer or a part of the step)",
+        c.syncs_in_phase, checked, c.wall_period_ns / 1e6);
     return c;
   }
   c.passed = true;

@@ -33,18 +33,18 @@ struct LiveStepCheck {
   bool passed = false;
   std::string why;                  // why it failed, plain words (empty when passed)
   std::string evidence;             // what was measured, one line
-  double modelled_step_s = 0;       // s
-  double wall_period_s = 0;         // s; 0 when fewer than two steps
+  double modelled_step_ns = 0;      // ns
+  double wall_period_ns = 0;        // ns; 0 when fewer than two steps
   std::size_t syncs_in_steps = 0;   // synchronizes that returned inside the detected steps
   std::size_t syncs_checked = 0;    // of those, with a later step with synchronizes to compare with
   std::size_t syncs_in_phase = 0;   // of those, at the same offset in that step
   bool phase_checked = false;       // test 2 applied (enough synchronizes, few per step)
 };
 
-// `steps`: the detection on the collected trace (times CLOCK_MONOTONIC ns); `modelled_step_s`: the baseline
-// step the planner simulated for it, s (> 0); `sync_exit_ns`: the job's synchronizes (their return times,
+// `steps`: the detection on the collected trace (times CLOCK_MONOTONIC ns); `modelled_step_ns`: the baseline
+// step the planner simulated for it, ns (> 0); `sync_exit_ns`: the job's synchronizes (their return times,
 // CLOCK_MONOTONIC ns, any order). Never throws for valid analyses; fewer than two steps fail.
-LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double modelled_step_s,
+LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double modelled_step_ns,
                               std::vector<std::int64_t> sync_exit_ns);
 
 }  // namespace gearshift::runtime

@@ -19,6 +19,9 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+std::int64_t ns_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t).count();
+}
 }  // namespace
 
 struct AutoPlanner::Candidate {
@@ -34,10 +37,11 @@ struct AutoPlanner::Candidate {
 };
 
 namespace {
-// How long the untraced window may take, s (AutoOptions::untraced_timeout_s).
-double untraced_wait_limit_s(const AutoOptions& o, double traced_period_ns) {
-  return std::max(o.untraced_timeout_s,
-                  (o.untraced.settle_ns + 3.0 * static_cast<double>(o.untraced.min_steps) * traced_period_ns) * 1e-9);
+// How long the untraced window may take, ns (AutoOptions::untraced_timeout_ns).
+std::int64_t untraced_wait_limit_ns(const AutoOptions& o, double traced_period_ns) {
+  return std::max(o.untraced_timeout_ns,
+                  static_cast<std::int64_t>(o.untraced.settle_ns +
+                                            3.0 * static_cast<double>(o.untraced.min_steps) * traced_period_ns));
 }
 }  // namespace
 
@@ -139,10 +143,9 @@ void AutoPlanner::loop() {
       if (state_ == State::measuring) {
         read_energy = cand_ != nullptr && cand_->energy_from_ns < 0 && o_.energy_j &&
                       runtime::monotonic_ns() >= cand_->stop_ns + static_cast<std::int64_t>(o_.untraced.settle_ns);
-        const double waited_s =
-            cand_ ? static_cast<double>(runtime::monotonic_ns() - cand_->stop_ns) * 1e-9 : 0.0;
+        const std::int64_t waited_ns = cand_ ? runtime::monotonic_ns() - cand_->stop_ns : 0;
         measured_now = cand_ != nullptr && (cand_->meter.done() ||
-                                            waited_s >= untraced_wait_limit_s(o_, cand_->traced_period_ns));
+                                            waited_ns >= untraced_wait_limit_ns(o_, cand_->traced_period_ns));
         next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
         if (!measured_now && !read_energy) continue;
       }
@@ -161,7 +164,7 @@ void AutoPlanner::loop() {
     {
       std::unique_lock<std::mutex> g(mu_);
       full = collected() >= o_.max_kernels;
-      timed_out = seconds_since(t0_) >= o_.timeout_s;
+      timed_out = ns_since(t0_) >= o_.timeout_ns;
       for (const auto& [id, src] : sources_)
         if (src.collector.kernels() != src.last.kernels)
           changed.push_back({id, src.collector.snapshot(), src.collector.sync_exits(), src.collector.launches(),
@@ -218,15 +221,17 @@ void AutoPlanner::loop() {
           std::lock_guard<std::mutex> g(mu_);
           failed = check_failed_;
         }
-        give_up(fmt::format("gave up after {}: {}",
-                            full ? fmt::format("{} kernels", o_.max_kernels)
-                                 : fmt::format("{:g} s of warm-up (--warmup-timeout)", o_.timeout_s),
-                            failed));
+        give_up(fmt::format(
+            "gave up after {}: {}",
+            full ? fmt::format("{} kernels", o_.max_kernels)
+                 : fmt::format("{:g} s of warm-up (--warmup-timeout)", static_cast<double>(o_.timeout_ns) * 1e-9),
+            failed));
         return;
       }
     } else if (full || timed_out) {
       std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
-                             : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)", o_.timeout_s);
+                             : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)",
+                                           static_cast<double>(o_.timeout_ns) * 1e-9);
       Attempt b;
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -246,7 +251,7 @@ void AutoPlanner::give_up(const std::string& why) {
   state_ = State::gave_up;
   reason_ = why + "; the job ran on with its clocks untouched";
   sources_.clear();  // frees the records
-  fmt::print(stderr, "gearshift run --auto: {}; continuing as a pass-through\n", why);
+  say(o_.progress_sink, fmt::format("gearshift run --auto: {}; continuing as a pass-through", why));
 }
 
 AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,
@@ -256,7 +261,7 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
   po.gpu = o_.gpu_spec;
   po.max_slowdown = o_.max_slowdown;
   po.strategy = plan::Strategy::phase;
-  po.switch_latency_ms = o_.switch_latency_ms;
+  po.switch_latency_ns = o_.switch_latency_ns;
   po.model = o_.model;
   po.model_path = o_.model_path;
   // Where the traced steps' power is what calibrates (no untraced step measured), learn on until the counter's
@@ -283,7 +288,7 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
     const auto& it = r.iterations;
     // The live check before anything is applied or reported: a step that fails it gets no plan and no saving.
     const runtime::LiveStepCheck check =
-        runtime::check_live_step(all, r.evaluation.baseline.step_time_s, std::move(syncs));
+        runtime::check_live_step(all, r.evaluation.baseline.step_time_ns, std::move(syncs));
     const std::string found =
         fmt::format("{} steps detected by {} ({} kernels, {:.2f} ms per step{}, confidence {:.2f})",
                     all.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,
@@ -294,8 +299,8 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       std::string line = fmt::format("{}: the live check failed: {} ({})", found, check.why, check.evidence);
       // Said the first time, then at most every kCheckNoteEvery (each attempt on a longer warm-up says the same).
       if (last_check_note_s_ == 0 || seconds >= last_check_note_s_ + static_cast<double>(kCheckNoteEvery.count())) {
-        fmt::print(stderr, "gearshift run --auto: warm-up {:.1f} s, {}, {}; learning on\n", seconds,
-                   collected_line(a), line);
+        say(o_.progress_sink, fmt::format("gearshift run --auto: warm-up {:.1f} s, {}, {}; learning on", seconds,
+                                          collected_line(a), line));
         last_check_note_s_ = seconds;
       }
       std::lock_guard<std::mutex> g(mu_);
@@ -303,8 +308,8 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       return Outcome::keep_learning;
     }
     const std::string warmup = fmt::format("warm-up {:.1f} s, {}, {}", seconds, collected_line(a), found);
-    fmt::print(stderr, "gearshift run --auto: {}\n", warmup);
-    fmt::print(stderr, "gearshift run --auto: live check passed: {}\n", check.evidence);
+    say(o_.progress_sink, fmt::format("gearshift run --auto: {}", warmup));
+    say(o_.progress_sink, fmt::format("gearshift run --auto: live check passed: {}", check.evidence));
     const double template_ns = r.iterations.tmpl.period_ns;
     return measure(std::make_unique<PlanJobResult>(std::move(r)), po, template_ns, all.iterations.front().start_ns,
                    source);
@@ -330,7 +335,8 @@ AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, Plan
   const std::optional<double> per_step = runtime::launches_per_step(r->trace, r->iterations);
   if (!o_.measure_untraced || !per_step) {
     if (o_.measure_untraced)
-      fmt::print(stderr, "gearshift run --auto: note: the untraced step is not measured (no launch ids in the steps)\n");
+      say(o_.progress_sink,
+          "gearshift run --auto: note: the untraced step is not measured (no launch ids in the steps)");
     // The job keeps its recording, so its traced steps are its steps: calibrated to their power.
     po.measured_power = traced_power(r->iterations.iterations.front().start_ns);
     if (!po.measured_power) po.measured_power = traced_power(steps_from_ns);
@@ -384,9 +390,10 @@ AutoPlanner::Outcome AutoPlanner::measured() {
     return Outcome::gave_up;
   }
   if (!m.done()) {
-    give_up(fmt::format("the untraced step could not be measured: {} launches in {:g} s after recording stopped "
-                        "(the job's loop paused or ended)",
-                        m.counted(), untraced_wait_limit_s(o_, c->traced_period_ns)));
+    give_up(
+        fmt::format("the untraced step could not be measured: {} launches in {:g} s after recording stopped "
+                    "(the job's loop paused or ended)",
+                    m.counted(), static_cast<double>(untraced_wait_limit_ns(o_, c->traced_period_ns)) * 1e-9));
     return Outcome::gave_up;
   }
   const double pu = m.period_ns(), pt = c->traced_period_ns;
@@ -396,7 +403,7 @@ AutoPlanner::Outcome AutoPlanner::measured() {
                   "{:.2f} ms ({:+.1f} %)",
                   pu / 1e6, m.counted(), m.window_ns() * 1e-9, pt / 1e6, 100 * off);
   if (std::abs(off) <= o_.max_untraced_disagreement) {
-    fmt::print(stderr, "gearshift run --auto: {}: the warm-up's timing holds\n", line);
+    say(o_.progress_sink, fmt::format("gearshift run --auto: {}: the warm-up's timing holds", line));
     if (!c->po.measured_power) return apply(*c->r, c->po, c->source);
     // The template keeps its traced step: calibrated to the untraced run's energy per step spread over it (a
     // power-capped job's 688 W over its 155 ms untraced step could not be reached over the 166 ms template).
@@ -427,19 +434,22 @@ AutoPlanner::Outcome AutoPlanner::measured() {
     }
     const double f = idle > 0 ? (an.tmpl.period_ns - busy) / idle : 1;
     // Said before planning, so that a refused calibration still shows what it was given.
-    fmt::print(stderr,
-               "gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
-               "busy)\n",
-               line, f, busy / 1e6, pt / 1e6);
+    say(o_.progress_sink,
+        fmt::format(
+            "gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
+            "busy)",
+            line, f, busy / 1e6, pt / 1e6));
     PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(an));
-    const double modelled_s = r2.evaluation.baseline.step_time_s, off2 = modelled_s / (pu * 1e-9) - 1;
+    const double modelled_ns = r2.evaluation.baseline.step_time_ns, off2 = modelled_ns / pu - 1;
     if (std::abs(off2) > runtime::kMaxLiveStepDisagreement) {
-      give_up(fmt::format("re-timed to the untraced step, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step "
-                          "to plan for",
-                          modelled_s * 1e3, 100 * off2));
+      give_up(
+          fmt::format("re-timed to the untraced step, the modelled step ({:.2f} ms) is {:+.1f} % off it: no step "
+                      "to plan for",
+                      modelled_ns / 1e6, 100 * off2));
       return Outcome::gave_up;
     }
-    fmt::print(stderr, "gearshift run --auto: re-timed template: modelled step {:.2f} ms\n", modelled_s * 1e3);
+    say(o_.progress_sink,
+        fmt::format("gearshift run --auto: re-timed template: modelled step {:.2f} ms", modelled_ns / 1e6));
     return apply(r2, c->po, c->source);
   } catch (const std::exception& e) {
     give_up(std::string("planning failed: ") + e.what());
@@ -464,28 +474,29 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     plan::validate(f, "the --auto plan");
     runtime::ClockPlan cp = runtime::clock_plan_from(f);
     const auto& s = *r.chosen;
-    fmt::print(stderr, "gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: ",
-               r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100);
-    if (s.within_budget)
-      fmt::print(stderr,
-                 "{} phases, {} clock changes per step; MODELLED saving {:.2f} % energy per step at {:.2f} % step "
-                 "time\n",
-                 plan::phases_of(s.schedule).size(), s.sim.clock_changes, s.saving_pct, s.slowdown_pct);
-    else
-      fmt::print(stderr, "no plan fits the budget: default clocks, no changes\n");
-    fmt::print(stderr, "gearshift run --auto: model {}\n",
-               r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
-                                               r.calibration_source)
-                                 : fmt::format("from {}", r.calibration_source));  // --model (else refused above)
+    say(o_.progress_sink,
+        fmt::format("gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: {}",
+                    r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100,
+                    s.within_budget ? fmt::format("{} phases, {} clock changes per step; MODELLED saving {:.2f} % "
+                                                  "energy per step at {:.2f} % step time",
+                                                  plan::phases_of(s.schedule).size(), s.sim.clock_changes, s.saving_pct,
+                                                  s.slowdown_pct)
+                                    : std::string("no plan fits the budget: default clocks, no changes")));
+    say(o_.progress_sink,
+        fmt::format("gearshift run --auto: model {}",
+                    r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
+                                                    r.calibration_source)
+                                      : fmt::format("from {}", r.calibration_source)));  // --model (else refused above)
     if (!o_.plan_output.empty()) {
       try {
         plan::write_plan_file(f, o_.plan_output);
-        fmt::print(stderr, "gearshift run --auto: plan written to {}\n", o_.plan_output);
+        say(o_.progress_sink, fmt::format("gearshift run --auto: plan written to {}", o_.plan_output));
       } catch (const plan::PlanFileError& e) {
-        fmt::print(stderr, "gearshift run --auto: warning: {}; the plan is applied all the same\n", e.what());
+        say(o_.progress_sink,
+            fmt::format("gearshift run --auto: warning: {}; the plan is applied all the same", e.what()));
       }
     }
-    fmt::print(stderr, "gearshift run --auto: applying the plan from now on\n");
+    say(o_.progress_sink, "gearshift run --auto: applying the plan from now on");
     start_(cp, source);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless
     give_up(std::string("planning failed: ") + e.what());

@@ -31,6 +31,7 @@
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
 #include "runtime/untraced_step.hpp"
+#include "service/progress.hpp"
 #include "sim/calibration_model.hpp"
 #include "sim/measurement.hpp"
 #include "trace/iteration.hpp"
@@ -46,10 +47,10 @@ struct AutoOptions {
   std::size_t warmup_steps = 20;            // detected steps needed before planning
   double max_slowdown = 0;                  // fraction
   std::string gpu_spec = "h200";            // spec name (gpu::find_spec)
-  std::optional<double> switch_latency_ms;  // for the phase plan; default: the spec's estimate
+  std::optional<double> switch_latency_ns;  // for the phase plan, ns; default: the spec's estimate
   std::string plan_output;                  // write plan.json here too (empty: no)
   std::string job_name;                     // how to name the input in the plan's provenance
-  double timeout_s = 600;                   // give up after this much warm-up, s
+  std::int64_t timeout_ns = 600'000'000'000;  // give up after this much warm-up, ns
   std::size_t max_kernels = 1'000'000;      // and after this many kernels collected, all processes (bounds memory)
   std::chrono::milliseconds attempt_period{1000};  // how often detection is tried
   // Measure the untraced step before planning (off: the job keeps recording every kernel, e.g. --gpu-progress
@@ -63,9 +64,9 @@ struct AutoOptions {
   // gradient checkpointing: 166.3 ms traced, 155.3 ms untraced) carries tracing's idle gaps into the plan and its
   // calibration (688 W could not be reached over it: refused).
   double max_untraced_disagreement = 0.04;
-  // Give up when the untraced step is not measured in this long, s: the larger of this and the settle time plus
+  // Give up when the untraced step is not measured in this long, ns: the larger of this and the settle time plus
   // three times the untraced window's steps at the traced step (a job of 1 s steps needs 16 s of them).
-  double untraced_timeout_s = 10;
+  std::int64_t untraced_timeout_ns = 10'000'000'000;
   // The run GPU's energy counter, J (NVML, read only; nullopt when it cannot be read); empty: none. Read at the
   // start and end of the untraced step's window (or, where the untraced step is not measured, at every detection
   // attempt over the traced steps), it gives the job's measured power that the plan is calibrated to. Without a
@@ -77,6 +78,7 @@ struct AutoOptions {
   double max_shared_gpu_share = 0.10;
   std::optional<sim::CalibratedModel> model;  // --model: plan with it (PlanJobOptions::model)
   std::string model_path;
+  ProgressSink progress_sink;  // the warm-up's and the plan's lines (service/progress.hpp); empty: none
 };
 
 struct PlanJobOptions;

@@ -58,7 +58,8 @@ ServiceError denied(unsigned index, const std::string& why) {
 
 // The first lock, at the reference pair, before the job starts: a refusal leaves the clocks as they were.
 // Returns whether memory clocks can be locked.
-bool lock_reference(const gpu::Device& dev, const model::ClockPair& ref, ClockGuard& guard, unsigned index) {
+bool lock_reference(const gpu::Device& dev, const model::ClockPair& ref, ClockGuard& guard, unsigned index,
+                    const ProgressSink& sink) {
   if (auto s = dev.set_locked_sm_clocks(static_cast<unsigned>(ref.sm_mhz), static_cast<unsigned>(ref.sm_mhz)); !s) {
     if (s.error().code == gpu::NvmlErrc::kNoPermission) throw denied(index, s.error().what());
     throw ServiceError(Kind::kFailure, fmt::format("GPU {}: locking the SM clock failed: {}", index, s.error().what()));
@@ -70,8 +71,8 @@ bool lock_reference(const gpu::Device& dev, const model::ClockPair& ref, ClockGu
       throw denied(index, s.error().what());
     }
     // e.g. not supported: the pairs keep the default memory clock
-    fmt::print(stderr, "gearshift calibrate: memory clocks cannot be locked ({}); measuring SM clocks only\n",
-               s.error().what());
+    say(sink, fmt::format("gearshift calibrate: memory clocks cannot be locked ({}); measuring SM clocks only",
+                          s.error().what()));
     return false;
   }
   return true;
@@ -79,13 +80,13 @@ bool lock_reference(const gpu::Device& dev, const model::ClockPair& ref, ClockGu
 
 // The job's environment, before any thread starts (setenv is not thread-safe): the feed, every kernel's
 // activity, no markers.
-void set_job_env(const std::string& socket_path) {
+void set_job_env(const std::string& socket_path, const ProgressSink& sink) {
   setenv(feed::kEnvSocket, socket_path.c_str(), 1);
   try {
     launch::set_injection_env(launch::find_inject_library());
   } catch (const launch::LaunchError& e) {
-    fmt::print(stderr, "gearshift calibrate: warning: {}; the job is not traced unless it has its own hook\n",
-               e.what());
+    say(sink,
+        fmt::format("gearshift calibrate: warning: {}; the job is not traced unless it has its own hook", e.what()));
   }
   unsetenv(cupti::kEnvOutput);
   unsetenv(cupti::kEnvFeedActivityPeriodMs);
@@ -127,8 +128,9 @@ CalibrationRun run_calibration(const CalibrateOptions& o) {
     if (e.kind() != runtime::SessionError::Kind::kNoPermission) throw;
     throw denied(o.gpu, e.what());
   }
-  ClockGuard guard(dev, true);  // destroyed before the session: the clocks are reset before the watchdog is told
-  const bool lock_memory = lock_reference(dev, run.ref, guard, o.gpu);
+  // Destroyed before the session: the clocks are reset before the watchdog is told.
+  ClockGuard guard(dev, true, o.progress_sink);
+  const bool lock_memory = lock_reference(dev, run.ref, guard, o.gpu, o.progress_sink);
   gpu::GpuSpec pair_spec = run.spec;
   if (!lock_memory) pair_spec.mem_clocks_mhz = {run.spec.default_mem_clock_mhz};
   run.min_sm_mhz = o.min_sm_mhz > 0 ? o.min_sm_mhz : run.spec.default_sm_clock_mhz / 2;
@@ -138,8 +140,8 @@ CalibrationRun run_calibration(const CalibrateOptions& o) {
     throw ServiceError(Kind::kBadArgument, e.what());
   }
   run.steps_needed = o.sweep.warmup_steps + run.pairs.size() * (o.sweep.settle_steps + o.sweep.steps_per_pair + 2);
-  fmt::print(stderr, "gearshift calibrate: {} on GPU {} ({}): pairs (SM/memory MHz) {}\n", run.spec.full_name, o.gpu,
-             device_name, run.pair_list());
+  say(o.progress_sink, fmt::format("gearshift calibrate: {} on GPU {} ({}): pairs (SM/memory MHz) {}",
+                                   run.spec.full_name, o.gpu, device_name, run.pair_list()));
 
   SweepFeed sh;
   runtime::FeedServer* server_ptr = nullptr;
@@ -156,13 +158,15 @@ CalibrationRun run_calibration(const CalibrateOptions& o) {
                                  sh.add(e);
                              });
   server_ptr = &server;
-  set_job_env(server.socket_path());
+  set_job_env(server.socket_path(), o.progress_sink);
 
   std::optional<launch::ForwardedSignalsBlocked> blocked;
   blocked.emplace();
   server.start();
   std::thread sweeper([&] {
-    run.sweep = sweep(sh, dev, lock_memory, guard, run.pairs, o.sweep);
+    SweepOptions sweep_o = o.sweep;
+    if (!sweep_o.progress_sink) sweep_o.progress_sink = o.progress_sink;  // one sink for the run's lines
+    run.sweep = sweep(sh, dev, lock_memory, guard, run.pairs, sweep_o);
     sh.sweep_over = true;
   });
   run.child = launch::run_child(o.cmd);
@@ -211,10 +215,11 @@ sim::CalibratedModel fit_calibration(const CalibrateOptions& o, const Calibratio
   cm.activity_scale = pf.activity_scale;
   cm.memory_w_at_max = pf.memory_w_at_max;
   cm.power_rms_relative_error = pf.rms_relative_error;
-  fmt::print(stderr,
-             "gearshift calibrate: {} kernel names fitted ({} measured at too few pairs); board: activity scale "
-             "{:.3f}, memory/uncore power {:.1f} W, power fit {:.2f} % rms\n",
-             cm.kernels.size(), unfitted, cm.activity_scale, cm.memory_w_at_max, 100 * cm.power_rms_relative_error);
+  say(o.progress_sink,
+      fmt::format("gearshift calibrate: {} kernel names fitted ({} measured at too few pairs); board: activity scale "
+                  "{:.3f}, memory/uncore power {:.1f} W, power fit {:.2f} % rms",
+                  cm.kernels.size(), unfitted, cm.activity_scale, cm.memory_w_at_max,
+                  100 * cm.power_rms_relative_error));
   if (auto why = sim::implausible_model(cm, r.spec); !why.empty())
     throw ServiceError(Kind::kModelRefused,
                        fmt::format("calibration refused, no model written: {}", fmt::join(why, "; ")));

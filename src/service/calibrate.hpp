@@ -29,6 +29,7 @@ struct CalibrateOptions {
   int min_sm_mhz = 0;            // lowest SM clock to lock, MHz; 0: half the default SM clock
   SweepOptions sweep;
   std::string watchdog_exe;      // an executable with gearshift's `_watchdog` (runtime::SessionOptions)
+  ProgressSink progress_sink;    // the run's and the fit's lines (service/progress.hpp); empty: none
 };
 
 struct CalibrationRun {

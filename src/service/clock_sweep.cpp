@@ -12,8 +12,8 @@
 
 namespace gearshift::service {
 
-void ClockGuard::report(const gpu::NvmlError& e, const char* which) {
-  fmt::print(stderr, "gearshift calibrate: could not reset the {} clocks: {}\n", which, e.what());
+void ClockGuard::report(const gpu::NvmlError& e, const char* which) const {
+  say(sink_, fmt::format("gearshift calibrate: could not reset the {} clocks: {}", which, e.what()));
 }
 
 void SweepFeed::add(const feed::FeedEvent& e) {
@@ -73,8 +73,8 @@ SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, Clock
                   const std::vector<model::ClockPair>& pairs, const SweepOptions& o) {
   SweepResult r;
   const auto t0 = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  auto stop = [&] { return sh.job_ended.load() || elapsed() > o.timeout_s; };
+  auto elapsed_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
+  auto stop = [&] { return sh.job_ended.load() || elapsed_ns() > o.timeout_ns; };
   auto wait_for = [&](std::int64_t from_ns, std::size_t kernels) {
     while (started_since(sh, from_ns) < kernels) {
       if (stop()) return false;
@@ -150,8 +150,9 @@ SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, Clock
     m.steps = static_cast<double>(m.kernels) / static_cast<double>(per_step);
     r.pairs.push_back(m);
     r.durations.push_back(std::move(by_name));
-    fmt::print(stderr, "gearshift calibrate: pair {}/{}: SM {} MHz, memory {} MHz: {:.1f} steps in {:.2f} s, {:.1f} W\n",
-               i + 1, pairs.size(), p.sm_mhz, p.mem_mhz, m.steps, m.window_s, m.average_power_w);
+    say(o.progress_sink,
+        fmt::format("gearshift calibrate: pair {}/{}: SM {} MHz, memory {} MHz: {:.1f} steps in {:.2f} s, {:.1f} W",
+                    i + 1, pairs.size(), p.sm_mhz, p.mem_mhz, m.steps, m.window_s, m.average_power_w));
   }
   guard.reset();
   if (r.error.empty() && r.pairs.size() < pairs.size())

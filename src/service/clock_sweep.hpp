@@ -17,6 +17,7 @@
 #include "gpu/nvml.hpp"
 #include "model/calibration_sweep.hpp"
 #include "runtime/feed_collector.hpp"
+#include "service/progress.hpp"
 #include "sim/calibration_model.hpp"
 #include "trace/iteration.hpp"
 
@@ -25,7 +26,9 @@ namespace gearshift::service {
 // Resets the clocks this command locked, once (the sweep's end, an error, the job ending first).
 class ClockGuard {
  public:
-  ClockGuard(gpu::Device dev, bool memory) : dev_(dev), memory_(memory) {}
+  // `sink`: where a failed reset is said (service/progress.hpp).
+  ClockGuard(gpu::Device dev, bool memory, ProgressSink sink = {})
+      : dev_(dev), memory_(memory), sink_(std::move(sink)) {}
   ~ClockGuard() { reset(); }
   void touched() { touched_ = true; }
   void reset() {
@@ -37,9 +40,10 @@ class ClockGuard {
   }
 
  private:
-  static void report(const gpu::NvmlError& e, const char* which);
+  void report(const gpu::NvmlError& e, const char* which) const;
   gpu::Device dev_;
   bool memory_;
+  ProgressSink sink_;
   bool touched_ = false;
 };
 
@@ -72,10 +76,11 @@ struct SweepResult {
 
 struct SweepOptions {
   std::size_t warmup_steps = 10, settle_steps = 2, steps_per_pair = 10;
-  double timeout_s = 600;
+  std::int64_t timeout_ns = 600'000'000'000;
+  ProgressSink progress_sink;  // one line per measured pair (service/progress.hpp); empty: none
 };
 
-// The sweep (the calling thread): returns when every pair is measured, the job ended, or past o.timeout_s; the
+// The sweep (the calling thread): returns when every pair is measured, the job ended, or past o.timeout_ns; the
 // locked clocks are reset through `guard` before it returns.
 SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, ClockGuard& guard,
                   const std::vector<model::ClockPair>& pairs, const SweepOptions& o);

@@ -17,7 +17,7 @@
 namespace gearshift::service {
 
 std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::DeviceInfo>& infos, unsigned index,
-                          bool apply) {
+                          bool apply, const ProgressSink& progress_sink) {
   if (!given.empty()) {
     try {
       return gpu::find_spec(given).name;
@@ -26,12 +26,13 @@ std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::Devic
     }
   }
   if (infos.empty()) {
-    fmt::print(stderr, "gearshift run --auto: NVML is not at hand; planning for h200 (pass --gpu-spec to choose)\n");
+    say(progress_sink, "gearshift run --auto: NVML is not at hand; planning for h200 (pass --gpu-spec to choose)");
     return "h200";
   }
   const std::string device = index < infos.size() ? infos[index].name : "";  // empty: no GPU of that index
   if (device.empty()) {
-    fmt::print(stderr, "gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)\n", index);
+    say(progress_sink,
+        fmt::format("gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)", index));
     return "h200";
   }
   std::string name = gpu::spec_name_for_device(device);
@@ -41,8 +42,9 @@ std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::Devic
                        fmt::format("GPU {} ('{}') has no spec to plan with; pass --gpu-spec (known: {}) if it is "
                                    "one of those",
                                    index, device, fmt::join(gpu::spec_names(), ", ")));
-  fmt::print(stderr, "gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)\n",
-             index, device);
+  say(progress_sink,
+      fmt::format("gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)",
+                  index, device));
   return "h200";
 }
 
@@ -50,13 +52,13 @@ namespace {
 
 // The job's environment for the tracer: the injection library (so that an unmodified CUDA job feeds us) and,
 // with --trace-output, the trace file it also writes. Before any thread starts (setenv is not thread-safe).
-void set_tracer_env(const std::string& trace_output) {
+void set_tracer_env(const std::string& trace_output, const ProgressSink& sink) {
   try {
     launch::set_injection_env(launch::find_inject_library());
   } catch (const launch::LaunchError& e) {
     // Not fatal: the job may carry its own hook (the Python package) that writes the feed.
-    fmt::print(stderr, "gearshift run: warning: {}; the job is not traced unless it has its own gearshift hook\n",
-               e.what());
+    say(sink, fmt::format("gearshift run: warning: {}; the job is not traced unless it has its own gearshift hook",
+                          e.what()));
   }
   if (trace_output.empty()) {
     unsetenv(cupti::kEnvOutput);  // feed only: no trace file unless asked for
@@ -94,7 +96,8 @@ launch::ChildExit LiveRun::run_job() {
   progress_.set_job_env(/*collect_first=*/auto_plan);
   o_.ao.measure_untraced = progress_.may_stop_recording();
   o_.ao.energy_j = [this] { return energy_.counter_j(); };  // --auto calibrates to the untraced run's power
-  set_tracer_env(o_.trace_output);
+  if (!o_.ao.progress_sink) o_.ao.progress_sink = o_.progress_sink;  // one sink for the run's lines
+  set_tracer_env(o_.trace_output, o_.progress_sink);
   // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
   std::optional<launch::ForwardedSignalsBlocked> blocked;
   blocked.emplace();
@@ -107,7 +110,7 @@ launch::ChildExit LiveRun::run_job() {
         [this](std::uint32_t source) { return on_run_gpu(server_.process(source)); },
         [this](std::uint32_t source) {
           if (!server_.send(source, progress_.stop_recording_command()))
-            fmt::print(stderr, "gearshift run: note: could not tell the job to stop recording every kernel\n");
+            say(o_.progress_sink, "gearshift run: note: could not tell the job to stop recording every kernel");
         });
   }
   server_.start();

@@ -21,6 +21,7 @@
 #include "runtime/session.hpp"
 #include "service/auto_plan.hpp"
 #include "service/live_plan.hpp"
+#include "service/progress.hpp"
 
 namespace gearshift::service {
 
@@ -34,13 +35,15 @@ struct LiveRunOptions {
   std::string trace_output;  // also keep the job's trace file here ("" none)
   std::string timeline;      // write the intended changes as a timeline here ("" none)
   std::string dry_run_log;   // where the dry-run log went (the summary names it)
+  // The run's notes (service/progress.hpp); also --auto's lines where `ao` has no sink of its own. Empty: none.
+  ProgressSink progress_sink;
 };
 
 // The GPU spec --auto plans for: `given` (--gpu-spec), else the one named like NVML's device `index` of `infos`,
 // else h200 (dry-run only: with `apply` the clocks must come from the GPU's own table; ServiceError(kBadArgument)
-// then, and for an unknown `given`).
+// then, and for an unknown `given`). Where it falls back to h200 it says so to `progress_sink`.
 std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::DeviceInfo>& infos, unsigned index,
-                          bool apply);
+                          bool apply, const ProgressSink& progress_sink = {});
 
 class LiveRun {
  public:

@@ -217,20 +217,20 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   }
   sim::EvaluateOptions eo;
   eo.max_slowdown = o.max_slowdown;
-  const double chosen_l_ns = o.switch_latency_ms.value_or(spec.switch_latency_ms) * 1e6;
+  const double chosen_l_ns = o.switch_latency_ns.value_or(spec.switch_latency_ms * 1e6);
   if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
     eo.switch_latencies_ns.push_back(chosen_l_ns);
   r.evaluation = sim::evaluate(r.workload, *r.model, eo);
   if (r.calibrated_to_w && r.trace.measured.step_time_s) {
-    const std::string why = sim::calibrated_step_refusal(r.evaluation.baseline.step_time_s,
-                                                         *r.trace.measured.step_time_s, *r.calibrated_to_w);
+    const std::string why = sim::calibrated_step_refusal(r.evaluation.baseline.step_time_ns,
+                                                         *r.trace.measured.step_time_s * 1e9, *r.calibrated_to_w);
     if (!why.empty())
       throw ServiceError(Kind::kModelRefused, fmt::format("{}: no plan: {}; --no-calibrate plans with the "
                                                           "uncalibrated class priors",
                                                           o.display_name, why));
   }
-  for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_s, r.evaluation.baseline.energy_j,
-                                            r.trace, r.iterations))
+  for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_ns, r.evaluation.baseline.energy_j, r.trace,
+                                            r.iterations))
     r.model_warnings.push_back(std::move(w));
   for (const auto& w : r.model_warnings) r.warnings.push_back(w);
   for (const auto& s : r.evaluation.strategies) {
@@ -267,7 +267,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
     j["replay"] = {{"dependency", g.dependency}, {"note", g.note}};
   }
   const auto& b = r.evaluation.baseline;
-  j["baseline"] = {{"time_s", b.step_time_s}, {"energy_j", b.energy_j}, {"average_power_w", b.average_power_w}};
+  j["baseline"] = {{"time_s", b.step_time_ns * 1e-9}, {"energy_j", b.energy_j}, {"average_power_w", b.average_power_w}};
   const auto& ms = r.trace.measured;
   if (ms.energy_per_step_j || ms.step_time_s) {
     json m = json::object();
@@ -284,7 +284,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& s : r.evaluation.strategies) {
     json e = {{"name", plan::to_string(s.schedule.strategy)},
               {"switch_latency_us", s.switch_latency_ns / 1e3},
-              {"time_s", s.sim.step_time_s},
+              {"time_s", s.sim.step_time_ns * 1e-9},
               {"energy_j", s.sim.energy_j},
               {"saving_pct", s.saving_pct},
               {"slowdown_pct", s.slowdown_pct},
@@ -301,9 +301,9 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"saving_low_pct", g.saving_low_pct},
                        {"saving_expected_pct", g.saving_expected_pct},
                        {"saving_high_pct", g.saving_high_pct},
-                       {"time_low_s", g.time_low_s},
-                       {"time_expected_s", g.time_expected_s},
-                       {"time_high_s", g.time_high_s},
+                       {"time_low_s", g.time_low_ns * 1e-9},
+                       {"time_expected_s", g.time_expected_ns * 1e-9},
+                       {"time_high_s", g.time_high_ns * 1e-9},
                        {"slowdown_high_pct", g.slowdown_high_pct},
                        {"p_over_budget", g.p_over_budget},
                        {"samples", g.samples},
@@ -313,9 +313,13 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& p : r.evaluation.frontier) {
     json ss = json::array();
     for (const auto& s : p.strategies)
-      ss.push_back({{"name", plan::to_string(s.schedule.strategy)}, {"switch_latency_us", s.switch_latency_ns / 1e3},
-                    {"saving_pct", s.saving_pct}, {"slowdown_pct", s.slowdown_pct}, {"time_s", s.sim.step_time_s},
-                    {"energy_j", s.sim.energy_j}, {"within_budget", s.within_budget}});
+      ss.push_back({{"name", plan::to_string(s.schedule.strategy)},
+                    {"switch_latency_us", s.switch_latency_ns / 1e3},
+                    {"saving_pct", s.saving_pct},
+                    {"slowdown_pct", s.slowdown_pct},
+                    {"time_s", s.sim.step_time_ns * 1e-9},
+                    {"energy_j", s.sim.energy_j},
+                    {"within_budget", s.within_budget}});
     frontier.push_back({{"max_slowdown_pct", p.max_slowdown * 100}, {"strategies", ss}});
   }
   j["frontier"] = frontier;
@@ -337,17 +341,17 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   f.period_us = r.iterations.tmpl.period_ns / 1e3;
   plan::PlanFilePredicted pr;
   pr.low_confidence = !r.model_warnings.empty();
-  pr.time_s = s.sim.step_time_s;
+  pr.time_s = s.sim.step_time_ns * 1e-9;
   pr.energy_j = s.sim.energy_j;
   pr.saving_pct = s.saving_pct;
   pr.slowdown_pct = s.slowdown_pct;
-  pr.baseline_time_s = r.evaluation.baseline.step_time_s;
+  pr.baseline_time_s = r.evaluation.baseline.step_time_ns * 1e-9;
   pr.baseline_energy_j = r.evaluation.baseline.energy_j;
   pr.clock_changes_per_step = s.sim.clock_changes;
   pr.saving_low_pct = r.range.saving_low_pct;
   pr.saving_high_pct = r.range.saving_high_pct;
-  pr.time_low_s = r.range.time_low_s;
-  pr.time_high_s = r.range.time_high_s;
+  pr.time_low_s = r.range.time_low_ns * 1e-9;
+  pr.time_high_s = r.range.time_high_ns * 1e-9;
   pr.p_over_budget = r.range.p_over_budget;
   pr.range_samples = static_cast<std::size_t>(r.range.samples);
   f.predicted = pr;

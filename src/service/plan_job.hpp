@@ -26,7 +26,7 @@ struct PlanJobOptions {
   trace::IterationOptions steps;  // --device, --trust-period (docs/step-detection.md)
   double max_slowdown = 0.005;    // fraction
   plan::Strategy strategy = plan::Strategy::phase;  // written to plan.json
-  std::optional<double> switch_latency_ms;  // for plan.json's phase plan; default: the GPU spec's estimate
+  std::optional<double> switch_latency_ns;  // for plan.json's phase plan, ns; default: the GPU spec's estimate
   bool calibrate = true;          // scale activity to the trace's measured average power when present
   // The measured average power to calibrate to instead of the trace's (run --auto: the NVML energy counter over
   // the untraced run); absent: the trace's, when it has one.

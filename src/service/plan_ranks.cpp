@@ -37,8 +37,9 @@ service::RankInput rank_input(trace::Trace t, const std::string& spec, const std
                                    "--no-calibrate plans every rank with the uncalibrated class priors",
                                    path, in.calibrated_to->average_power_w, in.calibrated_to->source,
                                    fmt::join(bound, "; ")));
-  const double modelled = sim::simulate(in.workload, in.model, sim::default_schedule(in.workload, in.model), 0).step_time_s;
-  if (const std::string why = sim::calibrated_step_refusal(modelled, in.measured_step_time_s,
+  const double modelled_ns =
+      sim::simulate(in.workload, in.model, sim::default_schedule(in.workload, in.model), 0).step_time_ns;
+  if (const std::string why = sim::calibrated_step_refusal(modelled_ns, in.measured_step_time_ns,
                                                            in.calibrated_to->average_power_w);
       !why.empty())
     throw ServiceError(Kind::kModelRefused, fmt::format("{}: no plan: {}; --no-calibrate plans every rank with the "
@@ -94,26 +95,26 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
     if (!gpus[i].warning.empty()) warnings.push_back(fmt::format("rank {}: {}", i, gpus[i].warning));
   for (const auto& p : r.ranks)
     ranks.push_back({{"rank", p.rank},
-                     {"gpu_selection", p.rank >= 0 && p.rank < static_cast<int>(gpus.size())
-                                           ? gpus[p.rank].to_json() : json(nullptr)},
+                     {"gpu_selection",
+                      p.rank >= 0 && p.rank < static_cast<int>(gpus.size()) ? gpus[p.rank].to_json() : json(nullptr)},
                      {"trace", p.rank < static_cast<int>(traces.size()) ? traces[p.rank] : ""},
-                     {"traced_step_time_s", p.traced_step_time_s},
+                     {"traced_step_time_s", p.traced_step_time_ns * 1e-9},
                      {"traced_energy_j", p.traced_energy_j},
-                     {"comm_time_s", p.comm_time_s},
-                     {"intrinsic_comm_time_s", p.intrinsic_comm_time_s},
-                     {"intrinsic_step_time_s", p.intrinsic_step_time_s},
+                     {"comm_time_s", p.comm_time_ns * 1e-9},
+                     {"intrinsic_comm_time_s", p.intrinsic_comm_time_ns * 1e-9},
+                     {"intrinsic_step_time_s", p.intrinsic_step_time_ns * 1e-9},
                      {"straggler_factor", p.straggler_factor},
-                     {"planned_step_time_s", p.planned_step_time_s},
+                     {"planned_step_time_s", p.planned_step_time_ns * 1e-9},
                      {"baseline_energy_j", p.baseline_energy_j},
                      {"planned_energy_j", p.planned_energy_j},
                      {"saving_pct", p.saving_pct},
                      {"clock_changes_per_step", p.schedule.change_positions().size()}});
   return {{"modelled", true},
-          {"deadline_s", r.deadline_s},
+          {"deadline_s", r.deadline_ns * 1e-9},
           {"straggler", r.straggler},
           {"switch_latency_us", r.switch_latency_ns / 1e3},
-          {"job_step_time_before_s", r.job_step_time_before_s},
-          {"job_step_time_after_s", r.job_step_time_after_s},
+          {"job_step_time_before_s", r.job_step_time_before_ns * 1e-9},
+          {"job_step_time_after_s", r.job_step_time_after_ns * 1e-9},
           {"collectives_replayed", r.collectives_replayed},
           {"job_energy_before_j", r.job_energy_before_j},
           {"job_energy_after_j", r.job_energy_after_j},
@@ -132,10 +133,10 @@ plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncS
   f.switch_latency_us = r.switch_latency_ns / 1e3;
   f.period_us = w.period_ns / 1e3;
   f.rank = p.rank;
-  f.deadline_s = r.deadline_s;
+  f.deadline_s = r.deadline_ns * 1e-9;
   f.straggler_factor = p.straggler_factor;
   plan::PlanFilePredicted pr;
-  pr.time_s = p.planned_step_time_s;
+  pr.time_s = p.planned_step_time_ns * 1e-9;
   pr.energy_j = p.planned_energy_j;
   pr.baseline_energy_j = p.baseline_energy_j;
   pr.saving_pct = p.saving_pct;

@@ -32,8 +32,9 @@ RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::str
   std::optional<sim::MeasuredPower> p = calibrate ? sim::measured_power(t, a) : std::nullopt;
   if (p) sim::calibrate_to_measured_power(w, m, p->average_power_w);
   const auto& ms = t.measured;
-  return RankInput{std::move(w), std::move(m), label, ms.step_time_s.value_or(0), ms.energy_per_step_j.value_or(0),
-                   std::move(p)};
+  return RankInput{
+      std::move(w), std::move(m), label, ms.step_time_s.value_or(0) * 1e9, ms.energy_per_step_j.value_or(0),
+      std::move(p)};
 }
 
 RankInput load_rank(const std::string& trace_path, const std::string& gpu) {
@@ -44,23 +45,23 @@ namespace {
 
 bool is_comm(const model::WorkloadOp& op) { return op.cls == model::KernelClass::communication; }
 
-double comm_time_s(const model::Workload& w);
+double comm_time_ns(const model::Workload& w);
 
-// Rank r's template with its communication ops scaled to `intrinsic_comm_s` in total (see the header).
-model::Workload wait_free(const model::Workload& traced, double intrinsic_comm_s) {
+// Rank r's template with its communication ops scaled to `intrinsic_comm_ns` in total (see the header).
+model::Workload wait_free(const model::Workload& traced, double intrinsic_comm_ns) {
   model::Workload w = traced;
-  const double c = comm_time_s(traced);
+  const double c = comm_time_ns(traced);
   if (c <= 0) return w;
   for (auto& op : w.ops)
-    if (is_comm(op)) op.ref_time_ns *= intrinsic_comm_s / c;
+    if (is_comm(op)) op.ref_time_ns *= intrinsic_comm_ns / c;
   return w;
 }
 
-double comm_time_s(const model::Workload& w) {
-  double s = 0;
+double comm_time_ns(const model::Workload& w) {
+  double ns = 0;
   for (const auto& op : w.ops)
-    if (is_comm(op)) s += op.ref_time_ns * 1e-9;
-  return s;
+    if (is_comm(op)) ns += op.ref_time_ns;
+  return ns;
 }
 
 // Power of a GPU spinning inside an NCCL kernel at clocks c, W: the longest communication op of the template
@@ -75,8 +76,9 @@ double wait_power_w(const model::Workload& w, const model::DvfsModel& m, model::
 
 // Energy per step with the wait until the deadline accounted at the clocks the step ends on, J.
 double energy_to_deadline(const model::Workload& w, const model::DvfsModel& m, const SimResult& s,
-                          const plan::Schedule& sched, double deadline_s) {
-  double wait_s = std::max(0.0, deadline_s - s.step_time_s);
+                          const plan::Schedule& sched, double deadline_ns) {
+  // In s as always (the written energies keep their last digit).
+  const double wait_s = std::max(0.0, deadline_ns * 1e-9 - s.step_time_ns * 1e-9);
   return s.energy_j + wait_s * wait_power_w(w, m, sched.clocks.back());
 }
 
@@ -87,13 +89,13 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   if (o.strategy != plan::Strategy::phase && o.strategy != plan::Strategy::kernel_global)
     throw std::invalid_argument(std::string("sync-slack strategy '") + plan::to_string(o.strategy) +
                                 "' (phase, kernel-global)");
-  if (o.switch_latency_ms && !(*o.switch_latency_ms >= 0 && std::isfinite(*o.switch_latency_ms)))
-    throw std::invalid_argument("sync-slack switch latency " + std::to_string(*o.switch_latency_ms) +
+  if (o.switch_latency_ns && !(*o.switch_latency_ns >= 0 && std::isfinite(*o.switch_latency_ns)))
+    throw std::invalid_argument("sync-slack switch latency " + std::to_string(*o.switch_latency_ns * 1e-6) +
                                 " ms (a number of ms >= 0)");
   double min_comm = 1e300;
   int communicating = 0;
   for (const auto& r : ranks) {
-    double c = comm_time_s(r.workload);
+    double c = comm_time_ns(r.workload);
     min_comm = std::min(min_comm, c);
     communicating += c > 0;
   }
@@ -104,7 +106,7 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   SyncSlackResult res;
   const auto& spec = ranks[0].model.spec();
   const double latency_ns =
-      o.strategy == plan::Strategy::kernel_global ? 0.0 : o.switch_latency_ms.value_or(spec.switch_latency_ms) * 1e6;
+      o.strategy == plan::Strategy::kernel_global ? 0.0 : o.switch_latency_ns.value_or(spec.switch_latency_ms * 1e6);
   res.switch_latency_ns = latency_ns;
 
   std::vector<model::Workload> intr;
@@ -114,10 +116,11 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     intr.push_back(wait_free(ranks[r].workload, min_comm));
     graph.push_back(graph::build_step_graph(ranks[r].workload));
     base.push_back(simulate(intr[r], graph[r], ranks[r].model, default_schedule(intr[r], ranks[r].model), 0));
-    if (base[r].step_time_s > res.deadline_s) res.deadline_s = base[r].step_time_s, res.straggler = static_cast<int>(r);
+    if (base[r].step_time_ns > res.deadline_ns)
+      res.deadline_ns = base[r].step_time_ns, res.straggler = static_cast<int>(r);
   }
-  const double deadline = res.deadline_s;
-  res.job_step_time_before_s = deadline;
+  const double deadline = res.deadline_ns;
+  res.job_step_time_before_ns = deadline;
 
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const auto& m = ranks[r].model;
@@ -126,48 +129,48 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
     p.rank = static_cast<int>(r);
     auto def = default_schedule(ranks[r].workload, m);
     auto traced = simulate(ranks[r].workload, m, def, 0);
-    p.traced_step_time_s = traced.step_time_s;
+    p.traced_step_time_ns = traced.step_time_ns;
     p.traced_energy_j = traced.energy_j;
-    p.comm_time_s = comm_time_s(ranks[r].workload);
-    p.intrinsic_comm_time_s = comm_time_s(w);
-    p.intrinsic_step_time_s = base[r].step_time_s;
-    p.straggler_factor = deadline / base[r].step_time_s;
+    p.comm_time_ns = comm_time_ns(ranks[r].workload);
+    p.intrinsic_comm_time_ns = comm_time_ns(w);
+    p.intrinsic_step_time_ns = base[r].step_time_ns;
+    p.straggler_factor = deadline / base[r].step_time_ns;
     p.baseline_energy_j = energy_to_deadline(w, m, base[r], def, deadline);
 
     // Serial budget = Σ default op times + the slack; tightened until the simulated step meets the deadline.
     auto table = plan::build_clock_table(w, m, 0, &graph[r]);
-    double budget = plan::total_time_ns(table, table.default_index) + (deadline - base[r].step_time_s) * 1e9;
+    double budget = plan::total_time_ns(table, table.default_index) + (deadline - base[r].step_time_ns);
     plan::Schedule best = def;
     SimResult best_sim = base[r];
     for (int attempt = 0; attempt < 12; ++attempt) {
       plan::Schedule s = o.strategy == plan::Strategy::phase ? plan::plan_phase(table, w, budget, latency_ns)
                                                : plan::plan_kernel_global(table, budget);
       SimResult sim = simulate(w, graph[r], m, s, latency_ns);
-      if (sim.step_time_s <= deadline * (1 + 1e-9)) {
+      if (sim.step_time_ns <= deadline * (1 + 1e-9)) {
         best = std::move(s), best_sim = sim;
         break;
       }
-      budget -= (sim.step_time_s - deadline) * 1e9 * 1.1 + 1.0;
+      budget -= (sim.step_time_ns - deadline) * 1.1 + 1.0;
     }
     // The wait until the deadline is spent at the clocks the step ends on (energy_to_deadline): where it lasts at
     // least the switch latency, the last position runs at the lowest SM clock if that saves energy and the step
     // still meets the deadline (the change back lands before the next step's first op: one wait later).
-    if ((deadline - best_sim.step_time_s) * 1e9 >= latency_ns) {
+    if (deadline - best_sim.step_time_ns >= latency_ns) {
       plan::Schedule low = best;
       low.clocks.back().sm_mhz = spec.min_sm_clock_mhz();
       SimResult sim = simulate(w, graph[r], m, low, latency_ns);
-      if (sim.step_time_s <= deadline * (1 + 1e-9) && sim.late_changes == 0 &&
+      if (sim.step_time_ns <= deadline * (1 + 1e-9) && sim.late_changes == 0 &&
           energy_to_deadline(w, m, sim, low, deadline) < energy_to_deadline(w, m, best_sim, best, deadline))
         best = std::move(low), best_sim = sim;
     }
     p.schedule = best;
-    p.planned_step_time_s = best_sim.step_time_s;
+    p.planned_step_time_ns = best_sim.step_time_ns;
     p.planned_energy_j = energy_to_deadline(w, m, best_sim, best, deadline);
     if (p.planned_energy_j > p.baseline_energy_j) {  // never worse than leaving the clocks alone
-      p.schedule = def, p.planned_step_time_s = base[r].step_time_s, p.planned_energy_j = p.baseline_energy_j;
+      p.schedule = def, p.planned_step_time_ns = base[r].step_time_ns, p.planned_energy_j = p.baseline_energy_j;
     }
     p.saving_pct = 100 * (p.baseline_energy_j - p.planned_energy_j) / p.baseline_energy_j;
-    res.job_step_time_after_s = std::max(res.job_step_time_after_s, p.planned_step_time_s);
+    res.job_step_time_after_ns = std::max(res.job_step_time_after_ns, p.planned_step_time_ns);
     res.job_energy_before_j += p.baseline_energy_j;
     res.job_energy_after_j += p.planned_energy_j;
     res.ranks.push_back(std::move(p));
@@ -179,9 +182,9 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
       after.push_back({&ranks[r].workload, &ranks[r].model, res.ranks[r].schedule});
     }
     try {
-      const double b = simulate_ranks(before, latency_ns).job_step_time_s;
-      const double a = simulate_ranks(after, latency_ns).job_step_time_s;
-      res.job_step_time_before_s = b, res.job_step_time_after_s = a, res.collectives_replayed = true;
+      const double b = simulate_ranks(before, latency_ns).job_step_time_ns;
+      const double a = simulate_ranks(after, latency_ns).job_step_time_ns;
+      res.job_step_time_before_ns = b, res.job_step_time_after_ns = a, res.collectives_replayed = true;
     } catch (const std::invalid_argument&) {
       // The ranks do not issue the same collectives: the ranks' own steps stand.
     }

@@ -43,7 +43,7 @@ struct RankInput {
   model::Workload workload;
   model::DvfsModel model;
   std::string source;                  // trace path, for messages
-  double measured_step_time_s = 0;     // from the trace's meta, 0 if absent
+  double measured_step_time_ns = 0;    // from the trace's meta (s/step there), 0 if absent
   double measured_energy_j = 0;        // J/step from the trace's meta, 0 if absent
   std::optional<sim::MeasuredPower> calibrated_to;  // the measured power the model was calibrated to; none: not calibrated
 };
@@ -59,19 +59,19 @@ RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::str
 
 struct SyncSlackOptions {
   plan::Strategy strategy = plan::Strategy::phase;  // phase (switch latency below) or kernel_global (ideal)
-  std::optional<double> switch_latency_ms = std::nullopt;  // ms, >= 0; none: the GPU spec's estimate
+  std::optional<double> switch_latency_ns = std::nullopt;  // ns, >= 0; none: the GPU spec's estimate
   bool calibrate = true;  // calibrate each rank's model to its trace's measured power (false: the class priors)
 };
 
 struct RankPlan {
   int rank = 0;
-  double traced_step_time_s = 0;    // simulated step of the traced template at default clocks, s
-  double traced_energy_j = 0;       // its energy, J (compare with measured_energy_j)
-  double comm_time_s = 0;           // Σ communication op times in the traced template, s
-  double intrinsic_comm_time_s = 0; // the same after removing the wait, s
-  double intrinsic_step_time_s = 0; // I_r, s
-  double straggler_factor = 1;      // D / I_r
-  double planned_step_time_s = 0;   // simulated step of the intrinsic template under the plan, s (≤ D)
+  double traced_step_time_ns = 0;     // simulated step of the traced template at default clocks, ns
+  double traced_energy_j = 0;         // its energy, J (compare with measured_energy_j)
+  double comm_time_ns = 0;            // Σ communication op times in the traced template, ns
+  double intrinsic_comm_time_ns = 0;  // the same after removing the wait, ns
+  double intrinsic_step_time_ns = 0;  // I_r, ns
+  double straggler_factor = 1;        // D / I_r
+  double planned_step_time_ns = 0;    // simulated step of the intrinsic template under the plan, ns (≤ D)
   double baseline_energy_j = 0;     // default clocks, wait accounted, J/step
   double planned_energy_j = 0;      // the plan, wait accounted, J/step
   double saving_pct = 0;            // (baseline − planned) / baseline · 100
@@ -79,10 +79,10 @@ struct RankPlan {
 };
 
 struct SyncSlackResult {
-  double deadline_s = 0;                // D, s
+  double deadline_ns = 0;               // D, ns
   int straggler = 0;                    // rank whose I_r is D
-  double job_step_time_before_s = 0;    // max_r I_r (= D), s
-  double job_step_time_after_s = 0;     // max_r planned step time, s
+  double job_step_time_before_ns = 0;   // max_r I_r (= D), ns
+  double job_step_time_after_ns = 0;    // max_r planned step time, ns
   double job_energy_before_j = 0, job_energy_after_j = 0;  // Σ over ranks, J/step
   double switch_latency_ns = 0;
   std::vector<RankPlan> ranks;

@@ -58,7 +58,7 @@ RanksResult simulate_ranks(const std::vector<RankReplay>& ranks, double latency_
     }
     if (!moved) break;
   }
-  for (const auto& s : out.ranks) out.job_step_time_s = std::max(out.job_step_time_s, s.step_time_s);
+  for (const auto& s : out.ranks) out.job_step_time_ns = std::max(out.job_step_time_ns, s.step_time_ns);
   return out;
 }
 

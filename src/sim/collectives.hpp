@@ -28,7 +28,7 @@ struct RankReplay {
 
 struct RanksResult {
   std::vector<SimResult> ranks;   // per rank, timelines kept
-  double job_step_time_s = 0;     // the slowest rank's step, s
+  double job_step_time_ns = 0;    // the slowest rank's step, ns
   int rounds = 0;                 // replays of every rank until the ends held
 };
 

@@ -66,12 +66,14 @@ struct Context {
 };
 
 bool fits(const SimResult& s, const SimResult& base, double eps) {
-  return s.step_time_s <= base.step_time_s * (1 + eps) * (1 + 1e-12);
+  return s.step_time_ns <= base.step_time_ns * (1 + eps) * (1 + 1e-12);
 }
 
 void score(StrategyResult& r, const SimResult& base) {
   r.saving_pct = (base.energy_j - r.sim.energy_j) / base.energy_j * 100;
-  r.slowdown_pct = (r.sim.step_time_s - base.step_time_s) / base.step_time_s * 100;
+  // From the step times in s, as always: the written figures keep their last digit (docs/design.md, Units).
+  const double t_s = r.sim.step_time_ns * 1e-9, base_s = base.step_time_ns * 1e-9;
+  r.slowdown_pct = (t_s - base_s) / base_s * 100;
 }
 
 // Shortest phase of `s` (cyclic), ns, on `timeline`: a simulation of `s` with instant switching or with no late
@@ -83,8 +85,8 @@ double shortest_phase_ns(const plan::Schedule& s, const SimResult& timeline) {
   double shortest = kInf;
   for (std::size_t k = 0; k < changes.size(); ++k) {
     const double from = tl[changes[k]].start_ns;
-    const double to = k + 1 < changes.size() ? tl[changes[k + 1]].start_ns
-                                             : tl[changes[0]].start_ns + timeline.step_time_s * 1e9;
+    const double to =
+        k + 1 < changes.size() ? tl[changes[k + 1]].start_ns : tl[changes[0]].start_ns + timeline.step_time_ns;
     shortest = std::min(shortest, to - from);
   }
   return shortest;
@@ -116,7 +118,7 @@ void without_late_changes(const model::Workload& w, const model::DvfsModel& m, p
     for (std::size_t k = 0; k < nch; ++k) {
       const std::size_t next = (k + 1) % nch, prev = (k + nch - 1) % nch;
       const double from = ideal.timeline[changes[k]].start_ns;
-      const double to = ideal.timeline[changes[next]].start_ns + (next == 0 ? ideal.step_time_s * 1e9 : 0.0);
+      const double to = ideal.timeline[changes[next]].start_ns + (next == 0 ? ideal.step_time_ns : 0.0);
       if (to - from >= latency_ns || touched[k] || touched[prev]) continue;
       const model::ClockPair a = s.clocks[changes[prev]], b = s.clocks[changes[k]];
       const model::ClockPair hi{std::max(a.sm_mhz, b.sm_mhz), std::max(a.mem_mhz, b.mem_mhz)};
@@ -133,27 +135,30 @@ void without_late_changes(const model::Workload& w, const model::DvfsModel& m, p
 
 StrategyResult run(Context& c, double eps, double latency_ns, const Planner& planner) {
   auto t0 = std::chrono::steady_clock::now();
-  const double target_s = c.base.step_time_s * (1 + eps);
-  double budget = c.serial_base_ns + eps * c.base.step_time_s * 1e9;
+  const double target_ns = c.base.step_time_ns * (1 + eps);
+  double budget = c.serial_base_ns + eps * c.base.step_time_ns;
   StrategyResult r;
-  auto ok = [&] { return r.sim.step_time_s <= target_s * (1 + 1e-12) && (latency_ns == 0 || r.sim.late_changes == 0); };
+  auto ok = [&] {
+    return r.sim.step_time_ns <= target_ns * (1 + 1e-12) && (latency_ns == 0 || r.sim.late_changes == 0);
+  };
   for (int attempt = 0; attempt < 12; ++attempt) {
     r.schedule = planner(budget);
     r.sim = simulate(c.w, c.m, r.schedule, latency_ns, true);
     if (latency_ns > 0) without_late_changes(c.w, c.m, r.schedule, latency_ns, r.sim);
     if (ok()) break;
-    budget -= std::max(0.0, r.sim.step_time_s - target_s) * 1e9 * 1.1 + 1.0;
+    budget -= std::max(0.0, r.sim.step_time_ns - target_ns) * 1.1 + 1.0;
   }
   // On a dependency graph the table's budget overstates the step's growth (it sums the overruns beyond the
   // floats, and overlapping ones move the step once): give the unused part back while the plan improves.
   for (int attempt = 0; attempt < 2 && ok() && !c.table.slack_ns.empty(); ++attempt) {
-    const double unused_ns = (target_s - r.sim.step_time_s) * 1e9;
-    if (unused_ns <= 0.05 * eps * c.base.step_time_s * 1e9) break;
+    const double unused_ns = target_ns - r.sim.step_time_ns;
+    if (unused_ns <= 0.05 * eps * c.base.step_time_ns) break;
     StrategyResult more = r;
     more.schedule = planner(budget + unused_ns);
     more.sim = simulate(c.w, c.m, more.schedule, latency_ns, true);
     if (latency_ns > 0) without_late_changes(c.w, c.m, more.schedule, latency_ns, more.sim);
-    const bool fits_more = more.sim.step_time_s <= target_s * (1 + 1e-12) && (latency_ns == 0 || more.sim.late_changes == 0);
+    const bool fits_more =
+        more.sim.step_time_ns <= target_ns * (1 + 1e-12) && (latency_ns == 0 || more.sim.late_changes == 0);
     if (!fits_more || more.sim.energy_j >= r.sim.energy_j) break;
     r = std::move(more);
     budget += unused_ns;
@@ -200,7 +205,7 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
   std::vector<StrategyResult> out;
   out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_iteration(t, b); }));
   out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_pass(t, c.w, b); }));
-  const double eps_ns = eps * c.base.step_time_s * 1e9;
+  const double eps_ns = eps * c.base.step_time_ns;
   out.push_back(run(c, eps, 0, [&](double b) {
     // Each op's own limit; shrink ε if the step as a whole would still overshoot (it does not when ops are serial).
     double scale = eps_ns <= 0 || b >= c.serial_base_ns + eps_ns ? 1.0 : (b - c.serial_base_ns) / eps_ns;

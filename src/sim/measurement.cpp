@@ -106,20 +106,21 @@ std::vector<std::string> implausible_calibration(const model::DvfsModel& m) {
   return why;
 }
 
-std::string calibrated_step_refusal(double modelled_step_s, double measured_step_s, double calibrated_to_w) {
-  if (!(measured_step_s > 0) || !(modelled_step_s > 0)) return {};
-  const double off = modelled_step_s / measured_step_s - 1;
+std::string calibrated_step_refusal(double modelled_step_ns, double measured_step_ns, double calibrated_to_w) {
+  if (!(measured_step_ns > 0) || !(modelled_step_ns > 0)) return {};
+  const double off = modelled_step_ns / measured_step_ns - 1;
   if (std::fabs(off) <= kMaxCalibratedStepDisagreement) return {};
   return fmt::format("the trace's step is not the measured run's step: modelled {:.4f} s at default clocks against "
                      "the measured {:.4f} s ({:+.1f} %, beyond {:.0f} %), so the measured {:.0f} W would be spread over "
                      "another step's time. Where a heavy profiler slowed the job, record it with `gearshift trace`",
-                     modelled_step_s, measured_step_s, 100 * off, 100 * kMaxCalibratedStepDisagreement,
-                     calibrated_to_w);
+                     modelled_step_ns * 1e-9, measured_step_ns * 1e-9, 100 * off,
+                     100 * kMaxCalibratedStepDisagreement, calibrated_to_w);
 }
 
-std::vector<std::string> disagreement_warnings(double modelled_step_s, double modelled_energy_j,
-                                               const trace::Trace& t, const trace::IterationAnalysis& steps) {
+std::vector<std::string> disagreement_warnings(double modelled_step_ns, double modelled_energy_j, const trace::Trace& t,
+                                               const trace::IterationAnalysis& steps) {
   std::vector<std::string> w;
+  const double modelled_step_s = modelled_step_ns * 1e-9;  // compared with the meta's s/step
   auto off = [](double a, double b) { return std::fabs(a - b) > kMaxModelDisagreement * b; };
   const auto& ms = t.measured;
   if (ms.step_time_s && *ms.step_time_s > 0 && off(modelled_step_s, *ms.step_time_s))

@@ -72,12 +72,14 @@ std::vector<std::string> implausible_calibration(const model::DvfsModel& m);
 
 // Why a plan calibrated to the measured run's power must be refused because the trace's step is not that run's
 // (|modelled baseline step / measured step - 1| > kMaxCalibratedStepDisagreement); empty when it agrees or no
-// step was measured (`measured_step_s` <= 0). `calibrated_to_w`: the power the model was calibrated to, W.
-std::string calibrated_step_refusal(double modelled_step_s, double measured_step_s, double calibrated_to_w);
+// step was measured (`measured_step_ns` <= 0). Steps in ns; `calibrated_to_w`: the power the model was
+// calibrated to, W.
+std::string calibrated_step_refusal(double modelled_step_ns, double measured_step_ns, double calibrated_to_w);
 
 // Warnings where the modelled baseline differs from a measurement by more than kMaxModelDisagreement: the
 // meta's s/step and J/step when given, else the trace's own step period (measured while tracing).
-std::vector<std::string> disagreement_warnings(double modelled_step_s, double modelled_energy_j,
+// `modelled_step_ns`: ns.
+std::vector<std::string> disagreement_warnings(double modelled_step_ns, double modelled_energy_j,
                                                const trace::Trace& trace, const trace::IterationAnalysis& steps);
 
 }  // namespace gearshift::sim

@@ -36,7 +36,7 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
   {
     const SimResult b = simulate(w, m, base_schedule, 0), p = simulate(w, m, plan, switch_latency_ns);
     r.saving_expected_pct = (b.energy_j - p.energy_j) / b.energy_j * 100;
-    r.time_expected_s = p.step_time_s;
+    r.time_expected_ns = p.step_time_ns;
   }
   model::Workload drawn = w;
   model::NormalDraws draws(o.seed);
@@ -69,15 +69,16 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
     }
     const SimResult b = simulate(drawn, m, base_schedule, 0), p = simulate(drawn, m, plan, switch_latency_ns);
     saving.push_back((b.energy_j - p.energy_j) / b.energy_j * 100);
-    time.push_back(p.step_time_s);
-    const double sd = (p.step_time_s - b.step_time_s) / b.step_time_s;
+    time.push_back(p.step_time_ns);
+    const double p_s = p.step_time_ns * 1e-9, b_s = b.step_time_ns * 1e-9;  // in s as always: the same last digit
+    const double sd = (p_s - b_s) / b_s;
     slowdown.push_back(sd * 100);
     over += sd > max_slowdown;
   }
   r.saving_low_pct = quantile(saving, o.low_quantile);
   r.saving_high_pct = quantile(saving, o.high_quantile);
-  r.time_low_s = quantile(time, o.low_quantile);
-  r.time_high_s = quantile(time, o.high_quantile);
+  r.time_low_ns = quantile(time, o.low_quantile);
+  r.time_high_ns = quantile(time, o.high_quantile);
   r.slowdown_low_pct = quantile(slowdown, o.low_quantile);
   r.slowdown_high_pct = quantile(slowdown, o.high_quantile);
   r.p_over_budget = static_cast<double>(over) / o.samples;

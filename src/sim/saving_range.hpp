@@ -28,7 +28,7 @@ struct SavingRange {
   int samples = 0;
   double low_quantile = 0, high_quantile = 0;
   double saving_low_pct = 0, saving_expected_pct = 0, saving_high_pct = 0;  // % of baseline energy
-  double time_low_s = 0, time_expected_s = 0, time_high_s = 0;              // plan's step time, s
+  double time_low_ns = 0, time_expected_ns = 0, time_high_ns = 0;           // plan's step time, ns
   double slowdown_low_pct = 0, slowdown_high_pct = 0;                       // % of each draw's baseline
   double p_over_budget = 0;  // share of draws whose slowdown exceeds the budget, 0..1
 };

@@ -101,7 +101,7 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
     double end = start + p.time_ns;
     dynamic_j += (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
     if (tails) spans.set(i, start, end, p.power_w - p.idle_power_w);
-    r.busy_time_s += p.time_ns * 1e-9;
+    r.busy_time_ns += p.time_ns;
     sf->second = end;
     prev_start = start;
     step_end = std::max(step_end, end);
@@ -109,11 +109,11 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
   }
   step_end += w.tail_ns;
   idle_j += m.idle_power_w(idle_clocks.sm_mhz) * (step_end - idle_from) * 1e-9;
-  r.step_time_s = step_end * 1e-9;
+  r.step_time_ns = step_end;
   // The gap after the step's last end runs to the next step's first op (its head, op 0's start, repeats).
   r.gap_tail_j = tails ? gap_tails_j(spans, step_end + spans.start_ns[0], m) : 0;
   r.energy_j = dynamic_j + idle_j + r.gap_tail_j;
-  r.average_power_w = r.energy_j / r.step_time_s;
+  r.average_power_w = r.energy_j / (step_end * 1e-9);
   // What the next step inherits: the clocks of the last op started, and every change that had not landed by
   // then (it lands for the next step's ops, at its first op start at the earliest).
   out.next.in_effect = idle_clocks;
@@ -188,13 +188,13 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
   }
   SimResult r;
   r.dependency_replay = true;
-  r.step_time_s = t.step_ns * 1e-9;
+  r.step_time_ns = t.step_ns;
   r.gap_tail_j = tails ? gap_tails_j(spans[t.measured % 2], to, m) : 0;
   r.energy_j = ps.dynamic_j + idle_j + r.gap_tail_j;
-  r.average_power_w = r.energy_j / r.step_time_s;
+  r.average_power_w = r.energy_j / (t.step_ns * 1e-9);
   r.clock_changes = ps.changes;
   r.late_changes = ps.late;
-  r.busy_time_s = ps.busy_ns * 1e-9;
+  r.busy_time_ns = ps.busy_ns;
   if (keep_timeline) {
     r.timeline = std::move(tl[t.measured % 2]);
     for (auto& e : r.timeline) e.start_ns -= t.origin_ns, e.end_ns -= t.origin_ns;

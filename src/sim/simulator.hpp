@@ -45,12 +45,12 @@ struct TimelineEntry {
 };
 
 struct SimResult {
-  double step_time_s = 0;   // s
+  double step_time_ns = 0;  // ns
   double energy_j = 0;      // J per step
   double average_power_w = 0;
   std::size_t clock_changes = 0;     // changes issued per step
   std::size_t late_changes = 0;      // changes that landed after their op started (previous change < L before)
-  double busy_time_s = 0;            // Σ op times, s
+  double busy_time_ns = 0;           // Σ op times, ns
   double gap_tail_j = 0;             // J of energy_j: the board's power falling to idle in its gaps
   std::vector<TimelineEntry> timeline;  // filled when requested
   bool dependency_replay = false;    // the dependency-driven replay ran (else the fallback rule)

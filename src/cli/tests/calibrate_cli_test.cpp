@@ -198,7 +198,7 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   EXPECT_NEAR(fitted_in_truth, truth_plan.saving_pct, 0.5);
   EXPECT_NEAR(fitted_plan.saving_pct, fitted_in_truth, 0.5);
   const auto base = sim::simulate(tw, truth, sim::default_schedule(tw, truth), 0);
-  EXPECT_LE(sim::simulate(tw, truth, fitted_plan.schedule, 0).step_time_s, base.step_time_s * 1.022);
+  EXPECT_LE(sim::simulate(tw, truth, fitted_plan.schedule, 0).step_time_ns * 1e-9, base.step_time_ns * 1e-9 * 1.022);
   EXPECT_GT(truth_plan.saving_pct, 3.0);  // a saving worth recovering
   std::printf("truth saving %.2f %%, fitted plan: predicted %.2f %%, in the truth %.2f %%; fitted s %.3f, memory %.1f W\n",
               truth_plan.saving_pct, fitted_plan.saving_pct, fitted_in_truth, cm.activity_scale, cm.memory_w_at_max);

@@ -29,9 +29,9 @@ TEST(LiveStepCheck, PassesAStepWhoseModelAndSynchronizesAgree) {
     syncs.push_back(it.start_ns + p * 9 / 10);
     syncs.push_back(it.start_ns + p * 4 / 10 + 1'000'000);
   }
-  LiveStepCheck c = check_live_step(a, 0.104, syncs);
+  LiveStepCheck c = check_live_step(a, 104e6, syncs);
   EXPECT_TRUE(c.passed) << c.why;
-  EXPECT_DOUBLE_EQ(c.wall_period_s, 0.1);
+  EXPECT_DOUBLE_EQ(c.wall_period_ns, 1e8);
   EXPECT_EQ(c.syncs_in_steps, 40u);
   EXPECT_TRUE(c.phase_checked);
   EXPECT_EQ(c.syncs_checked, 38u);  // the last step's have no next step
@@ -42,14 +42,14 @@ TEST(LiveStepCheck, PassesAStepWhoseModelAndSynchronizesAgree) {
 TEST(LiveStepCheck, RefusesAModelledStepFarFromTheWallPeriod) {
   // Measured: a CUDA-graph job's template modelled at 0.098 s against a 0.047 s step.
   auto a = steps_of(10, 47'000'000);
-  LiveStepCheck c = check_live_step(a, 0.098, {});
+  LiveStepCheck c = check_live_step(a, 98e6, {});
   EXPECT_FALSE(c.passed);
   EXPECT_NE(c.why.find("+108.5 %"), std::string::npos) << c.why;
   // Within 10 % either way passes; just beyond fails.
-  EXPECT_TRUE(check_live_step(a, 0.047 * 1.099, {}).passed);
-  EXPECT_TRUE(check_live_step(a, 0.047 * 0.901, {}).passed);
-  EXPECT_FALSE(check_live_step(a, 0.047 * 1.101, {}).passed);
-  EXPECT_FALSE(check_live_step(a, 0.047 * 0.899, {}).passed);
+  EXPECT_TRUE(check_live_step(a, 47e6 * 1.099, {}).passed);
+  EXPECT_TRUE(check_live_step(a, 47e6 * 0.901, {}).passed);
+  EXPECT_FALSE(check_live_step(a, 47e6 * 1.101, {}).passed);
+  EXPECT_FALSE(check_live_step(a, 47e6 * 0.899, {}).passed);
 }
 
 TEST(LiveStepCheck, RefusesAStepTheJobsSynchronizesDoNotRecurIn) {
@@ -59,7 +59,7 @@ TEST(LiveStepCheck, RefusesAStepTheJobsSynchronizesDoNotRecurIn) {
   auto a = steps_of(400, p);
   std::vector<std::int64_t> syncs;
   for (std::int64_t k = 1; k <= 12; ++k) syncs.push_back(1'000'000'000 + k * 125'000'000 + 300'000);
-  LiveStepCheck c = check_live_step(a, 0.00458, syncs);
+  LiveStepCheck c = check_live_step(a, 4.58e6, syncs);
   EXPECT_FALSE(c.passed);
   EXPECT_EQ(c.syncs_in_steps, 12u);
   EXPECT_TRUE(c.phase_checked);
@@ -71,7 +71,7 @@ TEST(LiveStepCheck, FewSynchronizesAreNoEvidenceEitherWay) {
   auto a = steps_of(20, 50'000'000);
   // Logging every 10 steps: two synchronizes in the warm-up's steps.
   std::vector<std::int64_t> syncs = {a.iterations[9].start_ns + 49'000'000, a.iterations[19].start_ns + 49'000'000};
-  LiveStepCheck c = check_live_step(a, 0.05, syncs);
+  LiveStepCheck c = check_live_step(a, 50e6, syncs);
   EXPECT_TRUE(c.passed) << c.why;
   EXPECT_EQ(c.syncs_in_steps, 2u);
   EXPECT_NE(c.evidence.find("too few"), std::string::npos) << c.evidence;
@@ -83,7 +83,7 @@ TEST(LiveStepCheck, ASynchronizeAtAStepsEndMatchesOneAtTheNextStart) {
   std::vector<std::int64_t> syncs;
   for (std::size_t i = 0; i < 10; ++i)  // alternately just before and just after the boundary
     syncs.push_back(a.iterations[i].start_ns + (i % 2 ? p - 100'000 : 100'000));
-  EXPECT_TRUE(check_live_step(a, 0.01, syncs).passed);
+  EXPECT_TRUE(check_live_step(a, 10e6, syncs).passed);
 }
 
 // Measured on an H200 (torch.compile GPT-2, CUDA graphs, 20 ms steps): the job's synchronize returns where the
@@ -102,13 +102,13 @@ TEST(LiveStepCheck, ASynchronizeAtAFixedTimeIntoStepsOfVaryingSpanRecurs) {
     syncs.push_back(t + 18'500'000);
     t += 19'000'000 + (i * 7 % 4) * 1'000'000;  // 19-22 ms spans
   }
-  LiveStepCheck c = check_live_step(a, 0.0205, syncs);
+  LiveStepCheck c = check_live_step(a, 20.5e6, syncs);
   EXPECT_TRUE(c.passed) << c.why;
   EXPECT_TRUE(c.phase_checked);
   EXPECT_EQ(c.syncs_in_phase, c.syncs_checked);
   // Drifting by 2 ms a step (neither the same share nor the same time into the step): refused as before.
   for (std::size_t i = 0; i < syncs.size(); ++i) syncs[i] = a.iterations[i].start_ns + (static_cast<std::int64_t>(i) * 2'000'000) % 18'000'000;
-  EXPECT_FALSE(check_live_step(a, 0.0205, syncs).passed);
+  EXPECT_FALSE(check_live_step(a, 20.5e6, syncs).passed);
 }
 
 TEST(LiveStepCheck, HundredsOfSynchronizesPerStepAreNoEvidence) {
@@ -118,14 +118,14 @@ TEST(LiveStepCheck, HundredsOfSynchronizesPerStepAreNoEvidence) {
   std::vector<std::int64_t> syncs;
   for (const auto& it : a.iterations)
     for (std::int64_t k = 0; k < 300; ++k) syncs.push_back(it.start_ns + (k * 7919 % 300) * p / 300 + k);
-  LiveStepCheck c = check_live_step(a, 0.26, syncs);
+  LiveStepCheck c = check_live_step(a, 260e6, syncs);
   EXPECT_TRUE(c.passed) << c.why;
   EXPECT_FALSE(c.phase_checked);
   EXPECT_NE(c.evidence.find("too many"), std::string::npos) << c.evidence;
 }
 
 TEST(LiveStepCheck, OneStepIsNotEnough) {
-  LiveStepCheck c = check_live_step(steps_of(1, 10'000'000), 0.01, {});
+  LiveStepCheck c = check_live_step(steps_of(1, 10'000'000), 10e6, {});
   EXPECT_FALSE(c.passed);
   EXPECT_NE(c.why.find("fewer than two"), std::string::npos);
 }

@@ -41,14 +41,14 @@ TEST(SyncSlack, FastRankSlowsToTheStragglerAndTheJobDoesNotGrow) {
   auto r = plan_sync_slack(ranks, o);
   ASSERT_EQ(r.ranks.size(), 2u);
   EXPECT_EQ(r.straggler, 0);
-  EXPECT_NEAR(r.ranks[1].intrinsic_comm_time_s, 0.002, 1e-12);  // the wait removed
-  EXPECT_NEAR(r.ranks[1].comm_time_s, 0.012, 1e-12);
-  EXPECT_NEAR(r.deadline_s, r.ranks[0].intrinsic_step_time_s, 1e-12);
+  EXPECT_NEAR(r.ranks[1].intrinsic_comm_time_ns * 1e-9, 0.002, 1e-12);  // the wait removed
+  EXPECT_NEAR(r.ranks[1].comm_time_ns * 1e-9, 0.012, 1e-12);
+  EXPECT_NEAR(r.deadline_ns, r.ranks[0].intrinsic_step_time_ns, 1e-3);
   // GEMM times are modelled at the power-capped clock, so only roughly the traced 32 ms and 22 ms.
   EXPECT_NEAR(r.ranks[1].straggler_factor, 32.0 / 22.0, 0.05);
-  EXPECT_NEAR(r.ranks[1].traced_step_time_s - r.ranks[1].intrinsic_step_time_s, 0.010, 1e-9);
-  EXPECT_LE(r.job_step_time_after_s, r.job_step_time_before_s * (1 + 1e-9));
-  EXPECT_GT(r.ranks[1].planned_step_time_s, r.ranks[1].intrinsic_step_time_s + 0.005);  // it used the slack
+  EXPECT_NEAR(r.ranks[1].traced_step_time_ns * 1e-9 - r.ranks[1].intrinsic_step_time_ns * 1e-9, 0.010, 1e-9);
+  EXPECT_LE(r.job_step_time_after_ns, r.job_step_time_before_ns * (1 + 1e-9));
+  EXPECT_GT(r.ranks[1].planned_step_time_ns, r.ranks[1].intrinsic_step_time_ns + 0.005);  // it used the slack
   EXPECT_GT(r.ranks[1].saving_pct, 10.0);
   EXPECT_LT(r.ranks[0].saving_pct, r.ranks[1].saving_pct);
 }
@@ -76,10 +76,10 @@ TEST(SyncSlack, RanksWithLaunchEventsAreReplayedTogether) {
   std::vector<sim::RankReplay> def;
   for (const auto& k : ranks) def.push_back({&k.workload, &k.model, sim::default_schedule(k.workload, k.model)});
   const sim::RanksResult together = sim::simulate_ranks(def, 0);
-  EXPECT_NEAR(together.ranks[0].step_time_s, together.ranks[1].step_time_s, 1e-12);
-  EXPECT_DOUBLE_EQ(r.job_step_time_before_s, together.job_step_time_s);
+  EXPECT_NEAR(together.ranks[0].step_time_ns, together.ranks[1].step_time_ns, 1e-3);
+  EXPECT_DOUBLE_EQ(r.job_step_time_before_ns, together.job_step_time_ns);
   // Rank 1 slows into its wait and the job does not grow.
-  EXPECT_LE(r.job_step_time_after_s, r.job_step_time_before_s * (1 + 1e-9));
+  EXPECT_LE(r.job_step_time_after_ns, r.job_step_time_before_ns * (1 + 1e-9));
   EXPECT_GT(r.ranks[1].saving_pct, 10.0);
   // Without launch events (the fallback) the job's step is the ranks' own maximum, as before.
   auto f = plan_sync_slack({synthetic(30, 2, 0), synthetic(20, 12, 0)}, o);
@@ -95,7 +95,7 @@ TEST(SyncSlack, RanksOfDifferentProgramsAreRefused) {
   o.strategy = plan::Strategy::iteration;  // not a sync-slack strategy
   EXPECT_THROW(plan_sync_slack({a}, o), std::invalid_argument);
   o.strategy = plan::Strategy::phase;
-  o.switch_latency_ms = -1.0;  // given and negative: refused, never read as "not given"
+  o.switch_latency_ns = -1e6;  // given and negative: refused, never read as "not given"
   EXPECT_THROW(plan_sync_slack({a}, o), std::invalid_argument);
 }
 
@@ -113,20 +113,22 @@ TEST(SyncSlack, Ddp2Gpt2mRankOneTakesRankZerosDeadline) {
   const auto& r0 = r.ranks[0];
   const auto& r1 = r.ranks[1];
   // Traced NCCL time per step ≈13.5 ms (rank 0) vs ≈52 ms (rank 1); the wait is rank 1's.
-  EXPECT_NEAR(r0.comm_time_s, 0.0135, 0.003);
-  EXPECT_NEAR(r1.comm_time_s, 0.052, 0.004);
-  EXPECT_LT(r1.intrinsic_comm_time_s, 0.5 * r1.comm_time_s);
+  EXPECT_NEAR(r0.comm_time_ns * 1e-9, 0.0135, 0.003);
+  EXPECT_NEAR(r1.comm_time_ns * 1e-9, 0.052, 0.004);
+  EXPECT_LT(r1.intrinsic_comm_time_ns * 1e-9, 0.5 * r1.comm_time_ns * 1e-9);
   EXPECT_GT(r1.straggler_factor, 1.03);  // only part of the 38 ms wait lies on rank 1's own critical path
   EXPECT_NEAR(r0.straggler_factor, 1.0, 1e-12);
-  EXPECT_LE(r.job_step_time_after_s, r.job_step_time_before_s * (1 + 1e-9));
+  EXPECT_LE(r.job_step_time_after_ns, r.job_step_time_before_ns * (1 + 1e-9));
   EXPECT_GT(r1.saving_pct, 10.0);
   EXPECT_LT(r1.saving_pct, 30.0);
-  EXPECT_GT(r1.planned_step_time_s, r1.intrinsic_step_time_s);  // it used the slack
+  EXPECT_GT(r1.planned_step_time_ns, r1.intrinsic_step_time_ns);  // it used the slack
   EXPECT_GT(r1.saving_pct, r0.saving_pct);
   RecordProperty("rank1_saving_pct", std::to_string(r1.saving_pct));
-  std::printf("ddp2: D=%.4f s; rank1 I=%.4f s -> %.4f s, %.2f J -> %.2f J (%.2f %%); rank0 %.2f %%; job %.4f -> %.4f s\n",
-              r.deadline_s, r1.intrinsic_step_time_s, r1.planned_step_time_s, r1.baseline_energy_j,
-              r1.planned_energy_j, r1.saving_pct, r0.saving_pct, r.job_step_time_before_s, r.job_step_time_after_s);
+  std::printf(
+      "ddp2: D=%.4f s; rank1 I=%.4f s -> %.4f s, %.2f J -> %.2f J (%.2f %%); rank0 %.2f %%; job %.4f -> %.4f s\n",
+      r.deadline_ns * 1e-9, r1.intrinsic_step_time_ns * 1e-9, r1.planned_step_time_ns * 1e-9, r1.baseline_energy_j,
+      r1.planned_energy_j, r1.saving_pct, r0.saving_pct, r.job_step_time_before_ns * 1e-9,
+      r.job_step_time_after_ns * 1e-9);
 }
 
 }  // namespace

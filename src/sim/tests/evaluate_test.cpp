@@ -27,7 +27,7 @@ TEST(Evaluate, GptThreeXlPlansMeetTheBudgetAndOrder) {
   o.max_slowdown = 0.005;
   Evaluation ev = evaluate(w, m, o);
   EXPECT_NEAR(ev.baseline.average_power_w, measured_w, 0.01 * measured_w);
-  EXPECT_NEAR(ev.baseline.step_time_s, a.tmpl.period_ns * 1e-9, 0.01 * a.tmpl.period_ns * 1e-9);
+  EXPECT_NEAR(ev.baseline.step_time_ns * 1e-9, a.tmpl.period_ns * 1e-9, 0.01 * a.tmpl.period_ns * 1e-9);
   auto find = [&](const std::string& name, double L = 0) -> const StrategyResult& {
     for (const auto& s : ev.strategies)
       if (plan::to_string(s.schedule.strategy) == name && s.switch_latency_ns == L) return s;
@@ -80,7 +80,7 @@ void expect_one_truth(const model::Workload& w, const model::DvfsModel& m, const
     SimResult again = simulate(w, m, s.schedule, s.switch_latency_ns);
     EXPECT_EQ(again.energy_j, s.sim.energy_j) << s.schedule.strategy << " L=" << s.switch_latency_ns;
     EXPECT_LE(s.slowdown_pct, eps_pct + 1e-9) << s.schedule.strategy << " L=" << s.switch_latency_ns;
-    EXPECT_LE(s.sim.step_time_s, ev.baseline.step_time_s * (1 + o.max_slowdown) * (1 + 1e-12));
+    EXPECT_LE(s.sim.step_time_ns, ev.baseline.step_time_ns * (1 + o.max_slowdown) * (1 + 1e-12));
     // Every strategy's plan is a kernel plan: none saves more than kernel-global.
     EXPECT_LE(s.saving_pct, global.saving_pct + 1e-9) << s.schedule.strategy << " L=" << s.switch_latency_ns;
     if (s.schedule.strategy == plan::Strategy::phase) {
@@ -89,7 +89,7 @@ void expect_one_truth(const model::Workload& w, const model::DvfsModel& m, const
       EXPECT_EQ(s.sim.late_changes, 0u) << "L=" << s.switch_latency_ns;
       SimResult ideal = simulate(w, m, s.schedule, 0);
       EXPECT_EQ(ideal.energy_j, s.sim.energy_j) << "L=" << s.switch_latency_ns;
-      EXPECT_EQ(ideal.step_time_s, s.sim.step_time_s) << "L=" << s.switch_latency_ns;
+      EXPECT_EQ(ideal.step_time_ns, s.sim.step_time_ns) << "L=" << s.switch_latency_ns;
     }
   }
   ASSERT_EQ(phase.size(), o.switch_latencies_ns.size());
@@ -149,7 +149,7 @@ TEST_P(ShippedTrace, OneOptimizerTruth) {
   if (!table.single_stream) return;
   double lower_bound = -1;
   plan::Schedule raw = plan::plan_kernel_global(
-      table, plan::total_time_ns(table, table.default_index) + o.max_slowdown * ev.baseline.step_time_s * 1e9, &lower_bound);
+      table, plan::total_time_ns(table, table.default_index) + o.max_slowdown * ev.baseline.step_time_ns, &lower_bound);
   SimResult raw_sim = simulate(w, m, raw, 0);
   const StrategyResult& global = find_in(ev.strategies, "kernel-global");
   EXPECT_LE(raw_sim.energy_j, global.sim.energy_j * (1 + raw.optimality_gap) + 1e-12);
@@ -251,7 +251,7 @@ TEST(OneOptimizerTruth, KernelGlobalIsTheSimulatorsOptimumOverEveryPlan) {
     o.switch_latencies_ns = {0, 1e6, 3e6, 6e6};
     o.frontier_slowdowns = {};
     Evaluation ev = evaluate(w, m, o);
-    const double limit = ev.baseline.step_time_s * (1 + eps) * (1 + 1e-12);
+    const double limit = ev.baseline.step_time_ns * 1e-9 * (1 + eps) * (1 + 1e-12);
     double best = ev.baseline.energy_j;
     std::map<double, double> best_at;  // L -> least energy of the plans with no late change there
     std::vector<std::size_t> pick(5, 0);
@@ -263,11 +263,11 @@ TEST(OneOptimizerTruth, KernelGlobalIsTheSimulatorsOptimumOverEveryPlan) {
       double e = 0, busy = 0;
       for (std::size_t i = 0; i < 5; ++i) e += table.energy(i, pick[i]), busy += table.time(i, pick[i]);
       EXPECT_NEAR(e, r.energy_j, 1e-12 * r.energy_j);
-      EXPECT_NEAR(busy + 5.5e6 + w.tail_ns, r.step_time_s * 1e9, 1e-6);  // + the gaps and the tail
-      if (r.step_time_s <= limit) best = std::min(best, r.energy_j);
+      EXPECT_NEAR(busy + 5.5e6 + w.tail_ns, r.step_time_ns, 1e-6);  // + the gaps and the tail
+      if (r.step_time_ns * 1e-9 <= limit) best = std::min(best, r.energy_j);
       for (double L : o.switch_latencies_ns) {
         SimResult at = simulate(w, m, s, L);
-        if (at.late_changes == 0 && at.step_time_s <= limit)
+        if (at.late_changes == 0 && at.step_time_ns * 1e-9 <= limit)
           best_at[L] = std::min(best_at.count(L) ? best_at[L] : ev.baseline.energy_j, at.energy_j);
       }
       std::size_t i = 0;

@@ -45,7 +45,8 @@ TEST(Measurement, OwnFormatTraceIsCalibratedFromItsPowerSamples) {
   calibrate_to_measured_power(w, m, p->average_power_w);
   Evaluation ev = evaluate(w, m, EvaluateOptions{});
   EXPECT_NEAR(ev.baseline.average_power_w, 450, 4.5);
-  EXPECT_NEAR(ev.baseline.energy_j, 450 * ev.baseline.step_time_s, 0.01 * 450 * ev.baseline.step_time_s);
+  EXPECT_NEAR(ev.baseline.energy_j, 450 * ev.baseline.step_time_ns * 1e-9,
+              0.01 * 450 * ev.baseline.step_time_ns * 1e-9);
   EXPECT_TRUE(calibration_bound_warnings(m).empty());
 }
 
@@ -118,13 +119,13 @@ TEST(Measurement, ModelledBaselineFarFromTheMeasuredStepIsFlagged) {
   t.measured.step_time_s = 0.0964;
   t.measured.energy_per_step_j = 61.27;
   trace::IterationAnalysis steps;
-  auto w = disagreement_warnings(0.1168, 73.91, t, steps);  // the DDP rank-0 trace's modelled figures
+  auto w = disagreement_warnings(116.8e6, 73.91, t, steps);  // the DDP rank-0 trace's modelled figures
   ASSERT_EQ(w.size(), 2u);
   EXPECT_NE(w[0].find("+21.2 %"), std::string::npos) << w[0];
-  EXPECT_TRUE(disagreement_warnings(0.0855, 52.23, trace::Trace{}, steps).empty());  // nothing measured
+  EXPECT_TRUE(disagreement_warnings(85.5e6, 52.23, trace::Trace{}, steps).empty());  // nothing measured
   steps.tmpl.period_ns = 85.45e6;  // the trace's own period (gearshift format, no meta)
-  EXPECT_TRUE(disagreement_warnings(0.0855, 52.23, trace::Trace{}, steps).empty());
-  EXPECT_EQ(disagreement_warnings(0.098, 52.23, trace::Trace{}, steps).size(), 1u);
+  EXPECT_TRUE(disagreement_warnings(85.5e6, 52.23, trace::Trace{}, steps).empty());
+  EXPECT_EQ(disagreement_warnings(98e6, 52.23, trace::Trace{}, steps).size(), 1u);
 }
 
 TEST(Measurement, SampledGemmClocksGiveTheSagAtTheCap) {

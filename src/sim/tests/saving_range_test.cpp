@@ -44,10 +44,10 @@ TEST_F(RangeFixture, AMemoryBoundPhaseAtALowClockHasARangeAroundItsSaving) {
   const double expected = (base.energy_j - plan.energy_j) / base.energy_j * 100;
   const SavingRange r = saving_range(w, m, s, 0, 0.01, {.samples = 300});
   EXPECT_NEAR(r.saving_expected_pct, expected, 1e-9);
-  EXPECT_DOUBLE_EQ(r.time_expected_s, plan.step_time_s);
+  EXPECT_DOUBLE_EQ(r.time_expected_ns, plan.step_time_ns);
   EXPECT_LT(r.saving_low_pct, r.saving_expected_pct);
   EXPECT_GT(r.saving_high_pct, r.saving_expected_pct);
-  EXPECT_LT(r.time_low_s, r.time_high_s);
+  EXPECT_LT(r.time_low_ns, r.time_high_ns);
   EXPECT_LE(r.slowdown_low_pct, r.slowdown_high_pct);
   // Modelled slowdown at 1200 MHz: (2·(0.15·0.65) + 1·(0.30·0.65)) ms over 7 ms ≈ 5.6 % at the priors, over a
   // 1 % budget unless both drawn a's fall near 0 (σ_a 0.67 and 0.58): most draws exceed it; a 20 % budget
@@ -63,7 +63,7 @@ TEST_F(RangeFixture, AMemoryBoundPhaseAtALowClockHasARangeAroundItsSaving) {
   // A fixed seed: the same range twice; another seed another (but close) range.
   const SavingRange again = saving_range(w, m, s, 0, 0.01, {.samples = 300});
   EXPECT_EQ(again.saving_low_pct, r.saving_low_pct);
-  EXPECT_EQ(again.time_high_s, r.time_high_s);
+  EXPECT_EQ(again.time_high_ns, r.time_high_ns);
   const SavingRange other = saving_range(w, m, s, 0, 0.01, {.samples = 300, .seed = 7});
   EXPECT_NE(other.saving_low_pct, r.saving_low_pct);
   EXPECT_NEAR(other.saving_low_pct, r.saving_low_pct, 0.3 * std::abs(r.saving_expected_pct) + 0.5);

@@ -27,7 +27,7 @@ TEST_F(SimFixture, BaselineOfSerialOpsAddsTimesGapsAndIdle) {
   w.ops = {op_of(model::KernelClass::elementwise, 1e6, 0, 7, m), op_of(model::KernelClass::elementwise, 2e6, 5e5, 7, m)};
   w.tail_ns = 1e6;
   SimResult r = simulate(w, m, default_schedule(w, m), 0, true);
-  EXPECT_NEAR(r.step_time_s, (1e6 + 5e5 + 2e6 + 1e6) * 1e-9, 1e-15);
+  EXPECT_NEAR(r.step_time_ns, 1e6 + 5e5 + 2e6 + 1e6, 1e-6);
   auto p = m.predict(1e6, w.ops[0].ref, {1980, 3201}, w.ops[0].coeffs);
   double idle = m.idle_power_w(1980);
   // busy 3 ms at power P, idle 1.5 ms at idle power, and in the gaps after each op (0.5 ms; the 1 ms tail) the
@@ -55,12 +55,12 @@ TEST_F(SimFixture, PhasesAtLeastLLongRunAsWithInstantSwitching) {
   EXPECT_EQ(ideal.timeline[0].requested.sm_mhz, 1980);
   EXPECT_EQ(ideal.timeline[3].requested.sm_mhz, 990);
   // elementwise prior a = 0.15, b = 0.75: at 990 MHz an op takes 1 ms · (0.15·2 + 0.75 + 0.10) = 1.15 ms.
-  EXPECT_NEAR(ideal.step_time_s, (2 * 1.0 + 2 * 1.15) * 1e-3, 1e-12);
+  EXPECT_NEAR(ideal.step_time_ns, (2 * 1.0 + 2 * 1.15) * 1e6, 1e-3);
   // L = 1.5 ms: each change is issued 1.5 ms before its op and both phases last longer (2 ms at 1980, 2.3 ms
   // at 990 across the wrap): exactly the instant-switching figures.
   SimResult l15 = simulate(w, m, s, 1.5e6, true);
   EXPECT_EQ(l15.late_changes, 0u);
-  EXPECT_EQ(l15.step_time_s, ideal.step_time_s);
+  EXPECT_EQ(l15.step_time_ns, ideal.step_time_ns);
   EXPECT_EQ(l15.energy_j, ideal.energy_j);
   for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(l15.timeline[i].requested, ideal.timeline[i].requested);
 }
@@ -78,7 +78,7 @@ TEST_F(SimFixture, OldClocksHoldWhenAPhaseIsShorterThanL) {
   EXPECT_EQ(r.timeline[2].requested.sm_mhz, 990);
   EXPECT_EQ(r.timeline[3].requested.sm_mhz, 1980);
   EXPECT_NEAR(r.timeline[2].start_ns, 2.15e6, 1e-6);
-  EXPECT_NEAR(r.step_time_s, (1.0 + 1.15 + 1.15 + 1.0) * 1e-3, 1e-12);
+  EXPECT_NEAR(r.step_time_ns, (1.0 + 1.15 + 1.15 + 1.0) * 1e6, 1e-3);
 }
 
 TEST_F(SimFixture, AChangeLateAtTheStepEndLandsInTheNextStep) {
@@ -92,7 +92,7 @@ TEST_F(SimFixture, AChangeLateAtTheStepEndLandsInTheNextStep) {
   EXPECT_EQ(r.timeline[0].requested.sm_mhz, 990);
   EXPECT_EQ(r.timeline[1].requested.sm_mhz, 1980);
   EXPECT_EQ(r.timeline[3].requested.sm_mhz, 990);
-  EXPECT_NEAR(r.step_time_s, (1.15 + 1.0 + 1.0 + 1.15) * 1e-3, 1e-12);
+  EXPECT_NEAR(r.step_time_ns, (1.15 + 1.0 + 1.0 + 1.15) * 1e6, 1e-3);
 }
 
 TEST_F(SimFixture, IdlePowerFollowsTheClocksOfTheLastOpStarted) {
@@ -121,8 +121,8 @@ TEST_F(SimFixture, StreamsOverlap) {
   w.ops = {op_of(model::KernelClass::gemm, 4e6, 0, 7, m), op_of(model::KernelClass::communication, 3e6, 0, 20, m),
            op_of(model::KernelClass::gemm, 1e6, 0, 7, m)};
   SimResult r = simulate(w, m, default_schedule(w, m), 0);
-  EXPECT_NEAR(r.step_time_s, 5e-3, 1e-12);  // stream 20's 3 ms hides under stream 7's 5 ms
-  EXPECT_NEAR(r.busy_time_s, 8e-3, 1e-12);
+  EXPECT_NEAR(r.step_time_ns, 5e6, 1e-3);  // stream 20's 3 ms hides under stream 7's 5 ms
+  EXPECT_NEAR(r.busy_time_ns, 8e6, 1e-3);
 }
 
 // Measured on an H200 (bench/device/gap_power.py, docs/benchmarks.md): after a kernel the board's power falls to

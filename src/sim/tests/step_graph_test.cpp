@@ -55,7 +55,7 @@ TEST_F(ReplayFixture, TracedTimesAreReplayedExactly) {
   ASSERT_TRUE(g.dependency) << g.note;
   SimResult r = simulate(w, m, default_schedule(w, m), 0, true);
   EXPECT_TRUE(r.dependency_replay);
-  EXPECT_NEAR(r.step_time_s, 4e-3, 1e-12);
+  EXPECT_NEAR(r.step_time_ns, 4e6, 1e-3);
   EXPECT_NEAR(r.timeline[1].start_ns, 3e6, 1e-6);
   // A may run 2 ms longer before B (launch-bound) moves; B until the next step's A (launched at 3.995 ms).
   ASSERT_EQ(r.slack_ns.size(), 2u);
@@ -68,7 +68,7 @@ TEST_F(ReplayFixture, AKernelBeforeACpuBoundGapIsSlowedAtNoStepTimeCost) {
   SimResult base = simulate(w, m, default_schedule(w, m), 0, true);
   SimResult slow = simulate(w, m, with(2, 0), 0, true);
   EXPECT_NEAR(slow.timeline[0].end_ns, kSlowFactor * 1e6, 1e-3);
-  EXPECT_EQ(slow.step_time_s, base.step_time_s);          // B still waits for its launch
+  EXPECT_EQ(slow.step_time_ns, base.step_time_ns);  // B still waits for its launch
   EXPECT_NEAR(slow.timeline[1].start_ns, 3e6, 1e-6);
   EXPECT_LT(slow.energy_j, base.energy_j);                 // lower clocks, and the idle window at 990 MHz
   // The fallback rule (no launch events) pushed B by A's slow-down: the error this replay removes.
@@ -77,7 +77,7 @@ TEST_F(ReplayFixture, AKernelBeforeACpuBoundGapIsSlowedAtNoStepTimeCost) {
   old.tail_ns = 0;
   SimResult fb = simulate(old, m, with(2, 0), 0);
   EXPECT_FALSE(fb.dependency_replay);
-  EXPECT_NEAR(fb.step_time_s, (kSlowFactor + 2 + 1) * 1e-3, 1e-9);
+  EXPECT_NEAR(fb.step_time_ns, (kSlowFactor + 2 + 1) * 1e6, 1);
 }
 
 TEST_F(ReplayFixture, PlannersSpendTheSlackFirst) {
@@ -104,7 +104,7 @@ TEST_F(ReplayFixture, PlannersSpendTheSlackFirst) {
   const std::size_t b = static_cast<std::size_t>(std::find(t.clocks.begin(), t.clocks.end(), g->schedule.clocks[1]) - t.clocks.begin());
   EXPECT_LE(t.time(1, b), t.time(1, t.default_index));
   EXPECT_GT(g->saving_pct, 0);
-  EXPECT_LE(g->sim.step_time_s, ev.baseline.step_time_s);
+  EXPECT_LE(g->sim.step_time_ns, ev.baseline.step_time_ns);
 }
 
 TEST_F(ReplayFixture, AChainBeforeAWaitSharesItsFloat) {
@@ -123,7 +123,7 @@ TEST_F(ReplayFixture, AChainBeforeAWaitSharesItsFloat) {
   // Both slowed at once: C still waits for its launch.
   plan::Schedule s{plan::Strategy::baseline, 0, {kSlow, kSlow, kDefault}, 0};
   SimResult r = simulate(w, m, s, 0, true);
-  EXPECT_NEAR(r.step_time_s, 6e-3, 1e-12);
+  EXPECT_NEAR(r.step_time_ns, 6e6, 1e-3);
   EXPECT_NEAR(r.timeline[2].start_ns, 5e6, 1e-6);
 }
 
@@ -151,14 +151,14 @@ TEST_F(ReplayFixture, ASynchronizePropagatesGpuDelayToLaterLaunches) {
   EXPECT_EQ(g.syncs[0].awaited[0].position, 0u);
   EXPECT_NEAR(g.syncs[0].return_ns, 5e3, 1e-6);
   SimResult base = simulate(w, m, default_schedule(w, m), 0, true);
-  EXPECT_NEAR(base.step_time_s, 2.1e-3, 1e-12);
+  EXPECT_NEAR(base.step_time_ns, 2.1e6, 1e-3);
   EXPECT_NEAR(base.timeline[1].start_ns, 1.055e6, 1e-6);
   EXPECT_NEAR(base.slack_ns[0], 0, 1e-6);  // the synchronize waits for A: no float
   // A 0.15 ms slower: the synchronize returns 0.15 ms later, B's launch and the next step's follow.
   SimResult slow = simulate(w, m, with(2, 0), 0, true);
   const double delay = (kSlowFactor - 1) * 1e6;
   EXPECT_NEAR(slow.timeline[1].start_ns, 1.055e6 + delay, 1e-3);
-  EXPECT_NEAR(slow.step_time_s, (2.1e6 + delay) * 1e-9, 1e-12);
+  EXPECT_NEAR(slow.step_time_ns, (2.1e6 + delay), 1e-3);
   // Without the synchronize B was launched ahead and only its stream order delays it (by less).
   model::Workload free_cpu = w;
   free_cpu.syncs.clear();
@@ -176,13 +176,13 @@ TEST_F(ReplayFixture, ACollectiveEndsWithTheSlowestRank) {
   RanksResult base = simulate_ranks({{&r0, &m, with(2, 9)}, {&r1, &m, with(2, 9)}}, 0);
   EXPECT_NEAR(base.ranks[0].timeline[1].end_ns, 2e6, 1e-3);
   EXPECT_NEAR(base.ranks[1].timeline[1].end_ns, 2e6, 1e-3);
-  EXPECT_NEAR(base.job_step_time_s, 2.1e-3, 1e-12);
+  EXPECT_NEAR(base.job_step_time_ns, 2.1e6, 1e-3);
   // Rank 1's compute 0.225 ms slower: its all-reduce can end at 2.225 ms, and rank 0's ends with it.
   RanksResult slow = simulate_ranks({{&r0, &m, with(2, 9)}, {&r1, &m, with(2, 0)}}, 0);
   const double end1 = kSlowFactor * 1.5e6 + 0.5e6;
   EXPECT_NEAR(slow.ranks[1].timeline[1].end_ns, end1, 1e-3);
   EXPECT_NEAR(slow.ranks[0].timeline[1].end_ns, end1, 1e-3);
-  EXPECT_NEAR(slow.ranks[0].step_time_s, slow.ranks[1].step_time_s, 1e-12);
+  EXPECT_NEAR(slow.ranks[0].step_time_ns, slow.ranks[1].step_time_ns, 1e-3);
   // One rank alone: its collective as traced (its wait included).
   SimResult alone = simulate(r0, m, with(2, 9), 0, true);
   EXPECT_NEAR(alone.timeline[1].end_ns, 2e6, 1e-3);
