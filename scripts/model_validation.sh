@@ -239,22 +239,56 @@ KHEAD
 `gearshift plan` re-simulates the plan written to `-o` under 200 draws (fixed seed) of the priors' spread above
 (`src/sim/saving_range.hpp`): per draw each kernel class gets one shift of a ~ N(0, σ_a²) and one activity factor
 exp(N(0, σ_u²)) (the class prior's error is shared by its kernels), both the baseline and the plan are simulated,
-and the saving and slowdown are taken against that draw's own baseline. It prints the saving and step time as
-5th–95th percentile ranges beside the expected (unperturbed) figure, and the share of draws over the step-time
-budget (`Range` line; JSON `saving_range`; plan.json `predicted.saving_low_pct` … `p_over_budget`). Cost on the
-GPT-3 XL trace: 142 ms CPU (`build/bench/plan_bench --benchmark_filter=SavingRange`); the whole `gearshift plan`
-stays under 1 s CPU. Limits: the draws are not re-calibrated to the trace's measured power; the H200 board's own
-shape error is not in the range (its clocks may not be changed to measure it); classes without measured
-kernels (attention, optimizer, communication) take the widest spread.
+and the saving and slowdown are taken against that draw's own baseline. Each draw is **conditioned on what the
+trace measured**: the dense GEMMs keep their activity (the spec's, or the trace's sampled, GEMM clock sag at the
+power cap fixes it), the other classes are drawn relative to it and bounded by it (no kernel class of a training
+step draws more SM power than a dense GEMM), and one scale on their activity brings the draw's baseline power at
+default clocks back to the calibrated (= measured) one, within 1 %; a draw no scale reconciles is left out
+(`draws_rejected`, 0–1 of 200 on the traces below). It prints the saving and step time as 5th–95th percentile
+ranges beside the expected (unperturbed) figure, and the share of draws over the step-time budget (`Range` line;
+JSON `saving_range`, with `share_below_expected`; plan.json `predicted.saving_low_pct` … `p_over_budget`).
+Limits: the H200 board's own shape error is not in the range (its clocks may not be changed to measure it);
+classes without measured kernels (attention, optimizer, communication) take the widest spread.
+
+Why conditioned (measured on the H200 traces, 5th / expected / 95th percentile of the saving, %, phase plan,
+0.5 % budget): the unconditioned draws (σ_u ≈ 2, i.e. ×7 activity at one σ, free level) moved GEMMs off their
+observed sag and other classes into the cap, where a lower requested clock saves nothing, so the range sat low
+and on gearshift's own H200 traces (recorded on the device, not shipped) *below* the expected figure; without a
+power cap in the model (a check, not a product setting) every expected figure lies inside its range, so the cap
+was the mechanism.
+
+| trace | unconditioned draws | conditioned draws | draws saving less than expected |
+|---|---|---|---|
+| gpt3xl_h200_trace | -0.17 / 1.75 / 2.93 | 0.04 / 1.75 / 1.76 | 94 % |
+| gpt2_h200_trace | 0.53 / 1.93 / 3.91 | 0.76 / 1.93 / 2.31 | 77 % |
+| ddp2_gpt2m_rank1_h200_trace | 0.55 / 2.93 / 5.31 | 0.98 / 2.93 / 3.85 | 72 % |
+| accum4_gpt2s | 0.80 / 4.04 / 5.11 | 2.95 / 4.04 / 5.04 | 64 % |
+| input_bound_gpt2s_8steps | 1.79 / 9.38 / 10.05 | 8.27 / 9.38 / 9.91 | 79 % |
+| moe_excerpt_3steps | 4.46 / 25.78 / 25.88 | 19.05 / 25.78 / 28.22 | 70 % |
+| gradient checkpointing, gearshift trace (device, not shipped) | **-0.12 / 2.60 / 2.00** | 1.07 / 2.60 / 2.85 | 90 % |
+| Megatron, gearshift trace (device, not shipped) | **-0.58 / 4.13 / 3.22** | 0.48 / 4.13 / 4.18 | 94 % |
+| torch.compile, gearshift trace (device, not shipped) | 0.28 / 4.17 / 4.39 | 3.54 / 4.17 / 5.11 | 42 % |
+
+On every shipped trace that plans the range holds the expected saving (`src/service/tests/saving_range_traces_test.cpp`
+asserts it, and these figures for gpt3xl, accum4 and input_bound). It is still lopsided: on GEMM-heavy steps
+(GPT-3 XL, Megatron, checkpointing) 90–94 % of the draws save less than the expected figure, which is the range's
+optimistic end: the plan was tuned to the unperturbed priors (a likely reason, not measured: its low clocks sit on the classes the priors call
+memory-bound, and the draws mostly move power away from them). Read the expected saving there as an upper figure.
+The live torch.compile run's 23.8 % expected beside 2.6–21.9 % (a `run --auto` on the device) was not re-run: no
+device here. Cost on the GPT-3 XL trace: 301 ms CPU for the 200 draws (`build/bench/plan_bench
+--benchmark_filter=SavingRange`; 62 ms unconditioned); the whole `gearshift plan` takes 0.74 s CPU.
 
 **Coverage** (table above). The figure that answers the issue's check ("the measured saving falls inside the
 range for ≥ 80 % of the validation kernels' own mini-plans") is the **model only** row: it is the range `gearshift
 plan` prints (draws of the priors' spread; the measured saving's own noise is not in a plan's range). It meets
-80 % at a 5 % budget (80.5 %, 62 of 77 mini-plans) and a 10 % budget (92.3 %), and **misses it at 2 %
-(66.7 %)**, the budget nearest the product's (`--max-slowdown` 0.5 % by default): the mini-plans there move
+80 % at a 5 % budget (80.5 %, 62 of 77 mini-plans) and a 10 % budget (92.3 %, 84 of 91), and **misses it at 2 %
+(66.7 %, 38 of 57)**, the budget nearest the product's (`--max-slowdown` 0.5 % by default): the mini-plans there move
 one or two clocks below the top and save 1–5 %, within the measured energies' own scatter; with that scatter
 in the range (the *model + measurement noise* rows, which compare with a measurement as the check does) the
-coverage is 96.5 %. So: met at 5 % and 10 %, not at 2 %, for the range as printed. The mini-plans use the class
+coverage is 96.5 %. So: met at 5 % and 10 %, not at 2 %, for the range as printed. Every mini-plan's range holds
+its own expected saving (the *expected inside* column; asserted). Each mini-plan draw is matched to the kernel's
+measured power at the top clock, as the plan's draws are to the trace's, so the conditioning above does not change
+these figures (one kernel: no cap, no other class). The mini-plans use the class
 priors (one clock, as `plan` does), not `fit_kernel`, so the roofline law does not change these figures. The
 predicted probability of exceeding the budget matches the measured share at 2 % (43.5 % vs 25 of 57) and
 under-predicts it at 10 % (40.5 % vs 56 of 91).

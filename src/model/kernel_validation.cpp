@@ -405,6 +405,8 @@ Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool
     const double hi = saving[static_cast<std::size_t>(0.95 * (samples - 1))];
     const double measured = 1 - best->energy_j / top.energy_j;
     c.inside += measured >= lo && measured <= hi;
+    const double expected = 1 - predict_from_one_clock(board, top, prior, best->sm_mhz).energy_j / top.energy_j;
+    c.expected_inside += expected >= lo && expected <= hi;
     c.predicted_over_budget += static_cast<double>(over) / samples;
     c.measured_over_budget += best->time_s > (1 + max_slowdown) * top.time_s;
   }

@@ -129,8 +129,11 @@ ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold = 
 // = 1 − E(f*)/E(top). `with_noise`: each draw also adds the measurement noise of the measured saving (two
 // energies, each with the sweep's relative scatter about its neighbouring clocks), since the check compares
 // with a measurement. Kernels whose plan stays at the top clock are counted apart (saving 0 on both sides).
+// Each draw is matched to the kernel's measured power at the top clock (predict_from_one_clock), as the plan's
+// draws are to the trace's measured power (sim/saving_range.hpp).
 struct Coverage {
   int kernels = 0, trivial = 0, inside = 0;
+  int expected_inside = 0;  // planned kernels whose expected (unperturbed prior) saving lies in their own range
   double predicted_over_budget = 0;  // mean predicted probability that the time budget is exceeded
   int measured_over_budget = 0;      // kernels whose measured time at f* exceeds the budget
   double share() const { return kernels > trivial ? static_cast<double>(inside) / (kernels - trivial) : 0; }
