@@ -86,7 +86,9 @@ int main(int argc, char** argv) try {
   out += "\n### Time law: roofline against T_c + A/f (same 3 clocks, board V-curve)\n\n"
          "*T_c + A/f only*: fit_kernel with `FitOptions::roofline = false` (the law before the roofline); "
          "*fit_kernel*: its own choice from the 3 calibration clocks (docs above). Time / energy MAPE % over the "
-         "held-out clocks; *roofline taken* = kernels whose fit chose `max(T_mem, A/f)`.\n\n"
+         "held-out clocks; *roofline taken* = kernels whose fit chose `max(T_mem, A/f)`. The kink decision's "
+         "tolerance is max(0.5 %, 2σ) with σ the dataset's measured time scatter estimated on the OTHER fold "
+         "(each interior sample against the T_c + A/f line through its neighbours, robust σ); *time σ* below.\n\n"
          "| dataset | GPU | suite | interp.: T_c + A/f only | interp.: fit_kernel | roofline taken (interp.) | "
          "extrap.: T_c + A/f only | extrap.: fit_kernel | roofline taken (extrap.) |\n"
          "|---|---|---|---|---|---|---|---|---|\n";
@@ -101,6 +103,13 @@ int main(int argc, char** argv) try {
     out += fmt::format("| {} | {} | {} | {} | {} | {} of {} | {} | {} | {} of {} |\n", e0->dataset, e0->gpu, e0->suite,
                        te(gm::model_errors(ia)), te(gm::model_errors(i)), ni, by_group[g].size(),
                        te(gm::model_errors(xa)), te(gm::model_errors(x)), nx, by_group[g].size());
+  }
+  out += "\nTime σ (measured, per dataset/GPU, the fold it is applied to): ";
+  {
+    std::vector<std::string> parts;
+    for (const auto& [key, sigma] : v.time_noise)
+      parts.push_back(fmt::format("{} fold {}: {:.2f} %", key.first, key.second, 100 * sigma));
+    out += fmt::format("{}.\n", fmt::join(parts, "; "));
   }
 
   // Targets on the V100 sweeps.

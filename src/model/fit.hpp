@@ -61,6 +61,7 @@ struct FitOptions {
   bool roofline = true;
   // Relative. T_c + A/f is replaced by the roofline only when it misses an uncapped sample by more than this: the
   // measured scatter of times about a smooth law (as cap_tolerance), so noise alone does not bend the law.
+  // model/kernel_validation.cpp raises it to 2σ of each dataset's measured time scatter (σ from other kernels).
   double kink_tolerance = 0.005;
 };
 

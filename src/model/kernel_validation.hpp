@@ -113,6 +113,9 @@ struct KernelValidation {
   CounterRule counter_rule[2];  // applied to fold 0 / fold 1 (fitted on the other)
   // Median measured activity_log of the real-suite kernels per ("dataset/gpu", fold): the board's shape error.
   std::map<std::pair<std::string, int>, double> board_activity_log;
+  // Relative σ of the measured times about a smooth law per ("dataset/gpu", fold it is applied to), from the
+  // other fold's sweeps; sets each fit's FitOptions::kink_tolerance (at least its default).
+  std::map<std::pair<std::string, int>, double> time_noise;
 };
 
 // Every sweep of `sweeps` with ≥ 4 clocks at a memory clock is evaluated (gpuptx: each memory clock a sweep).
