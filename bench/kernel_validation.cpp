@@ -62,8 +62,8 @@ int main(int argc, char** argv) try {
   }
   out += "### Per dataset: 3-clock fit against the measured sweeps\n\n";
   out += "Time / energy MAPE % over the held-out clocks of every kernel (each memory clock of gpuPTXModel a sweep). "
-         "Model = fit_kernel with the board V-curve fitted on the other fold; for the V100 also with the spec "
-         "V-curve (data/gpus/v100.json); baselines as for the stages.\n\n";
+         "Model = fit_kernel with the board V-curve and idle line fitted on the other fold; for the V100 also with the spec "
+         "V-curve and idle line (data/gpus/v100.json); baselines as for the stages.\n\n";
   out += "| dataset | GPU | suite | sweeps | held-out points | interp. clocks MHz | model interp. | model (spec V) interp. | "
          "baselines interp. | extrap. clocks MHz | model extrap. | model (spec V) extrap. | baselines extrap. |\n"
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -109,6 +109,18 @@ int main(int argc, char** argv) try {
     std::vector<std::string> parts;
     for (const auto& [key, sigma] : v.time_noise)
       parts.push_back(fmt::format("{} fold {}: {:.2f} %", key.first, key.second, 100 * sigma));
+    out += fmt::format("{}.\n", fmt::join(parts, "; "));
+  }
+  out += "\nIdle (static) power line of the 3-clock fit's board, fitted on the OTHER fold (`fit_idle_line`: W at the "
+         "lowest / highest SM clock, against the board model's): ";
+  {
+    std::vector<std::string> parts;
+    for (const auto& [key, p] : v.fit_boards) {
+      const auto& c = v.board_curves.at(key);
+      parts.push_back(fmt::format("{} fold {}: {:.1f} / {:.1f} (board {:.1f} / {:.1f})", key.first, key.second,
+                                  p.idle_w_at_min_clock, p.idle_w_at_max_clock, c.idle_w_at_min_clock,
+                                  c.idle_w_at_max_clock));
+    }
     out += fmt::format("{}.\n", fmt::join(parts, "; "));
   }
 

@@ -196,9 +196,10 @@ KHEAD
 
 * **Targets (V100, 3 clocks, time ≤ 3 %, energy ≤ 5 %).** With the roofline law, interpolation (lowest, middle,
   highest clock): SYnergy real kernels time 1.56 % (was 2.34 % with `T_c + A/f` alone; 1.54 % with the fixed
-  0.5 % kink tolerance), energy 5.08 % (was 5.39 %; 5.06 % with the fixed tolerance: misses by 0.08 pp; 5.02 %
-  with the spec V-curve); the microbenchmarks meet both (1.48 / 4.50 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 4.9985 % (was 7.69 %; board V-curve)
-  and 4.61 % (spec V-curve): energy now meets, time still misses by 2.7 pp. What is left on NV-DVFS: its
+  0.5 % kink tolerance), energy **4.85 %** with the board's V-curve and idle line fitted on the other fold (5.08 %
+  with the spec idle line, 5.02 % with the spec V-curve): both targets met; the microbenchmarks meet both
+  (1.48 / 4.36 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 4.81 % (4.61 % spec V-curve): energy
+  meets, **time misses by 2.7 pp**. What is left on NV-DVFS: its
   502 and 600 MHz samples of memory-heavy kernels are slower than 1/f from the next clocks (BlackScholes
   t·f = 1.21 and 1.31 ms·GHz at 502/600 MHz against 0.90–1.03 at 705–945), which neither law can follow, and
   the calibration clock 502 MHz is one of them. Where the fit took the roofline on these sweeps it lowered the
@@ -215,12 +216,15 @@ KHEAD
   kernels, not all (a kernel whose own scatter exceeds its dataset's 2σ still bends). The extrapolation split stays a miss on energy everywhere
   (power below 1320 MHz extrapolated through the V-curve from three clocks above the knee, as for the A100
   stages). Per-kernel: 12 of 26 SYnergy real kernels meet both targets (interpolation).
-* **Energy and the board's power shape.** The board V-curve is already fitted on the other fold (the "board"
-  rows), as for the A100 stages: on SYnergy real it gives 5.08 %, the spec V-curve 5.02 %, so the other fold's
-  curve does not get the energy below the target. The V100 idle line (data/gpus/v100.json) was not re-fitted:
-  the measured above-idle power scales more steeply with the clock than idle line + V-curve allow (the
-  activity factor at the search bound, below), which a fitted idle line (its slope) would address; that is the
-  next step, to be cross-fitted like the V-curve, not tuned on the predicted kernels.
+* **Energy and the board's power shape.** The 3-clock fit's board has its V-curve and, since this session, its
+  idle (static) power line fitted on the other fold (`fit_idle_line`: P_idle at the lowest and the highest clock,
+  0.5–1.5 × the spec's by 0.05, the grid set before the held-out errors were seen; the V-curve kept): energy
+  falls on every V100 and Titan X group (SYnergy real 5.08 → 4.85 %, NV-DVFS V100 real 5.00 → 4.81 %, micro
+  4.70 → 4.48 %, extrapolation 12.41 → 12.05 % and 14.23 → 13.30 %) and is unchanged on the RTX 8000 (8.81 →
+  8.82 % extrapolated). The fitted line is not the idle power itself: its level trades against each kernel's
+  P_k (the two folds' SYnergy lines are 13.5–35.8 W and 40.5–63.2 W; the "Idle" line above), what it moves is
+  the slope with the clock. The one-clock prior figures (spread of the priors, coverage) keep the spec idle
+  line: changing it there would change the shipped spread (`model/prior_spread.cpp`) and every plan's range.
 * **The class priors are far from these kernels' a.** Nearly all V100 kernels scale fully with the SM clock
   (VectorAddition: t·f constant within 2 % from 480 to 1530 MHz, a ≈ 1 against the elementwise prior 0.15); over
   all GPUs the median measured a is 0.75–1.00 in every class, and gemm is the one class whose prior (0.85) sits

@@ -108,4 +108,11 @@ Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz);
 PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
                               const FitOptions& opts = {});
 
+// The board's idle (static) power line: P_idle at the lowest and the highest SM clock, each 0.5–1.5 × board's by
+// 0.05, that minimises the same squared relative power error as fit_voltage_curve over `kernels` (full sweeps
+// of several kernels of one GPU; board's V-curve kept). Returns board.params() with the two idle figures
+// replaced. Throws std::invalid_argument when `kernels` is empty.
+PowerParams fit_idle_line(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
+                          const FitOptions& opts = {});
+
 }  // namespace gearshift::model

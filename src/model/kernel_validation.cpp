@@ -241,6 +241,7 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
 
   // Board V-curves per (dataset, GPU), each fold's from the other fold's sweeps.
   std::map<std::tuple<std::string, std::string, int>, PowerParams> curves;
+  std::map<std::tuple<std::string, std::string, int>, PowerParams> fit_boards;
   for (const auto& e : v.sweeps) {
     for (int f = 0; f < 2; ++f) {
       auto key = std::make_tuple(e.dataset, e.gpu, f);
@@ -250,9 +251,12 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
         if (o.dataset == e.dataset && o.gpu == e.gpu && o.fold != f) other.push_back(o.samples);
       const DvfsModel spec_board(v.specs.at(e.gpu));
       curves[key] = other.empty() ? spec_board.params() : fit_voltage_curve(other, spec_board);
+      // The 3-clock fit's board also gets the idle line fitted on the other fold (its V-curve kept).
+      fit_boards[key] = other.empty() ? curves[key] : fit_idle_line(other, DvfsModel(v.specs.at(e.gpu), curves[key]));
     }
   }
   for (const auto& [key, p] : curves) v.board_curves[{std::get<0>(key) + "/" + std::get<1>(key), std::get<2>(key)}] = p;
+  for (const auto& [key, p] : fit_boards) v.fit_boards[{std::get<0>(key) + "/" + std::get<1>(key), std::get<2>(key)}] = p;
 
   // The measured times' scatter per (dataset, GPU), each fold's from the other fold's sweeps: each interior
   // sample against the T_c + A/f line through its two neighbours (exact for that law, so what is left is noise,
@@ -278,22 +282,23 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
   for (auto& e : v.sweeps) {
     const gpu::GpuSpec& spec = v.specs.at(e.gpu);
     const DvfsModel board(spec, curves.at({e.dataset, e.gpu, e.fold}));
+    const DvfsModel fit_board(spec, fit_boards.at({e.dataset, e.gpu, e.fold}));
     FitOptions fo;
     fo.kink_tolerance = std::max(fo.kink_tolerance, kKinkNoiseFactor * v.time_noise.at({e.dataset + "/" + e.gpu, e.fold}));
     std::vector<int> clocks;
     for (const auto& s : e.samples) clocks.push_back(s.sm_mhz);
     const auto splits = kernel_splits(clocks);
-    e.interp = evaluate_split(e.samples, splits[0], board, fo);
-    e.extrap = evaluate_split(e.samples, splits[1], board, fo);
+    e.interp = evaluate_split(e.samples, splits[0], fit_board, fo);
+    e.extrap = evaluate_split(e.samples, splits[1], fit_board, fo);
     FitOptions additive;
     additive.roofline = false;
-    e.interp_additive = evaluate_split(e.samples, splits[0], board, additive);
-    e.extrap_additive = evaluate_split(e.samples, splits[1], board, additive);
+    e.interp_additive = evaluate_split(e.samples, splits[0], fit_board, additive);
+    e.extrap_additive = evaluate_split(e.samples, splits[1], fit_board, additive);
     for (int i = 0; i < 2; ++i) {
       std::vector<Sample> calib;
       for (const auto& s : e.samples)
         if (std::count(splits[i].calib_mhz.begin(), splits[i].calib_mhz.end(), s.sm_mhz)) calib.push_back(s);
-      (i ? e.extrap_law : e.interp_law) = fit_kernel(calib, board, fo).time_law;
+      (i ? e.extrap_law : e.interp_law) = fit_kernel(calib, fit_board, fo).time_law;
     }
     if (e.gpu == "v100") {
       const DvfsModel spec_board(spec);

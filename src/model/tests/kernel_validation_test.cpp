@@ -71,33 +71,33 @@ ErrorStats group_errors(const KernelValidation& v, const std::string& dataset, c
 
 void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
   // fit_kernel (roofline where its 3 clocks show a kink beyond 2σ of the dataset's time scatter, σ from the
-  // other fold), board V-curve from the other fold.
+  // other fold), board V-curve and idle line from the other fold.
   const auto i = group_errors(v, "synergy", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(i.n, 3588);  // 26 kernels × (141 clocks − 3 calibration clocks)
   EXPECT_NEAR(i.time_mape_pct, 1.56, 0.005);
-  EXPECT_NEAR(i.energy_mape_pct, 5.08, 0.005);
+  EXPECT_NEAR(i.energy_mape_pct, 4.85, 0.005);  // 5.08 with the spec idle line
   const auto is = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_spec);
   EXPECT_NEAR(is.energy_mape_pct, 5.02, 0.005);
   const auto x = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap);
   EXPECT_NEAR(x.time_mape_pct, 3.61, 0.005);  // 3.85 with the fixed 0.5 % tolerance; T_c + A/f alone: 3.23
-  EXPECT_NEAR(x.energy_mape_pct, 12.41, 0.005);
+  EXPECT_NEAR(x.energy_mape_pct, 12.05, 0.005);
   const auto m = group_errors(v, "synergy", "v100", "micro", &SweepEval::interp);
   EXPECT_NEAR(m.time_mape_pct, 1.48, 0.005);
-  EXPECT_NEAR(m.energy_mape_pct, 4.50, 0.005);
+  EXPECT_NEAR(m.energy_mape_pct, 4.36, 0.005);
   const auto n = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(n.n, 120);
   EXPECT_NEAR(n.time_mape_pct, 5.71, 0.005);
-  EXPECT_NEAR(n.energy_mape_pct, 5.00, 0.005);
+  EXPECT_NEAR(n.energy_mape_pct, 4.81, 0.005);
   // The same with T_c + A/f only (the law before the roofline).
   const auto ia = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_additive);
   EXPECT_NEAR(ia.time_mape_pct, 2.34, 0.005);
-  EXPECT_NEAR(ia.energy_mape_pct, 5.39, 0.005);
+  EXPECT_NEAR(ia.energy_mape_pct, 5.14, 0.005);
   const auto xa = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap_additive);
   EXPECT_NEAR(xa.time_mape_pct, 3.23, 0.005);
-  EXPECT_NEAR(xa.energy_mape_pct, 10.78, 0.005);
+  EXPECT_NEAR(xa.energy_mape_pct, 10.38, 0.005);
   const auto na = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp_additive);
   EXPECT_NEAR(na.time_mape_pct, 9.13, 0.005);
-  EXPECT_NEAR(na.energy_mape_pct, 7.69, 0.005);
+  EXPECT_NEAR(na.energy_mape_pct, 7.41, 0.005);
   int roofline = 0;
   for (const auto& e : v.sweeps)
     roofline += e.dataset == "nv-dvfs" && e.gpu == "v100" && e.suite == "real" && e.interp_law == TimeLaw::roofline;
