@@ -3,7 +3,8 @@
 
 Runs `gearshift plan TRACE --json` per trace and prints, per trace: the measured power the model was calibrated
 to (and where it comes from), the calibrated activity scale and memory/uncore power, the modelled baseline step
-time and energy beside the measured ones, and the calibration/disagreement warnings (sim/measurement.hpp).
+time and energy beside the measured ones, the chosen plan's saving range (5th / expected / 95th percentile of the
+conditioned draws, sim/saving_range.hpp) and the calibration/disagreement warnings (sim/measurement.hpp).
 Usage: scripts/calibration_table.py GEARSHIFT_BINARY TRACE...   (called by scripts/model_validation.sh)
 """
 import json
@@ -15,13 +16,13 @@ import sys
 def main() -> int:
     binary, traces = sys.argv[1], sys.argv[2:]
     print("| trace | calibrated to (measured) | activity scale | memory W | modelled s/step | measured s/step "
-          "| modelled J/step | measured J/step | warnings |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| modelled J/step | measured J/step | saving low / expected / high % | warnings |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for path in traces:
         name = os.path.basename(path).replace(".json.gz", "")
         r = subprocess.run([binary, "plan", path, "--json"], capture_output=True, text=True)
         if r.returncode != 0:
-            print(f"| {name} | exit {r.returncode}: {r.stderr.strip()[:120]} | | | | | | | |")
+            print(f"| {name} | exit {r.returncode}: {r.stderr.strip()[:120]} | | | | | | | | |")
             continue
         j = json.loads(r.stdout)
         m, b, meas = j["model"], j["baseline"], j.get("measured", {})
@@ -38,9 +39,11 @@ def main() -> int:
             mw.append(f"step {100 * (b['time_s'] / mt - 1):+.0f} %")
         if me and abs(b["energy_j"] / me - 1) > 0.05:
             mw.append(f"energy {100 * (b['energy_j'] / me - 1):+.0f} %")
+        g = j["saving_range"]
+        rng = f"{g['saving_low_pct']:.2f} / {g['saving_expected_pct']:.2f} / {g['saving_high_pct']:.2f}"
         print(f"| {name} | {cal} | {m['activity_scale']:.3f} | {m.get('memory_w_at_max', 0):.0f} "
               f"| {b['time_s']:.4f} | {mt if mt is None else f'{mt:.4f}'} | {b['energy_j']:.2f} "
-              f"| {me if me is None else f'{me:.2f}'} | {'; '.join(mw) if mw else '—'} |")
+              f"| {me if me is None else f'{me:.2f}'} | {rng} | {'; '.join(mw) if mw else '—'} |")
     return 0
 
 

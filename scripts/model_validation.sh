@@ -153,9 +153,13 @@ from 915 MHz up): bound by the slower of their memory traffic and their SM work 
 adds the two terms and cannot bend there. `fit_kernel` now also fits `t(f) = max(T_mem, A/f)` (2 parameters,
 as `T_c + A/f`: A through the origin on the samples below the kink, T_mem on those above, the split that
 misses its samples least) and takes it when `T_c + A/f` misses an uncapped calibration sample by more than the
-measurement scatter (0.5 %, the cap test's tolerance), the kink lies between the lowest and the highest sample,
-and the roofline misses them less (`FitOptions::roofline`, `kink_tolerance`; `src/model/fit.hpp`). The choice
-uses the kernel's own 3 calibration clocks only: nothing is fitted on the clocks or kernels it predicts. With 2
+measurement scatter, the kink lies between the lowest and the highest sample, and the roofline misses them less
+(`FitOptions::roofline`, `kink_tolerance`; `src/model/fit.hpp`). The scatter is the dataset's own: tolerance =
+max(0.5 %, 2σ), σ the robust relative scatter of the measured times about `T_c + A/f` through each sample's two
+neighbours, measured on the OTHER fold's sweeps (SYnergy V100 0.44–0.51 %, NV-DVFS V100 0.27–0.28 %; the factor 2
+was set before the held-out errors were looked at, and the fixed 0.5 % it replaces is in the tables' history
+below). The choice uses the kernel's own 3 calibration clocks and the other fold only: nothing is fitted on the
+clocks or kernels it predicts. With 2
 uncapped samples (the Perseus stages) both laws pass through them and `T_c + A/f` is kept. The planner's
 `DvfsModel` law (`t_ref·(a·f_ref/f + b·m_ref/m + 1 − a − b)`, the class priors) and `gearshift calibrate`'s
 `T_c + A/f + B/m` are not changed by it: `fit_kernel` is the validation's per-kernel fit, and no plan, H200
@@ -191,10 +195,11 @@ KHEAD
 ### Reading the per-kernel results
 
 * **Targets (V100, 3 clocks, time ≤ 3 %, energy ≤ 5 %).** With the roofline law, interpolation (lowest, middle,
-  highest clock): SYnergy real kernels time 1.54 % (was 2.34 % with `T_c + A/f` alone), energy 5.06 % (was
-  5.39 %: misses by 0.06 pp; 5.0008 % with the spec V-curve, a miss of less than 0.01 pp); the microbenchmarks meet
-  both (1.49 / 4.50 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 4.9985 % (was 7.69 %; board V-curve)
-  and 4.61 % (spec V-curve): energy now meets, time still misses by 2.7 pp. What is left on NV-DVFS: its
+  highest clock): SYnergy real kernels time 1.56 % (was 2.34 % with `T_c + A/f` alone; 1.54 % with the fixed
+  0.5 % kink tolerance), energy **4.85 %** with the board's V-curve and idle line fitted on the other fold (5.08 %
+  with the spec idle line, 5.02 % with the spec V-curve): both targets met; the microbenchmarks meet both
+  (1.48 / 4.36 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 4.81 % (4.61 % spec V-curve): energy
+  meets, **time misses by 2.7 pp**. What is left on NV-DVFS: its
   502 and 600 MHz samples of memory-heavy kernels are slower than 1/f from the next clocks (BlackScholes
   t·f = 1.21 and 1.31 ms·GHz at 502/600 MHz against 0.90–1.03 at 705–945), which neither law can follow, and
   the calibration clock 502 MHz is one of them. Where the fit took the roofline on these sweeps it lowered the
@@ -202,20 +207,24 @@ KHEAD
   the SYnergy kernels with a floor (Matrix_mul 9.3 → 3.8 %, Sobel5 7.2 → 3.3 %, Spmv 11.7 → 6.1 %); on the RTX
   8000 (7 of 20 real kernels take it) time rises from 1.34 to 1.45 %: its kernels bend gradually (memory and SM
   work partly overlap), which the hard max of the roofline over-sharpens. **Extrapolation** (the 3 highest
-  clocks) gets worse on SYnergy real, time 3.23 → 3.85 %, energy 10.78 → 14.02 %: for Sobel5 and Sobel7 the
-  three clocks 1320–1530 MHz sit on the flat part with 1–3 % of scatter (Sobel5: 1.066, 1.045, 1.046 s), which
-  reads as a kink at 1330–1345 MHz, and the 1/f branch through one sample is then extrapolated down to 480 MHz
-  (21–24 % off; their kink is near 930–940 MHz). Three clocks above a kink cannot place it; the tolerance that
-  would have kept `T_c + A/f` there is above these kernels' scatter, and it was not raised after seeing this
-  (that would be tuning on the held-out clocks). The extrapolation split stays a miss on energy everywhere
+  clocks) is worse on SYnergy real than `T_c + A/f` alone: time 3.23 % alone, 3.85 % with the fixed 0.5 %
+  tolerance, **3.61 %** with the cross-fitted 2σ tolerance (roofline taken by 2 of 26 kernels instead of 5);
+  energy 10.78 / 14.02 / **12.41 %**. With the fixed tolerance, Sobel5 and Sobel7's three clocks 1320–1530 MHz on
+  the flat part with 1–3 % of scatter (Sobel5: 1.066, 1.045, 1.046 s) read as a kink at 1330–1345 MHz, and the
+  1/f branch through one sample was extrapolated down to 480 MHz (21–24 % off; their kink is near 930–940 MHz).
+  Three clocks above a kink cannot place it; the dataset's measured scatter now keeps `T_c + A/f` for most such
+  kernels, not all (a kernel whose own scatter exceeds its dataset's 2σ still bends). The extrapolation split stays a miss on energy everywhere
   (power below 1320 MHz extrapolated through the V-curve from three clocks above the knee, as for the A100
   stages). Per-kernel: 12 of 26 SYnergy real kernels meet both targets (interpolation).
-* **Energy and the board's power shape.** The board V-curve is already fitted on the other fold (the "board"
-  rows), as for the A100 stages: on SYnergy real it gives 5.06 %, the spec V-curve 5.00 %, so the other fold's
-  curve does not get the energy below the target. The V100 idle line (data/gpus/v100.json) was not re-fitted:
-  the measured above-idle power scales more steeply with the clock than idle line + V-curve allow (the
-  activity factor at the search bound, below), which a fitted idle line (its slope) would address; that is the
-  next step, to be cross-fitted like the V-curve, not tuned on the predicted kernels.
+* **Energy and the board's power shape.** The 3-clock fit's board has its V-curve and, since this session, its
+  idle (static) power line fitted on the other fold (`fit_idle_line`: P_idle at the lowest and the highest clock,
+  0.5–1.5 × the spec's by 0.05, the grid set before the held-out errors were seen; the V-curve kept): energy
+  falls on every V100 and Titan X group (SYnergy real 5.08 → 4.85 %, NV-DVFS V100 real 5.00 → 4.81 %, micro
+  4.70 → 4.48 %, extrapolation 12.41 → 12.05 % and 14.23 → 13.30 %) and is unchanged on the RTX 8000 (8.81 →
+  8.82 % extrapolated). The fitted line is not the idle power itself: its level trades against each kernel's
+  P_k (the two folds' SYnergy lines are 13.5–35.8 W and 40.5–63.2 W; the "Idle" line above), what it moves is
+  the slope with the clock. The one-clock prior figures (spread of the priors, coverage) keep the spec idle
+  line: changing it there would change the shipped spread (`model/prior_spread.cpp`) and every plan's range.
 * **The class priors are far from these kernels' a.** Nearly all V100 kernels scale fully with the SM clock
   (VectorAddition: t·f constant within 2 % from 480 to 1530 MHz, a ≈ 1 against the elementwise prior 0.15); over
   all GPUs the median measured a is 0.75–1.00 in every class, and gemm is the one class whose prior (0.85) sits
@@ -239,22 +248,56 @@ KHEAD
 `gearshift plan` re-simulates the plan written to `-o` under 200 draws (fixed seed) of the priors' spread above
 (`src/sim/saving_range.hpp`): per draw each kernel class gets one shift of a ~ N(0, σ_a²) and one activity factor
 exp(N(0, σ_u²)) (the class prior's error is shared by its kernels), both the baseline and the plan are simulated,
-and the saving and slowdown are taken against that draw's own baseline. It prints the saving and step time as
-5th–95th percentile ranges beside the expected (unperturbed) figure, and the share of draws over the step-time
-budget (`Range` line; JSON `saving_range`; plan.json `predicted.saving_low_pct` … `p_over_budget`). Cost on the
-GPT-3 XL trace: 142 ms CPU (`build/bench/plan_bench --benchmark_filter=SavingRange`); the whole `gearshift plan`
-stays under 1 s CPU. Limits: the draws are not re-calibrated to the trace's measured power; the H200 board's own
-shape error is not in the range (its clocks may not be changed to measure it); classes without measured
-kernels (attention, optimizer, communication) take the widest spread.
+and the saving and slowdown are taken against that draw's own baseline. Each draw is **conditioned on what the
+trace measured**: the dense GEMMs keep their activity (the spec's, or the trace's sampled, GEMM clock sag at the
+power cap fixes it), the other classes are drawn relative to it and bounded by it (no kernel class of a training
+step draws more SM power than a dense GEMM), and one scale on their activity brings the draw's baseline power at
+default clocks back to the calibrated (= measured) one, within 1 %; a draw no scale reconciles is left out
+(`draws_rejected`, 0–1 of 200 on the traces below). It prints the saving and step time as 5th–95th percentile
+ranges beside the expected (unperturbed) figure, and the share of draws over the step-time budget (`Range` line;
+JSON `saving_range`, with `share_below_expected`; plan.json `predicted.saving_low_pct` … `p_over_budget`).
+Limits: the H200 board's own shape error is not in the range (its clocks may not be changed to measure it);
+classes without measured kernels (attention, optimizer, communication) take the widest spread.
+
+Why conditioned (measured on the H200 traces, 5th / expected / 95th percentile of the saving, %, phase plan,
+0.5 % budget): the unconditioned draws (σ_u ≈ 2, i.e. ×7 activity at one σ, free level) moved GEMMs off their
+observed sag and other classes into the cap, where a lower requested clock saves nothing, so the range sat low
+and on gearshift's own H200 traces (recorded on the device, not shipped) *below* the expected figure; without a
+power cap in the model (a check, not a product setting) every expected figure lies inside its range, so the cap
+was the mechanism.
+
+| trace | unconditioned draws | conditioned draws | draws saving less than expected |
+|---|---|---|---|
+| gpt3xl_h200_trace | -0.17 / 1.75 / 2.93 | 0.04 / 1.75 / 1.76 | 94 % |
+| gpt2_h200_trace | 0.53 / 1.93 / 3.91 | 0.76 / 1.93 / 2.31 | 77 % |
+| ddp2_gpt2m_rank1_h200_trace | 0.55 / 2.93 / 5.31 | 0.98 / 2.93 / 3.85 | 72 % |
+| accum4_gpt2s | 0.80 / 4.04 / 5.11 | 2.95 / 4.04 / 5.04 | 64 % |
+| input_bound_gpt2s_8steps | 1.79 / 9.38 / 10.05 | 8.27 / 9.38 / 9.91 | 79 % |
+| moe_excerpt_3steps | 4.46 / 25.78 / 25.88 | 19.05 / 25.78 / 28.22 | 70 % |
+| gradient checkpointing, gearshift trace (device, not shipped) | **-0.12 / 2.60 / 2.00** | 1.07 / 2.60 / 2.85 | 90 % |
+| Megatron, gearshift trace (device, not shipped) | **-0.58 / 4.13 / 3.22** | 0.48 / 4.13 / 4.18 | 94 % |
+| torch.compile, gearshift trace (device, not shipped) | 0.28 / 4.17 / 4.39 | 3.54 / 4.17 / 5.11 | 42 % |
+
+On every shipped trace that plans the range holds the expected saving (`src/service/tests/saving_range_traces_test.cpp`
+asserts it, and these figures for gpt3xl, accum4 and input_bound). It is still lopsided: on GEMM-heavy steps
+(GPT-3 XL, Megatron, checkpointing) 90–94 % of the draws save less than the expected figure, which is the range's
+optimistic end: the plan was tuned to the unperturbed priors (a likely reason, not measured: its low clocks sit on the classes the priors call
+memory-bound, and the draws mostly move power away from them). Read the expected saving there as an upper figure.
+The live torch.compile run's 23.8 % expected beside 2.6–21.9 % (a `run --auto` on the device) was not re-run: no
+device here. Cost on the GPT-3 XL trace: 301 ms CPU for the 200 draws (`build/bench/plan_bench
+--benchmark_filter=SavingRange`; 62 ms unconditioned); the whole `gearshift plan` takes 0.74 s CPU.
 
 **Coverage** (table above). The figure that answers the issue's check ("the measured saving falls inside the
 range for ≥ 80 % of the validation kernels' own mini-plans") is the **model only** row: it is the range `gearshift
 plan` prints (draws of the priors' spread; the measured saving's own noise is not in a plan's range). It meets
-80 % at a 5 % budget (80.5 %, 62 of 77 mini-plans) and a 10 % budget (92.3 %), and **misses it at 2 %
-(66.7 %)**, the budget nearest the product's (`--max-slowdown` 0.5 % by default): the mini-plans there move
+80 % at a 5 % budget (80.5 %, 62 of 77 mini-plans) and a 10 % budget (92.3 %, 84 of 91), and **misses it at 2 %
+(66.7 %, 38 of 57)**, the budget nearest the product's (`--max-slowdown` 0.5 % by default): the mini-plans there move
 one or two clocks below the top and save 1–5 %, within the measured energies' own scatter; with that scatter
 in the range (the *model + measurement noise* rows, which compare with a measurement as the check does) the
-coverage is 96.5 %. So: met at 5 % and 10 %, not at 2 %, for the range as printed. The mini-plans use the class
+coverage is 96.5 %. So: met at 5 % and 10 %, not at 2 %, for the range as printed. Every mini-plan's range holds
+its own expected saving (the *expected inside* column; asserted). Each mini-plan draw is matched to the kernel's
+measured power at the top clock, as the plan's draws are to the trace's, so the conditioning above does not change
+these figures (one kernel: no cap, no other class). The mini-plans use the class
 priors (one clock, as `plan` does), not `fit_kernel`, so the roofline law does not change these figures. The
 predicted probability of exceeding the budget matches the measured share at 2 % (43.5 % vs 25 of 57) and
 under-predicts it at 10 % (40.5 % vs 56 of 91).

@@ -226,4 +226,37 @@ PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, c
   return best;
 }
 
+namespace {
+// Σ squared relative power error of the per-kernel fits over the uncapped samples of `kernels` on `board`.
+double power_fit_error(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board, const FitOptions& opts) {
+  double err = 0;
+  for (const auto& ks : kernels) {
+    const FittedKernel k = fit_kernel(ks, board, opts);
+    for (const auto& s : ks) {
+      if (std::find(k.capped_sm_mhz.begin(), k.capped_sm_mhz.end(), s.sm_mhz) != k.capped_sm_mhz.end()) continue;
+      const double model_w = board.idle_power_w_at(s.sm_mhz) + board.dynamic_power_w_at(s.sm_mhz, s.mem_mhz, k.coeffs);
+      const double rel = model_w / (s.energy_j / s.time_s) - 1.0;
+      err += rel * rel;
+    }
+  }
+  return err;
+}
+}  // namespace
+
+PowerParams fit_idle_line(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board, const FitOptions& opts) {
+  if (kernels.empty()) throw std::invalid_argument("fit_idle_line: no kernels");
+  const PowerParams base = board.params();
+  PowerParams best = base;
+  double best_err = power_fit_error(kernels, board, opts);
+  for (int i = 10; i <= 30; ++i)
+    for (int j = 10; j <= 30; ++j) {
+      PowerParams p = base;
+      p.idle_w_at_min_clock = base.idle_w_at_min_clock * i / 20.0;
+      p.idle_w_at_max_clock = base.idle_w_at_max_clock * j / 20.0;
+      const double err = power_fit_error(kernels, DvfsModel(board.spec(), p), opts);
+      if (err < best_err) best_err = err, best = p;
+    }
+  return best;
+}
+
 }  // namespace gearshift::model

@@ -61,6 +61,7 @@ struct FitOptions {
   bool roofline = true;
   // Relative. T_c + A/f is replaced by the roofline only when it misses an uncapped sample by more than this: the
   // measured scatter of times about a smooth law (as cap_tolerance), so noise alone does not bend the law.
+  // model/kernel_validation.cpp raises it to 2σ of each dataset's measured time scatter (σ from other kernels).
   double kink_tolerance = 0.005;
 };
 
@@ -106,5 +107,12 @@ Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz);
 // knee_mhz and v_min_ratio replaced. Throws std::invalid_argument when `kernels` is empty.
 PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
                               const FitOptions& opts = {});
+
+// The board's idle (static) power line: P_idle at the lowest and the highest SM clock, each 0.5–1.5 × board's by
+// 0.05, that minimises the same squared relative power error as fit_voltage_curve over `kernels` (full sweeps
+// of several kernels of one GPU; board's V-curve kept). Returns board.params() with the two idle figures
+// replaced. Throws std::invalid_argument when `kernels` is empty.
+PowerParams fit_idle_line(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
+                          const FitOptions& opts = {});
 
 }  // namespace gearshift::model

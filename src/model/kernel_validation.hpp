@@ -79,10 +79,10 @@ struct SweepEval {
   int fold = 0;  // 0 or 1
   std::vector<Sample> samples;
   std::vector<ActivityCounters> counters;  // parallel to samples (nv-dvfs), else empty
-  // fit_kernel from 3 clocks (board V-curve from the other fold), with the naive baselines beside.
+  // fit_kernel from 3 clocks (board V-curve and idle line from the other fold), with the naive baselines beside.
   std::vector<HeldOut> interp, extrap;
   std::vector<HeldOut> interp_spec, extrap_spec;  // the same with the GPU spec's V-curve (v100 only)
-  std::vector<HeldOut> interp_additive, extrap_additive;  // board V-curve, time law T_c + A/f only (no roofline)
+  std::vector<HeldOut> interp_additive, extrap_additive;  // the same board, time law T_c + A/f only (no roofline)
   TimeLaw interp_law = TimeLaw::additive, extrap_law = TimeLaw::additive;  // the law fit_kernel chose
   // From the top clock only, on the interpolation split's held-out clocks (model_* fields): the class prior;
   // the class prior with a = the median measured a of the class in the other fold (the prior-adjustment rule);
@@ -109,10 +109,16 @@ struct KernelValidation {
   std::vector<SweepEval> sweeps;
   // Board V-curve per ("dataset/gpu", fold it is applied to).
   std::map<std::pair<std::string, int>, PowerParams> board_curves;
+  // The 3-clock fit's board per ("dataset/gpu", fold): board_curves with the idle line fitted on the other fold
+  // too (fit_idle_line). The one-clock prior figures (spread, coverage) keep board_curves' spec idle line.
+  std::map<std::pair<std::string, int>, PowerParams> fit_boards;
   std::map<std::string, gpu::GpuSpec> specs;
   CounterRule counter_rule[2];  // applied to fold 0 / fold 1 (fitted on the other)
   // Median measured activity_log of the real-suite kernels per ("dataset/gpu", fold): the board's shape error.
   std::map<std::pair<std::string, int>, double> board_activity_log;
+  // Relative σ of the measured times about a smooth law per ("dataset/gpu", fold it is applied to), from the
+  // other fold's sweeps; sets each fit's FitOptions::kink_tolerance (at least its default).
+  std::map<std::pair<std::string, int>, double> time_noise;
 };
 
 // Every sweep of `sweeps` with ≥ 4 clocks at a memory clock is evaluated (gpuptx: each memory clock a sweep).
@@ -129,8 +135,11 @@ ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold = 
 // = 1 − E(f*)/E(top). `with_noise`: each draw also adds the measurement noise of the measured saving (two
 // energies, each with the sweep's relative scatter about its neighbouring clocks), since the check compares
 // with a measurement. Kernels whose plan stays at the top clock are counted apart (saving 0 on both sides).
+// Each draw is matched to the kernel's measured power at the top clock (predict_from_one_clock), as the plan's
+// draws are to the trace's measured power (sim/saving_range.hpp).
 struct Coverage {
   int kernels = 0, trivial = 0, inside = 0;
+  int expected_inside = 0;  // planned kernels whose expected (unperturbed prior) saving lies in their own range
   double predicted_over_budget = 0;  // mean predicted probability that the time budget is exceeded
   int measured_over_budget = 0;      // kernels whose measured time at f* exceeds the budget
   double share() const { return kernels > trivial ? static_cast<double>(inside) / (kernels - trivial) : 0; }

@@ -106,7 +106,8 @@ void dependency_costs(ClockTable& t, const graph::StepGraph& g, const std::vecto
 }
 
 // Each op's share of the board's fall to idle in the gap after it (model::DvfsModel::gap_tail_ns), at the
-// baseline's timing: J added to energy(i, c) = its power above idle at clocks c × the fall's length. Exact on one
+// baseline's timing: J added to energy(i, c) = its power above idle at the default clocks × the fall's length,
+// the same at every c (the simulator's rule: the fall was measured at the default clocks only). Exact on one
 // stream, where the gap after an op is the next op's launch gap whatever the clocks; elsewhere the baseline's gaps.
 void add_gap_tails(ClockTable& t, const model::DvfsModel& m, const std::vector<double>& def_time,
                    const std::vector<double>& dynamic_j, double next_start_ns) {
@@ -118,10 +119,9 @@ void add_gap_tails(ClockTable& t, const model::DvfsModel& m, const std::vector<d
   for (std::size_t i = 0; i < n; ++i) {
     const double fall_ns = m.gap_tail_ns(gap[i]);
     if (fall_ns <= 0) continue;
-    for (std::size_t c = 0; c < nc; ++c) {
-      const double time = t.time(i, c);
-      if (time > 0) t.energy_j[i * nc + c] += std::max(0.0, dynamic_j[i * nc + c] / time) * fall_ns;
-    }
+    const double time = t.time(i, t.default_index);
+    const double fall_j = time > 0 ? std::max(0.0, dynamic_j[i * nc + t.default_index] / time) * fall_ns : 0.0;
+    for (std::size_t c = 0; c < nc; ++c) t.energy_j[i * nc + c] += fall_j;
   }
 }
 

@@ -307,6 +307,8 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"slowdown_high_pct", g.slowdown_high_pct},
                        {"p_over_budget", g.p_over_budget},
                        {"samples", g.samples},
+                       {"draws_rejected", g.draws_rejected},
+                       {"share_below_expected", g.share_below_expected},
                        {"quantiles", {g.low_quantile, g.high_quantile}}};
   // The savings frontier (sim::Evaluation::frontier): every strategy at each slowdown budget.
   json frontier = json::array();

@@ -30,6 +30,20 @@ struct BusySpans {
   void set(std::size_t i, double start, double end, double w) { start_ns[i] = start, end_ns[i] = end, above_idle_w[i] = w; }
 };
 
+// Each op's power above idle at the default clocks, W: what the board's fall to idle after it starts from. Taken
+// at the default clocks whatever the plan (measured only there, bench/device/gap_power.py), so a plan's saving
+// never counts a smaller fall after a slower kernel.
+std::vector<double> fall_from_w(const model::Workload& w, const model::DvfsModel& m) {
+  const model::ClockPair def{m.spec().default_sm_clock_mhz, m.spec().default_mem_clock_mhz};
+  std::vector<double> out(w.ops.size());
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    const auto& op = w.ops[i];
+    const model::Prediction p = m.predict(op.ref_time_ns, op.ref, def, op.coeffs);
+    out[i] = p.power_w - p.idle_power_w;
+  }
+  return out;
+}
+
 // J above the idle power in the board's gaps up to `next_start_ns` (the next step's first op start).
 double gap_tails_j(const BusySpans& b, double next_start_ns, const model::DvfsModel& m) {
   if (!(m.params().gap_decay_ns > 0) || b.start_ns.empty()) return 0;
@@ -75,7 +89,8 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
   double idle_from = 0;
   const bool tails = m.params().gap_decay_ns > 0;
   BusySpans spans;
-  if (tails) spans.resize(n);
+  std::vector<double> fall_w;
+  if (tails) spans.resize(n), fall_w = fall_from_w(w, m);
   bool first_change = true;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& op = w.ops[i];
@@ -100,7 +115,7 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
     auto p = m.predict(op.ref_time_ns, op.ref, c, op.coeffs);
     double end = start + p.time_ns;
     dynamic_j += (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
-    if (tails) spans.set(i, start, end, p.power_w - p.idle_power_w);
+    if (tails) spans.set(i, start, end, fall_w[i]);
     r.busy_time_ns += p.time_ns;
     sf->second = end;
     prev_start = start;
@@ -140,7 +155,8 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
   if (keep_timeline) tl[0].resize(n), tl[1].resize(n);
   const bool tails = m.params().gap_decay_ns > 0;
   BusySpans spans[2];  // the last two steps' ops (the measured one is one of them)
-  if (tails) spans[0].resize(n), spans[1].resize(n);
+  std::vector<double> fall_w;
+  if (tails) spans[0].resize(n), spans[1].resize(n), fall_w = fall_from_w(w, m);
   // The clocks at a position repeat from step to step once the replay settles: one prediction per position.
   std::vector<model::ClockPair> cached_clocks(n, model::ClockPair{-1, -1});
   std::vector<model::Prediction> cached(n);
@@ -169,7 +185,7 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
     if (floor) d = std::max(d, step_origin + (*floor)[i] - start);
     ps.dynamic_j += (p.power_w - p.idle_power_w) * d * 1e-9;
     ps.busy_ns += d;
-    if (tails) spans[k % 2].set(i, start, start + d, p.power_w - p.idle_power_w);
+    if (tails) spans[k % 2].set(i, start, start + d, fall_w[i]);
     if (keep_timeline) tl[k % 2][i] = {i, start, start + d, c, p.effective_sm_mhz, p.power_w};
     return d;
   };

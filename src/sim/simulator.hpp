@@ -22,8 +22,9 @@
 // of them started with (a change lands for the board when it lands for the ops).
 // Energy = Σ (op power − idle power at its capped clock)·op time + ∫ idle power(requested clocks in effect) dt
 //          + Σ over the board's gaps D·τ·(1 − exp(−G/τ)): once no op runs, the board's power falls from the last
-//          op's (D W above idle) to idle with time constant τ (PowerParams::gap_decay_ns; measured on an H200:
-//          a gap of 0.14-1.06 ms after a kernel drew 0.03-0.09 ms of its power above idle, data/gpus/h200.json).
+//          op's (D W above idle, at the default clocks: measured only there) to idle with time constant τ
+//          (PowerParams::gap_decay_ns; measured on an H200: a gap of 0.14-1.06 ms after a kernel drew 0.03-0.09 ms
+//          of its power above idle, data/gpus/h200.json). A plan thus saves nothing on the falls.
 // Limits: the power cap is applied per op (overlapping ops on other streams are not summed against it).
 #pragma once
 

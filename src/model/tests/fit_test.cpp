@@ -232,6 +232,24 @@ TEST(FitVoltageCurve, RecoversTheKneeAndVminOfSyntheticSweeps) {
   EXPECT_THROW(fit_voltage_curve({}, DvfsModel(a100())), std::invalid_argument);
 }
 
+TEST(FitIdleLine, RecoversTheIdleSlopeOfSyntheticSweeps) {
+  // Two uncapped kernels on a board whose idle power rises by 1.4 × the spec's from the lowest to the highest
+  // clock: fitted from the spec's line, the fit reproduces their power exactly. Only the slope is identified
+  // (a common idle offset trades against each kernel's P_k), so the slope is what is checked.
+  Truth t1, t2;
+  for (Truth* t : {&t1, &t2}) {
+    t->cap_at_mhz = 0;
+    t->board.idle_w_at_max_clock *= 1.4;
+  }
+  t2.tc_s = 0.01, t2.a_s_mhz = 110, t2.static_w = 35, t2.activity = 0.6;
+  const PowerParams spec = power_params_for(a100());
+  const PowerParams p = fit_idle_line({t1.samples(a100_sweep()), t2.samples(a100_sweep())}, DvfsModel(a100(), spec));
+  EXPECT_NEAR(p.idle_w_at_max_clock - p.idle_w_at_min_clock,
+              t1.board.idle_w_at_max_clock - t1.board.idle_w_at_min_clock, 0.05 * spec.idle_w_at_max_clock);
+  EXPECT_EQ(p.knee_mhz, spec.knee_mhz);  // the V-curve is kept
+  EXPECT_THROW(fit_idle_line({}, DvfsModel(a100())), std::invalid_argument);
+}
+
 TEST(DvfsModelContinuousCap, HoldsPowerExactlyAtTheCapBetweenSupportedClocks) {
   PowerParams p = power_params_for(a100());
   p.continuous_cap = true;

@@ -70,37 +70,40 @@ ErrorStats group_errors(const KernelValidation& v, const std::string& dataset, c
                                             << GEARSHIFT_SHARED_DIR << "/data/kernel_sweeps"
 
 void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
-  // fit_kernel (roofline where its 3 clocks show a kink), board V-curve from the other fold.
+  // fit_kernel (roofline where its 3 clocks show a kink beyond 2σ of the dataset's time scatter, σ from the
+  // other fold), board V-curve and idle line from the other fold.
   const auto i = group_errors(v, "synergy", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(i.n, 3588);  // 26 kernels × (141 clocks − 3 calibration clocks)
-  EXPECT_NEAR(i.time_mape_pct, 1.54, 0.005);
-  EXPECT_NEAR(i.energy_mape_pct, 5.06, 0.005);
+  EXPECT_NEAR(i.time_mape_pct, 1.56, 0.005);
+  EXPECT_NEAR(i.energy_mape_pct, 4.85, 0.005);  // 5.08 with the spec idle line
   const auto is = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_spec);
-  EXPECT_NEAR(is.energy_mape_pct, 5.00, 0.005);
+  EXPECT_NEAR(is.energy_mape_pct, 5.02, 0.005);
   const auto x = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap);
-  EXPECT_NEAR(x.time_mape_pct, 3.85, 0.005);  // worse than T_c + A/f alone (below): Sobel5/7, the doc says why
-  EXPECT_NEAR(x.energy_mape_pct, 14.02, 0.005);
+  EXPECT_NEAR(x.time_mape_pct, 3.61, 0.005);  // 3.85 with the fixed 0.5 % tolerance; T_c + A/f alone: 3.23
+  EXPECT_NEAR(x.energy_mape_pct, 12.05, 0.005);
   const auto m = group_errors(v, "synergy", "v100", "micro", &SweepEval::interp);
-  EXPECT_NEAR(m.time_mape_pct, 1.49, 0.005);
-  EXPECT_NEAR(m.energy_mape_pct, 4.50, 0.005);
+  EXPECT_NEAR(m.time_mape_pct, 1.48, 0.005);
+  EXPECT_NEAR(m.energy_mape_pct, 4.36, 0.005);
   const auto n = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(n.n, 120);
   EXPECT_NEAR(n.time_mape_pct, 5.71, 0.005);
-  EXPECT_NEAR(n.energy_mape_pct, 5.00, 0.005);
+  EXPECT_NEAR(n.energy_mape_pct, 4.81, 0.005);
   // The same with T_c + A/f only (the law before the roofline).
   const auto ia = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_additive);
   EXPECT_NEAR(ia.time_mape_pct, 2.34, 0.005);
-  EXPECT_NEAR(ia.energy_mape_pct, 5.39, 0.005);
+  EXPECT_NEAR(ia.energy_mape_pct, 5.14, 0.005);
   const auto xa = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap_additive);
   EXPECT_NEAR(xa.time_mape_pct, 3.23, 0.005);
-  EXPECT_NEAR(xa.energy_mape_pct, 10.78, 0.005);
+  EXPECT_NEAR(xa.energy_mape_pct, 10.38, 0.005);
   const auto na = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp_additive);
   EXPECT_NEAR(na.time_mape_pct, 9.13, 0.005);
-  EXPECT_NEAR(na.energy_mape_pct, 7.69, 0.005);
+  EXPECT_NEAR(na.energy_mape_pct, 7.41, 0.005);
   int roofline = 0;
   for (const auto& e : v.sweeps)
     roofline += e.dataset == "nv-dvfs" && e.gpu == "v100" && e.suite == "real" && e.interp_law == TimeLaw::roofline;
   EXPECT_EQ(roofline, 11);
+  EXPECT_NEAR(v.time_noise.at({"synergy/v100", 0}), 0.0051, 0.00005);
+  EXPECT_NEAR(v.time_noise.at({"nv-dvfs/v100", 0}), 0.0027, 0.00005);
 }
 
 void counters_beat_the_class_prior_on_held_out_kernels(const KernelValidation& v) {
@@ -144,6 +147,8 @@ void coverage_of_the_error_bars_on_mini_plans(const KernelValidation& v) {
   EXPECT_GE(c10.share(), 0.90);
   EXPECT_EQ(c2.inside, 38);  // 66.7 % at a 2 % budget: missed (the doc says why) ...
   EXPECT_EQ(n2.inside, 55);  // ... 96.5 % once the measured saving's own noise is in the range
+  // The range holds the expected (unperturbed prior) saving of the mini-plan:
+  for (const Coverage* c : {&c2, &c5, &c10}) EXPECT_EQ(c->expected_inside, c->kernels - c->trivial);
 }
 
 // One test: each CTest test is a process of its own, and the validation takes seconds.

@@ -69,6 +69,32 @@ TEST_F(RangeFixture, AMemoryBoundPhaseAtALowClockHasARangeAroundItsSaving) {
   EXPECT_NEAR(other.saving_low_pct, r.saving_low_pct, 0.3 * std::abs(r.saving_expected_pct) + 0.5);
 }
 
+TEST_F(RangeFixture, DrawsKeepTheMeasuredPowerAndTheGemmSag) {
+  // A GEMM-only step at a lower clock: the GEMMs keep the activity their observed sag at the cap fixes, so the
+  // activity draws leave the step's power alone and only the drawn a moves the saving; unconditioned draws also
+  // move the GEMMs' power (off the sag, into or out of the cap) and widen the range.
+  model::Workload g;
+  g.ops = {op_of(model::KernelClass::gemm, 4e6, m), op_of(model::KernelClass::gemm, 2e6, m)};
+  plan::Schedule s = default_schedule(g, m);
+  s.clocks[0] = s.clocks[1] = {1600, 3201};
+  const SavingRange c = saving_range(g, m, s, 0, 0.05, {.samples = 300});
+  const SavingRange u = saving_range(g, m, s, 0, 0.05, {.samples = 300, .level_normalised = false});
+  EXPECT_EQ(c.draws_rejected, 0);
+  EXPECT_LE(c.saving_low_pct, c.saving_expected_pct);
+  EXPECT_GE(c.saving_high_pct, c.saving_expected_pct);
+  EXPECT_LT(c.saving_high_pct - c.saving_low_pct, u.saving_high_pct - u.saving_low_pct);
+  // With the fixture's three classes: the other classes are scaled back to the calibrated power, nothing is
+  // rejected, and the range holds the expected saving.
+  plan::Schedule t = default_schedule(w, m);
+  t.clocks[1] = t.clocks[2] = {1200, 3201};
+  const SavingRange r = saving_range(w, m, t, 0, 0.01, {.samples = 300});
+  EXPECT_EQ(r.draws_rejected, 0);
+  EXPECT_LE(r.saving_low_pct, r.saving_expected_pct);
+  EXPECT_GE(r.saving_high_pct, r.saving_expected_pct);
+  EXPECT_GT(r.share_below_expected, 0);
+  EXPECT_LT(r.share_below_expected, 1);
+}
+
 TEST_F(RangeFixture, BadOptionsAreRefused) {
   const plan::Schedule s = default_schedule(w, m);
   EXPECT_THROW(saving_range(w, m, s, 0, 0.005, {.samples = 0}), std::invalid_argument);

@@ -1,0 +1,80 @@
+// The error bars of `gearshift plan` on every shipped H200 trace that plans (data/traces, data/step_traces,
+// ../shared/data/traces): the range must hold the expected saving, and the figures are the ones
+// docs/model-validation.md prints ("Error bars on the shipped traces").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "service/error.hpp"
+#include "service/plan_job.hpp"
+
+namespace gearshift::service {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> shipped_traces() {
+  std::vector<std::string> out;
+  for (const std::string& dir : {std::string(GEARSHIFT_DATA_DIR) + "/traces", std::string(GEARSHIFT_DATA_DIR) + "/step_traces",
+                                std::string(GEARSHIFT_SHARED_DIR) + "/data/traces"}) {
+    if (!fs::exists(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string p = e.path().string();
+      if (p.ends_with(".json.gz") || p.ends_with(".jsonl.gz")) out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Figures {
+  double low, expected, high;
+};
+
+TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
+  // 5th / expected / 95th percentile of the saving, % (200 draws, the phase plan at the spec's latency,
+  // --max-slowdown 0.5 %), as docs/model-validation.md prints them. Unconditioned draws (before) gave
+  // -0.17 / 1.75 / 2.93 on gpt3xl and 1.79 / 9.38 / 10.05 on input_bound; on gearshift traces recorded on the
+  // H200 (not shipped) they put the range below the expected saving (gradient checkpointing: -0.12 / 2.60 / 2.00).
+  // With the board's fall to idle in gaps (data/gpus/h200.json) the calibrations change: before it, the same
+  // draws gave 0.04 / 1.75 / 1.76, 2.95 / 4.04 / 5.04 and 8.27 / 9.38 / 9.91.
+  const std::map<std::string, Figures> documented = {
+      {"gpt3xl_h200_trace.json.gz", {0.20, 1.80, 1.89}},
+      {"accum4_gpt2s.json.gz", {3.62, 4.40, 5.38}},
+      {"input_bound_gpt2s_8steps.trace.jsonl.gz", {9.50, 11.29, 11.48}},
+  };
+  int planned = 0;
+  for (const auto& path : shipped_traces()) {
+    PlanJobOptions o;
+    o.trace_path = path;
+    o.display_name = fs::path(path).filename().string();
+    o.gpu = "h200";
+    PlanJobResult r;
+    try {
+      r = run_plan_job(o);
+    } catch (const ServiceError& e) {
+      // Traces the planner refuses (no step, or a model that cannot reproduce their power) have no range.
+      EXPECT_TRUE(e.kind() == ServiceError::Kind::kNoIteration || e.kind() == ServiceError::Kind::kModelRefused)
+          << o.display_name << ": " << e.what();
+      continue;
+    }
+    ++planned;
+    const sim::SavingRange& g = r.range;
+    EXPECT_LE(g.saving_low_pct, g.saving_expected_pct) << o.display_name;
+    EXPECT_GE(g.saving_high_pct, g.saving_expected_pct) << o.display_name;
+    EXPECT_LE(g.draws_rejected, g.samples / 50) << o.display_name;  // ≤ 2 % of the draws ruled out by the power
+    if (auto it = documented.find(o.display_name); it != documented.end()) {
+      EXPECT_NEAR(g.saving_low_pct, it->second.low, 0.006) << o.display_name;
+      EXPECT_NEAR(g.saving_expected_pct, it->second.expected, 0.006) << o.display_name;
+      EXPECT_NEAR(g.saving_high_pct, it->second.high, 0.006) << o.display_name;
+    }
+  }
+  EXPECT_GE(planned, 3);
+}
+
+}  // namespace
+}  // namespace gearshift::service
