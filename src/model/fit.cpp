@@ -195,37 +195,6 @@ Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz) {
   return p;
 }
 
-PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
-                              const FitOptions& opts) {
-  if (kernels.empty()) throw std::invalid_argument("fit_voltage_curve: no kernels");
-  int lo = std::numeric_limits<int>::max(), hi = 0;
-  for (const auto& ks : kernels)
-    for (const auto& p : ks) lo = std::min(lo, p.sm_mhz), hi = std::max(hi, p.sm_mhz);
-  PowerParams best = board.params();
-  double best_err = std::numeric_limits<double>::infinity();
-  for (int knee : board.spec().sm_clocks_mhz) {
-    if (knee < lo || knee >= hi) continue;
-    for (int v = 50; v <= 95; ++v) {
-      PowerParams p = board.params();
-      p.knee_mhz = knee;
-      p.v_min_ratio = v / 100.0;
-      const DvfsModel trial(board.spec(), p);
-      double err = 0;
-      for (const auto& ks : kernels) {
-        const FittedKernel k = fit_kernel(ks, trial, opts);
-        for (const auto& s : ks) {
-          if (std::find(k.capped_sm_mhz.begin(), k.capped_sm_mhz.end(), s.sm_mhz) != k.capped_sm_mhz.end()) continue;
-          const double model_w = trial.idle_power_w_at(s.sm_mhz) + trial.dynamic_power_w_at(s.sm_mhz, s.mem_mhz, k.coeffs);
-          const double rel = model_w / (s.energy_j / s.time_s) - 1.0;
-          err += rel * rel;
-        }
-      }
-      if (err < best_err) best_err = err, best = p;
-    }
-  }
-  return best;
-}
-
 namespace {
 // Σ squared relative power error of the per-kernel fits over the uncapped samples of `kernels` on `board`.
 double power_fit_error(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board, const FitOptions& opts) {
@@ -242,6 +211,28 @@ double power_fit_error(const std::vector<std::vector<Sample>>& kernels, const Dv
   return err;
 }
 }  // namespace
+
+PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
+                              const FitOptions& opts) {
+  if (kernels.empty()) throw std::invalid_argument("fit_voltage_curve: no kernels");
+  int lo = std::numeric_limits<int>::max(), hi = 0;
+  for (const auto& ks : kernels)
+    for (const auto& p : ks) lo = std::min(lo, p.sm_mhz), hi = std::max(hi, p.sm_mhz);
+  PowerParams best = board.params();
+  double best_err = std::numeric_limits<double>::infinity();
+  for (int knee : board.spec().sm_clocks_mhz) {
+    if (knee < lo || knee >= hi) continue;
+    for (int v = 50; v <= 95; ++v) {
+      PowerParams p = board.params();
+      p.knee_mhz = knee;
+      p.v_min_ratio = v / 100.0;
+      const double err = power_fit_error(kernels, DvfsModel(board.spec(), p), opts);
+      if (err < best_err) best_err = err, best = p;
+    }
+  }
+  return best;
+}
+
 
 PowerParams fit_idle_line(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board, const FitOptions& opts) {
   if (kernels.empty()) throw std::invalid_argument("fit_idle_line: no kernels");

@@ -25,9 +25,9 @@ constexpr double kNever = -std::numeric_limits<double>::infinity();
 
 // The ops of one step on the board, for the fall of its power to idle in the gaps between them.
 struct BusySpans {
-  std::vector<double> start_ns, end_ns, above_idle_w;  // per op (position order)
-  void resize(std::size_t n) { start_ns.resize(n), end_ns.resize(n), above_idle_w.resize(n); }
-  void set(std::size_t i, double start, double end, double w) { start_ns[i] = start, end_ns[i] = end, above_idle_w[i] = w; }
+  std::vector<double> start_ns, end_ns;  // per op (position order)
+  void resize(std::size_t n) { start_ns.resize(n), end_ns.resize(n); }
+  void set(std::size_t i, double start, double end) { start_ns[i] = start, end_ns[i] = end; }
 };
 
 // Each op's power above idle at the default clocks, W: what the board's fall to idle after it starts from. Taken
@@ -44,13 +44,15 @@ std::vector<double> fall_from_w(const model::Workload& w, const model::DvfsModel
   return out;
 }
 
-// J above the idle power in the board's gaps up to `next_start_ns` (the next step's first op start).
-double gap_tails_j(const BusySpans& b, double next_start_ns, const model::DvfsModel& m) {
+// J above the idle power in the board's gaps up to `next_start_ns` (the next step's first op start); `fall_w`
+// per op from fall_from_w.
+double gap_tails_j(const BusySpans& b, const std::vector<double>& fall_w, double next_start_ns,
+                   const model::DvfsModel& m) {
   if (!(m.params().gap_decay_ns > 0) || b.start_ns.empty()) return 0;
   const std::vector<double> gap = graph::board_gaps_after_ns(b.start_ns, b.end_ns, next_start_ns);
   double j = 0;
   for (std::size_t i = 0; i < gap.size(); ++i)
-    if (gap[i] > 0) j += std::max(0.0, b.above_idle_w[i]) * m.gap_tail_ns(gap[i]) * 1e-9;
+    if (gap[i] > 0) j += std::max(0.0, fall_w[i]) * m.gap_tail_ns(gap[i]) * 1e-9;
   return j;
 }
 
@@ -115,7 +117,7 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
     auto p = m.predict(op.ref_time_ns, op.ref, c, op.coeffs);
     double end = start + p.time_ns;
     dynamic_j += (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
-    if (tails) spans.set(i, start, end, fall_w[i]);
+    if (tails) spans.set(i, start, end);
     r.busy_time_ns += p.time_ns;
     sf->second = end;
     prev_start = start;
@@ -126,7 +128,7 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
   idle_j += m.idle_power_w(idle_clocks.sm_mhz) * (step_end - idle_from) * 1e-9;
   r.step_time_ns = step_end;
   // The gap after the step's last end runs to the next step's first op (its head, op 0's start, repeats).
-  r.gap_tail_j = tails ? gap_tails_j(spans, step_end + spans.start_ns[0], m) : 0;
+  r.gap_tail_j = tails ? gap_tails_j(spans, fall_w, step_end + spans.start_ns[0], m) : 0;
   r.energy_j = dynamic_j + idle_j + r.gap_tail_j;
   r.average_power_w = r.energy_j / (step_end * 1e-9);
   // What the next step inherits: the clocks of the last op started, and every change that had not landed by
@@ -185,7 +187,7 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
     if (floor) d = std::max(d, step_origin + (*floor)[i] - start);
     ps.dynamic_j += (p.power_w - p.idle_power_w) * d * 1e-9;
     ps.busy_ns += d;
-    if (tails) spans[k % 2].set(i, start, start + d, fall_w[i]);
+    if (tails) spans[k % 2].set(i, start, start + d);
     if (keep_timeline) tl[k % 2][i] = {i, start, start + d, c, p.effective_sm_mhz, p.power_w};
     return d;
   };
@@ -205,7 +207,7 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
   SimResult r;
   r.dependency_replay = true;
   r.step_time_ns = t.step_ns;
-  r.gap_tail_j = tails ? gap_tails_j(spans[t.measured % 2], to, m) : 0;
+  r.gap_tail_j = tails ? gap_tails_j(spans[t.measured % 2], fall_w, to, m) : 0;
   r.energy_j = ps.dynamic_j + idle_j + r.gap_tail_j;
   r.average_power_w = r.energy_j / (t.step_ns * 1e-9);
   r.clock_changes = ps.changes;
