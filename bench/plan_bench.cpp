@@ -153,7 +153,7 @@ Planned plan_job(const std::string& path, bool evaluate = true) {
   if (evaluate) {
     p.ev = sim::evaluate(p.w, p.m, o);
     // The error bars of the plan written to -o: phase at the spec's switch latency (6 ms on the H200).
-    const double l = p.m.spec().switch_latency_ms * 1e6;
+    const double l = p.m.spec().switch_latency_ns;
     for (const auto& s : p.ev.strategies)
       if (s.schedule.strategy == plan::Strategy::phase && s.switch_latency_ns == l)
         p.range = sim::saving_range(p.w, p.m, s.schedule, l, o.max_slowdown);

@@ -23,7 +23,7 @@ void print_spec(const gpu::GpuSpec& s) {
   fmt::print("  idle power     {:.0f} W at {} MHz, {:.0f} W at {} MHz\n", s.idle_power_min_clock_w,
              s.min_sm_clock_mhz(), s.idle_power_max_clock_w, s.max_sm_clock_mhz());
   fmt::print("  V-f knee       {} MHz\n", s.voltage_knee_mhz);
-  fmt::print("  switch latency {:.1f} ms (estimate)\n", s.switch_latency_ms);
+  fmt::print("  switch latency {:.1f} ms (estimate)\n", s.switch_latency_ns / 1e6);
   fmt::print("  sources:\n");
   for (const auto& [k, v] : s.sources) fmt::print("    {}: {}\n", k, v);
 }

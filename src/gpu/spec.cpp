@@ -108,11 +108,11 @@ GpuSpec parse_spec(std::string_view json_text, std::string_view origin) {
     s.max_board_power_w = field("max_board_power_w").get<double>();
     s.voltage_knee_mhz = field("voltage_knee_mhz").get<int>();
     s.memory_power_w_at_max_clock = field("memory_power_w_at_max_clock").get<double>();
-    s.switch_latency_ms = field("switch_latency_ms").get<double>();
+    s.switch_latency_ns = field("switch_latency_ms").get<double>() * 1e6;
     s.observed_capped_sm_clock_mhz = j.value("observed_capped_sm_clock_mhz", 0);
-    s.energy_counter_update_ms = field("energy_counter_update_ms").get<double>();
-    s.gap_power_decay_us = j.value("gap_power_decay_us", 0.0);
-    if (!(s.gap_power_decay_us >= 0))
+    s.energy_counter_update_ns = std::llround(field("energy_counter_update_ms").get<double>() * 1e6);
+    s.gap_power_decay_ns = j.value("gap_power_decay_us", 0.0) * 1e3;
+    if (!(s.gap_power_decay_ns >= 0))
       throw std::invalid_argument(fmt::format("{}: gap_power_decay_us must be >= 0", origin));
     for (const auto& [k, v] : field("sources").items()) s.sources.emplace_back(k, v.get<std::string>());
     return s;

@@ -2,6 +2,7 @@
 // The figures live in data/gpus/<name>.json (each with its source) and are embedded in the binary.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +23,12 @@ struct GpuSpec {
   int voltage_knee_mhz = 0;           // V(f) flat below, linear above (Schoonhoven et al., PMBS'22 shape)
   double memory_power_w_at_max_clock = 0;  // memory subsystem power at full traffic and max memory clock, W
   int observed_capped_sm_clock_mhz = 0;  // SM clock dense GEMMs sagged to at the default power cap (0: unknown)
-  double switch_latency_ms = 0;            // clock-change transition estimate, ms
-  double energy_counter_update_ms = 0;     // NVML total-energy counter update period, ms
+  // The times in ns; the JSON keeps its fields in ms and µs, converted once by parse_spec.
+  double switch_latency_ns = 0;                 // clock-change transition estimate (JSON "switch_latency_ms")
+  std::int64_t energy_counter_update_ns = 0;    // NVML total-energy counter update period ("energy_counter_update_ms")
   // Time constant of the board power's fall from a kernel's power to the idle power once the GPU has no kernel
-  // left to run, µs (0: at once, where not measured). JSON "gap_power_decay_us", optional.
-  double gap_power_decay_us = 0;
+  // left to run (0: at once, where not measured). JSON "gap_power_decay_us", optional.
+  double gap_power_decay_ns = 0;
   std::vector<std::pair<std::string, std::string>> sources;  // field -> where the figure comes from
 
   int max_sm_clock_mhz() const { return sm_clocks_mhz.back(); }

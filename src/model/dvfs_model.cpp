@@ -18,7 +18,7 @@ PowerParams power_params_for(const gpu::GpuSpec& s, double memory_w_at_max) {
   p.max_mem_mhz = s.max_mem_clock_mhz();
   p.memory_w_at_max = memory_w_at_max;
   p.power_cap_w = s.power_limit_default_w;
-  p.gap_decay_ns = s.gap_power_decay_us * 1e3;
+  p.gap_decay_ns = s.gap_power_decay_ns;
   const KernelCoefficients gemm = class_prior(KernelClass::gemm);
   const double mem_w = gemm.mem_traffic * memory_w_at_max;  // at the default (max) memory clock
   if (s.observed_capped_sm_clock_mhz > 0) {

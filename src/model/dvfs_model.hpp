@@ -31,7 +31,7 @@ struct PowerParams {
   double power_cap_w = 0;       // W, the enforced power limit
   double activity_scale = 1.0;  // s: calibrated whole-trace scale of activity (1 = priors as they are)
   // ns: once no kernel runs, the board's power falls from the last kernel's to the idle power with this time
-  // constant (the spec's gap_power_decay_us; 0: at once). A gap of G ns after a kernel drawing D W above idle
+  // constant (the spec's gap_power_decay_ns; 0: at once). A gap of G ns after a kernel drawing D W above idle
   // costs D·τ·(1 − exp(−G/τ)) more than the idle power (sim/simulator.hpp).
   double gap_decay_ns = 0;
   // When true, capping lowers the clock continuously to where P(f_eff) = cap instead of to a supported clock:

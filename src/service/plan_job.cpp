@@ -217,7 +217,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   }
   sim::EvaluateOptions eo;
   eo.max_slowdown = o.max_slowdown;
-  const double chosen_l_ns = o.switch_latency_ns.value_or(spec.switch_latency_ms * 1e6);
+  const double chosen_l_ns = o.switch_latency_ns.value_or(spec.switch_latency_ns);
   if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
     eo.switch_latencies_ns.push_back(chosen_l_ns);
   r.evaluation = sim::evaluate(r.workload, *r.model, eo);

@@ -106,7 +106,7 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   SyncSlackResult res;
   const auto& spec = ranks[0].model.spec();
   const double latency_ns =
-      o.strategy == plan::Strategy::kernel_global ? 0.0 : o.switch_latency_ns.value_or(spec.switch_latency_ms * 1e6);
+      o.strategy == plan::Strategy::kernel_global ? 0.0 : o.switch_latency_ns.value_or(spec.switch_latency_ns);
   res.switch_latency_ns = latency_ns;
 
   std::vector<model::Workload> intr;

@@ -286,7 +286,7 @@ Evaluation evaluate(const model::Workload& w, const model::DvfsModel& m, const E
   ev.baseline = simulate(w, m, default_schedule(w, m), 0);
   const plan::ClockTable table = plan::build_clock_table(w, m);
   Context c{w, m, ev.baseline, table, plan::total_time_ns(table, table.default_index), {}};
-  ev.frontier_latency_ns = o.frontier_latency_ns.value_or(m.spec().switch_latency_ms * 1e6);
+  ev.frontier_latency_ns = o.frontier_latency_ns.value_or(m.spec().switch_latency_ns);
   // Budgets in ascending order, the main one with the whole latency sweep; each sees the smaller ones' plans.
   std::vector<double> budgets = o.frontier_slowdowns;
   budgets.push_back(o.max_slowdown);

@@ -216,7 +216,8 @@ nvmlReturn_t check(nvmlDevice_t d, int* gpu) {
 }
 
 unsigned long long counter_mj(const Sim& s, int gpu) {
-  const double period_ms = s.spec.energy_counter_update_ms > 0 ? s.spec.energy_counter_update_ms : 100.0;
+  const double period_ms =
+      s.spec.energy_counter_update_ns > 0 ? static_cast<double>(s.spec.energy_counter_update_ns) / 1e6 : 100.0;
   double elapsed_ms = static_cast<double>(realtime_ns() - s.epoch_ns) / 1e6;
   double ticked_ms = std::floor(std::max(0.0, elapsed_ms) / period_ms) * period_ms;
   auto mj = static_cast<unsigned long long>(std::llround(s.power_w * ticked_ms));  // W × ms = mJ

@@ -28,10 +28,10 @@ struct Planned {
     workload = model::build_workload(trace, iterations, model);
     sim::calibrate_to_measured_power(workload, model, *trace.measured.average_power_w);
     sim::EvaluateOptions o;
-    o.switch_latencies_ns.push_back(model.spec().switch_latency_ms * 1e6);
+    o.switch_latencies_ns.push_back(model.spec().switch_latency_ns);
     evaluation = sim::evaluate(workload, model, o);
     for (const auto& s : evaluation.strategies)
-      if (s.schedule.strategy == plan::Strategy::phase && s.switch_latency_ns == model.spec().switch_latency_ms * 1e6) chosen = &s;
+      if (s.schedule.strategy == plan::Strategy::phase && s.switch_latency_ns == model.spec().switch_latency_ns) chosen = &s;
   }
   PlanReportInput input() const {
     return PlanReportInput{trace,  iterations, workload, model, evaluation, *chosen, "gpt3xl.json.gz",
