@@ -128,7 +128,7 @@ void add_replay_command(CLI::App& app) {
                           {"perturbed", {{"dropped", r.dropped_ops}, {"inserted", r.inserted_ops}, {"swapped", r.swapped_ops}}},
                           {"relocks", r.relocks},
                           {"lock_losses", r.losses},
-                          {"switch_latency_ms", *o->switching.latency_ms},
+                          {"switch_latency_ms", *o->switching.latency_ns / 1e6},
                           {"gpu_progress", {{"mode", o->progress},
                                             {"syncs", runtime::to_string(r.sync_source)},
                                             {"syncs_used", r.syncs_used},
@@ -140,7 +140,7 @@ void add_replay_command(CLI::App& app) {
       fmt::print("{}\n", j.dump());
       return;
     }
-    fmt::print("replay {} with {} ({} positions), L = {} ms (virtual time)\n", o->trace, o->plan, plan.size(), *o->switching.latency_ms);
+    fmt::print("replay {} with {} ({} positions), L = {} ms (virtual time)\n", o->trace, o->plan, plan.size(), *o->switching.latency_ns / 1e6);
     fmt::print("  launches {} (dropped {}, inserted {}, swapped {}), steps {}\n", r.launches, r.dropped_ops,
                r.inserted_ops, r.swapped_ops, r.steps);
     fmt::print("  prediction accuracy after the first step  {:.4f} %\n", 100 * r.prediction_accuracy);

@@ -62,7 +62,7 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     lr.ao.max_slowdown = parse_slowdown(o.max_slowdown);
     lr.ao.warmup_steps = o.warmup_steps;
     lr.ao.timeout_ns = seconds_to_ns(o.warmup_timeout_s);
-    if (lr.switching.latency_ms) lr.ao.switch_latency_ns = *lr.switching.latency_ms * 1e6;  // none: the spec's
+    if (lr.switching.latency_ns) lr.ao.switch_latency_ns = *lr.switching.latency_ns;  // none: the spec's
     if (!o.plan_output.empty()) check_directory("--plan-output", o.plan_output);
     lr.ao.plan_output = o.plan_output;
     lr.ao.job_name = "launch feed of `" + lr.cmd[0] + "` (gearshift run --auto)";

@@ -8,7 +8,7 @@
 
 namespace gearshift::cli {
 
-// Adds both options to `cmd`, stored in `s` (checked >= 0 when given; not given stays none).
+// Adds both options to `cmd`, stored in `s` converted to ns (checked >= 0 when given; not given stays none).
 void add_switching_options(CLI::App* cmd, service::Switching& s);
 
 }  // namespace gearshift::cli

@@ -6,13 +6,13 @@
 namespace gearshift::service {
 
 runtime::SchedulerOptions scheduler_options(const runtime::ClockPlan& plan, Switching& s) {
-  if (!s.latency_ms) s.latency_ms = plan.switch_latency_ns / 1e6;
-  if (!(*s.latency_ms >= 0)) throw ServiceError(ServiceError::Kind::kBadArgument, "--switch-latency-ms must be >= 0");
-  if (s.min_interval_ms && !(*s.min_interval_ms >= 0))
+  if (!s.latency_ns) s.latency_ns = plan.switch_latency_ns;
+  if (!(*s.latency_ns >= 0)) throw ServiceError(ServiceError::Kind::kBadArgument, "--switch-latency-ms must be >= 0");
+  if (s.min_interval_ns && !(*s.min_interval_ns >= 0))
     throw ServiceError(ServiceError::Kind::kBadArgument, "--min-interval-ms must be >= 0");
   runtime::SchedulerOptions so;
-  so.switch_latency_ns = *s.latency_ms * 1e6;
-  so.min_interval_ns = s.min_interval_ms.value_or(*s.latency_ms) * 1e6;
+  so.switch_latency_ns = *s.latency_ns;
+  so.min_interval_ns = s.min_interval_ns.value_or(*s.latency_ns);
   return so;
 }
 

@@ -10,13 +10,14 @@
 
 namespace gearshift::service {
 
-// The clock-change latency L and the minimum interval between changes, ms; none: the plan's L, and L.
+// The clock-change latency L and the minimum interval between changes, ns; none: the plan's L, and L. (The CLI's
+// --switch-latency-ms and --min-interval-ms are converted once, by cli/switching_args.hpp.)
 struct Switching {
-  std::optional<double> latency_ms;
-  std::optional<double> min_interval_ms;
+  std::optional<double> latency_ns;
+  std::optional<double> min_interval_ns;
 };
 
-// The scheduler options for `plan` under `s`; sets s.latency_ms to the L used. Throws ServiceError(kBadArgument)
+// The scheduler options for `plan` under `s`; sets s.latency_ns to the L used. Throws ServiceError(kBadArgument)
 // when either is < 0.
 runtime::SchedulerOptions scheduler_options(const runtime::ClockPlan& plan, Switching& s);
 

@@ -191,7 +191,7 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
       "  {}\n"
       "  {}\n",
       ss.wrote_clocks ? "applied" : "dry-run", ss.wrote_clocks ? "NVML" : o_.dry_run_log,
-      o_.switching.latency_ms ? fmt::format("{} ms", *o_.switching.latency_ms) : "none (no plan was made)", st.steps,
+      o_.switching.latency_ns ? fmt::format("{} ms", *o_.switching.latency_ns / 1e6) : "none (no plan was made)", st.steps,
       st.launches, 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
       ss.wrote_clocks ? "" : " (would have run)",
       st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())

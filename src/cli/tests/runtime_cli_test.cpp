@@ -126,6 +126,8 @@ TEST_P(ReplayShipped, AccurateAndReportsInTimeFraction) {
   EXPECT_GE(p["prediction_accuracy"].get<double>(), 0.99) << GetParam();
   EXPECT_GT(p["perturbed"]["dropped"].get<int>() + p["perturbed"]["inserted"].get<int>(), 0);
   std::printf("%s perturbed L=6 ms: %s\n", GetParam().c_str(), p.dump().c_str());
+  // The options' ms become ns once (cli/switching_args.cpp) and the report's L is back in ms, as given.
+  EXPECT_EQ(replay({"--switch-latency-ms", "0.1", "--min-interval-ms", "2.5"})["switch_latency_ms"].get<double>(), 0.1);
   // Anchored only by one synchronize per step, the same launches are placed as well; the boundaries, estimated
   // up to a step from their anchor, are met less often (modelled; docs/benchmarks.md).
   auto y = replay({"--switch-latency-ms", "6", "--gpu-progress", "sync"});
