@@ -290,7 +290,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
               {"slowdown_pct", s.slowdown_pct},
               {"clock_changes_per_step", s.sim.clock_changes},
               {"within_budget", s.within_budget},
-              {"plan_ms", s.plan_ms}};
+              {"plan_ms", static_cast<double>(s.plan_ns) / 1e6}};
     if (s.schedule.optimality_gap >= 0) e["optimality_gap"] = s.schedule.optimality_gap;
     arr.push_back(e);
   }

@@ -177,7 +177,7 @@ StrategyResult run(Context& c, double eps, double latency_ns, const Planner& pla
   r.sim.timeline.clear();
   r.sim.timeline.shrink_to_fit();
   score(r, c.base);
-  r.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.plan_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -271,10 +271,10 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
   }
   for (std::size_t i = first_phase; i < out.size(); ++i)
     if (out[i].switch_latency_ns == 0 && any_op_may_change) {
-      const double ms = out[i].plan_ms;
+      const std::int64_t plan_ns = out[i].plan_ns;
       out[i] = g;
       out[i].schedule.strategy = plan::Strategy::phase;
-      out[i].plan_ms = ms;
+      out[i].plan_ns = plan_ns;
     }
   return out;
 }

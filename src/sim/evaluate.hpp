@@ -13,6 +13,7 @@
 // over the frontier, where no strategy's saving falls as the budget grows.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -38,7 +39,7 @@ struct StrategyResult {
   double switch_latency_ns = 0;  // L the result was simulated with (0 for the ideal-switching strategies)
   double saving_pct = 0;         // (baseline energy − energy) / baseline energy · 100
   double slowdown_pct = 0;       // (time − baseline time) / baseline time · 100
-  double plan_ms = 0;            // planner wall time incl. re-planning, ms (CPU, informative)
+  std::int64_t plan_ns = 0;      // planner wall time incl. re-planning, ns (CPU, informative; JSON "plan_ms")
   bool within_budget = true;
   // Shortest phase of the plan on its simulated timeline (start of a change's op to the next one's, cyclic),
   // ns; +inf without changes. The plan runs with no late change, exactly as with instant switching, at every

@@ -78,6 +78,8 @@ void expect_one_truth(const model::Workload& w, const model::DvfsModel& m, const
   for (const auto& s : ev.strategies) {
     // (c) every plan within the budget, in the simulator, at the latency it is reported for.
     SimResult again = simulate(w, m, s.schedule, s.switch_latency_ns);
+    EXPECT_GT(s.plan_ns, 0) << s.schedule.strategy;  // the planner's wall time, measured in ns
+    EXPECT_LT(s.plan_ns, 600'000'000'000) << s.schedule.strategy;
     EXPECT_EQ(again.energy_j, s.sim.energy_j) << s.schedule.strategy << " L=" << s.switch_latency_ns;
     EXPECT_LE(s.slowdown_pct, eps_pct + 1e-9) << s.schedule.strategy << " L=" << s.switch_latency_ns;
     EXPECT_LE(s.sim.step_time_ns, ev.baseline.step_time_ns * (1 + o.max_slowdown) * (1 + 1e-12));
