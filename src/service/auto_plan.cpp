@@ -324,8 +324,9 @@ std::optional<sim::MeasuredPower> AutoPlanner::traced_power(std::int64_t from_ns
                                   [from_ns](const auto& r) { return r.first >= from_ns; });
   if (first == energy_readings_.end()) return std::nullopt;
   const auto& last = energy_readings_.back();
-  const double s = static_cast<double>(last.first - first->first) * 1e-9;
-  if (s < kMinEnergyWindowS || !(last.second > first->second)) return std::nullopt;
+  const std::int64_t window_ns = last.first - first->first;
+  if (window_ns < kMinEnergyWindowNs || !(last.second > first->second)) return std::nullopt;
+  const double s = static_cast<double>(window_ns) * 1e-9;  // a power is J over s
   return sim::MeasuredPower{(last.second - first->second) / s,
                             fmt::format("the NVML energy counter over {:.1f} s of the traced steps", s), 0};
 }
@@ -374,8 +375,9 @@ AutoPlanner::Outcome AutoPlanner::measured() {
   // The job's measured power over the untraced window: what the plan is calibrated to.
   if (o_.energy_j && c->energy_from_j) {
     const std::optional<double> e = o_.energy_j();
-    const double s = static_cast<double>(runtime::monotonic_ns() - c->energy_from_ns) * 1e-9;
-    if (e && *e > *c->energy_from_j && s >= kMinEnergyWindowS)
+    const std::int64_t window_ns = runtime::monotonic_ns() - c->energy_from_ns;
+    const double s = static_cast<double>(window_ns) * 1e-9;  // a power is J over s
+    if (e && *e > *c->energy_from_j && window_ns >= kMinEnergyWindowNs)
       c->po.measured_power = sim::MeasuredPower{
           (*e - *c->energy_from_j) / s, fmt::format("the NVML energy counter over {:.1f} s of the untraced run", s), 0};
   }

@@ -38,10 +38,10 @@
 
 namespace gearshift::service {
 
-// The untraced window's energy counter reads calibrate only over at least this long, s. The counter ticks about
+// The untraced window's energy counter reads calibrate only over at least this long, ns. The counter ticks about
 // every 100 ms on an H200 (data/gpus/h200.json), so the power over the window's 1 s or more errs by up to ~10 %:
 // calibration sets the model's scale from it, far closer than the priors' power (above).
-inline constexpr double kMinEnergyWindowS = 0.9;
+inline constexpr std::int64_t kMinEnergyWindowNs = 900'000'000;
 
 struct AutoOptions {
   std::size_t warmup_steps = 20;            // detected steps needed before planning
@@ -129,7 +129,7 @@ class AutoPlanner {
   Outcome measure(std::unique_ptr<PlanJobResult> r, PlanJobOptions po, double traced_period_ns,
                   std::int64_t steps_from_ns, std::uint32_t source);
   // The power over the traced steps from `from_ns` on, from the energy counter's readings at the detection
-  // attempts; nullopt when they span less than kMinEnergyWindowS.
+  // attempts; nullopt when they span less than kMinEnergyWindowNs.
   std::optional<sim::MeasuredPower> traced_power(std::int64_t from_ns) const;
   // The untraced step is measured (or its measurement timed out): re-time and plan again where it differs, apply.
   Outcome measured();
