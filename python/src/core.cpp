@@ -75,7 +75,7 @@ class Monitor {
     }
     nb::dict d;
     d["name"] = w.name;
-    d["time_s"] = w.time_s;
+    d["time_s"] = gearshift::monitor::to_s(w.time_ns);
     d["energy_j"] = energy;
     d["avg_power_w"] = power;
     d["method"] = method;

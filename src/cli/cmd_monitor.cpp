@@ -151,7 +151,7 @@ int run_monitor(const MonitorArgs& a) {
     for (const auto& g : w.gpus) {
       j["gpus"].push_back({{"index", g.gpu},
                            {"energy_j", g.energy_j},
-                           {"time_s", g.time_s},
+                           {"time_s", monitor::to_s(g.time_ns)},
                            {"avg_power_w", g.avg_power_w},
                            {"peak_power_w", g.peak_power_w},
                            {"approximate", g.approximate},
@@ -164,13 +164,13 @@ int run_monitor(const MonitorArgs& a) {
     std::fputs((j.dump() + "\n").c_str(), stdout);
   } else {
     std::string text = fmt::format("gearshift: monitor: '{}' exited with {} after {:.3f} s\n", quoted(a.command),
-                                   child.code, w.time_s);
+                                   child.code, monitor::to_s(w.time_ns));
     text += fmt::format("  {:>3} {:>12} {:>8} {:>9} {:>9}  {}\n", "GPU", "energy_J", "time_s", "avg_W", "peak_W",
                         "method");
     for (const auto& g : w.gpus) {
-      text += fmt::format("  {:>3} {:>12.2f} {:>8.3f} {:>9.1f} {:>9.1f}  {}{}{}\n", g.gpu, g.energy_j, g.time_s,
-                          g.avg_power_w, g.peak_power_w, g.method, g.approximate ? " (approximate)" : "",
-                          g.lost ? " (GPU lost)" : "");
+      text += fmt::format("  {:>3} {:>12.2f} {:>8.3f} {:>9.1f} {:>9.1f}  {}{}{}\n", g.gpu, g.energy_j,
+                          monitor::to_s(g.time_ns), g.avg_power_w, g.peak_power_w, g.method,
+                          g.approximate ? " (approximate)" : "", g.lost ? " (GPU lost)" : "");
     }
     std::fputs(text.c_str(), stderr);  // stderr: CMD's stdout stays CMD's
   }

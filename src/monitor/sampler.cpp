@@ -350,7 +350,7 @@ WindowResult Sampler::end(const std::string& name) {
   r.name = name;
   r.begin_ns = w.begin->t;
   r.end_ns = w.end->t;
-  r.time_s = static_cast<double>(r.end_ns - r.begin_ns) * 1e-9;
+  r.time_ns = r.end_ns - r.begin_ns;
   for (std::size_t i = 0; i < gpus_.size(); ++i) r.gpus.push_back(finish(w, i));
   windows_.erase(it);
   return r;
@@ -361,12 +361,12 @@ GpuWindow Sampler::finish(const Window& w, std::size_t i) const {
   const EdgeValue& b = w.end->gpus[i];
   GpuWindow out;
   out.gpu = infos_[i].index;
-  out.time_s = static_cast<double>(w.end->t - w.begin->t) * 1e-9;
+  out.time_ns = w.end->t - w.begin->t;
   out.lost = a.lost || b.lost;
-  double period_s = std::chrono::duration<double>(opt_.counter_period).count();
+  const Ns period_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt_.counter_period).count();
   bool counter_both = a.counter_mj && b.counter_mj;
   bool power_both = a.integral_j && b.integral_j;
-  if (counter_both && a.counter_located && b.counter_located && out.time_s >= period_s && !out.lost) {
+  if (counter_both && a.counter_located && b.counter_located && out.time_ns >= period_ns && !out.lost) {
     out.energy_j = (*b.counter_mj - *a.counter_mj) * 1e-3;
     out.method = "counter";
   } else if (power_both) {
@@ -382,7 +382,7 @@ GpuWindow Sampler::finish(const Window& w, std::size_t i) const {
     out.approximate = true;
   }
   out.energy_j = std::max(0.0, out.energy_j);
-  out.avg_power_w = out.time_s > 0 ? out.energy_j / out.time_s : 0;
+  out.avg_power_w = out.time_ns > 0 ? out.energy_j / (static_cast<double>(out.time_ns) * 1e-9) : 0;  // J over s
   // Only edge values and peaks here: the power history belongs to the sampler thread.
   out.peak_power_w = w.peak_w[i].value_or(std::max(a.power_w.value_or(0.0), b.power_w.value_or(0.0)));
   return out;

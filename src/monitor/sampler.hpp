@@ -29,6 +29,8 @@
 namespace gearshift::monitor {
 
 Ns now_ns();  // steady clock, ns
+// ns as s, for the faces that print or return seconds (`gearshift monitor`'s table and JSON, Python's time_s).
+inline double to_s(Ns ns) { return static_cast<double>(ns) * 1e-9; }
 
 // One full sample of one GPU (what the CSV/JSONL log and the Prometheus endpoint show).
 struct GpuSample {
@@ -44,7 +46,7 @@ struct GpuSample {
 struct GpuWindow {
   unsigned gpu = 0;
   double energy_j = 0;      // J
-  double time_s = 0;        // s
+  Ns time_ns = 0;           // steady clock, ns
   double avg_power_w = 0;   // energy / time, W
   double peak_power_w = 0;  // highest instant-power sample inside the window (nearest one if none inside), W
   bool approximate = false; // energy from power samples or plain counter differences, not a located tick
@@ -55,7 +57,7 @@ struct GpuWindow {
 struct WindowResult {
   std::string name;
   Ns begin_ns = 0, end_ns = 0;  // steady clock
-  double time_s = 0;
+  Ns time_ns = 0;  // end_ns - begin_ns
   std::vector<GpuWindow> gpus;
 };
 

@@ -51,10 +51,12 @@ TEST_F(SamplerSim, CounterWindowMatchesPowerTimesDuration) {
   for (const auto& g : r.gpus) {
     EXPECT_EQ(g.method, "counter");
     EXPECT_FALSE(g.approximate);
-    EXPECT_NEAR(g.energy_j, 250.0 * r.time_s, 0.01 * 250.0 * r.time_s);
+    EXPECT_NEAR(g.energy_j, 250.0 * to_s(r.time_ns), 0.01 * 250.0 * to_s(r.time_ns));
     EXPECT_NEAR(g.avg_power_w, 250.0, 2.5);
     EXPECT_DOUBLE_EQ(g.peak_power_w, 250.0);
-    EXPECT_DOUBLE_EQ(g.time_s, r.time_s);
+    EXPECT_EQ(g.time_ns, r.time_ns);
+    EXPECT_EQ(r.time_ns, r.end_ns - r.begin_ns);  // measured: whole ns of the steady clock
+    EXPECT_GT(r.time_ns, 0);
   }
   EXPECT_EQ(r.gpus[1].gpu, 1u);
 }
@@ -67,7 +69,7 @@ TEST_F(SamplerSim, ShortWindowUsesPowerAndIsApproximate) {
   for (const auto& g : r.gpus) {
     EXPECT_EQ(g.method, "power");
     EXPECT_TRUE(g.approximate);
-    EXPECT_NEAR(g.energy_j, 250.0 * r.time_s, 1e-6 + 1e-3 * 250.0 * r.time_s);
+    EXPECT_NEAR(g.energy_j, 250.0 * to_s(r.time_ns), 1e-6 + 1e-3 * 250.0 * to_s(r.time_ns));
   }
 }
 
@@ -81,11 +83,11 @@ TEST_F(SamplerSim, NestedAndOverlappingWindows) {
   sleep_ms(150);
   WindowResult overlap = s.end("overlap");
   WindowResult outer = s.end("outer");
-  EXPECT_LT(inner.time_s, outer.time_s);
+  EXPECT_LT(to_s(inner.time_ns), to_s(outer.time_ns));
   EXPECT_GT(inner.gpus[0].energy_j, 0.0);
   EXPECT_LT(inner.gpus[0].energy_j, outer.gpus[0].energy_j);
-  EXPECT_NEAR(outer.gpus[0].energy_j, 250.0 * outer.time_s, 0.01 * 250.0 * outer.time_s);
-  EXPECT_NEAR(overlap.gpus[0].energy_j, 250.0 * overlap.time_s, 0.01 * 250.0 * overlap.time_s + 0.5);
+  EXPECT_NEAR(outer.gpus[0].energy_j, 250.0 * to_s(outer.time_ns), 0.01 * 250.0 * to_s(outer.time_ns));
+  EXPECT_NEAR(overlap.gpus[0].energy_j, 250.0 * to_s(overlap.time_ns), 0.01 * 250.0 * to_s(overlap.time_ns) + 0.5);
   EXPECT_THROW(s.end("outer"), std::invalid_argument);
   s.begin("again");
   EXPECT_THROW(s.begin("again"), std::invalid_argument);
@@ -101,7 +103,7 @@ TEST_F(SamplerSim, NoCounterFallsBackToPower) {
   WindowResult r = s.end("w");
   EXPECT_EQ(r.gpus[0].method, "power");
   EXPECT_TRUE(r.gpus[0].approximate);
-  EXPECT_NEAR(r.gpus[0].energy_j, 250.0 * r.time_s, 0.01 * 250.0 * r.time_s);
+  EXPECT_NEAR(r.gpus[0].energy_j, 250.0 * to_s(r.time_ns), 0.01 * 250.0 * to_s(r.time_ns));
   std::lock_guard<std::mutex> lk(mu_);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_NE(notes_[0].find("no usable energy counter"), std::string::npos) << notes_[0];
@@ -116,7 +118,7 @@ TEST_F(SamplerSim, CounterWrapIsCarriedThrough) {
   sleep_ms(500);
   WindowResult r = s.end("w");
   EXPECT_EQ(r.gpus[0].method, "counter");
-  EXPECT_NEAR(r.gpus[0].energy_j, 2000.0 * r.time_s, 0.01 * 2000.0 * r.time_s);
+  EXPECT_NEAR(r.gpus[0].energy_j, 2000.0 * to_s(r.time_ns), 0.01 * 2000.0 * to_s(r.time_ns));
   std::lock_guard<std::mutex> lk(mu_);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_NE(notes_[0].find("wrapped"), std::string::npos);
@@ -132,7 +134,7 @@ TEST_F(SamplerSim, LostGpuEndsWindowWithMark) {
   EXPECT_TRUE(r.gpus[0].lost);
   EXPECT_TRUE(r.gpus[0].approximate);
   // Energy only up to the loss: less than the whole window's.
-  EXPECT_LT(r.gpus[0].energy_j, 250.0 * r.time_s);
+  EXPECT_LT(r.gpus[0].energy_j, 250.0 * to_s(r.time_ns));
   EXPECT_GT(r.gpus[0].energy_j, 0.0);
   std::lock_guard<std::mutex> lk(mu_);
   ASSERT_EQ(notes_.size(), 1u);
