@@ -19,7 +19,7 @@ void add_replay_command(CLI::App& app) {
     std::string trace, plan, perturb, dry_run_log, progress = "activity";
     service::Switching switching;
     double cpu_lead_ms = 2, activity_delay_ms = 1, activity_period_ms = 0, activity_window_ms = 0;
-    double marker_period_us = runtime::kMarkerPeriodUs;
+    double marker_period_us = static_cast<double>(runtime::kMarkerPeriodNs) / 1e3;
     double feed_period_us = 500;
     std::uint64_t seed = 1;
     bool json = false, assume_sync_each_step = false;
@@ -44,7 +44,7 @@ void add_replay_command(CLI::App& app) {
       ->type_name("markers|sync|activity");
   cmd->add_option("--marker-period-us", o->marker_period_us,
                   fmt::format("With --gpu-progress markers: one marker at most every this long, µs (default {})",
-                              runtime::kMarkerPeriodUs))
+                              runtime::kMarkerPeriodNs / 1'000))
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--assume-sync-each-step", o->assume_sync_each_step,
                "With --gpu-progress sync|markers: one synchronize at the end of every step, even when the trace "

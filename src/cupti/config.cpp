@@ -37,7 +37,8 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
   // The injected library no longer writes Chrome JSON (the CLI does, with counter tracks): one writer.
   if (const std::string v = str(kEnvChrome); !v.empty() && warnings != nullptr)
     warnings->push_back(std::string(kEnvChrome) + "='" + v + "' is no longer read: `gearshift trace --chrome FILE` writes the Chrome trace");
-  auto integer = [&](const char* k, auto& field, long long lo, long long hi) {
+  // `scale`: the field's unit in the variable's (ns per ms, ...).
+  auto integer = [&](const char* k, auto& field, long long lo, long long hi, long long scale = 1) {
     std::string v = str(k);
     if (v.empty()) return;
     long long x = 0;
@@ -45,15 +46,16 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
       warn(k, v, ("an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str());
       return;
     }
-    field = static_cast<std::remove_reference_t<decltype(field)>>(x);
+    field = static_cast<std::remove_reference_t<decltype(field)>>(x * scale);
   };
   integer(kEnvSteps, c.steps, 0, 1'000'000'000);
   std::size_t buffer_mb = c.buffer_bytes >> 20;
   integer(kEnvBufferMb, buffer_mb, 1, 1024);
   c.buffer_bytes = buffer_mb << 20;
   integer(kEnvMaxBuffers, c.max_buffers, 1, 4096);
-  integer(kEnvSampleMs, c.sample_period_ms, 0, 60'000);
-  integer(kEnvFlushMs, c.flush_period_ms, 0, 600'000);
+  constexpr long long kNsPerMs = 1'000'000, kNsPerUs = 1'000;
+  integer(kEnvSampleMs, c.sample_period_ns, 0, 60'000, kNsPerMs);
+  integer(kEnvFlushMs, c.flush_period_ns, 0, 600'000, kNsPerMs);
   integer(kEnvMaxRecords, c.max_records, 1, 1'000'000'000'000);
   c.runtime_socket = str(feed::kEnvSocket);
   if (std::string t = str(kEnvTraceTag); !t.empty()) {
@@ -63,22 +65,22 @@ TracerConfig config_from_env(const std::function<const char*(const char*)>& gete
     else
       warn(kEnvTraceTag, t, "up to 32 letters and digits");
   }
-  integer(kEnvFeedFlushMs, c.feed_flush_ms, 1, 60'000);
-  integer(kEnvFeedPeriodUs, c.feed_period_us, 50, 1'000'000);
-  integer(kEnvFeedActivityPeriodMs, c.feed_activity_period_ms, 0, 60'000);
-  integer(kEnvFeedActivityWindowMs, c.feed_activity_window_ms, 0, 60'000);
-  integer(kEnvFeedMarkerUs, c.feed_marker_us, 0, 60'000'000);
-  if (c.feed_activity_period_ms > 0 && c.feed_activity_window_ms > c.feed_activity_period_ms) {
-    warn(kEnvFeedActivityWindowMs, std::to_string(c.feed_activity_window_ms),
-         ("at most " + std::string(kEnvFeedActivityPeriodMs) + " (" + std::to_string(c.feed_activity_period_ms) +
-          "), so every kernel is recorded")
+  integer(kEnvFeedFlushMs, c.feed_flush_ns, 1, 60'000, kNsPerMs);
+  integer(kEnvFeedPeriodUs, c.feed_period_ns, 50, 1'000'000, kNsPerUs);
+  integer(kEnvFeedActivityPeriodMs, c.feed_activity_period_ns, 0, 60'000, kNsPerMs);
+  integer(kEnvFeedActivityWindowMs, c.feed_activity_window_ns, 0, 60'000, kNsPerMs);
+  integer(kEnvFeedMarkerUs, c.feed_marker_ns, 0, 60'000'000, kNsPerUs);
+  if (c.feed_activity_period_ns > 0 && c.feed_activity_window_ns > c.feed_activity_period_ns) {
+    warn(kEnvFeedActivityWindowMs, std::to_string(c.feed_activity_window_ns / kNsPerMs),
+         ("at most " + std::string(kEnvFeedActivityPeriodMs) + " (" +
+          std::to_string(c.feed_activity_period_ns / kNsPerMs) + "), so every kernel is recorded")
              .c_str());
-    c.feed_activity_period_ms = c.feed_activity_window_ms = 0;
+    c.feed_activity_period_ns = c.feed_activity_window_ns = 0;
   }
   if (std::string v = str(kEnvDuration); !v.empty()) {
     double d = 0;
     if (!parse_number(v, d) || !std::isfinite(d) || d < 0) warn(kEnvDuration, v, "a number of seconds >= 0");
-    else c.duration_s = d;
+    else c.duration_ns = d >= 9.2e9 ? INT64_MAX : std::llround(d * 1e9);  // beyond ~292 years: no limit to speak of
   }
   return c;
 }

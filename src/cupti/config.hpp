@@ -36,14 +36,15 @@ inline constexpr const char* kEnvFeedActivityWindowMs = "GEARSHIFT_FEED_ACTIVITY
 // Stream markers (stream_marker.hpp): one after a kernel launched at least this long after the last was seen.
 inline constexpr const char* kEnvFeedMarkerUs = "GEARSHIFT_FEED_MARKER_US";  // µs; 0: none (default)
 
+// The times in ns: config_from_env converts the variables' s, ms and µs once.
 struct TracerConfig {
   std::string output;                 // empty: tracing is off
   std::int64_t steps = 0;             // 0: no step limit
-  double duration_s = 0;              // 0: no time limit
+  std::int64_t duration_ns = 0;       // 0: no time limit
   std::size_t buffer_bytes = 4u << 20;  // 4 MiB
   std::size_t max_buffers = 32;       // 128 MiB at most in CUPTI's hands
-  int sample_period_ms = 10;
-  int flush_period_ms = 1000;
+  std::int64_t sample_period_ns = 10'000'000;   // 0: no clock sampling
+  std::int64_t flush_period_ns = 1'000'000'000;  // 0: no periodic flush
   std::uint64_t max_records = 50'000'000;
   std::string cupti_library;          // empty: search (see cupti_api.hpp)
   bool quiet = false;
@@ -55,17 +56,17 @@ struct TracerConfig {
   std::string trace_tag;              // non-empty: write staging_trace_path(output, trace_tag, pid)
   // How often CUPTI hands completed kernels to the feed: the runtime anchors its estimate of GPU progress on
   // them, so staleness costs in-time accuracy.
-  int feed_flush_ms = 10;
+  std::int64_t feed_flush_ns = 10'000'000;
   // How often the feed's writer thread drains the launch queue into the pipe: the runtime sees a launch at
   // most this late.
-  int feed_period_us = 500;
+  std::int64_t feed_period_ns = 500'000;
   // Sampled kernel activity for the feed (CUPTI's per-kernel cost only inside the windows): on for the first
-  // window_ms of every period_ms; period 0 = every kernel; window 0 < period = no kernel activity at all
+  // window of every period; period 0 = every kernel; window 0 < period = no kernel activity at all
   // (measures the launch callbacks alone; the runtime then has no GPU progress).
-  int feed_activity_period_ms = 0;
-  int feed_activity_window_ms = 0;
-  // Stream markers for the feed, period in µs (0: none; the runtime may turn them on over the control pipe).
-  int feed_marker_us = 0;
+  std::int64_t feed_activity_period_ns = 0;
+  std::int64_t feed_activity_window_ns = 0;
+  // Stream markers for the feed, their period (0: none; the runtime may turn them on over the control pipe).
+  std::int64_t feed_marker_ns = 0;
 };
 
 // Reads the variables above through `getenv`. A malformed value keeps its default and adds a warning.

@@ -6,14 +6,15 @@
 
 namespace gearshift::cupti {
 
-Controller::Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
-                       int flush_period_ms, double duration_s, ActivityWindows windows, bool activity_on)
+Controller::Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, std::int64_t sample_period_ns,
+                       std::int64_t flush_period_ns, std::int64_t duration_ns, ActivityWindows windows,
+                       bool activity_on)
     : tracer_(tracer),
       clocks_(clocks),
       hooks_(std::move(hooks)),
-      sample_ms_(sample_period_ms),
-      flush_ms_(flush_period_ms),
-      duration_s_(duration_s),
+      sample_ns_(sample_period_ns),
+      flush_ns_(flush_period_ns),
+      duration_ns_(duration_ns),
       windows_(windows),
       activity_on_(activity_on),
       start_ns_(hooks_.now_ns ? hooks_.now_ns() : 0) {
@@ -48,12 +49,13 @@ void Controller::loop() {
   // Everything below calls into CUPTI/NVML and the writer: an exception must not end the process.
   try {
     using clock = std::chrono::steady_clock;
-    using ms = std::chrono::milliseconds;
-    const auto tick = ms(std::max(1, sample_ms_ > 0 ? std::min(sample_ms_, 50) : 50));
+    using ns = std::chrono::nanoseconds;
+    constexpr std::int64_t kMs = 1'000'000, kLongestTick = 50 * kMs;
+    const auto tick = ns(std::max(kMs, sample_ns_ > 0 ? std::min(sample_ns_, kLongestTick) : kLongestTick));
     const auto far = clock::time_point::max();
-    auto next_flush = flush_ms_ > 0 && hooks_.flush ? clock::now() + ms(flush_ms_) : far;
+    auto next_flush = flush_ns_ > 0 && hooks_.flush ? clock::now() + ns(flush_ns_) : far;
     auto next_sample = clock::now();
-    // Kernel activity: on in every kernel's mode, else on only in the first window_ms of each period (from
+    // Kernel activity: on in every kernel's mode, else on only in the first window_ns of each period (from
     // `origin`); re-evaluated at next_toggle and whenever the runtime sends new windows.
     auto origin = clock::now();
     auto next_toggle = hooks_.kernel_activity ? origin : far;
@@ -76,11 +78,11 @@ void Controller::loop() {
         bool want = true;
         next_toggle = far;
         if (windows_.sampled()) {
-          const auto period = ms(windows_.period_ms);
+          const auto period = ns(windows_.period_ns);
           const auto period_start = origin + period * ((now - origin) / period);
-          want = now < period_start + ms(windows_.window_ms);
-          next_toggle = want ? period_start + ms(windows_.window_ms) : period_start + period;
-          if (windows_.window_ms == 0) next_toggle = far;
+          want = now < period_start + ns(windows_.window_ns);
+          next_toggle = want ? period_start + ns(windows_.window_ns) : period_start + period;
+          if (windows_.window_ns == 0) next_toggle = far;
         }
         if (want != activity_on_) {
           hooks_.kernel_activity(want);
@@ -88,21 +90,20 @@ void Controller::loop() {
           if (want) windows_opened_.fetch_add(1, std::memory_order_relaxed);
         }
       }
-      if (sample_ms_ > 0 && now >= next_sample && !stopped_) {
+      if (sample_ns_ > 0 && now >= next_sample && !stopped_) {
         sample_now();
-        next_sample += ms(sample_ms_);
-        if (next_sample < now) next_sample = now + ms(sample_ms_);  // fell behind
-      } else if (sample_ms_ <= 0 || stopped_) {
+        next_sample += ns(sample_ns_);
+        if (next_sample < now) next_sample = now + ns(sample_ns_);  // fell behind
+      } else if (sample_ns_ <= 0 || stopped_) {
         next_sample = now + tick;
       }
       if (now >= next_flush) {
         hooks_.flush();
-        next_flush = now + ms(flush_ms_);
+        next_flush = now + ns(flush_ns_);
       }
       if (tracer_ == nullptr || stopped_) continue;  // nothing (more) to stop: flushing for the runtime feed
       std::optional<std::string> reason = tracer_->stop_reason();
-      if (!reason && duration_s_ > 0 && hooks_.now_ns &&
-          static_cast<double>(hooks_.now_ns() - start_ns_) >= duration_s_ * 1e9)
+      if (!reason && duration_ns_ > 0 && hooks_.now_ns && hooks_.now_ns() - start_ns_ >= duration_ns_)
         reason = "traced for the requested duration";
       if (reason && !stopped_) {
         stopped_ = true;

@@ -1,7 +1,7 @@
-// The tracer's own thread: samples clocks and power every `sample_period_ms`, asks CUPTI to flush its
-// buffers every `flush_period_ms`, turns kernel activity on for the first `window_ms` of every `period_ms`
+// The tracer's own thread: samples clocks and power every `sample_period_ns`, asks CUPTI to flush its
+// buffers every `flush_period_ns`, turns kernel activity on for the first `window_ns` of every `period_ns`
 // (sampled activity for the runtime feed: CUPTI's per-kernel cost only inside the windows), and stops the
-// trace once the tracer says so (steps reached, record cap, write error) or `duration_s` has passed. It never
+// trace once the tracer says so (steps reached, record cap, write error) or `duration_ns` has passed. It never
 // runs on the application's threads.
 #pragma once
 
@@ -29,12 +29,12 @@ struct ControllerHooks {
   std::function<std::optional<struct ActivityWindows>()> control = {};
 };
 
-// Sampled kernel activity: on for the first `window_ms` of every `period_ms`. Not sampled (period_ms = 0, or
-// window_ms >= period_ms): always on. window_ms = 0 < period_ms: off.
+// Sampled kernel activity: on for the first `window_ns` of every `period_ns`. Not sampled (period_ns = 0, or
+// window_ns >= period_ns): always on. window_ns = 0 < period_ns: off.
 struct ActivityWindows {
-  int period_ms = 0;
-  int window_ms = 0;
-  bool sampled() const { return period_ms > 0 && window_ms < period_ms; }
+  std::int64_t period_ns = 0;
+  std::int64_t window_ns = 0;
+  bool sampled() const { return period_ns > 0 && window_ns < period_ns; }
 };
 
 class Controller {
@@ -43,8 +43,10 @@ class Controller {
   // (no sampling); both must outlive the controller.
   // `windows`: the kernel activity to keep (with the kernel_activity hook); `activity_on`: whether the caller
   // left kernel activity on.
-  Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, int sample_period_ms,
-             int flush_period_ms, double duration_s, ActivityWindows windows = {}, bool activity_on = true);
+  // Periods and the duration in ns; 0: no sampling, no periodic flush, no time limit.
+  Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hooks, std::int64_t sample_period_ns,
+             std::int64_t flush_period_ns, std::int64_t duration_ns, ActivityWindows windows = {},
+             bool activity_on = true);
   ~Controller();  // shutdown()
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -65,8 +67,7 @@ class Controller {
   Tracer* tracer_;
   ClockSource* clocks_;
   ControllerHooks hooks_;
-  int sample_ms_, flush_ms_;
-  double duration_s_;
+  std::int64_t sample_ns_, flush_ns_, duration_ns_;
   ActivityWindows windows_;  // guarded by mu_ for windows(); written by the controller thread only
   bool activity_on_;
   std::int64_t start_ns_;

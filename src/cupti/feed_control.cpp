@@ -40,8 +40,8 @@ ControlCommand FeedControl::poll() {
     }
     trace::for_each_line(buf_, std::string_view(chunk, static_cast<std::size_t>(n)), [&](std::string_view l) {
       if (auto c = feed::parse_control_line(l)) {
-        if (c->windows) last.windows = ActivityWindows{c->windows->period_ms, c->windows->window_ms};
-        if (c->marker_period_us) last.marker_period_us = c->marker_period_us;
+        if (c->windows) last.windows = ActivityWindows{c->windows->period_ns, c->windows->window_ns};
+        if (c->marker_period_ns) last.marker_period_ns = c->marker_period_ns;
       } else {
         ++invalid_;
       }

@@ -4,6 +4,7 @@
 // thread polls it; nothing here blocks.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,9 +15,9 @@ namespace gearshift::cupti {
 
 // What the runtime asked for; an empty field: nothing new of that kind.
 struct ControlCommand {
-  std::optional<ActivityWindows> windows;  // A
-  std::optional<int> marker_period_us;     // M
-  bool empty() const { return !windows && !marker_period_us; }
+  std::optional<ActivityWindows> windows;         // A
+  std::optional<std::int64_t> marker_period_ns;   // M
+  bool empty() const { return !windows && !marker_period_ns; }
 };
 
 class FeedControl {

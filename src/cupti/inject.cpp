@@ -254,7 +254,8 @@ std::string sampled_note(const State& s) {
   if (s.tracer || ctl == nullptr) return "";
   const ActivityWindows w = ctl->windows();
   if (!w.sampled()) return "";
-  return ", kernel activity in the first " + std::to_string(w.window_ms) + " of every " + std::to_string(w.period_ms) +
+  return ", kernel activity in the first " + std::to_string(w.window_ns / 1'000'000) + " of every " +
+         std::to_string(w.period_ns / 1'000'000) +
          " ms at the end (" + std::to_string(ctl->windows_opened()) + " windows)";
 }
 
@@ -371,7 +372,7 @@ int connect_runtime(const std::string& path) {
 
 // The feed's sampled kernel activity from the configuration; none for a trace file, which records every kernel.
 ActivityWindows feed_windows(const TracerConfig& cfg, bool tracing) {
-  ActivityWindows w{cfg.feed_activity_period_ms, cfg.feed_activity_window_ms};
+  ActivityWindows w{cfg.feed_activity_period_ns, cfg.feed_activity_window_ns};
   if (!w.sampled()) return {};
   if (tracing) {
     say("note", std::string(kEnvFeedActivityPeriodMs) + " ignored: a trace file records every kernel");
@@ -398,12 +399,12 @@ bool running(State* s) {
 // that writes it. Returns why the file cannot be written.
 std::optional<std::string> open_trace(State& s, const TracerConfig& cfg, const CuptiApi& api) {
   std::string nvml_error;
-  if (cfg.sample_period_ms > 0) {
+  if (cfg.sample_period_ns > 0) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     s.clocks = open_nvml_clock_source(visible != nullptr ? std::optional<std::string_view>(visible) : std::nullopt,
                                       &nvml_error);
   }
-  if (cfg.sample_period_ms > 0 && !s.clocks) say("note", "no clock sampling: " + nvml_error);
+  if (cfg.sample_period_ns > 0 && !s.clocks) say("note", "no clock sampling: " + nvml_error);
   // Which process of the job this is (`gearshift trace` names its file by rank): -1 / null when absent.
   const feed::Hello who = feed::hello_from_env(s.pid, [](const char* k) { return std::getenv(k); });
   nlohmann::json meta = {{"producer", "gearshift CUPTI tracer"}, {"cupti_library", api.path},
@@ -411,7 +412,7 @@ std::optional<std::string> open_trace(State& s, const TracerConfig& cfg, const C
                          {"rank", who.rank}, {"local_rank", who.local_rank}, {"world_size", who.world_size},
                          {"cuda_visible_devices", who.cuda_visible_devices ? nlohmann::json(*who.cuda_visible_devices)
                                                                            : nlohmann::json(nullptr)},
-                         {"clock_sampling_ms", s.clocks ? cfg.sample_period_ms : 0},
+                         {"clock_sampling_ms", s.clocks ? cfg.sample_period_ns / 1'000'000 : 0},
                          {"timestamps", "CUPTI (cuptiGetTimestamp), ns"}};
   if (!nvml_error.empty()) meta["clock_sampling_error"] = nvml_error;
   // Under `gearshift trace` each process writes a name of its own, which it renames after the job.
@@ -433,16 +434,16 @@ void open_feed(State& s, const TracerConfig& cfg, const CuptiApi& api, int feed_
     s.control = std::make_unique<FeedControl>(control_fd);
     control_fd = -1;
   }
-  s.feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); }, cfg.feed_period_us);
+  s.feed = std::make_unique<RuntimeFeed>(feed_fd, [a = &api] { return a->now_ns(); }, cfg.feed_period_ns);
   fd_taken = true;
   // Stream markers need the driver's functions; a trace file records every kernel's activity anyway.
   if (s.tracer) return;
   if (std::optional<CudaDriver> driver = load_cuda_driver(&s.markers_unavailable)) {
     s.markers = std::make_unique<StreamMarkers>();
     s.issuer = std::make_unique<MarkerIssuer>(*driver, *s.markers);
-    s.markers->set_period_ns(std::int64_t{cfg.feed_marker_us} * 1000);
+    s.markers->set_period_ns(cfg.feed_marker_ns);
     s.feed->set_markers(s.markers.get());
-  } else if (cfg.feed_marker_us > 0) {
+  } else if (cfg.feed_marker_ns > 0) {
     say("note", "no stream markers: " + s.markers_unavailable);
   }
 }
@@ -542,9 +543,9 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
   // Our controller thread flushes (cuptiActivityFlushAll(0) returns partly filled buffers too); CUPTI's own
   // periodic flush (cuptiActivityFlushPeriod) returns full buffers only, which left the runtime with GPU
   // progress tens of steps old on an H200.
-  const int flush_ms =
-      s->feed ? (cfg.flush_period_ms > 0 ? std::min(cfg.flush_period_ms, cfg.feed_flush_ms) : cfg.feed_flush_ms)
-              : cfg.flush_period_ms;
+  const std::int64_t flush_ns =
+      s->feed ? (cfg.flush_period_ns > 0 ? std::min(cfg.flush_period_ns, cfg.feed_flush_ns) : cfg.feed_flush_ns)
+              : cfg.flush_period_ns;
   State* st = s.release();
   ControllerHooks hooks{[st] { return st->api->now_ns(); }, [st] { st->api->activity_flush_all(0); },
                         [st](const std::string& reason) { stop_tracing(*st, reason, true, false); },
@@ -557,13 +558,13 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
     if (st->control)
       hooks.control = [st]() -> std::optional<ActivityWindows> {
         ControlCommand c = st->control->poll();
-        if (c.marker_period_us && st->markers) st->markers->set_period_ns(std::int64_t{*c.marker_period_us} * 1000);
+        if (c.marker_period_ns && st->markers) st->markers->set_period_ns(*c.marker_period_ns);
         return c.windows;
       };
   }
   st->controller_owner =
-      std::make_unique<Controller>(st->tracer.get(), st->clocks.get(), std::move(hooks), cfg.sample_period_ms,
-                                   flush_ms, cfg.duration_s, windows, /*activity_on=*/!windows.sampled());
+      std::make_unique<Controller>(st->tracer.get(), st->clocks.get(), std::move(hooks), cfg.sample_period_ns,
+                                   flush_ns, cfg.duration_ns, windows, /*activity_on=*/!windows.sampled());
   st->controller.store(st->controller_owner.get(), std::memory_order_release);
   // Once per process: at_exit finishes whichever start is current (a detached one is already finished).
   static std::once_flag exit_handler;

@@ -42,8 +42,12 @@ std::int64_t monotonic_offset_ns(const std::function<std::int64_t()>& other_now_
   return best;
 }
 
-RuntimeFeed::RuntimeFeed(int fd, std::function<std::int64_t()> cupti_now_ns, int period_us, std::size_t queue_capacity)
-    : fd_(fd), now_(std::move(cupti_now_ns)), period_us_(period_us < 50 ? 50 : period_us), queue_(queue_capacity) {
+RuntimeFeed::RuntimeFeed(int fd, std::function<std::int64_t()> cupti_now_ns, std::int64_t period_ns,
+                         std::size_t queue_capacity)
+    : fd_(fd),
+      now_(std::move(cupti_now_ns)),
+      period_ns_(period_ns < 50'000 ? 50'000 : period_ns),
+      queue_(queue_capacity) {
   offset_ns_ = monotonic_offset_ns(now_);
   // The writer must not take the application's signals, and a write to a closed pipe must not kill the
   // program with SIGPIPE: the thread starts with every signal blocked (a thread-directed SIGPIPE then stays
@@ -153,7 +157,7 @@ void RuntimeFeed::loop() noexcept {
       bool last;
       {
         std::unique_lock lock(mu_);
-        cv_.wait_for(lock, std::chrono::microseconds(period_us_), [this] { return stop_; });
+        cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_), [this] { return stop_; });
         last = stop_;
       }
       if (clock::now() >= next_offset) {  // the two clocks may drift apart slowly

@@ -3,7 +3,7 @@
 // launch, completed kernel, synchronize and stream marker is written as one L, C, S or M line, times converted
 // from the CUPTI clock to CLOCK_MONOTONIC.
 // The launch callback only pushes a LaunchEvent into a lock-free queue (no syscall, no allocation); a writer
-// thread of our own drains it every `period_us`, demangles names (cached by CUPTI's symbol pointer) and
+// thread of our own drains it every `period_ns`, demangles names (cached by CUPTI's symbol pointer) and
 // writes whole batches. Completed kernels come from CUPTI's buffer thread and are queued under a mutex
 // (not the launch path). Nothing here throws into CUDA: the writer catches everything, and a closed pipe
 // (gearshift gone) turns the feed off quietly, with one note.
@@ -42,7 +42,8 @@ class RuntimeFeed {
  public:
   // Starts the writer thread. `fd` stays ours (closed by stop()). `cupti_now_ns` reads the clock that the
   // launch and activity timestamps use; it is re-related to CLOCK_MONOTONIC every second.
-  RuntimeFeed(int fd, std::function<std::int64_t()> cupti_now_ns, int period_us = 500,
+  // The writer drains every `period_ns` (at least 50 µs).
+  RuntimeFeed(int fd, std::function<std::int64_t()> cupti_now_ns, std::int64_t period_ns = 500'000,
               std::size_t queue_capacity = std::size_t{1} << 16);
   ~RuntimeFeed();
   RuntimeFeed(const RuntimeFeed&) = delete;
@@ -83,7 +84,7 @@ class RuntimeFeed {
 
   int fd_;
   std::function<std::int64_t()> now_;
-  int period_us_;
+  std::int64_t period_ns_;
   LaunchQueue queue_;
   mutable std::mutex mu_;  // completions_, stop_, stats_
   std::condition_variable cv_;

@@ -183,15 +183,14 @@ std::optional<ControlCommand> parse_control_line(std::string_view line) {
   line.remove_prefix(1);
   ControlCommand c;
   if (kind == 'A') {
-    ControlCommand::Windows w;
-    if (!number(line, w.period_ms) || !number(line, w.window_ms) || w.period_ms < 0 || w.window_ms < 0)
-      return std::nullopt;
-    if (w.period_ms > 0 && w.window_ms > w.period_ms) return std::nullopt;
-    c.windows = w;
+    int period_ms = 0, window_ms = 0;
+    if (!number(line, period_ms) || !number(line, window_ms) || period_ms < 0 || window_ms < 0) return std::nullopt;
+    if (period_ms > 0 && window_ms > period_ms) return std::nullopt;
+    c.windows = ControlCommand::Windows{std::int64_t{period_ms} * 1'000'000, std::int64_t{window_ms} * 1'000'000};
   } else if (kind == 'M') {
     int us = 0;
     if (!number(line, us) || us < 0) return std::nullopt;
-    c.marker_period_us = us;
+    c.marker_period_ns = std::int64_t{us} * 1'000;
   } else {
     return std::nullopt;
   }
@@ -199,15 +198,15 @@ std::optional<ControlCommand> parse_control_line(std::string_view line) {
   return c;
 }
 
-std::string activity_command(int period_ms, int window_ms) {
+std::string activity_command(std::int64_t period_ns, std::int64_t window_ns) {
   std::string s;
-  append_fields(s, 'A', period_ms, window_ms);
+  append_fields(s, 'A', period_ns / 1'000'000, window_ns / 1'000'000);
   return s + '\n';
 }
 
-std::string marker_command(int period_us) {
+std::string marker_command(std::int64_t period_ns) {
   std::string s;
-  append_fields(s, 'M', period_us);
+  append_fields(s, 'M', period_ns / 1'000);
   return s + '\n';
 }
 

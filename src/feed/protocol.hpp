@@ -32,6 +32,8 @@
 //   A <period_ms> <window_ms>   kernel activity: every kernel (period 0), none (window 0), or only kernels
 //                               launched in the first window_ms of every period_ms
 //   M <period_us>               stream markers: one every period_us at most; 0: none
+// (ms and µs on the wire; ControlCommand holds them in ns, converted once by parse_control_line and the two
+// command writers.)
 #pragma once
 
 #include <cstdint>
@@ -100,17 +102,19 @@ constexpr std::int64_t namespaced_correlation(std::uint32_t connection, std::int
 // What the runtime asked for; an empty field: nothing new of that kind.
 struct ControlCommand {
   struct Windows {
-    int period_ms = 0, window_ms = 0;  // as the A line
+    std::int64_t period_ns = 0, window_ns = 0;  // the A line's, in ns
   };
-  std::optional<Windows> windows;       // A
-  std::optional<int> marker_period_us;  // M
-  bool empty() const { return !windows && !marker_period_us; }
+  std::optional<Windows> windows;                // A
+  std::optional<std::int64_t> marker_period_ns;  // M, in ns
+  bool empty() const { return !windows && !marker_period_ns; }
 };
 
 // One command line (without '\n'); nullopt when it is not a valid command (negative numbers, a window longer
 // than its non-zero period, extra fields, another kind).
 std::optional<ControlCommand> parse_control_line(std::string_view line);
-std::string activity_command(int period_ms, int window_ms);  // "A <period> <window>\n"
-std::string marker_command(int period_us);                   // "M <period>\n"
+// "A <period_ms> <window_ms>\n" for periods in ns (whole ms on the wire: a fraction of a ms is dropped).
+std::string activity_command(std::int64_t period_ns, std::int64_t window_ns);
+// "M <period_us>\n" for a period in ns (whole µs on the wire).
+std::string marker_command(std::int64_t period_ns);
 
 }  // namespace gearshift::feed

@@ -26,7 +26,7 @@ void ProgressControl::set_job_env(bool collect_first) {
   } else if (std::getenv(cupti::kEnvFeedMarkerUs) != nullptr) {
     user_markers_ = true;  // the user's period (0: none)
   } else if (!collect_first) {
-    setenv(cupti::kEnvFeedMarkerUs, std::to_string(kMarkerPeriodUs).c_str(), 1);
+    setenv(cupti::kEnvFeedMarkerUs, std::to_string(kMarkerPeriodNs / 1'000).c_str(), 1);
   }
   if (std::getenv(cupti::kEnvFeedActivityPeriodMs) != nullptr) {  // the user's own sampling
     sampling_ = true;
@@ -35,7 +35,7 @@ void ProgressControl::set_job_env(bool collect_first) {
   }
   if (collect_first) return;
   // No kernel activity until the runtime follows the job (on_event then sends the windows).
-  setenv(cupti::kEnvFeedActivityPeriodMs, std::to_string(kAuditPeriodMs).c_str(), 1);
+  setenv(cupti::kEnvFeedActivityPeriodMs, std::to_string(kAuditPeriodNs / 1'000'000).c_str(), 1);
   setenv(cupti::kEnvFeedActivityWindowMs, "0", 1);
 }
 
@@ -46,7 +46,7 @@ void ProgressControl::send(const std::string& line) {
 }
 
 void ProgressControl::start_sampling() {
-  if (!switched_ && !sampling_.exchange(true)) send(feed::activity_command(kAuditPeriodMs, kAuditWindowMs));
+  if (!switched_ && !sampling_.exchange(true)) send(feed::activity_command(kAuditPeriodNs, kAuditWindowNs));
 }
 
 void ProgressControl::fall_back(LiveRuntime& rt) {
@@ -77,7 +77,7 @@ void ProgressControl::on_event(const feed::FeedEvent& e, LiveRuntime* rt) {
 
 void ProgressControl::plan_ready(LiveRuntime& rt, std::uint64_t warmup_syncs) {
   if (mode_ == GpuProgress::activity) return;
-  if (mode_ == GpuProgress::markers && !user_markers_) send(feed::marker_command(kMarkerPeriodUs));
+  if (mode_ == GpuProgress::markers && !user_markers_) send(feed::marker_command(kMarkerPeriodNs));
   syncs_ += warmup_syncs;
   if (mode_ == GpuProgress::sync && syncs_.load() == 0) {
     switched_ = true;  // every kernel's activity is still on: keep it, anchor on it
@@ -91,7 +91,7 @@ std::string ProgressControl::others_commands() const {
   // activity mode: every kernel's activity is the mode's promise (and a trace file may be written): left alone.
   if (mode_ == GpuProgress::activity) return "";
   std::string lines;
-  if (!user_sampling_) lines += feed::activity_command(kAuditPeriodMs, 0);
+  if (!user_sampling_) lines += feed::activity_command(kAuditPeriodNs, 0);
   if (!user_markers_) lines += feed::marker_command(0);
   return lines;
 }
@@ -104,7 +104,7 @@ std::string ProgressControl::summary() const {
                        "markers seen; none in {} steps of launches and {:g} s)",
                        syncs_.load(), markers_.load(), kNoSyncFallbackSteps, kNoAnchorFallbackNs * 1e-9);
   const std::string sampled = user_sampling_ ? std::string("as GEARSHIFT_FEED_ACTIVITY_* say")
-                                             : fmt::format("{} of every {} ms", kAuditWindowMs, kAuditPeriodMs);
+                                             : fmt::format("{} of every {} ms", kAuditWindowNs / 1'000'000, kAuditPeriodNs / 1'000'000);
   return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers; kernel activity sampled "
                      "({}): the in-time fraction is measured on those kernels",
                      syncs_.load(), markers_.load(), sampled);

@@ -8,7 +8,7 @@
 //    CUPTI's per-kernel cost: measured on an H200 (docs/benchmarks.md, 2026-11-30 session 3) 1-2 % of GPT-2
 //    small's step time, the launch and synchronize callbacks alone within the run-to-run noise.
 // In markers and sync mode kernel activity is off until the runtime follows the job (its first anchor while
-// live), then recorded only in short windows (kAuditWindowMs of every kAuditPeriodMs, counted from then) that
+// live), then recorded only in short windows (kAuditWindowNs of every kAuditPeriodNs, counted from then) that
 // measure the in-time fraction; those completions never anchor.
 // A job that gives no anchor (no synchronize, and markers unavailable) for two template steps of launches made
 // while the runtime's predictor follows the job (as of the last launch it handled: not the model's
@@ -39,9 +39,10 @@ GpuProgress parse_gpu_progress(const std::string& name);
 
 // One marker at most every this long: each costs ~0.4-2 µs of the launching thread and ~2 µs of GPU time
 // (measured, H200, docs/benchmarks.md session 4); 2 and 5 ms gave the same modelled in-time fraction.
-inline constexpr int kMarkerPeriodUs = 5000;
-inline constexpr int kAuditPeriodMs = 5000;
-inline constexpr int kAuditWindowMs = 200;
+// (ns; the feed's commands and the injection's environment carry them in µs and ms.)
+inline constexpr std::int64_t kMarkerPeriodNs = 5'000'000;
+inline constexpr std::int64_t kAuditPeriodNs = 5'000'000'000;
+inline constexpr std::int64_t kAuditWindowNs = 200'000'000;
 inline constexpr std::uint64_t kNoSyncFallbackSteps = 2;
 // ... and for at least this long (launch clock, ns): a job of short steps (20 ms, CUDA graphs) would otherwise
 // fall back before its first marker arrived (the marker command reaches the job at its controller's next wake,
@@ -83,7 +84,7 @@ class ProgressControl {
   // --auto: whether the job may be told to stop recording every kernel once its step is learnt (not in activity
   // mode, nor when the user set the sampling), and the command that does (no kernel activity until plan_ready).
   bool may_stop_recording() const { return mode_ != GpuProgress::activity && !user_sampling_; }
-  static std::string stop_recording_command() { return feed::activity_command(kAuditPeriodMs, 0); }
+  static std::string stop_recording_command() { return feed::activity_command(kAuditPeriodNs, 0); }
 
   // One line for the exit summary.
   std::string summary() const;

@@ -26,10 +26,10 @@ TEST(TracerConfig, ReadsEnvironment) {
   EXPECT_TRUE(w.empty());
   EXPECT_EQ(c.output, "/tmp/t.jsonl.gz");
   EXPECT_EQ(c.steps, 5);
-  EXPECT_DOUBLE_EQ(c.duration_s, 2.5);
+  EXPECT_EQ(c.duration_ns, 2'500'000'000);  // the variables' s, ms and µs are ns from here on
   EXPECT_EQ(c.buffer_bytes, 8u << 20);
   EXPECT_EQ(c.max_buffers, 4u);
-  EXPECT_EQ(c.sample_period_ms, 0);
+  EXPECT_EQ(c.sample_period_ns, 0);
   EXPECT_TRUE(c.quiet);
   EXPECT_TRUE(c.all_ranges);
 }
@@ -39,9 +39,9 @@ TEST(TracerConfig, MalformedValuesKeepDefaultsAndWarn) {
   auto c = parse({{kEnvSteps, "five"}, {kEnvDuration, "-1"}, {kEnvBufferMb, "0"}, {kEnvSampleMs, "10ms"}}, &w);
   EXPECT_EQ(w.size(), 4u);
   EXPECT_EQ(c.steps, 0);
-  EXPECT_EQ(c.duration_s, 0);
+  EXPECT_EQ(c.duration_ns, 0);
   EXPECT_EQ(c.buffer_bytes, 4u << 20);
-  EXPECT_EQ(c.sample_period_ms, 10);
+  EXPECT_EQ(c.sample_period_ns, 10'000'000);
   EXPECT_TRUE(c.output.empty());
 }
 
@@ -64,16 +64,22 @@ TEST(TracerConfig, FeedTuning) {
                  &w);
   EXPECT_TRUE(w.empty());
   EXPECT_EQ(c.runtime_socket, "/tmp/gearshift-run-x/feed.sock");
-  EXPECT_EQ(c.feed_flush_ms, 50);
-  EXPECT_EQ(c.feed_period_us, 5000);
-  EXPECT_EQ(c.feed_activity_period_ms, 5000);
-  EXPECT_EQ(c.feed_activity_window_ms, 200);
+  EXPECT_EQ(c.feed_flush_ns, 50'000'000);
+  EXPECT_EQ(c.feed_period_ns, 5'000'000);
+  EXPECT_EQ(c.feed_activity_period_ns, 5'000'000'000);
+  EXPECT_EQ(c.feed_activity_window_ns, 200'000'000);
 
   auto d = parse({}, &w);
   EXPECT_EQ(d.runtime_socket, "");
-  EXPECT_EQ(d.feed_flush_ms, 10);
-  EXPECT_EQ(d.feed_period_us, 500);
-  EXPECT_EQ(d.feed_activity_period_ms, 0);
+  EXPECT_EQ(d.feed_flush_ns, 10'000'000);
+  EXPECT_EQ(d.feed_period_ns, 500'000);
+  EXPECT_EQ(d.feed_activity_period_ns, 0);
+  EXPECT_EQ(d.sample_period_ns, 10'000'000);
+  EXPECT_EQ(d.flush_period_ns, 1'000'000'000);
+  EXPECT_EQ(d.feed_marker_ns, 0);
+  EXPECT_EQ(parse({{kEnvFeedMarkerUs, "2000"}, {kEnvFlushMs, "250"}}, &w).feed_marker_ns, 2'000'000);
+  EXPECT_EQ(parse({{kEnvFlushMs, "250"}}, &w).flush_period_ns, 250'000'000);
+  EXPECT_EQ(parse({{kEnvDuration, "1e300"}}, &w).duration_ns, INT64_MAX);  // no overflow: no limit to speak of
 
   auto bad = parse({{kEnvFeedActivityPeriodMs, "100"}, {kEnvFeedActivityWindowMs, "200"}, {kEnvFeedPeriodUs, "10"}}, &w);
   ASSERT_EQ(w.size(), 2u);
@@ -81,9 +87,9 @@ TEST(TracerConfig, FeedTuning) {
   EXPECT_NE(w[1].find("GEARSHIFT_FEED_ACTIVITY_WINDOW_MS='200' is not at most GEARSHIFT_FEED_ACTIVITY_PERIOD_MS (100)"),
             std::string::npos)
       << w[1];
-  EXPECT_EQ(bad.feed_activity_period_ms, 0);
-  EXPECT_EQ(bad.feed_activity_window_ms, 0);
-  EXPECT_EQ(bad.feed_period_us, 500);
+  EXPECT_EQ(bad.feed_activity_period_ns, 0);
+  EXPECT_EQ(bad.feed_activity_window_ns, 0);
+  EXPECT_EQ(bad.feed_period_ns, 500'000);
 }
 
 TEST(TracerConfig, StepMarkers) {

@@ -43,7 +43,7 @@ TEST(Controller, SamplesEveryDeviceAndFlushes) {
   std::atomic<std::int64_t> now{1000};
   std::atomic<int> flushes{0};
   {
-    Controller ctl(&t, &clocks, ControllerHooks{[&] { return now.fetch_add(1000); }, [&] { ++flushes; }, {}}, 1, 1, 0);
+    Controller ctl(&t, &clocks, ControllerHooks{[&] { return now.fetch_add(1000); }, [&] { ++flushes; }, {}}, 1'000'000, 1'000'000, 0);
     EXPECT_TRUE(eventually([&] { return t.stats().samples >= 6 && flushes.load() >= 1; }));
   }
   t.finish(true, "");
@@ -73,7 +73,7 @@ TEST(Controller, StopsOnceAfterTheDuration) {
                                    reason = r;
                                    ++stops;
                                  }},
-                 0, 0, 2.0);
+                 0, 0, 2'000'000'000);  // 2 s
   now = 3'000'000'000;  // 3 s of trace clock later
   EXPECT_TRUE(eventually([&] { return stops.load() == 1; }));
   ctl.shutdown();
@@ -116,7 +116,7 @@ TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
     std::lock_guard lock(mu);
     return toggles.size();
   };
-  Controller ctl(nullptr, nullptr, hooks, 1, 0, 0, ActivityWindows{20, 5}, /*activity_on=*/false);
+  Controller ctl(nullptr, nullptr, hooks, 1'000'000, 0, 0, ActivityWindows{20'000'000, 5'000'000}, /*activity_on=*/false);
   ASSERT_TRUE(eventually([&] { return count() >= 6; }));
   {
     std::lock_guard lock(mu);
@@ -129,7 +129,7 @@ TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
   }
   EXPECT_GE(ctl.windows_opened(), 3u);
   send = true;
-  ASSERT_TRUE(eventually([&] { return ctl.windows().period_ms == 0; }));
+  ASSERT_TRUE(eventually([&] { return ctl.windows().period_ns == 0; }));
   ASSERT_TRUE(eventually([&] {
     std::lock_guard lock(mu);
     return toggles.back();
@@ -145,7 +145,7 @@ TEST(Controller, WindowZeroTurnsActivityOffOnce) {
   std::atomic<int> on{0}, off{0};
   ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
   hooks.kernel_activity = [&](bool v) { ++(v ? on : off); };
-  Controller ctl(nullptr, nullptr, hooks, 1, 0, 0, ActivityWindows{10, 0}, /*activity_on=*/true);
+  Controller ctl(nullptr, nullptr, hooks, 1'000'000, 0, 0, ActivityWindows{10'000'000, 0}, /*activity_on=*/true);
   ASSERT_TRUE(eventually([&] { return off.load() == 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   ctl.shutdown();

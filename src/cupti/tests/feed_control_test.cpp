@@ -19,14 +19,15 @@ TEST(FeedControl, ReadsWholeLinesWithoutBlocking) {
   ASSERT_EQ(write(p[1], "A 100 10\nA 50", 13), 13);
   auto w = c.poll();
   ASSERT_TRUE(w.windows);
-  EXPECT_EQ(w.windows->period_ms, 100);
-  EXPECT_FALSE(w.marker_period_us);
+  EXPECT_EQ(w.windows->period_ns, 100'000'000);  // the wire's ms as ns
+  EXPECT_EQ(w.windows->window_ns, 10'000'000);
+  EXPECT_FALSE(w.marker_period_ns);
   ASSERT_EQ(write(p[1], "00 20\nnonsense\nM 500\nA 0 0\nM 2000\n", 34), 34);
   w = c.poll();
   ASSERT_TRUE(w.windows);
-  EXPECT_EQ(w.windows->period_ms, 0);  // "A 5000 20", then "A 0 0": the last one of each kind
-  ASSERT_TRUE(w.marker_period_us);
-  EXPECT_EQ(*w.marker_period_us, 2000);
+  EXPECT_EQ(w.windows->period_ns, 0);  // "A 5000 20", then "A 0 0": the last one of each kind
+  ASSERT_TRUE(w.marker_period_ns);
+  EXPECT_EQ(*w.marker_period_ns, 2'000'000);  // the wire's µs as ns
   EXPECT_EQ(c.invalid_lines(), 1);
   close(p[1]);
   EXPECT_TRUE(c.poll().empty());

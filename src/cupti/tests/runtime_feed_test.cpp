@@ -44,7 +44,7 @@ TEST(RuntimeFeed, WritesLaunchesAndCompletionsInMonotonicTime) {
   static const char* const kGelu = "_Z4geluPf";
   std::int64_t t0 = cupti_clock();
   {
-    RuntimeFeed feed(p[1], &cupti_clock, 200);
+    RuntimeFeed feed(p[1], &cupti_clock, 200'000);
     feed.on_launch(LaunchEvent{1, LaunchApi::kernel, t0, kGelu});
     // A graph launch is one launch of the template, named after its graph.
     feed.on_launch(LaunchEvent{2, LaunchApi::graph, t0 + 10, nullptr, -1, 5});
@@ -96,7 +96,7 @@ TEST(RuntimeFeed, NamesAGraphsKernelsOnceAndEachOfItsCompletions) {
   ASSERT_EQ(pipe(p), 0);
   std::int64_t t0 = cupti_clock();
   {
-    RuntimeFeed feed(p[1], &cupti_clock, 200);
+    RuntimeFeed feed(p[1], &cupti_clock, 200'000);
     feed.on_launch(LaunchEvent{2, LaunchApi::graph, t0, nullptr, -1, 5});
     std::string gelu = "_Z4geluPf";  // a buffer of its own: the record's name need not outlive the call
     feed.on_kernel_complete(2, t0 + 100, t0 + 200, 7, 0, "sm90_gemm_bf16");
@@ -124,7 +124,7 @@ TEST(RuntimeFeed, ClosedPipeTurnsTheFeedOffWithoutKillingTheProgram) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
   close(p[0]);
-  RuntimeFeed feed(p[1], &cupti_clock, 100);
+  RuntimeFeed feed(p[1], &cupti_clock, 100'000);
   for (std::uint32_t i = 1; i <= 100; ++i) feed.on_launch(LaunchEvent{i, LaunchApi::kernel, cupti_clock(), "k"});
   feed.stop();
   FeedStats st = feed.stats();
@@ -136,7 +136,7 @@ TEST(RuntimeFeed, CountsLaunchesDroppedWhenTheQueueIsFull) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
   // A period of a minute: the writer does not drain before stop(); 8 slots take 8 of 20 launches.
-  RuntimeFeed feed(p[1], &cupti_clock, 60'000'000, 8);
+  RuntimeFeed feed(p[1], &cupti_clock, 60'000'000'000, 8);
   for (std::uint32_t i = 1; i <= 20; ++i) feed.on_launch(LaunchEvent{i, LaunchApi::kernel, cupti_clock(), "k"});
   feed.stop();
   EXPECT_EQ(feed.stats().dropped_launches, 12u);

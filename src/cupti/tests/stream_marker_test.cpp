@@ -141,7 +141,7 @@ TEST(StreamMarkers, FeedWritesTheMarkerAfterItsLaunch) {
   m.set_period_ns(1);
   std::int64_t t0 = mono_ns();
   {
-    RuntimeFeed feed(p[1], &mono_ns, 100);
+    RuntimeFeed feed(p[1], &mono_ns, 100'000);
     feed.set_markers(&m);
     ASSERT_TRUE(m.claim(t0, 9));
     feed.on_launch(LaunchEvent{9, LaunchApi::kernel, t0, "k"});

@@ -81,8 +81,9 @@ TEST(FeedWrite, TheLinesAsWritten) {
   append_sync_line(out, 9, 3000, 4200);
   append_marker_line(out, 10, 4300, 4400);
   EXPECT_EQ(out, "L 123 7 gelu(float*)\nC 7 1000 2500 13 1\nS 9 3000 4200\nM 10 4300 4400\n");
-  EXPECT_EQ(activity_command(5000, 200), "A 5000 200\n");
+  EXPECT_EQ(activity_command(5'000'000'000, 200'000'000), "A 5000 200\n");  // ns in, ms on the wire
   EXPECT_EQ(marker_command(0), "M 0\n");
+  EXPECT_EQ(marker_command(2'000'000), "M 2000\n");  // ns in, µs on the wire
 }
 
 TEST(FeedRoundTrip, ANameWithNewlinesStaysOneLine) {
@@ -217,13 +218,19 @@ TEST(FeedCorrelation, NamespacedPerConnection) {
 }
 
 TEST(FeedControl, RoundTripsAndRefuses) {
-  auto a = parse_control_line(one_line(activity_command(5000, 200)));
-  ASSERT_TRUE(a && a->windows && !a->marker_period_us);
-  EXPECT_EQ(a->windows->period_ms, 5000);
-  EXPECT_EQ(a->windows->window_ms, 200);
-  auto m = parse_control_line(one_line(marker_command(2000)));
-  ASSERT_TRUE(m && m->marker_period_us && !m->windows);
-  EXPECT_EQ(*m->marker_period_us, 2000);
+  auto a = parse_control_line(one_line(activity_command(5'000'000'000, 200'000'000)));
+  ASSERT_TRUE(a && a->windows && !a->marker_period_ns);
+  EXPECT_EQ(a->windows->period_ns, 5'000'000'000);
+  EXPECT_EQ(a->windows->window_ns, 200'000'000);
+  auto m = parse_control_line(one_line(marker_command(2'000'000)));
+  ASSERT_TRUE(m && m->marker_period_ns && !m->windows);
+  EXPECT_EQ(*m->marker_period_ns, 2'000'000);
+  // The wire's ms and µs as the job reads them: "A 5000 200" is 5 s and 200 ms, "M 500" 500 µs.
+  auto wire = parse_control_line("A 5000 200");
+  ASSERT_TRUE(wire && wire->windows);
+  EXPECT_EQ(wire->windows->period_ns, 5'000'000'000);
+  EXPECT_EQ(wire->windows->window_ns, 200'000'000);
+  EXPECT_EQ(*parse_control_line("M 500")->marker_period_ns, 500'000);
   EXPECT_TRUE(parse_control_line("A 0 0"));
   EXPECT_TRUE(parse_control_line("A 100 0 "));
   EXPECT_TRUE(parse_control_line("M 0 "));
