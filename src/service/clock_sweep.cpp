@@ -134,8 +134,8 @@ SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, Clock
     sim::PairMeasurement m;
     m.locked = p;
     m.sampled_sm_mhz = 0.5 * (clock_a + clock_b);
-    m.window_s = static_cast<double>(b - a) * 1e-9;
-    m.average_power_w = static_cast<double>(e1 - e0) * 1e-3 / m.window_s;
+    m.window_ns = b - a;
+    m.average_power_w = static_cast<double>(e1 - e0) * 1e-3 / (static_cast<double>(m.window_ns) * 1e-9);  // mJ, ns
     std::map<std::string, std::pair<double, std::size_t>> by_name;
     {
       std::lock_guard<std::mutex> g(sh.mu);
@@ -152,7 +152,7 @@ SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, Clock
     r.durations.push_back(std::move(by_name));
     say(o.progress_sink,
         fmt::format("gearshift calibrate: pair {}/{}: SM {} MHz, memory {} MHz: {:.1f} steps in {:.2f} s, {:.1f} W",
-                    i + 1, pairs.size(), p.sm_mhz, p.mem_mhz, m.steps, m.window_s, m.average_power_w));
+                    i + 1, pairs.size(), p.sm_mhz, p.mem_mhz, m.steps, static_cast<double>(m.window_ns) * 1e-9, m.average_power_w));
   }
   guard.reset();
   if (r.error.empty() && r.pairs.size() < pairs.size())

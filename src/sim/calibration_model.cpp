@@ -46,7 +46,7 @@ void write_model_file(const CalibratedModel& m, const std::string& path) {
   for (const auto& p : m.pairs)
     ps.push_back({{"locked", pair_json(p.locked)},
                   {"sampled_sm_mhz", p.sampled_sm_mhz},
-                  {"window_s", p.window_s},
+                  {"window_s", static_cast<double>(p.window_ns) * 1e-9},
                   {"kernels", p.kernels},
                   {"steps", p.steps},
                   {"average_power_w", p.average_power_w}});
@@ -108,7 +108,7 @@ CalibratedModel load_model_file(const std::string& path) {
       pm.locked = {static_cast<int>(number(l, "sm_mhz", "pairs[].locked.")),
                    static_cast<int>(number(l, "mem_mhz", "pairs[].locked."))};
       pm.sampled_sm_mhz = number(p, "sampled_sm_mhz", "pairs[].");
-      pm.window_s = number(p, "window_s", "pairs[].");
+      pm.window_ns = std::llround(number(p, "window_s", "pairs[].") * 1e9);
       pm.kernels = static_cast<std::size_t>(number(p, "kernels", "pairs[]."));
       pm.steps = number(p, "steps", "pairs[].");
       pm.average_power_w = number(p, "average_power_w", "pairs[].");

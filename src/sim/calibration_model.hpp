@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace gearshift::sim {
 struct PairMeasurement {
   model::ClockPair locked;        // the clocks locked, MHz
   double sampled_sm_mhz = 0;      // the SM clock NVML read during the window, MHz (below `locked` when capped)
-  double window_s = 0;            // length of the measured window (whole energy-counter ticks), s
+  std::int64_t window_ns = 0;     // length of the measured window (whole energy-counter ticks); file: window_s
   std::size_t kernels = 0;        // kernels completed inside the window
   double steps = 0;               // window's kernels over the template's kernels per step
   double average_power_w = 0;     // measured: counter difference over the window, W

@@ -5,6 +5,7 @@
 // leaves the clocks untouched.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -168,6 +169,12 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   const sim::CalibratedModel cm = sim::load_model_file(path("model.json"));
   EXPECT_EQ(cm.gpu, "h200");
   ASSERT_EQ(cm.pairs.size(), 4u);
+  // Each pair's window is measured in whole ns; the file gives it in s, read back to the same ns.
+  const nlohmann::json file = nlohmann::json::parse(std::ifstream(path("model.json")));
+  for (std::size_t i = 0; i < cm.pairs.size(); ++i) {
+    EXPECT_GT(cm.pairs[i].window_ns, 0) << i;
+    EXPECT_EQ(std::llround(file["pairs"][i]["window_s"].get<double>() * 1e9), cm.pairs[i].window_ns) << i;
+  }
   ASSERT_EQ(cm.kernels.size(), std::size(kStep));
   // Tolerances: durations are the truth's exactly (the stand-in sleeps to absolute times), so a and b come
   // back within 0.02; the board power within 5 % of the activity scale and 10 % of the memory power (the
@@ -227,6 +234,25 @@ TEST_F(Calibrate, NothingWithoutApply) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("pass --apply"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(path("state.clocklog")));
+}
+
+// The model file gives a pair's window in s (its documented field); inside it is whole ns, both ways exact.
+TEST_F(Calibrate, ModelFileWindowIsSecondsOnDiskAndNsInside) {
+  sim::CalibratedModel m;
+  m.gpu = "h200";
+  m.ref = {1980, 3201};
+  m.activity_scale = 0.4;
+  m.memory_w_at_max = 60;
+  m.kernels.push_back({"ampere_bf16_s16816gemm_fwd", 0.8, 0.1, 0.001, 4});
+  sim::PairMeasurement pm;
+  pm.locked = {1410, 3201};
+  pm.window_ns = 1'234'567'891;
+  pm.average_power_w = 500;
+  m.pairs.push_back(pm);
+  sim::write_model_file(m, path("window.json"));
+  const nlohmann::json file = nlohmann::json::parse(std::ifstream(path("window.json")));
+  EXPECT_DOUBLE_EQ(file["pairs"][0]["window_s"].get<double>(), 1.234567891);
+  EXPECT_EQ(sim::load_model_file(path("window.json")).pairs.at(0).window_ns, 1'234'567'891);
 }
 
 TEST_F(Calibrate, ImplausibleModelFileIsRefusedByPlan) {
