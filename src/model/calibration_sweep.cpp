@@ -46,18 +46,18 @@ TimeFit fit_time_pairs(const std::vector<PairSample>& samples, ClockPair ref) {
   std::set<int> fs, ms;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const auto& s = samples[i];
-    if (s.clocks.sm_mhz <= 0 || s.clocks.mem_mhz <= 0 || !std::isfinite(s.time_s) || s.time_s <= 0)
+    if (s.clocks.sm_mhz <= 0 || s.clocks.mem_mhz <= 0 || !std::isfinite(s.time_ns) || s.time_ns <= 0)
       throw std::invalid_argument("fit_time_pairs: sample " + std::to_string(i) +
-                                  ": clocks must be > 0 MHz and the time finite and > 0 s");
+                                  ": clocks must be > 0 MHz and the time finite and > 0 ns");
     fs.insert(s.clocks.sm_mhz), ms.insert(s.clocks.mem_mhz);
   }
   if (fs.size() < 2) throw std::invalid_argument("fit_time_pairs: need samples at 2 or more distinct SM clocks");
   if (ref.sm_mhz <= 0 || ref.mem_mhz <= 0) throw std::invalid_argument("fit_time_pairs: reference clocks must be > 0");
   // Rows weighted by 1/t: least squares on the relative error.
   auto row = [](const PairSample& s, double out[3]) {
-    out[0] = 1.0 / s.time_s;
-    out[1] = 1.0 / s.clocks.sm_mhz / s.time_s;
-    out[2] = 1.0 / s.clocks.mem_mhz / s.time_s;
+    out[0] = 1.0 / s.time_ns;
+    out[1] = 1.0 / s.clocks.sm_mhz / s.time_ns;
+    out[2] = 1.0 / s.clocks.mem_mhz / s.time_ns;
   };
   double best_sse = std::numeric_limits<double>::infinity(), best[3] = {0, 0, 0};
   for (int mask = 1; mask < 8; ++mask) {
@@ -88,11 +88,11 @@ TimeFit fit_time_pairs(const std::vector<PairSample>& samples, ClockPair ref) {
     if (sse < best_sse) best_sse = sse, std::copy(c, c + 3, best);
   }
   TimeFit f;
-  f.clock_independent_s = best[0], f.sm_scaled_s_mhz = best[1], f.mem_scaled_s_mhz = best[2];
+  f.clock_independent_ns = best[0], f.sm_scaled_ns_mhz = best[1], f.mem_scaled_ns_mhz = best[2];
   f.ref = ref;
-  f.t_ref_s = best[0] + best[1] / ref.sm_mhz + best[2] / ref.mem_mhz;
-  f.sm_share = best[1] / ref.sm_mhz / f.t_ref_s;
-  f.mem_share = best[2] / ref.mem_mhz / f.t_ref_s;
+  f.t_ref_ns = best[0] + best[1] / ref.sm_mhz + best[2] / ref.mem_mhz;
+  f.sm_share = best[1] / ref.sm_mhz / f.t_ref_ns;
+  f.mem_share = best[2] / ref.mem_mhz / f.t_ref_ns;
   f.rms_relative_error = std::sqrt(best_sse / static_cast<double>(samples.size()));
   return f;
 }

@@ -17,13 +17,13 @@ namespace gearshift::model {
 
 struct PairSample {
   ClockPair clocks;   // the clocks it ran at, MHz: the sampled SM clock (a capped kernel runs below the locked one)
-  double time_s = 0;  // mean duration of the kernel there, s (> 0)
+  double time_ns = 0;  // mean duration of the kernel there, ns (> 0; a mean of measured whole ns)
 };
 
 struct TimeFit {
-  double clock_independent_s = 0, sm_scaled_s_mhz = 0, mem_scaled_s_mhz = 0;  // T_c, A, B
+  double clock_independent_ns = 0, sm_scaled_ns_mhz = 0, mem_scaled_ns_mhz = 0;  // T_c [ns], A, B [ns·MHz]
   ClockPair ref;
-  double t_ref_s = 0;               // modelled time at ref, s
+  double t_ref_ns = 0;              // modelled time at ref, ns
   double sm_share = 0, mem_share = 0;  // a, b at ref
   double rms_relative_error = 0;    // of the fit over the samples
 };

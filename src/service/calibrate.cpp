@@ -197,7 +197,7 @@ sim::CalibratedModel fit_calibration(const CalibrateOptions& o, const Calibratio
     for (const auto& [name, e] : result.durations[i])
       samples[name].push_back(
           {{static_cast<int>(std::lround(result.pairs[i].sampled_sm_mhz)), result.pairs[i].locked.mem_mhz},
-           e.first / static_cast<double>(e.second)});
+           static_cast<double>(e.first) / static_cast<double>(e.second)});
   std::size_t unfitted = 0;
   for (const auto& [name, s] : samples) {
     try {

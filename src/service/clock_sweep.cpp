@@ -136,13 +136,13 @@ SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, Clock
     m.sampled_sm_mhz = 0.5 * (clock_a + clock_b);
     m.window_ns = b - a;
     m.average_power_w = static_cast<double>(e1 - e0) * 1e-3 / (static_cast<double>(m.window_ns) * 1e-9);  // mJ, ns
-    std::map<std::string, std::pair<double, std::size_t>> by_name;
+    std::map<std::string, std::pair<std::int64_t, std::size_t>> by_name;
     {
       std::lock_guard<std::mutex> g(sh.mu);
       for (const auto& d : sh.done)
         if (d.start_ns >= a && d.end_ns <= b) {
           auto& e = by_name[d.name];
-          e.first += static_cast<double>(d.end_ns - d.start_ns) * 1e-9;
+          e.first += d.end_ns - d.start_ns;
           ++e.second;
           ++m.kernels;
         }

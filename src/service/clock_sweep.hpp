@@ -70,7 +70,7 @@ struct SweepResult {
   trace::Trace trace;                // the warm-up at the reference pair (what the workload is built from)
   trace::IterationAnalysis steps;
   std::vector<sim::PairMeasurement> pairs;
-  std::vector<std::map<std::string, std::pair<double, std::size_t>>> durations;  // per pair: name -> (sum s, n)
+  std::vector<std::map<std::string, std::pair<std::int64_t, std::size_t>>> durations;  // per pair: name -> (sum ns, n)
   std::string error;                 // empty: complete
 };
 

@@ -35,7 +35,7 @@ TEST(CalibrationRecovery, FittedCoefficientsGiveTheHiddenTruthsPlan) {
     // The SM clock is the one it ran at (sampled): a capped GEMM runs below the locked clock.
     for (const auto& c : pairs) {
       const model::Prediction p = m.predict(k.t_ns, op.ref, c, op.coeffs);
-      s.push_back({{p.effective_sm_mhz, c.mem_mhz}, p.time_ns * 1e-9});
+      s.push_back({{p.effective_sm_mhz, c.mem_mhz}, p.time_ns});
     }
     const model::TimeFit f = model::fit_time_pairs(s, op.ref);
     EXPECT_NEAR(f.sm_share, k.a, 0.01);
