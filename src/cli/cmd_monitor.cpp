@@ -89,8 +89,7 @@ int run_monitor(const MonitorArgs& a) {
   opt.interval = std::chrono::milliseconds(a.interval_ms);
   // NVML's counter period: the H200's (data/gpus/h200.json), the only one measured so far.
   opt.counter_period =
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::nanoseconds(gpu::find_spec("h200").energy_counter_update_ns));
+      std::chrono::nanoseconds(gpu::find_spec("h200").energy_counter_update_ns);
   opt.on_note = note;
   opt.on_sample = [&](const monitor::GpuSample& s) {
     if (csv) csv->write(s);

@@ -363,7 +363,7 @@ GpuWindow Sampler::finish(const Window& w, std::size_t i) const {
   out.gpu = infos_[i].index;
   out.time_ns = w.end->t - w.begin->t;
   out.lost = a.lost || b.lost;
-  const Ns period_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt_.counter_period).count();
+  const Ns period_ns = opt_.counter_period.count();
   bool counter_both = a.counter_mj && b.counter_mj;
   bool power_both = a.integral_j && b.integral_j;
   if (counter_both && a.counter_located && b.counter_located && out.time_ns >= period_ns && !out.lost) {

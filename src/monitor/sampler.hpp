@@ -63,7 +63,7 @@ struct WindowResult {
 
 struct SamplerOptions {
   std::chrono::milliseconds interval{100};          // full sample period
-  std::chrono::milliseconds counter_period{100};    // NVML counter update period (GpuSpec), ms
+  std::chrono::nanoseconds counter_period{100'000'000};  // NVML counter update period (GpuSpec's, 100 ms)
   // Between window edges the counter is read only this often: one read cost 3.95 ms of CPU on an H200
   // (measured, docs/benchmarks.md), 4 % of a core at 100 ms. Power (≈10 µs a read) is read every interval.
   std::chrono::milliseconds counter_interval{1000};

@@ -50,8 +50,7 @@ MonitorGpus open_monitor(const std::optional<std::vector<unsigned>>& gpu_indices
   monitor::SamplerOptions opt;
   // The energy counter's update period: the H200's measured one (data/gpus/h200.json), as `gearshift monitor`.
   opt.counter_period =
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::nanoseconds(gpu::find_spec("h200").energy_counter_update_ns));
+      std::chrono::nanoseconds(gpu::find_spec("h200").energy_counter_update_ns);
   opt.on_note = std::move(on_note);
   out.sampler = std::make_unique<monitor::Sampler>(std::move(devices), opt);
   return out;
