@@ -255,8 +255,8 @@ std::string sampled_note(const State& s) {
   const ActivityWindows w = ctl->windows();
   if (!w.sampled()) return "";
   return ", kernel activity in the first " + std::to_string(w.window_ns / 1'000'000) + " of every " +
-         std::to_string(w.period_ns / 1'000'000) +
-         " ms at the end (" + std::to_string(ctl->windows_opened()) + " windows)";
+         std::to_string(w.period_ns / 1'000'000) + " ms at the end (" + std::to_string(ctl->windows_opened()) +
+         " windows)";
 }
 
 // ", N stream markers (M seen)" when any were issued or asked for and failed, else "".
