@@ -305,15 +305,21 @@ int main(int argc, char** argv) try {
          "its range. Each draw is matched to the kernel's measured power at the top clock, as `gearshift plan`'s "
          "draws are to the trace's measured power. "
          "Kernels whose mini-plan keeps the top clock (saving 0 predicted and measured) are not counted.\n\n"
+         "*outside, within 2σ*: planned kernels whose measured saving lies outside the range by less than 2σ of its "
+         "own measurement noise (σ = √2 × the sweep's relative energy scatter about its neighbouring clocks); "
+         "*median saving / σ*: the mini-plans' median measured |saving| in units of that σ.\n\n"
          "| budget | range | kernels | plans at the top clock | planned | measured saving inside the range | coverage | "
+         "outside, within 2σ | median saving / σ | "
          "expected inside | mean predicted P(time over budget) | measured over budget |\n"
-         "|---|---|---|---|---|---|---|---|---|---|\n";
+         "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (double eps : {0.02, 0.05, 0.10})
     for (bool noise : {false, true}) {
       const auto c = gm::mini_plan_coverage(v, eps, noise);
-      out += fmt::format("| {:.0f} % | {} | {} | {} | {} | {} | {:.1f} % | {} of {} | {:.1f} % | {} of {} |\n",
+      out += fmt::format("| {:.0f} % | {} | {} | {} | {} | {} | {:.1f} % | {} of {} | {:.1f} | {} of {} | {:.1f} % | {} of {} |\n",
                          eps * 100, noise ? "model + measurement noise" : "model only", c.kernels, c.trivial,
-                         c.kernels - c.trivial, c.inside, 100 * c.share(), c.expected_inside, c.kernels - c.trivial,
+                         c.kernels - c.trivial, c.inside, 100 * c.share(), c.outside_within_noise,
+                         c.kernels - c.trivial - c.inside, c.median_saving_over_noise, c.expected_inside,
+                         c.kernels - c.trivial,
                          100 * c.predicted_over_budget, c.measured_over_budget, c.kernels - c.trivial);
     }
 

@@ -433,6 +433,7 @@ ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold) {
 
 Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool with_noise, int samples) {
   Coverage c;
+  std::vector<double> saving_over_noise;
   NormalDraws draws(20);
   for (const auto& e : v.sweeps) {
     if (!primary(v, e)) continue;
@@ -471,7 +472,8 @@ Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool
                        e.samples[i].energy_j;
       noise += d * d / 1.5;
     }
-    noise = with_noise && e.samples.size() > 2 ? std::sqrt(noise / static_cast<double>(e.samples.size() - 2)) : 0;
+    const double sweep_noise = e.samples.size() > 2 ? std::sqrt(noise / static_cast<double>(e.samples.size() - 2)) : 0;
+    noise = with_noise ? sweep_noise : 0;
     std::vector<double> saving;
     int over = 0;
     for (int i = 0; i < samples; ++i) {
@@ -486,12 +488,18 @@ Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool
     const double hi = saving[static_cast<std::size_t>(0.95 * (samples - 1))];
     const double measured = 1 - best->energy_j / top.energy_j;
     c.inside += measured >= lo && measured <= hi;
+    const double saving_sd = std::sqrt(2.0) * sweep_noise;  // of the measured saving: two energies
+    if ((measured < lo || measured > hi) && saving_sd > 0 &&
+        std::min(std::abs(measured - lo), std::abs(measured - hi)) <= 2 * saving_sd)
+      ++c.outside_within_noise;
+    saving_over_noise.push_back(saving_sd > 0 ? std::abs(measured) / saving_sd : 0);
     const double expected = 1 - predict_from_one_clock(board, top, prior, best->sm_mhz).energy_j / top.energy_j;
     c.expected_inside += expected >= lo && expected <= hi;
     c.predicted_over_budget += static_cast<double>(over) / samples;
     c.measured_over_budget += best->time_s > (1 + max_slowdown) * top.time_s;
   }
   if (c.kernels > c.trivial) c.predicted_over_budget /= (c.kernels - c.trivial);
+  c.median_saving_over_noise = median(saving_over_noise);
   return c;
 }
 

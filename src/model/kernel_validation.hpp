@@ -155,6 +155,11 @@ struct Coverage {
   int expected_inside = 0;  // planned kernels whose expected (unperturbed prior) saving lies in their own range
   double predicted_over_budget = 0;  // mean predicted probability that the time budget is exceeded
   int measured_over_budget = 0;      // kernels whose measured time at f* exceeds the budget
+  // Of the planned kernels whose measured saving lies outside the range: those within 2σ of it, σ the measured
+  // saving's own noise (√2 × the sweep's relative energy scatter about its neighbouring clocks): a miss the
+  // measurement cannot tell from a hit. And the median of the mini-plans' measured |saving| / that σ.
+  int outside_within_noise = 0;
+  double median_saving_over_noise = 0;
   double share() const { return kernels > trivial ? static_cast<double>(inside) / (kernels - trivial) : 0; }
 };
 Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool with_noise, int samples = 300);
