@@ -117,8 +117,10 @@ int main(int argc, char** argv) try {
          "lower with it:\n\n";
   for (const auto& [key, sh] : v.time_shapes) {
     const auto& ck = v.shape_checks.at(key);
-    const std::string rule = fmt::format(" — other fold: {:.2f} % without, {:.2f} % with: **{}**", ck.without_pct,
-                                         ck.with_pct, ck.used ? "used" : "not used");
+    const std::string rule =
+        ck.checked ? fmt::format(" — other fold: {:.2f} % without, {:.2f} % with: **{}**", ck.without_pct, ck.with_pct,
+                                 ck.used ? "used" : "not used")
+                   : std::string(" — fewer than 4 sweeps in the other fold to check it: **not used**");
     if (sh.empty()) {
       out += fmt::format("* {} fold {}: none (no kernel in the other fold), r ≡ 1\n", key.first, key.second);
       continue;

@@ -317,6 +317,7 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
         }
         check.without_pct = model_errors(without).time_mape_pct;
         check.with_pct = model_errors(with).time_mape_pct;
+        check.checked = true;
         check.used = check.with_pct < check.without_pct;
       }
       v.shape_checks[key] = check;

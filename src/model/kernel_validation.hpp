@@ -129,6 +129,7 @@ struct KernelValidation {
   // and without it, both ways round; time MAPE % over their held-out clocks. Used when with < without.
   struct ShapeCheck {
     double without_pct = 0, with_pct = 0;
+    bool checked = false;  // false: fewer than 4 sweeps in the other fold (not used)
     bool used = false;
   };
   std::map<std::pair<std::string, int>, ShapeCheck> shape_checks;
