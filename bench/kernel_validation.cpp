@@ -82,27 +82,59 @@ int main(int argc, char** argv) try {
                        xs.empty() ? "-" : te(gm::model_errors(xs)), te(gm::baseline_errors(x)));
   }
 
-  // The time law: roofline (fit_kernel's choice) against T_c + A/f alone, same calibration clocks and board.
-  out += "\n### Time law: roofline against T_c + A/f (same 3 clocks, board V-curve)\n\n"
-         "*T_c + A/f only*: fit_kernel with `FitOptions::roofline = false` (the law before the roofline); "
-         "*fit_kernel*: its own choice from the 3 calibration clocks (docs above). Time / energy MAPE % over the "
-         "held-out clocks; *roofline taken* = kernels whose fit chose `max(T_mem, A/f)`. The kink decision's "
+  // The time law: roofline (fit_kernel's choice) against T_c + A/f alone, and the board's time shape, same
+  // calibration clocks and board.
+  out += "\n### Time law: roofline, T_c + A/f and the board's time shape (same 3 clocks, board V-curve)\n\n"
+         "*T_c + A/f only*: fit_kernel with `FitOptions::roofline = false` and no time shape (the law before the "
+         "roofline); *r ≡ 1*: fit_kernel's own choice between the two laws from the 3 calibration clocks, without the "
+         "board's time shape (the figures before it); *fit_kernel*: the same with the board's time shape r(f) learnt "
+         "on the OTHER fold (`fit_time_shape`) where the other fold's own check says it helps (shapes and checks below). Time / energy MAPE % over the held-out clocks; "
+         "*roofline taken* = kernels whose fit (with the shape) chose `max(T_mem·r, A/f)`. The kink decision's "
          "tolerance is max(0.5 %, 2σ) with σ the dataset's measured time scatter estimated on the OTHER fold "
          "(each interior sample against the T_c + A/f line through its neighbours, robust σ); *time σ* below.\n\n"
-         "| dataset | GPU | suite | interp.: T_c + A/f only | interp.: fit_kernel | roofline taken (interp.) | "
-         "extrap.: T_c + A/f only | extrap.: fit_kernel | roofline taken (extrap.) |\n"
-         "|---|---|---|---|---|---|---|---|---|\n";
+         "| dataset | GPU | suite | interp.: T_c + A/f only | interp.: r ≡ 1 | interp.: fit_kernel | roofline taken (interp.) | "
+         "extrap.: T_c + A/f only | extrap.: r ≡ 1 | extrap.: fit_kernel | roofline taken (extrap.) |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& g : groups) {
-    Points i, ia, x, xa;
+    Points i, ia, ifl, x, xa, xfl;
     int ni = 0, nx = 0;
     for (const auto* e : by_group[g]) {
       append(i, e->interp), append(ia, e->interp_additive), append(x, e->extrap), append(xa, e->extrap_additive);
+      append(ifl, e->interp_flat), append(xfl, e->extrap_flat);
       ni += e->interp_law == gm::TimeLaw::roofline, nx += e->extrap_law == gm::TimeLaw::roofline;
     }
     const auto* e0 = by_group[g].front();
-    out += fmt::format("| {} | {} | {} | {} | {} | {} of {} | {} | {} | {} of {} |\n", e0->dataset, e0->gpu, e0->suite,
-                       te(gm::model_errors(ia)), te(gm::model_errors(i)), ni, by_group[g].size(),
-                       te(gm::model_errors(xa)), te(gm::model_errors(x)), nx, by_group[g].size());
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} of {} |\n", e0->dataset, e0->gpu,
+                       e0->suite, te(gm::model_errors(ia)), te(gm::model_errors(ifl)), te(gm::model_errors(i)), ni,
+                       by_group[g].size(), te(gm::model_errors(xa)), te(gm::model_errors(xfl)),
+                       te(gm::model_errors(x)), nx, by_group[g].size());
+  }
+  out += "\nThe board's time shape r(f) (`fit_time_shape` on the OTHER fold's full sweeps, r = 1 at the top and the "
+         "middle clock; boards with more than 16 clocks: the range of r and r at the lowest clock) and the rule that "
+         "decides whether the 3-clock fits use it, learnt on that OTHER fold alone: its sweeps split in two halves by "
+         "position, the shape learnt on one half, the other half's 3-clock fits (interpolation and extrapolation "
+         "clocks) made without and with it, both ways round; used when the time MAPE over their held-out clocks is "
+         "lower with it:\n\n";
+  for (const auto& [key, sh] : v.time_shapes) {
+    const auto& ck = v.shape_checks.at(key);
+    const std::string rule =
+        ck.checked ? fmt::format(" — other fold: {:.2f} % without, {:.2f} % with: **{}**", ck.without_pct, ck.with_pct,
+                                 ck.used ? "used" : "not used")
+                   : std::string(" — fewer than 4 sweeps in the other fold to check it: **not used**");
+    if (sh.empty()) {
+      out += fmt::format("* {} fold {}: none (no kernel in the other fold), r ≡ 1\n", key.first, key.second);
+      continue;
+    }
+    if (sh.sm_mhz.size() <= 16) {
+      std::vector<std::string> parts;
+      for (std::size_t k = 0; k < sh.sm_mhz.size(); ++k) parts.push_back(fmt::format("{}: {:.2f}", sh.sm_mhz[k], sh.factor[k]));
+      out += fmt::format("* {} fold {}: {}{}\n", key.first, key.second, fmt::join(parts, ", "), rule);
+    } else {
+      out += fmt::format("* {} fold {}: {} clocks, r from {:.2f} to {:.2f}, {:.2f} at {} MHz{}\n", key.first, key.second,
+                         sh.sm_mhz.size(), *std::min_element(sh.factor.begin(), sh.factor.end()),
+                         *std::max_element(sh.factor.begin(), sh.factor.end()), sh.factor.front(), sh.sm_mhz.front(),
+                         rule);
+    }
   }
   out += "\nTime σ (measured, per dataset/GPU, the fold it is applied to): ";
   {
@@ -275,15 +307,21 @@ int main(int argc, char** argv) try {
          "its range. Each draw is matched to the kernel's measured power at the top clock, as `gearshift plan`'s "
          "draws are to the trace's measured power. "
          "Kernels whose mini-plan keeps the top clock (saving 0 predicted and measured) are not counted.\n\n"
+         "*outside, within 2σ*: planned kernels whose measured saving lies outside the range by less than 2σ of its "
+         "own measurement noise (σ = √2 × the sweep's relative energy scatter about its neighbouring clocks); "
+         "*median saving / σ*: the mini-plans' median measured |saving| in units of that σ.\n\n"
          "| budget | range | kernels | plans at the top clock | planned | measured saving inside the range | coverage | "
+         "outside, within 2σ | median saving / σ | "
          "expected inside | mean predicted P(time over budget) | measured over budget |\n"
-         "|---|---|---|---|---|---|---|---|---|---|\n";
+         "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (double eps : {0.02, 0.05, 0.10})
     for (bool noise : {false, true}) {
       const auto c = gm::mini_plan_coverage(v, eps, noise);
-      out += fmt::format("| {:.0f} % | {} | {} | {} | {} | {} | {:.1f} % | {} of {} | {:.1f} % | {} of {} |\n",
+      out += fmt::format("| {:.0f} % | {} | {} | {} | {} | {} | {:.1f} % | {} of {} | {:.1f} | {} of {} | {:.1f} % | {} of {} |\n",
                          eps * 100, noise ? "model + measurement noise" : "model only", c.kernels, c.trivial,
-                         c.kernels - c.trivial, c.inside, 100 * c.share(), c.expected_inside, c.kernels - c.trivial,
+                         c.kernels - c.trivial, c.inside, 100 * c.share(), c.outside_within_noise,
+                         c.kernels - c.trivial - c.inside, c.median_saving_over_noise, c.expected_inside,
+                         c.kernels - c.trivial,
                          100 * c.predicted_over_budget, c.measured_over_budget, c.kernels - c.trivial);
     }
 

@@ -166,6 +166,28 @@ uncapped samples (the Perseus stages) both laws pass through them and `T_c + A/f
 trace calibration or demo figure goes through it (they are unchanged). The table "Time law" below sets the
 two laws side by side on the same clocks.
 
+**A third model change: the board's time shape.** On the NV-DVFS V100 the 502 and 600 MHz samples of
+memory-heavy kernels are slower than either law allows (BlackScholes t·f = 1.21 and 1.31 ms·GHz at 502/600 MHz
+against 0.90–1.03 at 705–945; vectorAdd 2.25 ms at 502 MHz, 2.12 at 600, 1.48 at 705), while compute-bound kernels
+keep t·f within 0.2 % there (eigenvalues, sortingNetworks, quasirandomGenerator): the memory side of the board
+slows down at low SM clocks (from 600 to 705 MHz the power of vectorAdd, BlackScholes, SobolQRNG, scalarProd, transpose and nnForward
+rises by 16–24 W, that of eigenvalues, quasirandomGenerator and sortingNetworks by 1–7 W), a property of the board, not of a kernel. 502 MHz is a calibration clock of the interpolation split, so
+every memory-heavy kernel's fit was bent by it (600 MHz was missed by 13 % on average, 802 MHz by 7 %).
+`fit_kernel` now takes a board time shape r(f) (`FitOptions::time_shape`, `src/model/fit.hpp`): t = T_c·r(f) +
+A/f (roofline: max(T_mem·r(f), A/f)), still 2 parameters per kernel. r is learnt on the OTHER fold's full sweeps
+(`fit_time_shape`: alternating least squares of t_k(f) = T_k·r(f) + A_k/f over all its kernels and clocks, r = 1 at
+the top and the middle clock, which fixes the one direction T·r + A/f cannot see) and used only where a check on
+that other fold alone says it helps: its sweeps split in two halves, the shape learnt on one half, the other
+half's 3-clock fits (both splits) made with and without it, both ways round (the rule was written before its
+outcome on the held-out folds was seen; "always use it" had been run before it, figures below). Learnt shapes
+(list under "Time law"): NV-DVFS V100 r = 3.1 at 502 MHz, 3.0 at 600, 1.7 at 705, 1.2 at 802, 0.97–1.0 from 945
+up (both folds alike); RTX 8000 1.14–1.18 at 705 MHz falling to 1 by 1305; Titan X 1.08–1.09 at 595 MHz; SYnergy
+V100 1.9–2.0 at 480 MHz. The check keeps it on NV-DVFS V100 (other-fold time 9.11 → 3.23 % and 8.24 → 3.09 %) and
+RTX 8000 (2.19 → 1.64 %, 2.27 → 1.77 %), drops it on the Titan X (0.91 → 1.97 %, 0.78 → 2.75 %) and the A100
+kernel, and splits on SYnergy V100 (fold 0: 2.03 → 2.09 %, not used; fold 1: 1.78 → 1.66 %, used). Like the
+roofline, this is the validation's per-kernel fit: no plan, `gearshift calibrate` fit or demo figure goes through
+it (no GPU spec ships a time shape, and the H200's clocks may not be changed to measure one).
+
 ### Predictors
 
 * **3-clock fit**: `fit_kernel` on 3 clocks of the kernel (interpolation: lowest, middle, highest; extrapolation:
@@ -194,28 +216,35 @@ KHEAD
 
 ### Reading the per-kernel results
 
-* **Targets (V100, 3 clocks, time ≤ 3 %, energy ≤ 5 %).** With the roofline law, interpolation (lowest, middle,
-  highest clock): SYnergy real kernels time 1.56 % (was 2.34 % with `T_c + A/f` alone; 1.54 % with the fixed
-  0.5 % kink tolerance), energy **4.85 %** with the board's V-curve and idle line fitted on the other fold (5.08 %
-  with the spec idle line, 5.02 % with the spec V-curve): both targets met; the microbenchmarks meet both
-  (1.48 / 4.36 %). NV-DVFS V100 real: time 5.71 % (was 9.13 %), energy 4.81 % (4.61 % spec V-curve): energy
-  meets, **time misses by 2.7 pp**. What is left on NV-DVFS: its
-  502 and 600 MHz samples of memory-heavy kernels are slower than 1/f from the next clocks (BlackScholes
-  t·f = 1.21 and 1.31 ms·GHz at 502/600 MHz against 0.90–1.03 at 705–945), which neither law can follow, and
-  the calibration clock 502 MHz is one of them. Where the fit took the roofline on these sweeps it lowered the
-  time error of each of the 11 NV-DVFS V100 real kernels that took it (e.g. vectorAdd 8.8 → 4.4 %, scalarProd 21.6 → 10.1 %) and of
-  the SYnergy kernels with a floor (Matrix_mul 9.3 → 3.8 %, Sobel5 7.2 → 3.3 %, Spmv 11.7 → 6.1 %); on the RTX
-  8000 (7 of 20 real kernels take it) time rises from 1.34 to 1.45 %: its kernels bend gradually (memory and SM
-  work partly overlap), which the hard max of the roofline over-sharpens. **Extrapolation** (the 3 highest
-  clocks) is worse on SYnergy real than `T_c + A/f` alone: time 3.23 % alone, 3.85 % with the fixed 0.5 %
-  tolerance, **3.61 %** with the cross-fitted 2σ tolerance (roofline taken by 2 of 26 kernels instead of 5);
-  energy 10.78 / 14.02 / **12.41 %**. With the fixed tolerance, Sobel5 and Sobel7's three clocks 1320–1530 MHz on
-  the flat part with 1–3 % of scatter (Sobel5: 1.066, 1.045, 1.046 s) read as a kink at 1330–1345 MHz, and the
-  1/f branch through one sample was extrapolated down to 480 MHz (21–24 % off; their kink is near 930–940 MHz).
-  Three clocks above a kink cannot place it; the dataset's measured scatter now keeps `T_c + A/f` for most such
-  kernels, not all (a kernel whose own scatter exceeds its dataset's 2σ still bends). The extrapolation split stays a miss on energy everywhere
-  (power below 1320 MHz extrapolated through the V-curve from three clocks above the knee, as for the A100
-  stages). Per-kernel: 12 of 26 SYnergy real kernels meet both targets (interpolation).
+* **Targets (V100, 3 clocks, time ≤ 3 %, energy ≤ 5 %).** Interpolation (lowest, middle, highest clock),
+  board V-curve and idle line from the other fold: **NV-DVFS V100 real now meets both, time 2.70 % and energy
+  4.96 %** (was 5.71 / 4.81 % without the board's time shape, 9.13 / 7.41 % with `T_c + A/f` alone; the
+  microbenchmarks 1.87 / 4.21 %, were 4.78 / 4.48 %); with the spec V-curve energy is 6.92 % (was 4.61 %), likely
+  because its power errors had partly cancelled the time errors that the shape removes (not analysed further). Per kernel
+  (time): convolutionTexture 23.09 → 4.15 %, scalarProd 10.10 → 1.94 %, cfd 7.99 → 1.21 %, while gaussian
+  (5.29 → 10.54 %), fastWalshTransform (2.72 → 9.19 %) and hotspot (0.36 → 3.21 %) get worse: kernels whose
+  clock-independent time does not follow the board's memory regime (gaussian and hotspot have DRAMA ≈ 0–0.1;
+  their slow 502/600 MHz samples are something else). 11 of 20 NV-DVFS V100 real kernels meet both targets (was
+  6). **SYnergy real loses its energy target: time 1.61 %, energy 5.23 %** (was 1.56 / 4.85 % without the shape,
+  both met; 5.39 % with the spec V-curve). The shape is used on one of its folds, and the change is one kernel:
+  Spmv 6.14 / 5.67 → 8.67 / 14.65 % (its time rises with the clock above 960 MHz, 1.05 → 1.24 s, and sits on a
+  1.85–1.93 s plateau from 480 to 600 MHz; with r(480) ≈ 2 its three clocks fit a law whose time and power errors
+  now add instead of cancelling); every other SYnergy real kernel moves by ≤ 1.1 pp (Sobel5 time 3.31 → 2.27 %,
+  energy 7.20 → 7.96 %). "Always use the shape" (no check; run before the check was written) gave SYnergy real
+  1.59 / 5.23 % and extrapolation 2.16 / 11.81 %, NV-DVFS V100 real the same 2.70 / 4.96 %, the Titan X real
+  0.99 / 2.11 % (worse than 0.70 / 2.08 %), which is why a check was added; it was not re-tuned after its
+  outcome. The SYnergy microbenchmarks meet both (1.49 / 4.36 %). **Extrapolation** (the 3 highest clocks) misses
+  energy everywhere and time on NV-DVFS (5.07 %, was 13.46 %) and SYnergy real (3.38 %, was 3.61; T_c + A/f alone
+  3.23 %): power below 1320 MHz extrapolated through the V-curve from three clocks above the knee, as for the
+  A100 stages; three clocks above a kink cannot place it (Sobel5/Sobel7: with the fixed 0.5 % tolerance their
+  flat 1320–1530 MHz samples read as a kink at 1330–1345 MHz, 21–24 % off at 480 MHz; the dataset's measured 2σ
+  scatter keeps `T_c + A/f` for most such kernels). Without the time shape (r ≡ 1), where the fit took the
+  roofline it lowered the time error of each of the 11 NV-DVFS V100 real kernels that took it (vectorAdd 8.8 →
+  4.4 %, scalarProd 21.6 → 10.1 %) and of the SYnergy kernels with a floor (Matrix_mul 9.3 → 3.8 %, Sobel5 7.2 →
+  3.3 %, Spmv 11.7 → 6.1 %); with the shape no NV-DVFS V100 real kernel takes it (T_c·r + A/f bends where the
+  corner did). On the RTX 8000 the roofline over-sharpens gradual bends (time 1.34 → 1.45 %); the shape brings
+  its microbenchmarks to 1.02 % (was 1.26). Nothing here was fitted on the clocks or kernels it predicts; the
+  choice of the check's form was made after "always use" had been seen on the held-out folds (above).
 * **Energy and the board's power shape.** The 3-clock fit's board has its V-curve and, since this session, its
   idle (static) power line fitted on the other fold (`fit_idle_line`: P_idle at the lowest and the highest clock,
   0.5–1.5 × the spec's by 0.05, the grid set before the held-out errors were seen; the V-curve kept): energy
@@ -301,9 +330,22 @@ coverage is 96.5 %. So: met at 5 % and 10 %, not at 2 %, for the range as printe
 its own expected saving (the *expected inside* column; asserted). Each mini-plan draw is matched to the kernel's
 measured power at the top clock, as the plan's draws are to the trace's, so the conditioning above does not change
 these figures (one kernel: no cap, no other class). The mini-plans use the class
-priors (one clock, as `plan` does), not `fit_kernel`, so the roofline law does not change these figures. The
-predicted probability of exceeding the budget matches the measured share at 2 % (43.5 % vs 25 of 57) and
-under-predicts it at 10 % (40.5 % vs 56 of 91).
+priors (one clock, as `plan` does), not `fit_kernel`, so neither the roofline law nor the board's time shape
+changes these figures. The predicted probability of exceeding the budget matches the measured share at 2 % (43.5 %
+vs 25 of 57) and under-predicts it at 10 % (40.5 % vs 56 of 91).
+
+Why 2 % cannot be met honestly (the *outside, within 2σ* and *median saving / σ* columns): the mini-plans at a
+2 % budget save a median of 2.2σ of their own measurement noise (σ of a measured saving = √2 × the sweep's
+relative energy scatter about its neighbouring clocks), and **17 of the 19 misses lie within 2σ of the range**:
+the measurement cannot tell them from hits. A narrower or wider model range does not fix this: the misses fall on
+both sides, and widening the printed range until it swallows each sweep's measurement noise would make it the
+range of a measurement, not of the model `gearshift plan` prints (a plan on the H200 has no such sweep to
+measure that noise on). The checks
+that are met: 80.5 % at 5 % (62 of 77; 14 of the 15 misses within 2σ), 92.3 % at 10 % (84 of 91), and 96.5 % at
+2 % once the measured saving's noise is in the range (the *model + measurement noise* rows, the like-for-like
+comparison with one measured sweep). No change was made to the printed range: none found is principled for
+what `plan` predicts and learnt on one fold, and tuning the spread until 2 % passes would be fitting the
+held-out kernels.
 
 ### Calibration sweep for GPUs whose clocks may be set (part 4)
 
@@ -317,6 +359,14 @@ there, which gives a and b at the reference clocks. Tested on a stand-in whose k
 clock pair (`src/sim/tests/calibration_recovery_test.cpp`): a and b within 0.01, and the kernel-global plan's
 saving within 0.05 pp of the truth's (the class priors miss it by 0.43 pp); with 0.5 % noise on 6 pairs, a and b
 within 0.05. Power is not fitted per kernel there (the step energy from NVML would set the activities).
+**Not done: the roofline law in this fit.** `fit_time_pairs` still fits `T_c + A/f + B/m` only. A roofline
+fit there (t = T_c + max(A/f, B/m)) is easy to add, but what `calibrate` hands on is a and b at the reference
+clocks, and the planner's law is `t_ref·(a·f_ref/f + b·m_ref/m + 1 − a − b)`: a roofline kernel reduced to its
+local a, b at the default clocks (memory-bound there: a = 0) would tell the planner that lowering the SM clock
+costs nothing down to any clock, past its kink, and over-run the step-time budget. The law has to travel in the
+model file and be honoured by `DvfsModel::predict` (as `model::predict` does for `fit_kernel`) before the fit may
+choose it; that, and its recovery tests (calibration_recovery_test, the service calibrate test) with a
+roofline-shaped hidden truth, are left to the next session.
 KTAIL
   cat <<'CAL'
 

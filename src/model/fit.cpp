@@ -46,20 +46,35 @@ void check(const std::vector<Sample>& s) {
   }
 }
 
-// Time law t = T_c + A/f over `s`, with the priors of fit.hpp (A ≥ 0, T_c ≥ 0).
-Line fit_time(const std::vector<Sample>& s) {
-  std::vector<double> x, y;
-  for (const auto& p : s) x.push_back(1.0 / p.sm_mhz), y.push_back(p.time_s);
-  Line l = fit_line(x, y);
-  if (l.c1 <= 0) {
-    l.c1 = 0;
-    l.c0 = 0;
-    for (double t : y) l.c0 += t / static_cast<double>(y.size());
-  } else if (l.c0 < 0) {
-    double sxy = 0, sxx = 0;  // through the origin: t = A/f
-    for (std::size_t i = 0; i < x.size(); ++i) sxy += x[i] * y[i], sxx += x[i] * x[i];
-    l = {0, sxy / sxx};
+// Time law t = T_c·r(f) + A/f over `s` (r ≡ 1 without a shape), with the priors of fit.hpp (A ≥ 0, T_c ≥ 0).
+Line fit_time(const std::vector<Sample>& s, const TimeShape& shape = {}) {
+  if (shape.empty()) {
+    std::vector<double> x, y;
+    for (const auto& p : s) x.push_back(1.0 / p.sm_mhz), y.push_back(p.time_s);
+    Line l = fit_line(x, y);
+    if (l.c1 <= 0) {
+      l.c1 = 0;
+      l.c0 = 0;
+      for (double t : y) l.c0 += t / static_cast<double>(y.size());
+    } else if (l.c0 < 0) {
+      double sxy = 0, sxx = 0;  // through the origin: t = A/f
+      for (std::size_t i = 0; i < x.size(); ++i) sxy += x[i] * y[i], sxx += x[i] * x[i];
+      l = {0, sxy / sxx};
+    }
+    return l;
   }
+  // Two regressors, r(f) and 1/f, no intercept (with r ≡ 1 the same least squares as above).
+  double rr = 0, rx = 0, xx = 0, ry = 0, xy = 0;
+  for (const auto& p : s) {
+    const double r = shape.at(p.sm_mhz), x = 1.0 / p.sm_mhz;
+    rr += r * r, rx += r * x, xx += x * x, ry += r * p.time_s, xy += x * p.time_s;
+  }
+  const double det = rr * xx - rx * rx;
+  Line l{(ry * xx - xy * rx) / det, (rr * xy - rx * ry) / det};
+  if (!(det > 0) || l.c1 <= 0)
+    l = {ry / rr, 0};
+  else if (l.c0 < 0)
+    l = {0, xy / xx};
   return l;
 }
 
@@ -77,20 +92,25 @@ double max_rel_error(const std::vector<Sample>& s, auto&& law) {
 struct Roofline {
   double mem_s = 0, a_s_mhz = 0, residual = std::numeric_limits<double>::infinity();
 };
-Roofline fit_roofline(const std::vector<Sample>& s) {
+Roofline fit_roofline(const std::vector<Sample>& s, const TimeShape& shape) {
   Roofline best;
+  auto rf = [&](double f) { return shape.empty() ? 1.0 : shape.at(f); };
   for (std::size_t j = 1; j < s.size(); ++j) {
     double su = 0, suu = 0, sv = 0, svv = 0;
     for (std::size_t i = 0; i < j; ++i) {
       const double u = 1.0 / (s[i].sm_mhz * s[i].time_s);
       su += u, suu += u * u;
     }
-    for (std::size_t i = j; i < s.size(); ++i) sv += 1 / s[i].time_s, svv += 1 / (s[i].time_s * s[i].time_s);
+    for (std::size_t i = j; i < s.size(); ++i) {
+      const double v = rf(s[i].sm_mhz) / s[i].time_s;
+      sv += v, svv += v * v;
+    }
     const Roofline r{sv / svv, su / suu, 0};
-    const double res = max_rel_error(s, [&](double f) { return std::max(r.mem_s, r.a_s_mhz / f); });
-    // Both branches must be in the samples: the kink between the lowest and the highest clock.
-    const double kink = r.a_s_mhz / r.mem_s;
-    if (kink <= s.front().sm_mhz || kink >= s.back().sm_mhz) continue;
+    const double res = max_rel_error(s, [&](double f) { return std::max(r.mem_s * rf(f), r.a_s_mhz / f); });
+    // Both branches must be in the samples: the lowest clock on the 1/f branch, the highest on the flat one (the
+    // kink between them).
+    const double lo = s.front().sm_mhz, hi = s.back().sm_mhz;
+    if (r.a_s_mhz / lo <= r.mem_s * rf(lo) || r.a_s_mhz / hi >= r.mem_s * rf(hi)) continue;
     if (res < best.residual) best = {r.mem_s, r.a_s_mhz, res};
   }
   return best;
@@ -117,9 +137,11 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   const std::size_t base = std::max<std::size_t>(2, (s.size() + 1) / 2);
   std::vector<Sample> uncapped(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(base));
   std::vector<Sample> capped;
-  const Line law0 = fit_time(uncapped);
+  const TimeShape& shape = opts.time_shape;
+  auto rf = [&](double f) { return shape.empty() ? 1.0 : shape.at(f); };
+  const Line law0 = fit_time(uncapped, shape);
   for (std::size_t i = uncapped.size(); i < s.size(); ++i) {
-    const double law_t = law0.c0 + law0.c1 / s[i].sm_mhz;
+    const double law_t = law0.c0 * rf(s[i].sm_mhz) + law0.c1 / s[i].sm_mhz;
     const bool near_limit = s[i].energy_j / s[i].time_s >= opts.cap_power_share * board.params().power_cap_w;
     if (!capped.empty() || (s[i].time_s > law_t * (1.0 + opts.cap_tolerance) && near_limit))
       capped.push_back(s[i]);
@@ -128,12 +150,13 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   }
 
   FittedKernel k;
-  const Line time = fit_time(uncapped);
+  k.time_shape = shape;
+  const Line time = fit_time(uncapped, shape);
   k.clock_independent_s = time.c0;
   k.sm_scaled_s_mhz = time.c1;
   if (opts.roofline && uncapped.size() >= 3) {
-    const Roofline r = fit_roofline(uncapped);
-    const double additive = max_rel_error(uncapped, [&](double f) { return time.c0 + time.c1 / f; });
+    const Roofline r = fit_roofline(uncapped, shape);
+    const double additive = max_rel_error(uncapped, [&](double f) { return time.c0 * rf(f) + time.c1 / f; });
     if (additive > opts.kink_tolerance && r.residual < additive) {
       k.time_law = TimeLaw::roofline;
       k.clock_independent_s = 0;
@@ -161,10 +184,12 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   const Sample& r = uncapped.back();
   k.ref = {r.sm_mhz, r.mem_mhz};
   const double sm_s = k.sm_scaled_s_mhz / r.sm_mhz;
-  const double t_ref_s = k.time_law == TimeLaw::roofline ? std::max(k.memory_bound_s, sm_s) : k.clock_independent_s + sm_s;
+  const double r_ref = rf(r.sm_mhz);
+  const double t_ref_s = k.time_law == TimeLaw::roofline ? std::max(k.memory_bound_s * r_ref, sm_s)
+                                                         : k.clock_independent_s * r_ref + sm_s;
   k.t_ref_ns = t_ref_s * 1e9;
   // The local law at ref (roofline: all of the time scales with 1/f below the kink, none above it).
-  k.coeffs.sm_share = k.time_law == TimeLaw::roofline ? (sm_s > k.memory_bound_s ? 1.0 : 0.0) : sm_s / t_ref_s;
+  k.coeffs.sm_share = k.time_law == TimeLaw::roofline ? (sm_s > k.memory_bound_s * r_ref ? 1.0 : 0.0) : sm_s / t_ref_s;
   k.coeffs.mem_share = 0;  // one memory clock in the sweep: its share is not observable
   k.coeffs.activity = power.c1;
   k.coeffs.mem_traffic = 0;  // memory power at this memory clock is inside static_w
@@ -188,8 +213,13 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
 
 Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz) {
   Prediction p = model.predict(k.t_ref_ns, k.ref, {sm_mhz, k.ref.mem_mhz}, k.coeffs);
+  const double f = p.effective_sm_mhz_avg;
+  const double r = k.time_shape.empty() ? 1.0 : k.time_shape.at(f);
   if (k.time_law == TimeLaw::roofline) {
-    p.time_ns = std::max(k.memory_bound_s, k.sm_scaled_s_mhz / p.effective_sm_mhz_avg) * 1e9;
+    p.time_ns = std::max(k.memory_bound_s * r, k.sm_scaled_s_mhz / f) * 1e9;
+    p.energy_j = p.power_w * p.time_ns * 1e-9;
+  } else if (!k.time_shape.empty()) {
+    p.time_ns = (k.clock_independent_s * r + k.sm_scaled_s_mhz / f) * 1e9;
     p.energy_j = p.power_w * p.time_ns * 1e-9;
   }
   return p;
@@ -248,6 +278,75 @@ PowerParams fit_idle_line(const std::vector<std::vector<Sample>>& kernels, const
       if (err < best_err) best_err = err, best = p;
     }
   return best;
+}
+
+double TimeShape::at(double f_mhz) const {
+  if (sm_mhz.empty()) return 1.0;
+  if (f_mhz <= sm_mhz.front()) return factor.front();
+  if (f_mhz >= sm_mhz.back()) return factor.back();
+  const auto hi = static_cast<std::size_t>(std::upper_bound(sm_mhz.begin(), sm_mhz.end(), f_mhz) - sm_mhz.begin());
+  const double w = (f_mhz - sm_mhz[hi - 1]) / (sm_mhz[hi] - sm_mhz[hi - 1]);
+  return factor[hi - 1] + w * (factor[hi] - factor[hi - 1]);
+}
+
+TimeShape fit_time_shape(const std::vector<std::vector<Sample>>& kernels) {
+  if (kernels.empty()) throw std::invalid_argument("fit_time_shape: no kernels");
+  std::vector<int> clocks;
+  for (const auto& ks : kernels)
+    for (const auto& p : ks) clocks.push_back(p.sm_mhz);
+  std::sort(clocks.begin(), clocks.end());
+  clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
+  if (clocks.size() < 2) throw std::invalid_argument("fit_time_shape: need 2 or more distinct SM clocks");
+  auto index = [&](int f) {
+    return static_cast<std::size_t>(std::lower_bound(clocks.begin(), clocks.end(), f) - clocks.begin());
+  };
+  std::vector<double> r(clocks.size(), 1.0);
+  std::vector<double> tc(kernels.size()), a(kernels.size());
+  for (int round = 0; round < 500; ++round) {
+    // Per kernel: T, A ≥ 0 minimising Σ ((T·r + A/f)/t − 1)² given r.
+    for (std::size_t k = 0; k < kernels.size(); ++k) {
+      double rr = 0, rx = 0, xx = 0, ry = 0, xy = 0;
+      for (const auto& p : kernels[k]) {
+        const double w = 1.0 / (p.time_s * p.time_s), ri = r[index(p.sm_mhz)], x = 1.0 / p.sm_mhz;
+        rr += w * ri * ri, rx += w * ri * x, xx += w * x * x, ry += w * ri * p.time_s, xy += w * x * p.time_s;
+      }
+      const double det = rr * xx - rx * rx;
+      double t = det > 0 ? (ry * xx - xy * rx) / det : 0, s = det > 0 ? (rr * xy - rx * ry) / det : 0;
+      if (!(det > 0) || s < 0)
+        t = rr > 0 ? ry / rr : 0, s = 0;
+      else if (t < 0)
+        t = 0, s = xy / xx;
+      tc[k] = t, a[k] = s;
+    }
+    // Per clock: r minimising the same error given every T, A; then r = 1 at the top clock (T absorbs the scale).
+    std::vector<double> num(clocks.size(), 0), den(clocks.size(), 0);
+    for (std::size_t k = 0; k < kernels.size(); ++k)
+      for (const auto& p : kernels[k]) {
+        const double w = 1.0 / (p.time_s * p.time_s);
+        const std::size_t i = index(p.sm_mhz);
+        num[i] += w * tc[k] * (p.time_s - a[k] / p.sm_mhz), den[i] += w * tc[k] * tc[k];
+      }
+    std::vector<double> next(clocks.size());
+    for (std::size_t i = 0; i < clocks.size(); ++i) next[i] = den[i] > 0 ? num[i] / den[i] : r[i];
+    const double top = next.back();
+    if (!(top > 0)) break;  // no kernel with a clock-independent term at the top clock: r ≡ 1 is all there is
+    for (double& v : next) v /= top;
+    // The gauge: T·r + A/f is unchanged by r → (1 − μ)·r + μ·f_top/f (with T, A rescaled), so r is fixed by
+    // r = 1 at the middle clock too (index n/2, as the interpolation split's); the shape then says how the
+    // clock-independent term departs from the constant of T_c + A/f between those two clocks.
+    const std::size_t mid = clocks.size() / 2;
+    const double g = static_cast<double>(clocks.back()) / clocks[mid];
+    if (mid + 1 < clocks.size() && std::abs(g - next[mid]) > 1e-12) {
+      const double mu = (1 - next[mid]) / (g - next[mid]);
+      for (std::size_t i = 0; i < clocks.size(); ++i)
+        next[i] = (1 - mu) * next[i] + mu * static_cast<double>(clocks.back()) / clocks[i];
+    }
+    double moved = 0;
+    for (std::size_t i = 0; i < clocks.size(); ++i) moved = std::max(moved, std::abs(next[i] - r[i]));
+    r = std::move(next);
+    if (moved < 1e-9) break;
+  }
+  return {clocks, r};
 }
 
 }  // namespace gearshift::model

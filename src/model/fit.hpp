@@ -32,6 +32,17 @@
 // by more than the measurement scatter (FitOptions::kink_tolerance), the roofline has samples on both sides of
 // its kink and misses them less (largest relative error): the choice uses the calibration samples only. With 2 uncapped samples the two laws cannot be told apart (both pass exactly
 // through them): T_c + A/f, as before.
+//
+// Board time shape (optional, FitOptions::time_shape): the part of a kernel's time that does not scale with 1/f
+// need not be constant in f on a real board. On the NV-DVFS V100 (docs/model-validation.md) memory-heavy kernels
+// run 20–45 % slower than either law at 502–600 MHz (t·f of BlackScholes 1.21/1.31 ms·GHz there against
+// 0.90–1.03 at 705–945; compute-bound kernels keep t·f within 0.2 %), a change of regime shared by every kernel
+// of the board. With a shape r(f) (1 at the board's top clock) the laws read
+//
+//   t(f) = T_c·r(f) + A/f_eff          or          t(f) = max(T_mem·r(f), A/f_eff)
+//
+// still 2 parameters per kernel; r is the board's, learnt from OTHER kernels' full sweeps (fit_time_shape), as
+// the V-curve is. An empty shape is r ≡ 1 (the laws above, unchanged).
 #pragma once
 
 #include <vector>
@@ -46,6 +57,15 @@ struct Sample {
   int mem_mhz = 0;        // memory clock, MHz
   double time_s = 0;      // s, mean time of one run
   double energy_j = 0;    // J, mean energy of one run, the GPU's idle/static power included
+};
+
+// The board's shape r(f) of the clock-independent time term (header comment): r at the listed SM clocks (MHz,
+// ascending), linear in f between them, the end values beyond them. Empty: r ≡ 1.
+struct TimeShape {
+  std::vector<int> sm_mhz;
+  std::vector<double> factor;  // dimensionless, 1 at the top clock
+  bool empty() const { return sm_mhz.empty(); }
+  double at(double f_mhz) const;
 };
 
 struct FitOptions {
@@ -63,6 +83,8 @@ struct FitOptions {
   // measured scatter of times about a smooth law (as cap_tolerance), so noise alone does not bend the law.
   // model/kernel_validation.cpp raises it to 2σ of each dataset's measured time scatter (σ from other kernels).
   double kink_tolerance = 0.005;
+  // The board's time shape r(f) (header comment; fit_time_shape); empty: r ≡ 1.
+  TimeShape time_shape;
 };
 
 enum class TimeLaw {
@@ -87,6 +109,7 @@ struct FittedKernel {
   double dynamic_w_per_mhz = 0;    // g, W/MHz at V = V_max
   double cap_w = 0;                // P_cap, W
   std::vector<int> capped_sm_mhz;  // the samples judged capped, MHz (empty when none)
+  TimeShape time_shape;            // r(f) the fit used (FitOptions::time_shape); empty: r ≡ 1
 
   DvfsModel model(const gpu::GpuSpec& spec) const { return DvfsModel(spec, power); }
 };
@@ -97,8 +120,8 @@ struct FittedKernel {
 FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& board, const FitOptions& opts = {});
 
 // Prediction at a locked SM clock (the fit's memory clock), from `model` = k.model(spec) (built once): power and
-// the capped clock from DvfsModel::predict; time from k's law at that clock (the roofline's kink is not in
-// DvfsModel's one-reference law, whose time it replaces); energy = power · time.
+// the capped clock from DvfsModel::predict; time from k's law at that clock (the roofline's kink and the board's
+// time shape are not in DvfsModel's one-reference law, whose time they replace); energy = power · time.
 Prediction predict(const DvfsModel& model, const FittedKernel& k, int sm_mhz);
 
 // The board's voltage curve (knee among the spec's supported clocks inside the sweeps' range, v_min from
@@ -114,5 +137,13 @@ PowerParams fit_voltage_curve(const std::vector<std::vector<Sample>>& kernels, c
 // replaced. Throws std::invalid_argument when `kernels` is empty.
 PowerParams fit_idle_line(const std::vector<std::vector<Sample>>& kernels, const DvfsModel& board,
                           const FitOptions& opts = {});
+
+// The board's time shape r(f) from full sweeps of several kernels of one GPU (one memory clock each):
+// alternating least squares on relative time error of t_k(f) = T_k·r(f) + A_k/f over all samples (per kernel
+// T_k, A_k ≥ 0 given r; per clock r given every T_k, A_k), r = 1 at the highest clock and at the middle one
+// (index n/2 of the ascending clocks: T·r + A/f cannot tell r from (1 − μ)·r + μ·f_top/f, this fixes μ), until r
+// moves by less than 1e-9 (at most 500 rounds). r is defined at every clock some kernel was measured at. Throws
+// std::invalid_argument when `kernels` is empty or holds fewer than 2 distinct clocks.
+TimeShape fit_time_shape(const std::vector<std::vector<Sample>>& kernels);
 
 }  // namespace gearshift::model

@@ -279,12 +279,59 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
       v.time_noise[key] = r.empty() ? 0 : 1.4826 * median(r) / std::sqrt(1.5);
     }
 
+  // The board's time shape per (dataset, GPU), each fold's from the other fold's sweeps, and the rule that
+  // decides whether it is used, learnt on that other fold alone (KernelValidation::ShapeCheck).
+  for (const auto& e : v.sweeps)
+    for (int f = 0; f < 2; ++f) {
+      const auto key = std::make_pair(e.dataset + "/" + e.gpu, f);
+      if (v.time_shapes.count(key)) continue;
+      std::vector<const SweepEval*> other;
+      for (const auto& o : v.sweeps)
+        if (o.dataset == e.dataset && o.gpu == e.gpu && o.fold != f) other.push_back(&o);
+      std::vector<std::vector<Sample>> samples;
+      for (const auto* o : other) samples.push_back(o->samples);
+      v.time_shapes[key] = samples.empty() ? TimeShape{} : fit_time_shape(samples);
+      KernelValidation::ShapeCheck check;
+      if (other.size() >= 4) {
+        const DvfsModel spec_board(v.specs.at(e.gpu));
+        FitOptions flat;
+        flat.kink_tolerance = std::max(flat.kink_tolerance, kKinkNoiseFactor * v.time_noise.at(key));
+        std::vector<HeldOut> without, with;
+        for (int half = 0; half < 2; ++half) {
+          std::vector<std::vector<Sample>> learn;
+          for (std::size_t i = 0; i < other.size(); ++i)
+            if (static_cast<int>(i % 2) != half) learn.push_back(other[i]->samples);
+          FitOptions shaped = flat;
+          shaped.time_shape = fit_time_shape(learn);
+          for (std::size_t i = 0; i < other.size(); ++i) {
+            if (static_cast<int>(i % 2) != half) continue;
+            std::vector<int> clocks;
+            for (const auto& s : other[i]->samples) clocks.push_back(s.sm_mhz);
+            for (const Split& sp : kernel_splits(clocks)) {
+              const auto a = evaluate_split(other[i]->samples, sp, spec_board, flat);
+              const auto b = evaluate_split(other[i]->samples, sp, spec_board, shaped);
+              without.insert(without.end(), a.begin(), a.end());
+              with.insert(with.end(), b.begin(), b.end());
+            }
+          }
+        }
+        check.without_pct = model_errors(without).time_mape_pct;
+        check.with_pct = model_errors(with).time_mape_pct;
+        check.checked = true;
+        check.used = check.with_pct < check.without_pct;
+      }
+      v.shape_checks[key] = check;
+    }
+
   for (auto& e : v.sweeps) {
     const gpu::GpuSpec& spec = v.specs.at(e.gpu);
     const DvfsModel board(spec, curves.at({e.dataset, e.gpu, e.fold}));
     const DvfsModel fit_board(spec, fit_boards.at({e.dataset, e.gpu, e.fold}));
-    FitOptions fo;
-    fo.kink_tolerance = std::max(fo.kink_tolerance, kKinkNoiseFactor * v.time_noise.at({e.dataset + "/" + e.gpu, e.fold}));
+    FitOptions flat;
+    flat.kink_tolerance = std::max(flat.kink_tolerance, kKinkNoiseFactor * v.time_noise.at({e.dataset + "/" + e.gpu, e.fold}));
+    FitOptions fo = flat;
+    if (v.shape_checks.at({e.dataset + "/" + e.gpu, e.fold}).used)
+      fo.time_shape = v.time_shapes.at({e.dataset + "/" + e.gpu, e.fold});
     std::vector<int> clocks;
     for (const auto& s : e.samples) clocks.push_back(s.sm_mhz);
     const auto splits = kernel_splits(clocks);
@@ -294,6 +341,8 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
     additive.roofline = false;
     e.interp_additive = evaluate_split(e.samples, splits[0], fit_board, additive);
     e.extrap_additive = evaluate_split(e.samples, splits[1], fit_board, additive);
+    e.interp_flat = evaluate_split(e.samples, splits[0], fit_board, flat);
+    e.extrap_flat = evaluate_split(e.samples, splits[1], fit_board, flat);
     for (int i = 0; i < 2; ++i) {
       std::vector<Sample> calib;
       for (const auto& s : e.samples)
@@ -385,6 +434,7 @@ ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold) {
 
 Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool with_noise, int samples) {
   Coverage c;
+  std::vector<double> saving_over_noise;
   NormalDraws draws(20);
   for (const auto& e : v.sweeps) {
     if (!primary(v, e)) continue;
@@ -423,7 +473,8 @@ Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool
                        e.samples[i].energy_j;
       noise += d * d / 1.5;
     }
-    noise = with_noise && e.samples.size() > 2 ? std::sqrt(noise / static_cast<double>(e.samples.size() - 2)) : 0;
+    const double sweep_noise = e.samples.size() > 2 ? std::sqrt(noise / static_cast<double>(e.samples.size() - 2)) : 0;
+    noise = with_noise ? sweep_noise : 0;
     std::vector<double> saving;
     int over = 0;
     for (int i = 0; i < samples; ++i) {
@@ -438,12 +489,18 @@ Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool
     const double hi = saving[static_cast<std::size_t>(0.95 * (samples - 1))];
     const double measured = 1 - best->energy_j / top.energy_j;
     c.inside += measured >= lo && measured <= hi;
+    const double saving_sd = std::sqrt(2.0) * sweep_noise;  // of the measured saving: two energies
+    if ((measured < lo || measured > hi) && saving_sd > 0 &&
+        std::min(std::abs(measured - lo), std::abs(measured - hi)) <= 2 * saving_sd)
+      ++c.outside_within_noise;
+    saving_over_noise.push_back(saving_sd > 0 ? std::abs(measured) / saving_sd : 0);
     const double expected = 1 - predict_from_one_clock(board, top, prior, best->sm_mhz).energy_j / top.energy_j;
     c.expected_inside += expected >= lo && expected <= hi;
     c.predicted_over_budget += static_cast<double>(over) / samples;
     c.measured_over_budget += best->time_s > (1 + max_slowdown) * top.time_s;
   }
   if (c.kernels > c.trivial) c.predicted_over_budget /= (c.kernels - c.trivial);
+  c.median_saving_over_noise = median(saving_over_noise);
   return c;
 }
 

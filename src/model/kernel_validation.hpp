@@ -82,7 +82,8 @@ struct SweepEval {
   // fit_kernel from 3 clocks (board V-curve and idle line from the other fold), with the naive baselines beside.
   std::vector<HeldOut> interp, extrap;
   std::vector<HeldOut> interp_spec, extrap_spec;  // the same with the GPU spec's V-curve (v100 only)
-  std::vector<HeldOut> interp_additive, extrap_additive;  // the same board, time law T_c + A/f only (no roofline)
+  std::vector<HeldOut> interp_additive, extrap_additive;  // the same board, time law T_c + A/f only (no roofline, r ≡ 1)
+  std::vector<HeldOut> interp_flat, extrap_flat;  // the same board, fit_kernel without the board's time shape (r ≡ 1)
   TimeLaw interp_law = TimeLaw::additive, extrap_law = TimeLaw::additive;  // the law fit_kernel chose
   // From the top clock only, on the interpolation split's held-out clocks (model_* fields): the class prior;
   // the class prior with a = the median measured a of the class in the other fold (the prior-adjustment rule);
@@ -119,6 +120,19 @@ struct KernelValidation {
   // Relative σ of the measured times about a smooth law per ("dataset/gpu", fold it is applied to), from the
   // other fold's sweeps; sets each fit's FitOptions::kink_tolerance (at least its default).
   std::map<std::pair<std::string, int>, double> time_noise;
+  // The board's time shape r(f) per ("dataset/gpu", fold it is applied to), fit_time_shape on the other fold's
+  // sweeps (all suites and memory clocks), and whether it is used (FitOptions::time_shape of every 3-clock fit):
+  // only when it lowers the time error inside that other fold (ShapeCheck).
+  std::map<std::pair<std::string, int>, TimeShape> time_shapes;
+  // The rule that decides, learnt on the other fold alone: its sweeps split in two halves by position, the shape
+  // learnt on one half and the 3-clock fits (interpolation and extrapolation clocks) of the other half made with
+  // and without it, both ways round; time MAPE % over their held-out clocks. Used when with < without.
+  struct ShapeCheck {
+    double without_pct = 0, with_pct = 0;
+    bool checked = false;  // false: fewer than 4 sweeps in the other fold (not used)
+    bool used = false;
+  };
+  std::map<std::pair<std::string, int>, ShapeCheck> shape_checks;
 };
 
 // Every sweep of `sweeps` with ≥ 4 clocks at a memory clock is evaluated (gpuptx: each memory clock a sweep).
@@ -142,6 +156,11 @@ struct Coverage {
   int expected_inside = 0;  // planned kernels whose expected (unperturbed prior) saving lies in their own range
   double predicted_over_budget = 0;  // mean predicted probability that the time budget is exceeded
   int measured_over_budget = 0;      // kernels whose measured time at f* exceeds the budget
+  // Of the planned kernels whose measured saving lies outside the range: those within 2σ of it, σ the measured
+  // saving's own noise (√2 × the sweep's relative energy scatter about its neighbouring clocks): a miss the
+  // measurement cannot tell from a hit. And the median of the mini-plans' measured |saving| / that σ.
+  int outside_within_noise = 0;
+  double median_saving_over_noise = 0;
   double share() const { return kernels > trivial ? static_cast<double>(inside) / (kernels - trivial) : 0; }
 };
 Coverage mini_plan_coverage(const KernelValidation& v, double max_slowdown, bool with_noise, int samples = 300);

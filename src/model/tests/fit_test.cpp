@@ -181,6 +181,57 @@ TEST(FitKernel, RooflineNeedsThreeUncappedSamplesAndAMissOfTheAdditiveLaw) {
   EXPECT_EQ(fit_kernel(s, board).time_law, TimeLaw::additive);
 }
 
+// A board whose clock-independent time term follows a shape r(f) (1 at the top and middle clocks, 2.2 at the low clocks:
+// the NV-DVFS V100's slow memory regime at 502–600 MHz, docs/model-validation.md), and kernels mixing it with 1/f.
+const TimeShape kShape{{500, 600, 700, 800, 1000, 1200, 1400}, {2.2, 2.0, 1.4, 1.0, 1.0, 1.0, 1.0}};
+std::vector<Sample> shaped_samples(double tc_s, double a_s_mhz, const std::vector<int>& clocks) {
+  std::vector<Sample> out;
+  for (int f : clocks) {
+    const double t = tc_s * kShape.at(f) + a_s_mhz / f;
+    out.push_back({f, 1593, t, (100 + 0.1 * f) * t});
+  }
+  return out;
+}
+
+TEST(TimeShape, InterpolatesLinearlyAndHoldsItsEnds) {
+  EXPECT_DOUBLE_EQ(kShape.at(650), 1.7);
+  EXPECT_DOUBLE_EQ(kShape.at(750), 1.2);
+  EXPECT_DOUBLE_EQ(kShape.at(300), 2.2);
+  EXPECT_DOUBLE_EQ(kShape.at(2000), 1.0);
+  EXPECT_DOUBLE_EQ(TimeShape{}.at(600), 1.0);  // empty: r ≡ 1
+}
+
+TEST(TimeShape, FitTimeShapeRecoversTheBoardsShapeFromOtherKernels) {
+  const std::vector<int> clocks = {500, 600, 700, 800, 1000, 1200, 1400};
+  std::vector<std::vector<Sample>> kernels;
+  for (double tc : {0.0, 0.0005, 0.001, 0.002})
+    for (double a : {0.0, 0.5, 1.0})
+      if (tc > 0 || a > 0) kernels.push_back(shaped_samples(tc, a, clocks));
+  const TimeShape r = fit_time_shape(kernels);
+  ASSERT_EQ(r.sm_mhz, clocks);
+  for (std::size_t i = 0; i < clocks.size(); ++i) EXPECT_NEAR(r.factor[i], kShape.factor[i], 1e-6) << clocks[i];
+  EXPECT_THROW(fit_time_shape({}), std::invalid_argument);
+}
+
+TEST(TimeShape, ThreeClockFitWithTheShapePredictsTheOtherClocks) {
+  const DvfsModel board(a100());
+  FitOptions with;
+  with.time_shape = kShape;
+  const auto calib = shaped_samples(0.001, 0.6, {500, 1000, 1400});
+  const FittedKernel k = fit_kernel(calib, board, with);
+  EXPECT_EQ(k.time_law, TimeLaw::additive);
+  EXPECT_NEAR(k.clock_independent_s, 0.001, 1e-12);
+  EXPECT_NEAR(k.sm_scaled_s_mhz, 0.6, 1e-9);
+  const FittedKernel flat = fit_kernel(calib, board);  // r ≡ 1: 500 MHz pulls the whole law
+  const DvfsModel m = k.model(a100()), mf = flat.model(a100());
+  double worst_flat = 0;
+  for (const auto& x : shaped_samples(0.001, 0.6, {600, 700, 800, 1200})) {
+    EXPECT_NEAR(predict(m, k, x.sm_mhz).time_ns * 1e-9, x.time_s, 1e-9 * x.time_s) << x.sm_mhz;
+    worst_flat = std::max(worst_flat, std::abs(predict(mf, flat, x.sm_mhz).time_ns * 1e-9 / x.time_s - 1));
+  }
+  EXPECT_GT(worst_flat, 0.05);
+}
+
 TEST(FitKernel, PhysicsPriorsOnDegenerateSweeps) {
   const DvfsModel board(a100());
   // Time that rises with the clock: nothing scales with f, A = 0, T_c = mean time.

@@ -71,23 +71,32 @@ ErrorStats group_errors(const KernelValidation& v, const std::string& dataset, c
 
 void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
   // fit_kernel (roofline where its 3 clocks show a kink beyond 2σ of the dataset's time scatter, σ from the
-  // other fold), board V-curve and idle line from the other fold.
+  // other fold), board V-curve and idle line from the other fold, and the board's time shape r(f) from the other
+  // fold where that fold's own check says it helps (used on nv-dvfs/v100 both folds, synergy/v100 fold 1).
+  // Figures before the time shape (r ≡ 1) in the comments; they are asserted below as interp_flat.
   const auto i = group_errors(v, "synergy", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(i.n, 3588);  // 26 kernels × (141 clocks − 3 calibration clocks)
-  EXPECT_NEAR(i.time_mape_pct, 1.56, 0.005);
-  EXPECT_NEAR(i.energy_mape_pct, 4.85, 0.005);  // 5.08 with the spec idle line
+  EXPECT_NEAR(i.time_mape_pct, 1.61, 0.005);    // was 1.56 (r ≡ 1)
+  EXPECT_NEAR(i.energy_mape_pct, 5.23, 0.005);  // was 4.85 (r ≡ 1): Spmv 5.67 -> 14.65 % (the doc says why)
   const auto is = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_spec);
-  EXPECT_NEAR(is.energy_mape_pct, 5.02, 0.005);
+  EXPECT_NEAR(is.energy_mape_pct, 5.39, 0.005);  // was 5.02
   const auto x = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap);
-  EXPECT_NEAR(x.time_mape_pct, 3.61, 0.005);  // 3.85 with the fixed 0.5 % tolerance; T_c + A/f alone: 3.23
-  EXPECT_NEAR(x.energy_mape_pct, 12.05, 0.005);
+  EXPECT_NEAR(x.time_mape_pct, 3.38, 0.005);     // was 3.61; 3.85 with the fixed 0.5 % tolerance; T_c + A/f alone: 3.23
+  EXPECT_NEAR(x.energy_mape_pct, 13.37, 0.005);  // was 12.05
   const auto m = group_errors(v, "synergy", "v100", "micro", &SweepEval::interp);
-  EXPECT_NEAR(m.time_mape_pct, 1.48, 0.005);
+  EXPECT_NEAR(m.time_mape_pct, 1.49, 0.005);  // was 1.48
   EXPECT_NEAR(m.energy_mape_pct, 4.36, 0.005);
   const auto n = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(n.n, 120);
-  EXPECT_NEAR(n.time_mape_pct, 5.71, 0.005);
-  EXPECT_NEAR(n.energy_mape_pct, 4.81, 0.005);
+  EXPECT_NEAR(n.time_mape_pct, 2.70, 0.005);    // was 5.71 (r ≡ 1): the time target (≤ 3 %) is met
+  EXPECT_NEAR(n.energy_mape_pct, 4.96, 0.005);  // was 4.81
+  // The same without the board's time shape (r ≡ 1: the figures before it).
+  const auto nf = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp_flat);
+  EXPECT_NEAR(nf.time_mape_pct, 5.71, 0.005);
+  EXPECT_NEAR(nf.energy_mape_pct, 4.81, 0.005);
+  const auto sf = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_flat);
+  EXPECT_NEAR(sf.time_mape_pct, 1.56, 0.005);
+  EXPECT_NEAR(sf.energy_mape_pct, 4.85, 0.005);
   // The same with T_c + A/f only (the law before the roofline).
   const auto ia = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_additive);
   EXPECT_NEAR(ia.time_mape_pct, 2.34, 0.005);
@@ -101,9 +110,21 @@ void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
   int roofline = 0;
   for (const auto& e : v.sweeps)
     roofline += e.dataset == "nv-dvfs" && e.gpu == "v100" && e.suite == "real" && e.interp_law == TimeLaw::roofline;
-  EXPECT_EQ(roofline, 11);
+  EXPECT_EQ(roofline, 0);  // was 11 (r ≡ 1): the shape bends T_c·r + A/f where the roofline's corner did
   EXPECT_NEAR(v.time_noise.at({"synergy/v100", 0}), 0.0051, 0.00005);
   EXPECT_NEAR(v.time_noise.at({"nv-dvfs/v100", 0}), 0.0027, 0.00005);
+  // The board's time shape and the other fold's check that decides its use.
+  const TimeShape& r = v.time_shapes.at({"nv-dvfs/v100", 0});
+  ASSERT_EQ(r.sm_mhz.front(), 502);
+  EXPECT_NEAR(r.factor.front(), 3.10, 0.005);  // memory-side time ×3.1 at 502 MHz against 945–1380 MHz
+  EXPECT_NEAR(r.at(945), 1.0, 1e-9);
+  EXPECT_NEAR(r.at(1380), 1.0, 1e-9);
+  for (int f = 0; f < 2; ++f) EXPECT_TRUE(v.shape_checks.at({"nv-dvfs/v100", f}).used) << f;
+  EXPECT_NEAR(v.shape_checks.at({"nv-dvfs/v100", 0}).without_pct, 9.11, 0.005);
+  EXPECT_NEAR(v.shape_checks.at({"nv-dvfs/v100", 0}).with_pct, 3.23, 0.005);
+  EXPECT_FALSE(v.shape_checks.at({"synergy/v100", 0}).used);
+  EXPECT_TRUE(v.shape_checks.at({"synergy/v100", 1}).used);
+  for (int f = 0; f < 2; ++f) EXPECT_FALSE(v.shape_checks.at({"gpuptx/gtxtitanx", f}).used) << f;
 }
 
 void counters_beat_the_class_prior_on_held_out_kernels(const KernelValidation& v) {
@@ -147,6 +168,11 @@ void coverage_of_the_error_bars_on_mini_plans(const KernelValidation& v) {
   EXPECT_GE(c10.share(), 0.90);
   EXPECT_EQ(c2.inside, 38);  // 66.7 % at a 2 % budget: missed (the doc says why) ...
   EXPECT_EQ(n2.inside, 55);  // ... 96.5 % once the measured saving's own noise is in the range
+  // ... and 17 of its 19 misses lie within 2σ of the range, σ the measured saving's own noise; the 2 % mini-plans
+  // save a median 2.2σ (the doc: why the 2 % check cannot be met by the model's range).
+  EXPECT_EQ(c2.outside_within_noise, 17);
+  EXPECT_NEAR(c2.median_saving_over_noise, 2.2, 0.05);
+  EXPECT_EQ(c5.outside_within_noise, 14);  // of 15 misses
   // The range holds the expected (unperturbed prior) saving of the mini-plan:
   for (const Coverage* c : {&c2, &c5, &c10}) EXPECT_EQ(c->expected_inside, c->kernels - c->trivial);
 }
