@@ -59,7 +59,7 @@ void add_calibrate_command(CLI::App& app) {
     if (!r.child.started) throw Exit(r.child.code, o->cmd[0] + ": " + r.child.error);
     if (!r.sweep.error.empty())
       throw Exit(kFailure, fmt::format("no model: {}. Give a job of at least {} steps ({} warm-up, then {} pairs x ({} "
-                                       "settle + {} measured)); the clocks are back at their defaults",
+                                       "settle + {} measured, and at least 1 s)); the clocks are back at their defaults",
                                        r.sweep.error, r.steps_needed, o->sweep.warmup_steps, r.pairs.size(),
                                        o->sweep.settle_steps, o->sweep.steps_per_pair));
     if (r.child.code != 0)

@@ -42,21 +42,38 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Polls the energy counter every ms until it changes (the start of a tick): its value, mJ, and when, monotonic ns.
+// The energy counter advances in ticks (about every 100 ms on H200, DESIGN.md), so a window from one tick's
+// start to another's holds whole ticks of energy; its length must be known as well as its energy. A tick lies
+// between the start of the last read that showed the old value and the end of the first read that showed the new
+// one: the midpoint is taken, and a tick bracketed more loosely than kMaxTickBracketNs (this thread was
+// descheduled, or a read stalled) is passed over for the next one. Before, the first read that saw the change
+// dated the tick, and on a loaded 2-core CI machine a late read moved a pair's power by several % (2026-12-03).
+constexpr std::int64_t kMaxTickBracketNs = 12'000'000;  // two reads (~4 ms each on H200, DESIGN.md) + the 1 ms poll
+constexpr int kMaxTicksPassedOver = 20;                  // then the loose tick is taken: the power fit's rms shows it
+
+// Polls the energy counter every ms until a tick: its value, mJ, and when, monotonic ns.
 bool next_tick(const gpu::Device& dev, std::uint64_t& mj, std::int64_t& at_ns, const std::function<bool()>& stop,
                std::string& error) {
+  std::int64_t before = runtime::monotonic_ns();  // the start of the read that gave `last`
   auto first = dev.total_energy_mj();
   if (!first) return error = first.error().what(), false;
-  for (;;) {
+  std::uint64_t last = first.value();
+  for (int passed_over = 0;;) {
     if (stop()) return error = "the job ended", false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::int64_t start = runtime::monotonic_ns();
     auto now = dev.total_energy_mj();
+    const std::int64_t end = runtime::monotonic_ns();
     if (!now) return error = now.error().what(), false;
-    if (now.value() != first.value()) {
-      mj = now.value();
-      at_ns = runtime::monotonic_ns();
-      return true;
+    if (now.value() != last) {
+      if (end - before <= kMaxTickBracketNs || ++passed_over > kMaxTicksPassedOver) {
+        mj = now.value();
+        at_ns = before + (end - before) / 2;
+        return true;
+      }
+      last = now.value();
     }
+    before = start;
   }
 }
 
@@ -126,7 +143,16 @@ SweepResult sweep(SweepFeed& sh, const gpu::Device& dev, bool lock_memory, Clock
       break;
     }
     const double clock_a = dev.sm_clock_mhz().value_or(static_cast<unsigned>(p.sm_mhz));
-    if (!wait_for(a, o.steps_per_pair * per_step) || !next_tick(dev, e1, b, stop, why)) {
+    // The window holds the measured steps and lasts min_window_ns, so that the ticks' instants (known to a few
+    // ms) move the power by little.
+    auto long_enough = [&] {
+      while (runtime::monotonic_ns() - a < o.min_window_ns) {
+        if (stop()) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      return true;
+    };
+    if (!wait_for(a, o.steps_per_pair * per_step) || !long_enough() || !next_tick(dev, e1, b, stop, why)) {
       if (r.error.empty()) r.error = why.empty() ? "" : "energy counter: " + why;
       break;
     }

@@ -76,6 +76,9 @@ struct SweepResult {
 
 struct SweepOptions {
   std::size_t warmup_steps = 10, settle_steps = 2, steps_per_pair = 10;
+  // Each pair's window lasts at least this long, ns: a tick's instant is known to about ±5 ms on H200 (a read
+  // takes ~4 ms), which is ≤ 1 % of the power over 1 s.
+  std::int64_t min_window_ns = 1'000'000'000;
   std::int64_t timeout_ns = 600'000'000'000;
   ProgressSink progress_sink;  // one line per measured pair (service/progress.hpp); empty: none
 };

@@ -124,10 +124,19 @@ const sim::StrategyResult& strategy(const sim::Evaluation& e, const std::string&
 
 // Also with the step's kernels but the last run from one CUDA graph launch: the feed names each graph kernel on
 // its C line, so they are fitted like the others (before, a graph launch's kernels were filed under the launch's
-// name, or left out).
-class CalibrateSweep : public Calibrate, public ::testing::WithParamInterface<bool> {};
-INSTANTIATE_TEST_SUITE_P(Calibrate, CalibrateSweep, ::testing::Bool(),
-                         [](const auto& i) { return i.param ? "graph" : "kernels"; });
+// name, or left out). And with every 30th energy-counter read returning 30 ms late (about half the polling
+// time), as on a loaded machine: a late read dated a tick late (memory power fitted at 89.9 W and 155.6 W
+// in two runs here before the fix, against the truth's 130 W; CI once fitted 150.7 W, 2026-12-03); the
+// sweep now dates a tick by the reads that bracket it.
+enum class SweepCase { kernels, graph, stalled_reads };
+class CalibrateSweep : public Calibrate, public ::testing::WithParamInterface<SweepCase> {};
+INSTANTIATE_TEST_SUITE_P(Calibrate, CalibrateSweep,
+                         ::testing::Values(SweepCase::kernels, SweepCase::graph, SweepCase::stalled_reads),
+                         [](const auto& i) {
+                           return i.param == SweepCase::graph ? "graph"
+                                  : i.param == SweepCase::kernels ? "kernels"
+                                                                  : "stalled_reads";
+                         });
 
 TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   const trace::Trace t = step_trace(20);
@@ -153,9 +162,10 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
       }
   }
   const auto r = test::run(env() + " GEARSHIFT_SIMGPU_POWER_TABLE=" + path("power.txt") + " FAKE_JOB_TRUTH=" +
-                           path("truth.txt") + (GetParam() ? " FAKE_JOB_GRAPH=1" : "") + " " + GEARSHIFT_BIN +
-                           " calibrate --apply -o " + path("model.json") + " -- " + GEARSHIFT_FAKE_JOB + " --step " +
-                           path("step.txt") + " 140");
+                           path("truth.txt") + (GetParam() == SweepCase::graph ? " FAKE_JOB_GRAPH=1" : "") +
+                           (GetParam() == SweepCase::stalled_reads ? " GEARSHIFT_SIMGPU_FAULT=energy-read-stall=30" : "") +
+                           " " + GEARSHIFT_BIN + " calibrate --apply -o " + path("model.json") + " -- " +
+                           GEARSHIFT_FAKE_JOB + " --step " + path("step.txt") + " 260");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("pair 4/4"), std::string::npos) << r.out;
   // The clocks were locked at each pair and reset at the end.
@@ -172,7 +182,7 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   // Each pair's window is measured in whole ns; the file gives it in s, read back to the same ns.
   const nlohmann::json file = nlohmann::json::parse(std::ifstream(path("model.json")));
   for (std::size_t i = 0; i < cm.pairs.size(); ++i) {
-    EXPECT_GT(cm.pairs[i].window_ns, 0) << i;
+    EXPECT_GE(cm.pairs[i].window_ns, 1'000'000'000) << i;  // SweepOptions::min_window_ns
     EXPECT_EQ(std::llround(file["pairs"][i]["window_s"].get<double>() * 1e9), cm.pairs[i].window_ns) << i;
   }
   ASSERT_EQ(cm.kernels.size(), std::size(kStep));
@@ -185,9 +195,9 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
         EXPECT_NEAR(k.sm_share, s.a, 0.02) << k.name;
         EXPECT_NEAR(k.mem_share, s.b, 0.02) << k.name;
       }
-  EXPECT_NEAR(cm.activity_scale, kTruthScale, 0.05 * kTruthScale);
-  EXPECT_NEAR(cm.memory_w_at_max, kTruthMemoryW, 0.10 * kTruthMemoryW);
-  EXPECT_LT(cm.power_rms_relative_error, 0.01);
+  EXPECT_NEAR(cm.activity_scale, kTruthScale, 0.05 * kTruthScale) << r.out;
+  EXPECT_NEAR(cm.memory_w_at_max, kTruthMemoryW, 0.10 * kTruthMemoryW) << r.out;
+  EXPECT_LT(cm.power_rms_relative_error, 0.01) << r.out;
 
   // A plan made with the fitted model has the truth's saving (within 0.5 percentage points) and keeps the
   // truth's step within the budget (+0.2 %); the class priors' plan is further off.

@@ -10,7 +10,9 @@
 //                             its clocks (`gearshift calibrate`'s test); other clocks draw GEARSHIFT_SIMGPU_POWER_W.
 //                             The energy counter then integrates the power between clock writes.
 //   GEARSHIFT_SIMGPU_FAULT    comma list of: no-permission, gpu-lost-after=SECONDS, no-energy-counter,
-//                             counter-wrap (the counter is 32-bit and starts 500 J below its wrap)
+//                             counter-wrap (the counter is 32-bit and starts 500 J below its wrap),
+//                             energy-read-stall=MS (every 30th energy-counter read returns MS ms after it sampled
+//                             the counter, as a read on a loaded machine does)
 // The energy counter advances in whole steps of the spec's update period (100 ms on H200) of wall time since
 // the epoch, like a real H200's, so every process sharing a state file reads the same counter.
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu/nvml_api.hpp"
@@ -54,6 +57,8 @@ struct Sim {
   std::string state_path;
   bool fault_no_permission = false, fault_no_counter = false, fault_wrap = false;
   double lost_after_s = -1;
+  int energy_read_stall_ms = 0;    // energy-read-stall=MS
+  unsigned long energy_reads = 0;  // counts the reads the stall applies to
   std::chrono::steady_clock::time_point init_time;
   long long epoch_ns = 0;  // CLOCK_REALTIME ns at which every counter read 0
   Lock locks[kMaxGpus];
@@ -306,6 +311,7 @@ bool parse_config(Sim& s) {
   if (const char* t = std::getenv("GEARSHIFT_SIMGPU_POWER_TABLE"); t && *t && !parse_power_table(s, t)) return false;
   s.fault_no_permission = s.fault_no_counter = s.fault_wrap = false;
   s.lost_after_s = -1;
+  s.energy_read_stall_ms = 0;
   if (const char* f = std::getenv("GEARSHIFT_SIMGPU_FAULT"); f && *f) {
     std::stringstream in(f);
     std::string item;
@@ -314,9 +320,11 @@ bool parse_config(Sim& s) {
       else if (item == "no-energy-counter") s.fault_no_counter = true;
       else if (item == "counter-wrap") s.fault_wrap = true;
       else if (item.rfind("gpu-lost-after=", 0) == 0) s.lost_after_s = std::atof(item.c_str() + 15);
+      else if (item.rfind("energy-read-stall=", 0) == 0) s.energy_read_stall_ms = std::atoi(item.c_str() + 18);
       else if (!item.empty()) {
         s.init_error = "simulated GPU: unknown GEARSHIFT_SIMGPU_FAULT '" + item +
-                       "' (known: no-permission, gpu-lost-after=SECONDS, no-energy-counter, counter-wrap)";
+                       "' (known: no-permission, gpu-lost-after=SECONDS, no-energy-counter, counter-wrap, "
+                       "energy-read-stall=MS)";
         return false;
       }
     }
@@ -460,6 +468,8 @@ SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, u
   if (!mj) return NVML_ERROR_INVALID_ARGUMENT;
   if (!s.power_table.empty()) refresh_locks(s);
   *mj = counter_mj(s, gpu);
+  if (s.energy_read_stall_ms > 0 && ++s.energy_reads % 30 == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(s.energy_read_stall_ms));
   return NVML_SUCCESS;
 }
 
