@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct ClockPlan {
   double period_ns = 0;                // step time (start to next start), ns
   double switch_latency_ns = 0;        // L the plan was made for, ns
   model::ClockPair default_clocks;     // what the GPU runs when unlocked (spec boost SM clock, max memory), MHz
+  // One clock pair for the whole step, run instead of the positions' clocks once the plan's changes are seen
+  // not to land in time (runtime_core.hpp, "in-time guard"); none: no guard, the plan runs to the end. Set by
+  // `run --auto` from the same evaluation's one-pair ("iteration") plan; plan.json does not carry it.
+  std::optional<model::ClockPair> in_time_fallback;
 
   std::size_t size() const { return positions.size(); }
   // Template positions p where clocks[p] differs from clocks[p-1] (cyclic).

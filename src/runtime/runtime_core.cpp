@@ -97,6 +97,32 @@ void RuntimeCore::on_complete(std::int64_t correlation, std::int64_t start, std:
     const double hi = k + 1 < landings_.size() ? std::min(t, landings_[k + 1].first) : t;
     if (hi > lo && landings_[k].second == want) stats_.in_time_ns += hi - lo;
   }
+  if (plan_.in_time_fallback && !stats_.fell_back) guard();
+}
+
+std::uint64_t RuntimeCore::steps() const {
+  const auto n = static_cast<std::int64_t>(pred_.size());
+  return first_abs_ < 0 ? 0 : static_cast<std::uint64_t>(last_abs_ / n - first_abs_ / n + 1);
+}
+
+void RuntimeCore::guard() {
+  const std::uint64_t now = steps();
+  const double kernel = stats_.kernel_ns - window_kernel_ns_, in_time = stats_.in_time_ns - window_in_time_ns_;
+  if (now < window_step_ + kGuardWindowSteps || kernel < kGuardMinKernelPeriods * plan_.period_ns) return;
+  if (in_time >= kMinInTime * kernel) {  // this window held: the next one starts here
+    window_step_ = now;
+    window_kernel_ns_ = stats_.kernel_ns;
+    window_in_time_ns_ = stats_.in_time_ns;
+    return;
+  }
+  stats_.fell_back = true;
+  stats_.fell_back_at_step = now;
+  stats_.fell_back_window_steps = now - window_step_;
+  stats_.fell_back_window_in_time = in_time / kernel;
+  stats_.kernel_ns_before_fallback = stats_.kernel_ns;
+  stats_.in_time_ns_before_fallback = stats_.in_time_ns;
+  for (auto& p : plan_.positions) p.clocks = *plan_.in_time_fallback;
+  sched_.plan_changed();
 }
 
 std::vector<ClockChange> RuntimeCore::poll(std::int64_t now_ns) {
@@ -110,14 +136,13 @@ std::vector<ClockChange> RuntimeCore::poll(std::int64_t now_ns) {
 
 LiveStats RuntimeCore::stats() const {
   LiveStats s = stats_;
-  const auto n = static_cast<std::int64_t>(pred_.size());
   const auto& st = sched_.stats();
   s.changes = st.issued;
   s.dropped = st.dropped;
   s.merged = st.merged;
   s.late = st.late;
   s.losses = pred_.losses();
-  s.steps = first_abs_ < 0 ? 0 : static_cast<std::uint64_t>(last_abs_ / n - first_abs_ / n + 1);
+  s.steps = steps();
   return s;
 }
 

@@ -22,6 +22,11 @@ ActuationScheduler::ActuationScheduler(const ClockPlan& plan, SchedulerOptions o
     anchors_.push_back(model::classify(trace::OpKind::kernel, p.name) != model::KernelClass::communication);
 }
 
+void ActuationScheduler::plan_changed() {
+  changes_ = plan_.change_positions();
+  synced_ = false;
+}
+
 double ActuationScheduler::offset(std::int64_t abs) const {
   const auto n = static_cast<std::int64_t>(plan_.size());
   return static_cast<double>(floordiv(abs, n)) * plan_.period_ns +

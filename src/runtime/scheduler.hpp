@@ -107,6 +107,9 @@ class ActuationScheduler {
   // Completed kernels start (or stop) anchoring the estimate (SchedulerOptions::anchor_on_completions).
   void set_anchor_on_completions(bool on) { o_.anchor_on_completions = on; }
   const model::ClockPair& requested() const { return requested_; }
+  // The plan's clocks changed (same positions, offsets and durations): its change boundaries are found again and
+  // the next poll sets the clocks of the phase the GPU is in. Anchors are kept.
+  void plan_changed();
 
  private:
   double offset(std::int64_t abs) const;           // template start offset of abs from step 0, ns

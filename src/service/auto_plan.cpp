@@ -16,6 +16,31 @@
 namespace gearshift::service {
 
 namespace {
+// The one-pair ("iteration") plan of the same evaluation, when it fits the budget: what the in-time guard
+// (runtime/runtime_core.hpp) runs once the phase plan's changes are seen not to land in time.
+const sim::StrategyResult* one_pair_plan(const PlanJobResult& r) {
+  for (const auto& s : r.evaluation.strategies)
+    if (s.schedule.strategy == plan::Strategy::iteration && s.within_budget && !s.schedule.clocks.empty()) return &s;
+  return nullptr;
+}
+
+model::ClockPair in_time_fallback(const PlanJobResult& r, const model::ClockPair& defaults) {
+  const sim::StrategyResult* one = one_pair_plan(r);
+  return one ? one->schedule.clocks.front() : defaults;
+}
+
+std::string in_time_guard_line(const PlanJobResult& r, const model::ClockPair& fallback) {
+  const sim::StrategyResult* one = one_pair_plan(r);
+  return fmt::format(
+      "gearshift run --auto: in-time guard: should less than {:.0f} % of the sampled kernel time run at the plan's "
+      "clocks over {} steps, the rest of the run takes one clock pair for the whole step: SM {} MHz, memory {} MHz "
+      "({})",
+      100 * runtime::kMinInTime, runtime::kGuardWindowSteps, fallback.sm_mhz, fallback.mem_mhz,
+      one ? fmt::format("the one-pair plan, MODELLED saving {:.2f} % at {:.2f} % step time", one->saving_pct,
+                        one->slowdown_pct)
+          : std::string("the default clocks: no one-pair plan fits the budget"));
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -476,6 +501,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     plan::validate(f, "the --auto plan");
     runtime::ClockPlan cp = runtime::clock_plan_from(f);
     const auto& s = *r.chosen;
+    cp.in_time_fallback = in_time_fallback(r, cp.default_clocks);
     say(o_.progress_sink,
         fmt::format("gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: {}",
                     r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100,
@@ -498,6 +524,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
             fmt::format("gearshift run --auto: warning: {}; the plan is applied all the same", e.what()));
       }
     }
+    say(o_.progress_sink, in_time_guard_line(r, *cp.in_time_fallback));
     say(o_.progress_sink, "gearshift run --auto: applying the plan from now on");
     start_(cp, source);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless

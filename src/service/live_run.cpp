@@ -187,6 +187,7 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
       "  steps {}, launches {}, prediction accuracy after the first step {:.4f} %\n"
       "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
       "  kernel time at the intended clocks{} {}\n"
+      "{}"
       "  {}\n"
       "  {}\n"
       "  {}\n",
@@ -196,7 +197,27 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
       ss.wrote_clocks ? "" : " (would have run)",
       st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
                        : std::string("not measured (no kernel activity recorded while the plan ran)"),
-      runtime::describe_boundary_errors(st.boundary_error_ns), progress_.summary(), energy_.summary(st.steps));
+      guard_line(st), runtime::describe_boundary_errors(st.boundary_error_ns), progress_.summary(), energy_.summary(st.steps));
+}
+
+// The in-time guard's outcome (runtime/runtime_core.hpp); "" for a plan without one (`run --plan`).
+std::string LiveRun::guard_line(const runtime::LiveStats& st) const {
+  if (!o_.plan || !o_.plan->in_time_fallback) return {};
+  if (!st.fell_back)
+    return fmt::format("  in-time guard: held (no window of {} steps below {:.0f} %)\n", runtime::kGuardWindowSteps,
+                       100 * runtime::kMinInTime);
+  const model::ClockPair& c = *o_.plan->in_time_fallback;
+  const double after_k = st.kernel_ns - st.kernel_ns_before_fallback;
+  const double after_t = st.in_time_ns - st.in_time_ns_before_fallback;
+  return fmt::format(
+      "  in-time guard: FELL BACK at step {}: {:.2f} % of the kernel time of the {} steps before ran at the plan's "
+      "clocks (below {:.0f} %); from then on one clock pair for the whole step, SM {} MHz, memory {} MHz, so the "
+      "phase plan's MODELLED saving no longer applies (the one-pair plan's, said when planning, does); kernel time "
+      "at the intended clocks {:.2f} % before, {} after\n",
+      st.fell_back_at_step, 100 * st.fell_back_window_in_time, st.fell_back_window_steps, 100 * runtime::kMinInTime,
+      c.sm_mhz, c.mem_mhz,
+      st.kernel_ns_before_fallback > 0 ? 100 * st.in_time_ns_before_fallback / st.kernel_ns_before_fallback : 0.0,
+      after_k > 0 ? fmt::format("{:.2f} %", 100 * after_t / after_k) : std::string("not measured"));
 }
 
 std::string LiveRun::write_timeline() const {

@@ -67,6 +67,7 @@ class LiveRun {
   void on_event(const runtime::FeedProcess& p, const feed::FeedEvent& e);
   std::string feed_summary() const;
   std::string stats(const runtime::SessionStats& ss) const;
+  std::string guard_line(const runtime::LiveStats& st) const;
   std::string write_timeline() const;
 
   LiveRunOptions o_;

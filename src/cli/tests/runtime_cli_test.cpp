@@ -838,6 +838,17 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
   EXPECT_NEAR(j["period_us"].get<double>(), 52430, 3000);  // the untraced step, not the traced one
   EXPECT_EQ(j["positions"].size(), 113u);
   EXPECT_NE(o.find("applying the plan from now on"), std::string::npos) << o;
+  // The in-time guard's one pair, said before the plan runs; its outcome in the summary.
+  EXPECT_NE(o.find("in-time guard: should less than 95 % of the sampled kernel time run at the plan's clocks over "
+                   "10 steps, the rest of the run takes one clock pair for the whole step: SM "),
+            std::string::npos)
+      << o;
+  const double sm = number_after(o, "one clock pair for the whole step: SM ");
+  EXPECT_GE(sm, 345) << o;
+  EXPECT_LE(sm, 1980) << o;
+  EXPECT_TRUE(o.find("  in-time guard: held (no window of 10 steps below 95 %)") != std::string::npos ||
+              o.find("  in-time guard: FELL BACK at step ") != std::string::npos)
+      << o;
  }
 }
 

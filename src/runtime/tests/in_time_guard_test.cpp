@@ -1,0 +1,98 @@
+// The in-time guard of RuntimeCore (runtime_core.hpp), driven in virtual time: a job whose kernels do not follow
+// the template's offsets gets its changes at the wrong moments; with a fallback pair the plan gives up its
+// phases after the first window below kMinInTime.
+#include "runtime/runtime_core.hpp"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace gearshift::runtime {
+namespace {
+
+constexpr model::ClockPair kFast{1980, 3201}, kSlow{1200, 3201}, kOnePair{1500, 3201};
+
+// Four kernels planned 10 ms each (a 40 ms step), slow clocks from position 2 on.
+ClockPlan plan4(std::optional<model::ClockPair> fallback) {
+  ClockPlan p;
+  p.gpu = "h200";
+  p.period_ns = 40e6;
+  p.switch_latency_ns = 3e6;
+  p.default_clocks = kFast;
+  p.in_time_fallback = fallback;
+  for (int i = 0; i < 4; ++i) p.positions.push_back({std::string(1, static_cast<char>('a' + i)), 10e6, i * 10e6, i < 2 ? kFast : kSlow});
+  return p;
+}
+
+struct Event {
+  std::int64_t t;
+  int kind;  // 0 launch, 1 complete, 2 sync returned
+  std::int64_t corr, a, b;
+};
+
+// `steps` steps of the job: the CPU launches the four kernels at once and synchronizes; the GPU runs them for
+// `ms` each. Completions reach the core (sampled mode: they score, they do not anchor); the synchronize anchors.
+LiveStats run(const ClockPlan& plan, const std::array<double, 4>& ms, int steps) {
+  RuntimeCore core(plan, {.switch_latency_ns = 3e6, .min_interval_ns = 0, .anchor_on_completions = false});
+  std::int64_t t0 = 0, corr = 0;
+  for (int k = 0; k < steps; ++k) {
+    std::vector<Event> ev;
+    std::int64_t gpu = t0 + 5'000;
+    for (int i = 0; i < 4; ++i) {
+      ev.push_back({t0 + i * 1'000, 0, corr + i, i, 0});
+      const auto end = gpu + static_cast<std::int64_t>(ms[static_cast<std::size_t>(i)] * 1e6);
+      ev.push_back({end, 1, corr + i, gpu, end});
+      gpu = end;
+    }
+    ev.push_back({gpu, 2, corr + 4, t0 + 4'000, gpu});
+    std::stable_sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.t < y.t; });
+    for (const Event& e : ev) {
+      while (core.next_wakeup_ns() && *core.next_wakeup_ns() <= e.t) core.poll(*core.next_wakeup_ns());
+      if (e.kind == 0) core.on_launch(plan.positions[static_cast<std::size_t>(e.a)].name, e.corr, e.t);
+      if (e.kind == 1) core.on_complete(e.corr, e.a, e.b);
+      if (e.kind == 2) core.on_sync(e.corr, e.a, e.b);
+      core.poll(e.t);
+    }
+    corr += 5;
+    t0 = gpu + 100'000;
+  }
+  return core.stats();
+}
+
+// The first kernel runs 30 ms, the other three 3.3 ms: the slow phase is set 13 ms before position 2 starts
+// (during position 0) and position 1 runs slow too: 2/3 of the kernel time at the intended clocks.
+constexpr std::array<double, 4> kOffTemplate{30, 3.33, 3.33, 3.34};
+
+TEST(InTimeGuard, WithoutAFallbackThePlanRunsToTheEndOffItsTimes) {
+  const LiveStats s = run(plan4(std::nullopt), kOffTemplate, 40);
+  EXPECT_FALSE(s.fell_back);
+  EXPECT_GE(s.steps, 39u);
+  EXPECT_NEAR(s.in_time_fraction(), 0.667, 0.03);
+}
+
+TEST(InTimeGuard, FallsBackToTheOnePairInTheFirstWindowBelowTheTarget) {
+  const LiveStats s = run(plan4(kOnePair), kOffTemplate, 40);
+  ASSERT_TRUE(s.fell_back);
+  EXPECT_GE(s.fell_back_window_steps, kGuardWindowSteps);
+  EXPECT_LE(s.fell_back_at_step, 2 * kGuardWindowSteps);
+  EXPECT_NEAR(s.fell_back_window_in_time, 0.667, 0.03);
+  EXPECT_NEAR(s.in_time_ns_before_fallback / s.kernel_ns_before_fallback, 0.667, 0.03);
+  // After it: one pair, set once at the next anchor; only the kernel running while it lands misses it.
+  const double after = (s.in_time_ns - s.in_time_ns_before_fallback) / (s.kernel_ns - s.kernel_ns_before_fallback);
+  EXPECT_GT(after, 0.95);
+  EXPECT_GT(s.in_time_fraction(), 0.8);  // the whole run: was 0.667 without the guard
+}
+
+TEST(InTimeGuard, APlanWhoseChangesLandHoldsItsPhases) {
+  const LiveStats s = run(plan4(kOnePair), {10, 10, 10, 10}, 40);
+  EXPECT_FALSE(s.fell_back);
+  EXPECT_GT(s.in_time_fraction(), 0.95);
+  EXPECT_GE(s.changes, 2u * 30u);  // both boundaries every step: the phases ran
+}
+
+}  // namespace
+}  // namespace gearshift::runtime
