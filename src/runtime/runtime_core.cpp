@@ -97,7 +97,7 @@ void RuntimeCore::on_complete(std::int64_t correlation, std::int64_t start, std:
     const double hi = k + 1 < landings_.size() ? std::min(t, landings_[k + 1].first) : t;
     if (hi > lo && landings_[k].second == want) stats_.in_time_ns += hi - lo;
   }
-  if (plan_.in_time_fallback && !stats_.fell_back) guard();
+  if (plan_.in_time_fallback && !stats_.fell_back) guard(s);
 }
 
 std::uint64_t RuntimeCore::steps() const {
@@ -105,16 +105,18 @@ std::uint64_t RuntimeCore::steps() const {
   return first_abs_ < 0 ? 0 : static_cast<std::uint64_t>(last_abs_ / n - first_abs_ / n + 1);
 }
 
-void RuntimeCore::guard() {
+void RuntimeCore::guard(double start_ns) {
   const std::uint64_t now = steps();
-  const double kernel = stats_.kernel_ns - window_kernel_ns_, in_time = stats_.in_time_ns - window_in_time_ns_;
-  if (now < window_step_ + kGuardWindowSteps || kernel < kGuardMinKernelPeriods * plan_.period_ns) return;
-  if (in_time >= kMinInTime * kernel) {  // this window held: the next one starts here
+  auto start_window = [&] {
     window_step_ = now;
     window_kernel_ns_ = stats_.kernel_ns;
     window_in_time_ns_ = stats_.in_time_ns;
-    return;
-  }
+  };
+  // landings_[0] is the default clocks since always; [1] the plan's first change.
+  if (landings_.size() < 2 || start_ns < landings_[1].first) return start_window();  // the plan has not begun
+  const double kernel = stats_.kernel_ns - window_kernel_ns_, in_time = stats_.in_time_ns - window_in_time_ns_;
+  if (now < window_step_ + kGuardWindowSteps || kernel < kGuardMinKernelPeriods * plan_.period_ns) return;
+  if (in_time >= kMinInTime * kernel) return start_window();  // this window held: the next one starts here
   stats_.fell_back = true;
   stats_.fell_back_at_step = now;
   stats_.fell_back_window_steps = now - window_step_;
