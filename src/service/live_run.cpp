@@ -1,5 +1,6 @@
 #include "service/live_run.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -172,10 +173,14 @@ std::string LiveRun::feed_summary() const {
   if (procs.empty())
     return out + "gearshift run: no CUDA process connected to the launch feed (no CUDA work, or the injection "
                  "library was not loaded: see any warning above)\n";
+  // Nothing followed: no process launched on the run's GPU, or (--auto) one did and no plan was made for it.
+  const bool launched_here = std::any_of(procs.begin(), procs.end(), [&](const runtime::FeedProcess& p) {
+    return p.launches > 0 && p.gpu && *p.gpu == o_.gpu;
+  });
   out += fmt::format("gearshift run: {} CUDA process(es) connected to the launch feed{}:\n", procs.size(),
-                     server_.followed() >= 0
-                         ? ""
-                         : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", o_.gpu));
+                     server_.followed() >= 0 ? ""
+                     : launched_here ? "; none followed: no plan was made (said above), the job ran untouched"
+                                     : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", o_.gpu));
   for (const auto& p : procs) out += fmt::format("  {}\n", p.describe());
   return out;
 }

@@ -885,6 +885,10 @@ TEST(RunAuto, RefusesAStepWhoseKernelsAloneOutlastTheUntracedStep) {
   EXPECT_NE(o.find("continuing as a pass-through"), std::string::npos) << o;
   EXPECT_EQ(o.find("MODELLED saving"), std::string::npos) << o;
   EXPECT_EQ(slurp(s.log), "");
+  // The summary says why nothing was followed: the process launched on the run's GPU (it said "none launched
+  // kernels on GPU 0" of a job that launched 407,296 on it, H200 2026-12-03).
+  EXPECT_NE(o.find("none followed: no plan was made (said above), the job ran untouched"), std::string::npos) << o;
+  EXPECT_EQ(o.find("none launched kernels on GPU"), std::string::npos) << o;
 }
 
 TEST(RunAuto, AStepTheJobsSynchronizesDoNotRecurInIsNeverPlanned) {
