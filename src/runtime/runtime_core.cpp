@@ -116,6 +116,7 @@ void RuntimeCore::guard(double start_ns) {
   if (landings_.size() < 2 || start_ns < landings_[1].first) return start_window();  // the plan has not begun
   const double kernel = stats_.kernel_ns - window_kernel_ns_, in_time = stats_.in_time_ns - window_in_time_ns_;
   if (now < window_step_ + kGuardWindowSteps || kernel < kGuardMinKernelPeriods * plan_.period_ns) return;
+  ++stats_.guard_windows;
   if (in_time >= kMinInTime * kernel) return start_window();  // this window held: the next one starts here
   stats_.fell_back = true;
   stats_.fell_back_at_step = now;

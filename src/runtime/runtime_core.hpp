@@ -37,6 +37,7 @@ struct LiveStats {
   // `steps`), and the window that made it: its steps and its in-time fraction. kernel_ns and in_time_ns as they
   // stood then split the run's in-time fraction into before and after.
   bool fell_back = false;
+  std::uint64_t guard_windows = 0;  // windows the guard scored (held ones, and the one that fell back)
   std::uint64_t fell_back_at_step = 0, fell_back_window_steps = 0;
   double fell_back_window_in_time = 0;
   double kernel_ns_before_fallback = 0, in_time_ns_before_fallback = 0;

@@ -208,9 +208,13 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
 // The in-time guard's outcome (runtime/runtime_core.hpp); "" for a plan without one (`run --plan`).
 std::string LiveRun::guard_line(const runtime::LiveStats& st) const {
   if (!o_.plan || !o_.plan->in_time_fallback) return {};
+  if (!st.fell_back && st.guard_windows == 0)
+    return fmt::format("  in-time guard: no verdict: no window of {} steps and {:g} step periods of sampled kernel "
+                       "time completed while the plan ran\n",
+                       runtime::kGuardWindowSteps, runtime::kGuardMinKernelPeriods);
   if (!st.fell_back)
-    return fmt::format("  in-time guard: held (no window of {} steps below {:.0f} %)\n", runtime::kGuardWindowSteps,
-                       100 * runtime::kMinInTime);
+    return fmt::format("  in-time guard: held ({} window(s) of at least {} steps, none below {:.0f} %)\n",
+                       st.guard_windows, runtime::kGuardWindowSteps, 100 * runtime::kMinInTime);
   const model::ClockPair& c = *o_.plan->in_time_fallback;
   const double after_k = st.kernel_ns - st.kernel_ns_before_fallback;
   const double after_t = st.in_time_ns - st.in_time_ns_before_fallback;

@@ -846,7 +846,7 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
   const double sm = number_after(o, "one clock pair for the whole step: SM ");
   EXPECT_GE(sm, 345) << o;
   EXPECT_LE(sm, 1980) << o;
-  EXPECT_TRUE(o.find("  in-time guard: held (no window of 10 steps below 95 %)") != std::string::npos ||
+  EXPECT_TRUE(o.find("  in-time guard: held (") != std::string::npos ||
               o.find("  in-time guard: FELL BACK at step ") != std::string::npos)
       << o;
  }

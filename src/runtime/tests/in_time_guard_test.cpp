@@ -91,8 +91,18 @@ TEST(InTimeGuard, FallsBackToTheOnePairInTheFirstWindowBelowTheTarget) {
 TEST(InTimeGuard, APlanWhoseChangesLandHoldsItsPhases) {
   const LiveStats s = run(plan4(kOnePair), {10, 10, 10, 10}, 40);
   EXPECT_FALSE(s.fell_back);
+  EXPECT_EQ(s.guard_windows, 3u);  // of 10 steps each, from the first landing; the last steps are too few for one
   EXPECT_GT(s.in_time_fraction(), 0.95);
   EXPECT_GE(s.changes, 2u * 30u);  // both boundaries every step: the phases ran
+}
+
+// A run shorter than one window: the guard has no verdict (the summary says so rather than "held"), even on a
+// plan that misses.
+TEST(InTimeGuard, NoWindowNoVerdict) {
+  const LiveStats s = run(plan4(kOnePair), kOffTemplate, static_cast<int>(kGuardWindowSteps) - 2);
+  EXPECT_FALSE(s.fell_back);
+  EXPECT_EQ(s.guard_windows, 0u);
+  EXPECT_LT(s.in_time_fraction(), 0.9);
 }
 
 // One phase, set once: the kernels before the lock lands (the first step and a half of 4 ms steps at 3 ms
