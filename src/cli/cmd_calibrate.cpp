@@ -59,9 +59,10 @@ void add_calibrate_command(CLI::App& app) {
     if (!r.child.started) throw Exit(r.child.code, o->cmd[0] + ": " + r.child.error);
     if (!r.sweep.error.empty())
       throw Exit(kFailure, fmt::format("no model: {}. Give a job of at least {} steps ({} warm-up, then {} pairs x ({} "
-                                       "settle + {} measured, and at least 1 s)); the clocks are back at their defaults",
+                                       "settle + {} measured, and at least {:g} s)); the clocks are back at their defaults",
                                        r.sweep.error, r.steps_needed, o->sweep.warmup_steps, r.pairs.size(),
-                                       o->sweep.settle_steps, o->sweep.steps_per_pair));
+                                       o->sweep.settle_steps, o->sweep.steps_per_pair,
+                                       static_cast<double>(o->sweep.min_window_ns) * 1e-9));
     if (r.child.code != 0)
       throw Exit(r.child.code, fmt::format("{} exited with status {}; no model written", o->cmd[0], r.child.code));
     const sim::CalibratedModel cm = service::fit_calibration(*o, r);

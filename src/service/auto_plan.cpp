@@ -24,13 +24,8 @@ const sim::StrategyResult* one_pair_plan(const PlanJobResult& r) {
   return nullptr;
 }
 
-model::ClockPair in_time_fallback(const PlanJobResult& r, const model::ClockPair& defaults) {
-  const sim::StrategyResult* one = one_pair_plan(r);
-  return one ? one->schedule.clocks.front() : defaults;
-}
-
-std::string in_time_guard_line(const PlanJobResult& r, const model::ClockPair& fallback) {
-  const sim::StrategyResult* one = one_pair_plan(r);
+// `one`: one_pair_plan's result; `fallback`: its pair, or the default clocks without one.
+std::string in_time_guard_line(const sim::StrategyResult* one, const model::ClockPair& fallback) {
   return fmt::format(
       "gearshift run --auto: in-time guard: should less than {:.0f} % of the sampled kernel time run at the plan's "
       "clocks over {} steps, the rest of the run takes one clock pair for the whole step: SM {} MHz, memory {} MHz "
@@ -501,7 +496,8 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     plan::validate(f, "the --auto plan");
     runtime::ClockPlan cp = runtime::clock_plan_from(f);
     const auto& s = *r.chosen;
-    cp.in_time_fallback = in_time_fallback(r, cp.default_clocks);
+    const sim::StrategyResult* one_pair = one_pair_plan(r);
+    cp.in_time_fallback = one_pair ? one_pair->schedule.clocks.front() : cp.default_clocks;
     say(o_.progress_sink,
         fmt::format("gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: {}",
                     r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100,
@@ -524,7 +520,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
             fmt::format("gearshift run --auto: warning: {}; the plan is applied all the same", e.what()));
       }
     }
-    say(o_.progress_sink, in_time_guard_line(r, *cp.in_time_fallback));
+    say(o_.progress_sink, in_time_guard_line(one_pair, *cp.in_time_fallback));
     say(o_.progress_sink, "gearshift run --auto: applying the plan from now on");
     start_(cp, source);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless

@@ -312,6 +312,7 @@ bool parse_config(Sim& s) {
   s.fault_no_permission = s.fault_no_counter = s.fault_wrap = false;
   s.lost_after_s = -1;
   s.energy_read_stall_ms = 0;
+  s.energy_reads = 0;
   if (const char* f = std::getenv("GEARSHIFT_SIMGPU_FAULT"); f && *f) {
     std::stringstream in(f);
     std::string item;
