@@ -238,6 +238,28 @@ TEST_F(Calibrate, RefusedClockWriteLeavesTheClocksUntouched) {
   EXPECT_FALSE(fs::exists(path("model.json")));
 }
 
+// A job too short for the sweep: no model, a message that says how long a job it needs (each pair's window lasts
+// at least SweepOptions::min_window_ns), and the clocks back at their defaults.
+TEST_F(Calibrate, AJobTooShortForTheSweepWritesNoModelAndSaysWhatItNeeds) {
+  {
+    std::ofstream step(path("step.txt"));
+    step << "period " << kPeriodNs << "\n";
+    for (const auto& k : kStep) step << k.name << " " << k.start_ns << " " << k.duration_ns << "\n";
+  }
+  const auto r = test::run(env() + " " + GEARSHIFT_BIN + " calibrate --apply -o " + path("model.json") + " -- " +
+                           GEARSHIFT_FAKE_JOB + " --step " + path("step.txt") + " 60");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no model: the job ended after "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("settle + 10 measured, and at least 1 s)); the clocks are back at their defaults"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(path("model.json")));
+  std::ifstream log(path("state.clocklog"));
+  std::string line, last;
+  while (std::getline(log, line)) last = line;
+  EXPECT_NE(last.find("reset-mem"), std::string::npos) << last;
+}
+
 TEST_F(Calibrate, NothingWithoutApply) {
   const auto r = test::run(env() + " " + GEARSHIFT_BIN + " calibrate -o " + path("model.json") + " -- " +
                            GEARSHIFT_FAKE_JOB + " --synthetic 5");
