@@ -114,6 +114,9 @@ GpuSpec parse_spec(std::string_view json_text, std::string_view origin) {
     s.gap_power_decay_ns = j.value("gap_power_decay_us", 0.0) * 1e3;
     if (!(s.gap_power_decay_ns >= 0))
       throw std::invalid_argument(fmt::format("{}: gap_power_decay_us must be >= 0", origin));
+    s.power_limit_window_ns = j.value("power_limit_window_us", 0.0) * 1e3;
+    if (!(s.power_limit_window_ns >= 0))
+      throw std::invalid_argument(fmt::format("{}: power_limit_window_us must be >= 0", origin));
     for (const auto& [k, v] : field("sources").items()) s.sources.emplace_back(k, v.get<std::string>());
     return s;
   } catch (const nlohmann::json::exception& e) {

@@ -29,6 +29,9 @@ struct GpuSpec {
   // Time constant of the board power's fall from a kernel's power to the idle power once the GPU has no kernel
   // left to run (0: at once, where not measured). JSON "gap_power_decay_us", optional.
   double gap_power_decay_ns = 0;
+  // Length of the window over which the GPU holds its average power at the power limit (0: the limit binds each
+  // kernel on its own, where not measured). JSON "power_limit_window_us", optional.
+  double power_limit_window_ns = 0;
   std::vector<std::pair<std::string, std::string>> sources;  // field -> where the figure comes from
 
   int max_sm_clock_mhz() const { return sm_clocks_mhz.back(); }

@@ -69,11 +69,19 @@ double DvfsModel::dynamic_power_w_at(double f, int mem_mhz, const KernelCoeffici
   return k.static_w + core + mem;
 }
 
-int DvfsModel::capped_sm_clock(ClockPair requested, const KernelCoefficients& k) const {
+double DvfsModel::power_limit_w(double g) const {
+  const double cap = params_.power_cap_w;
+  if (!(g > 0)) return cap;
+  g = std::min(g, 0.999);  // a window all gap: the limit no longer binds; keep the figure finite
+  return std::max(cap, (cap - params_.idle_w_at_max_clock * g) / (1 - g));
+}
+
+int DvfsModel::capped_sm_clock(ClockPair requested, const KernelCoefficients& k, double window_idle_share) const {
   const auto& clocks = spec_.sm_clocks_mhz;
   auto it = std::upper_bound(clocks.begin(), clocks.end(), requested.sm_mhz);
   if (it == clocks.begin()) return clocks.front();
-  auto fits = [&](int f) { return idle_power_w(f) + dynamic_power_w({f, requested.mem_mhz}, k) <= params_.power_cap_w; };
+  const double limit = power_limit_w(window_idle_share);
+  auto fits = [&](int f) { return idle_power_w(f) + dynamic_power_w({f, requested.mem_mhz}, k) <= limit; };
   // Power rises with the clock when idle power does and the kernel's activity is not negative (V and f both
   // rise): the clocks under the cap are then a prefix, and a binary search finds the same clock as the walk
   // down below (a heavily drawn activity caps far below the default clock: sim/saving_range.hpp).
@@ -89,39 +97,43 @@ int DvfsModel::capped_sm_clock(ClockPair requested, const KernelCoefficients& k)
   }
   for (auto f = std::prev(it);; --f) {
     ClockPair c{*f, requested.mem_mhz};
-    if (idle_power_w(*f) + dynamic_power_w(c, k) <= params_.power_cap_w || f == clocks.begin()) return *f;
+    if (idle_power_w(*f) + dynamic_power_w(c, k) <= limit || f == clocks.begin()) return *f;
   }
 }
 
-double DvfsModel::capped_sm_clock_avg(ClockPair requested, const KernelCoefficients& k) const {
-  if (!params_.continuous_cap) return capped_sm_clock(requested, k);
+double DvfsModel::capped_sm_clock_avg(ClockPair requested, const KernelCoefficients& k,
+                                      double window_idle_share) const {
+  if (!params_.continuous_cap) return capped_sm_clock(requested, k, window_idle_share);
+  const double limit = power_limit_w(window_idle_share);
   auto power = [&](double f) { return idle_power_w_at(f) + dynamic_power_w_at(f, requested.mem_mhz, k); };
   double hi = requested.sm_mhz;
-  if (power(hi) <= params_.power_cap_w) return hi;
+  if (power(hi) <= limit) return hi;
   double lo = spec_.sm_clocks_mhz.front();
-  if (power(lo) > params_.power_cap_w) return lo;
+  if (power(lo) > limit) return lo;
   // Power rises with f (V and f both non-decreasing), so bisection finds the single crossing.
   for (int i = 0; i < 100 && hi - lo > 1e-9; ++i) {
     double mid = 0.5 * (lo + hi);
-    (power(mid) > params_.power_cap_w ? hi : lo) = mid;
+    (power(mid) > limit ? hi : lo) = mid;
   }
   return lo;
 }
 
-double DvfsModel::power_w(ClockPair requested, const KernelCoefficients& k) const {
-  double f = capped_sm_clock_avg(requested, k);
+double DvfsModel::power_w(ClockPair requested, const KernelCoefficients& k, double window_idle_share) const {
+  double f = capped_sm_clock_avg(requested, k, window_idle_share);
   return idle_power_w_at(f) + dynamic_power_w_at(f, requested.mem_mhz, k);
 }
 
-ClockPair DvfsModel::default_reference(const KernelCoefficients& k) const {
+ClockPair DvfsModel::default_reference(const KernelCoefficients& k, double window_idle_share) const {
   ClockPair def{spec_.default_sm_clock_mhz, spec_.default_mem_clock_mhz};
-  return {capped_sm_clock(def, k), def.mem_mhz};
+  return {capped_sm_clock(def, k, window_idle_share), def.mem_mhz};
 }
 
-Prediction DvfsModel::predict(double t_ref_ns, ClockPair ref, ClockPair requested, const KernelCoefficients& k) const {
+Prediction DvfsModel::predict(double t_ref_ns, ClockPair ref, ClockPair requested, const KernelCoefficients& k,
+                              double window_idle_share) const {
   Prediction out;
-  out.effective_sm_mhz = capped_sm_clock(requested, k);
-  out.effective_sm_mhz_avg = params_.continuous_cap ? capped_sm_clock_avg(requested, k) : out.effective_sm_mhz;
+  out.effective_sm_mhz = capped_sm_clock(requested, k, window_idle_share);
+  out.effective_sm_mhz_avg = params_.continuous_cap ? capped_sm_clock_avg(requested, k, window_idle_share)
+                                                    : out.effective_sm_mhz;
   const double a = k.sm_share, b = k.mem_share, f = out.effective_sm_mhz_avg;
   out.time_ns = t_ref_ns * (a * ref.sm_mhz / f + b * static_cast<double>(ref.mem_mhz) / requested.mem_mhz +
                             (1.0 - a - b));

@@ -3,7 +3,9 @@
 //   t(f, m) = t_ref · (a·f_ref/f + b·m_ref/m + (1 − a − b))                          [docs/design.md, Physics]
 //   P(f, m) = P_idle(f) + P_k + s·u·P_dyn·(V(f)/V_max)²·(f/f_max) + w·P_mem·(m/m_max)
 //   V(f)/V_max = v_min for f ≤ f_knee, linear from v_min at f_knee to 1 at f_max    (Schoonhoven et al., PMBS'22)
-//   f_eff = the highest supported SM clock ≤ f with P(f_eff, m) ≤ power cap (the GPU's own power capping)
+//   f_eff = the highest supported SM clock ≤ f with P(f_eff, m) ≤ the power limit the kernel meets (the GPU's
+//           own power capping): the cap, raised where idle gaps fill part of the limit's averaging window
+//           (power_limit_w below)
 //
 // a, b, u, w, P_k (static_w) are the kernel's KernelCoefficients; P_idle is interpolated between the spec's measured idle
 // powers; s is a whole-trace activity scale calibrated to a measured J/step when the trace carries one.
@@ -78,17 +80,27 @@ class DvfsModel {
   double voltage_ratio_at(double sm_mhz) const;
   double idle_power_w_at(double sm_mhz) const;
   double dynamic_power_w_at(double sm_mhz, int mem_mhz, const KernelCoefficients& k) const;
+  // W: the power a kernel may draw when the share `window_idle_share` (in [0, 1)) of the power limit's averaging
+  // window around it is spent idle. The GPU holds the window's AVERAGE power at the cap (gpu::GpuSpec::
+  // power_limit_window_ns), so with kernels at P and idle gaps at P_idle(f_max):
+  //   P·(1 − g) + P_idle(f_max)·g = cap  =>  P = (cap − P_idle(f_max)·g) / (1 − g).
+  // Assumes the window's other kernels draw as much (the limit is shared); P_idle at the highest clock, the
+  // larger idle figure, leaves the least headroom. g = 0 (no window, or a window with no gap): the cap.
+  // model/workload.hpp computes g per template position.
+  double power_limit_w(double window_idle_share) const;
+  // The four below take that share too (0: the kernel meets the cap itself, the model before the window).
   // Board power of kernel k with `requested` clocks, after capping (W).
-  double power_w(ClockPair requested, const KernelCoefficients& k) const;
+  double power_w(ClockPair requested, const KernelCoefficients& k, double window_idle_share = 0) const;
   // Time-averaged SM clock under the cap (MHz): capped_sm_clock unless params().continuous_cap.
-  double capped_sm_clock_avg(ClockPair requested, const KernelCoefficients& k) const;
+  double capped_sm_clock_avg(ClockPair requested, const KernelCoefficients& k, double window_idle_share = 0) const;
   // SM clock the GPU really runs at when `requested` is locked: power capping lowers it (supported clocks).
-  int capped_sm_clock(ClockPair requested, const KernelCoefficients& k) const;
+  int capped_sm_clock(ClockPair requested, const KernelCoefficients& k, double window_idle_share = 0) const;
   // The clock a kernel ran at while traced at default clocks (no clock sample): the capped default clock.
-  ClockPair default_reference(const KernelCoefficients& k) const;
+  ClockPair default_reference(const KernelCoefficients& k, double window_idle_share = 0) const;
 
   // Predict a kernel measured `t_ref_ns` at `ref` when run with `requested` clocks locked.
-  Prediction predict(double t_ref_ns, ClockPair ref, ClockPair requested, const KernelCoefficients& k) const;
+  Prediction predict(double t_ref_ns, ClockPair ref, ClockPair requested, const KernelCoefficients& k,
+                     double window_idle_share = 0) const;
 
  private:
   gpu::GpuSpec spec_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <utility>
 
 namespace gearshift::model {
 
@@ -60,13 +62,72 @@ Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysi
   for (std::size_t i = 0; i < w.ops.size(); ++i)
     w.ops[i].pass = i >= first_optimizer ? Pass::optimizer : i >= first_backward ? Pass::backward : Pass::forward;
   w.tail_ns = std::max(0.0, w.period_ns - last_end);
+  set_window_idle_shares(w, model.spec().power_limit_window_ns, model.params().gap_decay_ns);
   refresh_reference_clocks(w, model);
   return w;
 }
 
 void refresh_reference_clocks(Workload& w, const DvfsModel& model) {
   for (auto& op : w.ops)
-    if (!op.ref_sampled) op.ref = model.default_reference(op.coeffs);
+    if (!op.ref_sampled) op.ref = model.default_reference(op.coeffs, op.window_idle_share);
+}
+
+Prediction predict_op(const DvfsModel& model, const WorkloadOp& op, ClockPair requested) {
+  return model.predict(op.ref_time_ns, op.ref, requested, op.coeffs, op.window_idle_share);
+}
+
+void set_window_idle_shares(Workload& w, double window_ns, double gap_decay_ns) {
+  for (auto& op : w.ops) op.window_idle_share = 0;
+  const double period = w.period_ns;
+  if (!(window_ns > 0) || !(period > 0) || w.ops.empty()) return;
+  // The busy spans of one period: the union of every op's [start, end) over all streams.
+  std::vector<std::pair<double, double>> busy;
+  for (const auto& op : w.ops)
+    busy.emplace_back(std::clamp(op.start_offset_ns, 0.0, period),
+                      std::clamp(op.start_offset_ns + op.ref_time_ns, 0.0, period));
+  std::sort(busy.begin(), busy.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& b : busy) {
+    if (!merged.empty() && b.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, b.second);
+    else
+      merged.push_back(b);
+  }
+  // The idle part of each gap (the gap after span i runs to span i+1, the last one wraps to the first of the
+  // next period): what remains after the fall to idle.
+  auto fall = [&](double gap) { return gap_decay_ns > 0 ? -gap_decay_ns * std::expm1(-gap / gap_decay_ns) : 0.0; };
+  std::vector<std::pair<double, double>> idle;  // [from, to) within [0, period); the wrapping gap split in two
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    const double to = i + 1 < merged.size() ? merged[i + 1].first : merged.front().first + period;
+    const double from = merged[i].second + fall(to - merged[i].second);
+    if (!(to > from)) continue;
+    if (from >= period) {
+      idle.emplace_back(from - period, to - period);
+    } else if (to > period) {
+      idle.emplace_back(from, period);
+      idle.emplace_back(0.0, to - period);
+    } else {
+      idle.emplace_back(from, to);
+    }
+  }
+  std::sort(idle.begin(), idle.end());
+  std::vector<double> before(idle.size() + 1, 0.0);  // idle time in the intervals ahead of index i
+  for (std::size_t i = 0; i < idle.size(); ++i) before[i + 1] = before[i] + (idle[i].second - idle[i].first);
+  // Idle time in [0, x) of the repeating step, x ≥ 0.
+  auto idle_before = [&](double x) {
+    const double whole = std::floor(x / period), y = x - whole * period;
+    auto it = std::upper_bound(idle.begin(), idle.end(), y,
+                               [](double v, const std::pair<double, double>& g) { return v < g.first; });
+    const auto n = static_cast<std::size_t>(it - idle.begin());
+    double part = before[n];
+    if (n > 0) part -= std::max(0.0, idle[n - 1].second - y);  // the interval holding y counts up to y only
+    return whole * before.back() + part;
+  };
+  const double win = std::min(window_ns, period);
+  for (auto& op : w.ops) {
+    const double end = std::clamp(op.start_offset_ns + op.ref_time_ns, 0.0, period) + period;  // keep x ≥ win
+    op.window_idle_share = std::clamp((idle_before(end) - idle_before(end - win)) / win, 0.0, 0.999);
+  }
 }
 
 }  // namespace gearshift::model

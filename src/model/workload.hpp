@@ -31,6 +31,12 @@ struct WorkloadOp {
   // when launch_known. What the dependency-driven replay (sim/step_graph.hpp) starts from.
   double launch_offset_ns = 0;
   bool launch_known = false;
+  // Share of the power limit's averaging window that ends as this op ends spent idle, in [0, 1): the window's
+  // gaps between the step's busy spans (every stream), less each gap's first τ·(1 − e^(−G/τ)) ns, which the
+  // board spends falling from the kernel's power (DvfsModel::gap_tail_ns). Taken from the traced timeline: a
+  // plan's slower kernels fill some gaps, which this ignores. 0 where the spec gives no window.
+  // DvfsModel::power_limit_w turns it into the limit this op's kernel meets.
+  double window_idle_share = 0;
 };
 
 struct Workload {
@@ -50,5 +56,11 @@ Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysi
 
 // Recompute reference clocks that were not sampled (after the model's activity scale changed).
 void refresh_reference_clocks(Workload& w, const DvfsModel& model);
+// Sets every op's window_idle_share for a power-limit window of `window_ns` (0: every share 0) and a fall to
+// idle with time constant `gap_decay_ns` (0: at once), on the step as a repeating period of w.period_ns. Called
+// by build_workload; call again after changing ops' start offsets, durations or the period.
+void set_window_idle_shares(Workload& w, double window_ns, double gap_decay_ns);
+// The model's prediction for op `op` (its reference time, clocks, coefficients and window idle share).
+Prediction predict_op(const DvfsModel& model, const WorkloadOp& op, ClockPair requested);
 
 }  // namespace gearshift::model

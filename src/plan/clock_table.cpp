@@ -150,7 +150,7 @@ ClockTable build_clock_table(const model::Workload& w, const model::DvfsModel& m
   for (std::size_t i = 0; i < n; ++i) {
     const auto& op = w.ops[i];
     for (std::size_t c = 0; c < nc; ++c) {
-      auto p = m.predict(op.ref_time_ns, op.ref, t.clocks[c], op.coeffs);
+      auto p = model::predict_op(m, op, t.clocks[c]);
       t.time_ns[i * nc + c] = p.time_ns;
       dynamic_j[i * nc + c] = (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
     }

@@ -141,7 +141,7 @@ std::map<std::string, double> energy_by_class(const PlanReportInput& in, const p
   double dynamic = 0;
   for (const auto& e : r.timeline) {
     const auto& op = in.workload.ops[e.position];
-    const auto p = in.model.predict(op.ref_time_ns, op.ref, e.requested, op.coeffs);
+    const auto p = model::predict_op(in.model, op, e.requested);
     const double j = (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
     by[model::to_string(op.cls)] += j;
     dynamic += j;

@@ -28,7 +28,10 @@ model::PowerParams calibrate_to_measured_power(model::Workload& w, model::DvfsMo
       double mid = 0.5 * (lo + hi);
       (power_with(with_memory(mid)) < measured_w ? lo : hi) = mid;
     }
-    power_with(with_memory(0.5 * (lo + hi)));
+    // Capped clocks move in supported steps, so the power can jump where the bisection ends: keep the side
+    // nearer the measured power.
+    const double below = power_with(with_memory(lo)), above = power_with(with_memory(hi));
+    power_with(with_memory(measured_w - below <= above - measured_w ? lo : hi));
     return m.params();
   }
   model::PowerParams base = with_memory(spec.memory_power_w_at_max_clock);
@@ -42,7 +45,8 @@ model::PowerParams calibrate_to_measured_power(model::Workload& w, model::DvfsMo
     double mid = 0.5 * (lo + hi);
     (power_with(with_scale(mid)) < measured_w ? lo : hi) = mid;
   }
-  power_with(with_scale(0.5 * (lo + hi)));
+  const double below = power_with(with_scale(lo)), above = power_with(with_scale(hi));
+  power_with(with_scale(measured_w - below <= above - measured_w ? lo : hi));
   return m.params();
 }
 

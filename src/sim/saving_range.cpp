@@ -83,12 +83,14 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
         if (c != kGemm && o.level_normalised) d.coeffs.activity = std::min(drawn_activity[k] * g, gemm_activity);
         if (op.ref_sampled) continue;
         const bool prior = op.coeffs == model::class_prior(op.cls);
-        if (prior && have[c]) {
+        // The class's reference is shared only by positions that meet the cap itself (no idle in their window).
+        const bool shared = prior && !(op.window_idle_share > 0);
+        if (shared && have[c]) {
           d.ref = ref[c];
           continue;
         }
-        d.ref = m.default_reference(d.coeffs);
-        if (prior) have[c] = true, ref[c] = d.ref;
+        d.ref = m.default_reference(d.coeffs, op.window_idle_share);
+        if (shared) have[c] = true, ref[c] = d.ref;
       }
       return simulate(drawn, m, base_schedule, 0);
     };

@@ -38,7 +38,7 @@ std::vector<double> fall_from_w(const model::Workload& w, const model::DvfsModel
   std::vector<double> out(w.ops.size());
   for (std::size_t i = 0; i < w.ops.size(); ++i) {
     const auto& op = w.ops[i];
-    const model::Prediction p = m.predict(op.ref_time_ns, op.ref, def, op.coeffs);
+    const model::Prediction p = model::predict_op(m, op, def);
     out[i] = p.power_w - p.idle_power_w;
   }
   return out;
@@ -114,7 +114,7 @@ StepOut run_step(const model::Workload& w, const model::DvfsModel& m, const plan
     const model::ClockPair c = changes[landed].clocks;
     idle_j += m.idle_power_w(idle_clocks.sm_mhz) * (start - idle_from) * 1e-9;
     idle_clocks = c, idle_from = start;
-    auto p = m.predict(op.ref_time_ns, op.ref, c, op.coeffs);
+    auto p = model::predict_op(m, op, c);
     double end = start + p.time_ns;
     dynamic_j += (p.power_w - p.idle_power_w) * p.time_ns * 1e-9;
     if (tails) spans.set(i, start, end);
@@ -179,7 +179,7 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
                                [](double v, const Change& c) { return v < c.at_ns; });
     const model::ClockPair c = std::prev(it)->clocks;
     if (!(cached_clocks[i] == c)) {
-      cached[i] = m.predict(w.ops[i].ref_time_ns, w.ops[i].ref, c, w.ops[i].coeffs);
+      cached[i] = model::predict_op(m, w.ops[i], c);
       cached_clocks[i] = c;
     }
     const model::Prediction& p = cached[i];

@@ -95,15 +95,32 @@ TEST(GpuSpec, TimesAreConvertedToNsAtLoad) {
     "mem_clocks_mhz":[500],"default_sm_clock_mhz":130,"default_mem_clock_mhz":500,
     "power_limit_w":{"min":1,"max":2,"default":2},"idle_power_w":{"at_min_sm_clock":1,"at_max_sm_clock":2},
     "max_board_power_w":2,"voltage_knee_mhz":110,"memory_power_w_at_max_clock":1,"switch_latency_ms":0.25,
-    "energy_counter_update_ms":20.5,"gap_power_decay_us":70,"sources":{}})",
+    "energy_counter_update_ms":20.5,"gap_power_decay_us":70,"power_limit_window_us":600,"sources":{}})",
                          "x.json");
   EXPECT_DOUBLE_EQ(s.switch_latency_ns, 250'000);
+  EXPECT_DOUBLE_EQ(s.power_limit_window_ns, 600'000);
   EXPECT_EQ(s.energy_counter_update_ns, 20'500'000);
   EXPECT_DOUBLE_EQ(s.gap_power_decay_ns, 70'000);
   const GpuSpec h200 = find_spec("h200");
   EXPECT_DOUBLE_EQ(h200.switch_latency_ns, 6e6);
   EXPECT_EQ(h200.energy_counter_update_ns, 100'000'000);
   EXPECT_DOUBLE_EQ(h200.gap_power_decay_ns, 70'000);
+  EXPECT_DOUBLE_EQ(h200.power_limit_window_ns, 600'000);
+  EXPECT_DOUBLE_EQ(find_spec("a100").power_limit_window_ns, 0);  // not measured: the limit binds per kernel
+}
+
+TEST(GpuSpec, ANegativePowerLimitWindowIsAnError) {
+  try {
+    parse_spec(R"({"name":"x","full_name":"X","sm_clocks_mhz":{"min":100,"max":130,"step":10},
+      "mem_clocks_mhz":[500],"default_sm_clock_mhz":130,"default_mem_clock_mhz":500,
+      "power_limit_w":{"min":1,"max":2,"default":2},"idle_power_w":{"at_min_sm_clock":1,"at_max_sm_clock":2},
+      "max_board_power_w":2,"voltage_knee_mhz":110,"memory_power_w_at_max_clock":1,"switch_latency_ms":0.25,
+      "energy_counter_update_ms":20.5,"power_limit_window_us":-1,"sources":{}})",
+               "x.json");
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("x.json: power_limit_window_us must be >= 0"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GpuSpec, DeviceNamesFindTheirSpec) {

@@ -66,9 +66,11 @@ TEST(PlanReport, EnergyPerClassAddsUpToTheSimulatedEnergies) {
   EXPECT_EQ(e["classes"][0], "gemm");  // the largest class of a transformer step
   EXPECT_EQ(e["classes"].back(), "idle (board)");
   EXPECT_GT(e["baseline_j"].back().get<double>(), 0);
-  // The plan runs the forward and backward at 1875 MHz, where the power cap holds the dense GEMMs anyway: their
-  // energy stays that of the default clocks (to 1e-9), the saving is on the other classes.
-  EXPECT_NEAR(e["plan_j"][0].get<double>(), e["baseline_j"][0].get<double>(), 1e-9 * e["baseline_j"][0].get<double>());
+  // The plan runs the forward and backward at 1875 MHz, where the power cap holds most dense GEMMs anyway: their
+  // energy stays within 0.1 % of the default clocks' (to 1e-9 before the limit's averaging window: GEMMs next to
+  // gaps now run above 1875 MHz at default clocks), the saving is on the other classes.
+  EXPECT_LE(e["plan_j"][0].get<double>(), e["baseline_j"][0].get<double>());
+  EXPECT_NEAR(e["plan_j"][0].get<double>(), e["baseline_j"][0].get<double>(), 1e-3 * e["baseline_j"][0].get<double>());
   std::size_t saving = 0;
   for (std::size_t c = 1; c + 1 < e["classes"].size(); ++c)
     saving += e["plan_j"][c].get<double>() < e["baseline_j"][c].get<double>() * (1 - 1e-3);

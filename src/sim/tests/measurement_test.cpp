@@ -108,7 +108,8 @@ TEST(Measurement, ImpossibleMemoryPowerIsRefused) {
   // While every gap idled at once, 698 W on GPT-2 needed more than 578 W of memory/uncore power (impossible with
   // the SMs idle; refused here). With the board's fall to idle in gaps (data/gpus/h200.json) it needs 465 W:
   // possible on the board, above what memory draws (kMaxMemoryShareOfBoard), so a plan keeps the memory clock.
-  EXPECT_NEAR(m.params().memory_w_at_max, 465.5, 1.0);
+  // With the limit held on a 0.6 ms average (the same file), kernels next to gaps may draw more: 462 W.
+  EXPECT_NEAR(m.params().memory_w_at_max, 461.9, 1.0);
   EXPECT_GT(m.params().memory_w_at_max, kMaxMemoryShareOfBoard * 700);
   EXPECT_TRUE(calibration_bound_warnings(m).empty());
   EXPECT_TRUE(implausible_calibration(m).empty());
@@ -148,6 +149,66 @@ TEST(Measurement, SampledGemmClocksGiveTheSagAtTheCap) {
   // Without samples there is no such measurement.
   for (auto& op : t.ops) op.sm_clock_mhz = 0;
   EXPECT_FALSE(sampled_gemm_clock_mhz(model::build_workload(t, trace::detect_iterations(t), spec_model)));
+}
+
+}  // namespace
+}  // namespace gearshift::sim
+
+namespace gearshift::sim {
+namespace {
+
+// A step of dense GEMMs, 88 % busy, with a 120 µs gap after every 0.88 ms (10 ms period), and the spec whose
+// power limit is held per kernel (window 0) or on the 0.6 ms average (data/gpus/h200.json).
+model::Workload gemm_blocks_with_gaps(const model::DvfsModel& m) {
+  model::Workload w;
+  w.period_ns = 1e7;
+  for (int block = 0; block < 10; ++block)
+    for (int k = 0; k < 10; ++k) {
+      model::WorkloadOp op;
+      op.cls = model::KernelClass::gemm;
+      op.coeffs = model::class_prior(op.cls);
+      op.ref_time_ns = 88e3;
+      op.start_offset_ns = block * 1e6 + k * 88e3;
+      op.gap_before_ns = k == 0 && block > 0 ? 120e3 : 0;
+      op.stream = 7;
+      w.ops.push_back(op);
+    }
+  w.tail_ns = 120e3;
+  model::set_window_idle_shares(w, m.spec().power_limit_window_ns, m.params().gap_decay_ns);
+  model::refresh_reference_clocks(w, m);
+  return w;
+}
+
+// Measured on an H200 (docs/benchmarks.md): jobs busy 86–93 % drew 657–692 W, more than kernels held to 700 W
+// each reach with the board falling to idle in their gaps. Held per kernel, the calibration can only reach such a
+// figure by a memory/uncore power no board draws (refused) or by tripling every kernel's activity, which caps
+// dense GEMMs far below the 1815–1935 MHz they sagged to at the limit (docs/design.md). Held on the 0.6 ms
+// average, the kernels next to idle time draw more and the same figure calibrates with activity near the priors.
+TEST(Measurement, PowerAboveWhatKernelsCappedOneByOneReachCalibratesWithTheAveragedLimit) {
+  const gpu::GpuSpec h200 = gpu::find_spec("h200");
+  gpu::GpuSpec per_kernel = h200;
+  per_kernel.power_limit_window_ns = 0;
+  {
+    model::DvfsModel m(per_kernel);
+    model::Workload w = gemm_blocks_with_gaps(m);
+    for (const auto& op : w.ops) ASSERT_EQ(op.window_idle_share, 0);
+    calibrate_to_measured_power(w, m, 680);
+    const bool refused = !implausible_calibration(m).empty() || !calibration_bound_warnings(m).empty();
+    EXPECT_TRUE(refused || w.ops[0].ref.sm_mhz < 1500)
+        << "activity " << m.params().activity_scale << ", GEMMs at " << w.ops[0].ref.sm_mhz << " MHz";
+    EXPECT_GT(m.params().activity_scale, 2.5);  // 3.01: GEMMs capped at 1200 MHz
+  }
+  model::DvfsModel m(h200);
+  model::Workload w = gemm_blocks_with_gaps(m);
+  std::size_t beside_idle = 0;
+  for (const auto& op : w.ops) beside_idle += op.window_idle_share > 0.05;
+  EXPECT_GE(beside_idle, 40u);
+  calibrate_to_measured_power(w, m, 680);
+  EXPECT_TRUE(implausible_calibration(m).empty()) << m.params().memory_w_at_max;
+  EXPECT_TRUE(calibration_bound_warnings(m).empty()) << m.params().memory_w_at_max;
+  EXPECT_NEAR(m.params().activity_scale, 0.92, 0.02);
+  EXPECT_NEAR(simulate(w, m, default_schedule(w, m), 0).average_power_w, 680, 2);
+  for (const auto& op : w.ops) EXPECT_GE(op.ref.sm_mhz, 1875) << op.start_offset_ns;
 }
 
 }  // namespace
