@@ -89,25 +89,30 @@ int main(int argc, char** argv) try {
          "roofline); *r ≡ 1*: fit_kernel's own choice between the two laws from the 3 calibration clocks, without the "
          "board's time shape (the figures before it); *fit_kernel*: the same with the board's time shape r(f) learnt "
          "on the OTHER fold (`fit_time_shape`) where the other fold's own check says it helps (shapes and checks below). Time / energy MAPE % over the held-out clocks; "
-         "*roofline taken* = kernels whose fit (with the shape) chose `max(T_mem·r, A/f)`. The kink decision's "
+         "*roofline taken* = kernels whose fit (with the shape) chose `max(T_mem·r, A/f)`; *time rises* = kernels "
+         "whose 3 calibration times rise with the clock (from one to the next by more than √2 × the kink tolerance), "
+         "to which fit_kernel did not apply the offered shape (r ≡ 1). The kink decision's "
          "tolerance is max(0.5 %, 2σ) with σ the dataset's measured time scatter estimated on the OTHER fold "
          "(each interior sample against the T_c + A/f line through its neighbours, robust σ); *time σ* below.\n\n"
          "| dataset | GPU | suite | interp.: T_c + A/f only | interp.: r ≡ 1 | interp.: fit_kernel | roofline taken (interp.) | "
-         "extrap.: T_c + A/f only | extrap.: r ≡ 1 | extrap.: fit_kernel | roofline taken (extrap.) |\n"
-         "|---|---|---|---|---|---|---|---|---|---|---|\n";
+         "time rises (interp.) | extrap.: T_c + A/f only | extrap.: r ≡ 1 | extrap.: fit_kernel | roofline taken (extrap.) | "
+         "time rises (extrap.) |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& g : groups) {
     Points i, ia, ifl, x, xa, xfl;
-    int ni = 0, nx = 0;
+    int ni = 0, nx = 0, ri = 0, rx = 0;
     for (const auto* e : by_group[g]) {
       append(i, e->interp), append(ia, e->interp_additive), append(x, e->extrap), append(xa, e->extrap_additive);
       append(ifl, e->interp_flat), append(xfl, e->extrap_flat);
       ni += e->interp_law == gm::TimeLaw::roofline, nx += e->extrap_law == gm::TimeLaw::roofline;
+      ri += e->interp_rises, rx += e->extrap_rises;
     }
     const auto* e0 = by_group[g].front();
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} of {} |\n", e0->dataset, e0->gpu,
-                       e0->suite, te(gm::model_errors(ia)), te(gm::model_errors(ifl)), te(gm::model_errors(i)), ni,
-                       by_group[g].size(), te(gm::model_errors(xa)), te(gm::model_errors(xfl)),
-                       te(gm::model_errors(x)), nx, by_group[g].size());
+    const std::size_t n = by_group[g].size();
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} | {} of {} | {} |\n", e0->dataset,
+                       e0->gpu, e0->suite, te(gm::model_errors(ia)), te(gm::model_errors(ifl)), te(gm::model_errors(i)),
+                       ni, n, ri, te(gm::model_errors(xa)), te(gm::model_errors(xfl)), te(gm::model_errors(x)), nx, n,
+                       rx);
   }
   out += "\nThe board's time shape r(f) (`fit_time_shape` on the OTHER fold's full sweeps, r = 1 at the top and the "
          "middle clock; boards with more than 16 clocks: the range of r and r at the lowest clock) and the rule that "

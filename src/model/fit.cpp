@@ -137,7 +137,15 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   const std::size_t base = std::max<std::size_t>(2, (s.size() + 1) / 2);
   std::vector<Sample> uncapped(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(base));
   std::vector<Sample> capped;
-  const TimeShape& shape = opts.time_shape;
+  // Both laws take a time that falls or stays flat as the clock rises (A, T ≥ 0; r(f) is learnt from kernels
+  // that follow them). A kernel whose time rises from one sample to the next by more than the measured scatter
+  // follows neither, so the board's shape says nothing about it: r ≡ 1 (fit.hpp). The rise is the difference of
+  // two measured times, each with the scatter kink_tolerance allows one sample: √2 of it.
+  const double rise_tolerance = std::sqrt(2.0) * opts.kink_tolerance;
+  bool rises = false;
+  for (std::size_t i = 1; i < s.size(); ++i) rises |= s[i].time_s > s[i - 1].time_s * (1.0 + rise_tolerance);
+  const TimeShape no_shape;
+  const TimeShape& shape = rises ? no_shape : opts.time_shape;
   auto rf = [&](double f) { return shape.empty() ? 1.0 : shape.at(f); };
   const Line law0 = fit_time(uncapped, shape);
   for (std::size_t i = uncapped.size(); i < s.size(); ++i) {
@@ -151,6 +159,7 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
 
   FittedKernel k;
   k.time_shape = shape;
+  k.time_rises = rises;
   const Line time = fit_time(uncapped, shape);
   k.clock_independent_s = time.c0;
   k.sm_scaled_s_mhz = time.c1;

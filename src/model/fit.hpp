@@ -42,7 +42,11 @@
 //   t(f) = T_c·r(f) + A/f_eff          or          t(f) = max(T_mem·r(f), A/f_eff)
 //
 // still 2 parameters per kernel; r is the board's, learnt from OTHER kernels' full sweeps (fit_time_shape), as
-// the V-curve is. An empty shape is r ≡ 1 (the laws above, unchanged).
+// the V-curve is. An empty shape is r ≡ 1 (the laws above, unchanged). The shape is not applied to a kernel whose
+// samples' time rises with the clock (from one sample to the next by more than √2·FitOptions::kink_tolerance, the
+// measured scatter of a difference of two times): both laws fall or stay flat as f rises, so such a kernel
+// (SYnergy's Spmv on the V100, slower at 1530 MHz than at 915) is outside the family the shape was learnt on,
+// and is fitted with r ≡ 1 (FittedKernel::time_rises).
 #pragma once
 
 #include <vector>
@@ -82,6 +86,7 @@ struct FitOptions {
   // Relative. T_c + A/f is replaced by the roofline only when it misses an uncapped sample by more than this: the
   // measured scatter of times about a smooth law (as cap_tolerance), so noise alone does not bend the law.
   // model/kernel_validation.cpp raises it to 2σ of each dataset's measured time scatter (σ from other kernels).
+  // √2 of it is the rise between two samples beyond which the time is judged to rise with the clock (time_shape).
   double kink_tolerance = 0.005;
   // The board's time shape r(f) (header comment; fit_time_shape); empty: r ≡ 1.
   TimeShape time_shape;
@@ -110,6 +115,7 @@ struct FittedKernel {
   double cap_w = 0;                // P_cap, W
   std::vector<int> capped_sm_mhz;  // the samples judged capped, MHz (empty when none)
   TimeShape time_shape;            // r(f) the fit used (FitOptions::time_shape); empty: r ≡ 1
+  bool time_rises = false;         // the samples' time rises with the clock: FitOptions::time_shape not applied
 
   DvfsModel model(const gpu::GpuSpec& spec) const { return DvfsModel(spec, power); }
 };

@@ -347,7 +347,9 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
       std::vector<Sample> calib;
       for (const auto& s : e.samples)
         if (std::count(splits[i].calib_mhz.begin(), splits[i].calib_mhz.end(), s.sm_mhz)) calib.push_back(s);
-      (i ? e.extrap_law : e.interp_law) = fit_kernel(calib, fit_board, fo).time_law;
+      const FittedKernel k = fit_kernel(calib, fit_board, fo);
+      (i ? e.extrap_law : e.interp_law) = k.time_law;
+      (i ? e.extrap_rises : e.interp_rises) = !fo.time_shape.empty() && k.time_rises;
     }
     if (e.gpu == "v100") {
       const DvfsModel spec_board(spec);

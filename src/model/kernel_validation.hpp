@@ -85,6 +85,9 @@ struct SweepEval {
   std::vector<HeldOut> interp_additive, extrap_additive;  // the same board, time law T_c + A/f only (no roofline, r ≡ 1)
   std::vector<HeldOut> interp_flat, extrap_flat;  // the same board, fit_kernel without the board's time shape (r ≡ 1)
   TimeLaw interp_law = TimeLaw::additive, extrap_law = TimeLaw::additive;  // the law fit_kernel chose
+  // The board's time shape was offered and fit_kernel did not apply it: the calibration times rise with the clock
+  // (FittedKernel::time_rises).
+  bool interp_rises = false, extrap_rises = false;
   // From the top clock only, on the interpolation split's held-out clocks (model_* fields): the class prior;
   // the class prior with a = the median measured a of the class in the other fold (the prior-adjustment rule);
   // a from the counters (nv-dvfs only: the regression of the other fold).

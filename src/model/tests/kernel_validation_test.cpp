@@ -73,16 +73,28 @@ void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
   // fit_kernel (roofline where its 3 clocks show a kink beyond 2σ of the dataset's time scatter, σ from the
   // other fold), board V-curve and idle line from the other fold, and the board's time shape r(f) from the other
   // fold where that fold's own check says it helps (used on nv-dvfs/v100 both folds, synergy/v100 fold 1).
-  // Figures before the time shape (r ≡ 1) in the comments; they are asserted below as interp_flat.
+  // Figures before the time shape (r ≡ 1) in the comments; they are asserted below as interp_flat. The shape is not
+  // applied to a kernel whose calibration times rise with the clock (fit_kernel): before that rule SYnergy real
+  // was 1.61 / 5.23 % (interpolation), 3.38 / 13.37 % (extrapolation), the spec V-curve's energy 5.39 %.
   const auto i = group_errors(v, "synergy", "v100", "real", &SweepEval::interp);
   EXPECT_EQ(i.n, 3588);  // 26 kernels × (141 clocks − 3 calibration clocks)
-  EXPECT_NEAR(i.time_mape_pct, 1.61, 0.005);    // was 1.56 (r ≡ 1)
-  EXPECT_NEAR(i.energy_mape_pct, 5.23, 0.005);  // was 4.85 (r ≡ 1): Spmv 5.67 -> 14.65 % (the doc says why)
+  EXPECT_NEAR(i.time_mape_pct, 1.52, 0.005);    // was 1.56 (r ≡ 1)
+  EXPECT_NEAR(i.energy_mape_pct, 4.88, 0.005);  // was 4.85 (r ≡ 1): the energy target (≤ 5 %) is met
   const auto is = group_errors(v, "synergy", "v100", "real", &SweepEval::interp_spec);
-  EXPECT_NEAR(is.energy_mape_pct, 5.39, 0.005);  // was 5.02
+  EXPECT_NEAR(is.energy_mape_pct, 5.05, 0.005);  // was 5.02
   const auto x = group_errors(v, "synergy", "v100", "real", &SweepEval::extrap);
-  EXPECT_NEAR(x.time_mape_pct, 3.38, 0.005);     // was 3.61; 3.85 with the fixed 0.5 % tolerance; T_c + A/f alone: 3.23
-  EXPECT_NEAR(x.energy_mape_pct, 13.37, 0.005);  // was 12.05
+  EXPECT_NEAR(x.time_mape_pct, 3.27, 0.005);     // was 3.61; 3.85 with the fixed 0.5 % tolerance; T_c + A/f alone: 3.23
+  EXPECT_NEAR(x.energy_mape_pct, 12.61, 0.005);  // was 12.05
+  // The one SYnergy real kernel whose calibration times rise (1.07 s at 1005 MHz, 1.25 s at 1530): with the shape
+  // it was 8.67 / 14.65 %; without it (r ≡ 1), as before the shape.
+  for (const auto& e : v.sweeps) {
+    if (e.dataset != "synergy" || e.suite != "real") continue;
+    EXPECT_EQ(e.interp_rises, e.kernel == "Spmv") << e.kernel;
+    if (e.kernel != "Spmv") continue;
+    const auto sp = model_errors(e.interp);
+    EXPECT_NEAR(sp.time_mape_pct, 6.14, 0.005);
+    EXPECT_NEAR(sp.energy_mape_pct, 5.67, 0.005);
+  }
   const auto m = group_errors(v, "synergy", "v100", "micro", &SweepEval::interp);
   EXPECT_NEAR(m.time_mape_pct, 1.49, 0.005);  // was 1.48
   EXPECT_NEAR(m.energy_mape_pct, 4.36, 0.005);
@@ -90,6 +102,11 @@ void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
   EXPECT_EQ(n.n, 120);
   EXPECT_NEAR(n.time_mape_pct, 2.70, 0.005);    // was 5.71 (r ≡ 1): the time target (≤ 3 %) is met
   EXPECT_NEAR(n.energy_mape_pct, 4.96, 0.005);  // was 4.81
+  // What the rising-time rule costs: one NV-DVFS V100 microbenchmark (mixbench-cuda-alt/input019, 0.0078 s at 945
+  // MHz, 0.0083 at 1380) whose slow 502 MHz sample does follow the board's shape: 1.87 / 4.21 % before the rule.
+  const auto nm = group_errors(v, "nv-dvfs", "v100", "micro", &SweepEval::interp);
+  EXPECT_NEAR(nm.time_mape_pct, 1.93, 0.005);
+  EXPECT_NEAR(nm.energy_mape_pct, 4.24, 0.005);
   // The same without the board's time shape (r ≡ 1: the figures before it).
   const auto nf = group_errors(v, "nv-dvfs", "v100", "real", &SweepEval::interp_flat);
   EXPECT_NEAR(nf.time_mape_pct, 5.71, 0.005);
@@ -121,7 +138,7 @@ void three_clock_fits_on_the_v100_sweeps(const KernelValidation& v) {
   EXPECT_NEAR(r.at(1380), 1.0, 1e-9);
   for (int f = 0; f < 2; ++f) EXPECT_TRUE(v.shape_checks.at({"nv-dvfs/v100", f}).used) << f;
   EXPECT_NEAR(v.shape_checks.at({"nv-dvfs/v100", 0}).without_pct, 9.11, 0.005);
-  EXPECT_NEAR(v.shape_checks.at({"nv-dvfs/v100", 0}).with_pct, 3.23, 0.005);
+  EXPECT_NEAR(v.shape_checks.at({"nv-dvfs/v100", 0}).with_pct, 3.40, 0.005);  // 3.23 before the rising-time rule
   EXPECT_FALSE(v.shape_checks.at({"synergy/v100", 0}).used);
   EXPECT_TRUE(v.shape_checks.at({"synergy/v100", 1}).used);
   for (int f = 0; f < 2; ++f) EXPECT_FALSE(v.shape_checks.at({"gpuptx/gtxtitanx", f}).used) << f;
