@@ -88,14 +88,22 @@ void RuntimeCore::on_complete(std::int64_t correlation, std::int64_t start, std:
   }
   const auto n = static_cast<std::int64_t>(pred_.size());
   if (first_abs_ < 0 || abs < first_abs_ + n || end <= start) return;
-  const auto& want = plan_.positions[static_cast<std::size_t>(abs % n)].clocks;
+  const auto at = static_cast<std::size_t>(abs % n);
   const double s = static_cast<double>(start), t = static_cast<double>(end);
-  stats_.kernel_ns += t - s;
+  const bool before_fallback = stats_.fell_back && s < fallback_from_ns_;  // ran before the runtime acted on it
+  const auto& want = before_fallback ? phase_clocks_[at] : plan_.positions[at].clocks;
+  double in_time = 0;
   auto it = std::upper_bound(landings_.begin(), landings_.end(), s, [](double x, const auto& seg) { return x < seg.first; });
   for (auto k = static_cast<std::size_t>(it - landings_.begin()) - 1; k < landings_.size() && landings_[k].first < t; ++k) {
     const double lo = std::max(s, landings_[k].first);
     const double hi = k + 1 < landings_.size() ? std::min(t, landings_[k + 1].first) : t;
-    if (hi > lo && landings_[k].second == want) stats_.in_time_ns += hi - lo;
+    if (hi > lo && landings_[k].second == want) in_time += hi - lo;
+  }
+  stats_.kernel_ns += t - s;
+  stats_.in_time_ns += in_time;
+  if (before_fallback) {
+    stats_.kernel_ns_before_fallback += t - s;
+    stats_.in_time_ns_before_fallback += in_time;
   }
   if (plan_.in_time_fallback && !stats_.fell_back) guard(s);
 }
@@ -124,11 +132,14 @@ void RuntimeCore::guard(double start_ns) {
   stats_.fell_back_window_in_time = in_time / kernel;
   stats_.kernel_ns_before_fallback = stats_.kernel_ns;
   stats_.in_time_ns_before_fallback = stats_.in_time_ns;
-  for (auto& p : plan_.positions) p.clocks = *plan_.in_time_fallback;
+  phase_clocks_.clear();
+  for (auto& p : plan_.positions) phase_clocks_.push_back(p.clocks), p.clocks = *plan_.in_time_fallback;
   sched_.plan_changed();
 }
 
 std::vector<ClockChange> RuntimeCore::poll(std::int64_t now_ns) {
+  if (stats_.fell_back && fallback_from_ns_ == std::numeric_limits<double>::infinity())
+    fallback_from_ns_ = static_cast<double>(now_ns);
   std::vector<ClockChange> out = sched_.poll(now_ns);
   for (const auto& c : out) {
     landings_.emplace_back(static_cast<double>(now_ns) + latency_ns_, c.clocks);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,8 +35,9 @@ struct LiveStats {
   // than estimated). At most kMaxBoundaryErrors kept.
   std::vector<float> boundary_error_ns;
   // The in-time guard (below): whether it sent the plan to its one clock pair, at which step (counted as
-  // `steps`), and the window that made it: its steps and its in-time fraction. kernel_ns and in_time_ns as they
-  // stood then split the run's in-time fraction into before and after.
+  // `steps`), and the window that made it: its steps and its in-time fraction. The *_before_fallback sums split
+  // the run's in-time fraction: kernels that started before the runtime acted on the fall-back (its first poll
+  // after it), judged against the phase plan's clocks wherever their completion was reported; the rest after.
   bool fell_back = false;
   std::uint64_t guard_windows = 0;  // windows the guard scored (held ones, and the one that fell back)
   std::uint64_t fell_back_at_step = 0, fell_back_window_steps = 0;
@@ -115,6 +117,11 @@ class RuntimeCore {
   // The in-time guard's current window: from this step, with the kernel and in-time ns as they stood then.
   std::uint64_t window_step_ = 0;
   double window_kernel_ns_ = 0, window_in_time_ns_ = 0;
+  // The phase plan's clocks per position, kept when the guard falls back, and when the runtime acted on it (its
+  // next poll, ns; +inf until then). Activity records arrive in batches, so kernels reported after the decision
+  // may have run long before it, at the phase plan's clocks: they are judged against those.
+  std::vector<model::ClockPair> phase_clocks_;
+  double fallback_from_ns_ = std::numeric_limits<double>::infinity();
   LiveStats stats_;
 };
 
