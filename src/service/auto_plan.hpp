@@ -11,7 +11,8 @@
 // kernel's activity and its untraced step is measured from its launch rate (runtime/untraced_step.hpp); where
 // that differs from the traced step by more than max_untraced_disagreement, the template's idle time is
 // re-timed to it (trace/idle_rescale.hpp) and planned again, or the step is refused when its kernels alone take
-// longer than the untraced step.
+// longer than the untraced step. An untraced step longer than the traced one (recording can only lengthen a step)
+// is measured once more first: the job's own slow stretch is not its step.
 #pragma once
 
 #include <chrono>

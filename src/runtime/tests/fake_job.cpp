@@ -235,6 +235,13 @@ bool run_steps(int fd, const Step& step_in, long steps) {
   const std::int64_t traced_gap_ns =
       std::getenv("FAKE_JOB_TRACED_GAP_US") ? std::atoll(std::getenv("FAKE_JOB_TRACED_GAP_US")) * 1000 : 0;
   const double traced_scale = std::getenv("FAKE_JOB_TRACED_SCALE") ? std::atof(std::getenv("FAKE_JOB_TRACED_SCALE")) : 1;
+  // FAKE_JOB_UNTRACED_SLOW=N:X: the first N steps after recording stops are X µs per kernel slower (the job's own
+  // slow stretch, not recording's).
+  long slow_steps = 0;
+  std::int64_t slow_gap_ns = 0;
+  if (const char* v = std::getenv("FAKE_JOB_UNTRACED_SLOW"); v != nullptr && std::strchr(v, ':') != nullptr)
+    slow_steps = std::atol(v), slow_gap_ns = std::atoll(std::strchr(v, ':') + 1) * 1000;
+  long untraced_steps = 0;
   // FAKE_JOB_LAUNCH_BOUND=1: each kernel is launched 5 µs before it starts (a launch-bound job), not all of a
   // step's kernels at its start.
   const bool launch_bound = std::getenv("FAKE_JOB_LAUNCH_BOUND") != nullptr;
@@ -263,7 +270,7 @@ bool run_steps(int fd, const Step& step_in, long steps) {
     const Step step = at_clocks(given);
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
-    const std::int64_t slow = g_traced ? traced_gap_ns : 0;  // per kernel, this step
+    const std::int64_t slow = g_traced ? traced_gap_ns : ++untraced_steps <= slow_steps ? slow_gap_ns : 0;  // per kernel
     const double scale = g_traced ? traced_scale : 1;
     auto scaled = [scale](std::int64_t ns) { return static_cast<std::int64_t>(static_cast<double>(ns) * scale); };
     auto launch = [&](std::size_t i) {
