@@ -1,5 +1,7 @@
 #include "model/workload.hpp"
 
+#include "trace/idle_rescale.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -85,14 +87,8 @@ void set_window_idle_shares(Workload& w, double window_ns, double gap_decay_ns) 
   for (const auto& op : w.ops)
     busy.emplace_back(std::clamp(op.start_offset_ns, 0.0, period),
                       std::clamp(op.start_offset_ns + op.ref_time_ns, 0.0, period));
-  std::sort(busy.begin(), busy.end());
-  std::vector<std::pair<double, double>> merged;
-  for (const auto& b : busy) {
-    if (!merged.empty() && b.first <= merged.back().second)
-      merged.back().second = std::max(merged.back().second, b.second);
-    else
-      merged.push_back(b);
-  }
+  const std::vector<std::pair<double, double>> merged = trace::merged_intervals(std::move(busy));
+  if (merged.empty()) return;
   // The idle part of each gap (the gap after span i runs to span i+1, the last one wraps to the first of the
   // next period): what remains after the fall to idle.
   auto fall = [&](double gap) { return gap_decay_ns > 0 ? -gap_decay_ns * std::expm1(-gap / gap_decay_ns) : 0.0; };

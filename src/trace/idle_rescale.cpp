@@ -10,16 +10,8 @@
 
 namespace gearshift::trace {
 
-namespace {
-
-// The busy intervals of one step, merged and sorted, within [0, period).
-std::vector<std::pair<double, double>> busy_intervals(const IterationTemplate& t) {
-  std::vector<std::pair<double, double>> iv;
-  for (const auto& op : t.ops) {
-    const double a = std::clamp(op.start_offset_ns, 0.0, t.period_ns);
-    const double b = std::clamp(op.start_offset_ns + op.duration_ns, 0.0, t.period_ns);
-    if (b > a) iv.emplace_back(a, b);
-  }
+std::vector<std::pair<double, double>> merged_intervals(std::vector<std::pair<double, double>> iv) {
+  iv.erase(std::remove_if(iv.begin(), iv.end(), [](const auto& x) { return !(x.second > x.first); }), iv.end());
   std::sort(iv.begin(), iv.end());
   std::vector<std::pair<double, double>> merged;
   for (const auto& x : iv) {
@@ -29,6 +21,17 @@ std::vector<std::pair<double, double>> busy_intervals(const IterationTemplate& t
       merged.push_back(x);
   }
   return merged;
+}
+
+namespace {
+
+// The busy intervals of one step, merged and sorted, within [0, period).
+std::vector<std::pair<double, double>> busy_intervals(const IterationTemplate& t) {
+  std::vector<std::pair<double, double>> iv;
+  for (const auto& op : t.ops)
+    iv.emplace_back(std::clamp(op.start_offset_ns, 0.0, t.period_ns),
+                    std::clamp(op.start_offset_ns + op.duration_ns, 0.0, t.period_ns));
+  return merged_intervals(std::move(iv));
 }
 
 // Idle time in [0, x) of a step (x in [0, period]).

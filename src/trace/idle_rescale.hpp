@@ -10,10 +10,16 @@
 #pragma once
 
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "trace/iteration.hpp"
 
 namespace gearshift::trace {
+
+// The union of the intervals [first, second) (empty ones dropped), sorted and merged, ns. Shared with the model's
+// power-limit window (model/workload.cpp).
+std::vector<std::pair<double, double>> merged_intervals(std::vector<std::pair<double, double>> iv);
 
 // Busy time of one template step: the union of its ops' [start, start + duration) clipped to [0, period), ns.
 double template_busy_ns(const IterationTemplate& t);
