@@ -26,7 +26,9 @@ RuntimeCore::RuntimeCore(const ClockPlan& plan, SchedulerOptions options, Predic
       latency_ns_(options.switch_latency_ns),
       corr_pos_(kRing, {-1, -1}),
       landings_{{-std::numeric_limits<double>::infinity(), plan_.default_clocks}},
-      issued_(kRing, {-1, 0.0}) {}
+      issued_(kRing, {-1, 0.0}) {
+  for (const auto& p : plan_.positions) plan_kernel_ns_ += p.duration_ns;
+}
 
 Alignment RuntimeCore::on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) {
   const std::int64_t expected = pred_.next_position();
@@ -123,7 +125,7 @@ void RuntimeCore::guard(double start_ns) {
   // landings_[0] is the default clocks since always; [1] the plan's first change.
   if (landings_.size() < 2 || start_ns < landings_[1].first) return start_window();  // the plan has not begun
   const double kernel = stats_.kernel_ns - window_kernel_ns_, in_time = stats_.in_time_ns - window_in_time_ns_;
-  if (now < window_step_ + kGuardWindowSteps || kernel < kGuardMinKernelPeriods * plan_.period_ns) return;
+  if (now < window_step_ + kGuardWindowSteps || kernel < kGuardMinKernelSteps * plan_kernel_ns_) return;
   ++stats_.guard_windows;
   if (in_time >= kMinInTime * kernel) return start_window();  // this window held: the next one starts here
   stats_.fell_back = true;

@@ -209,9 +209,9 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
 std::string LiveRun::guard_line(const runtime::LiveStats& st) const {
   if (!o_.plan || !o_.plan->in_time_fallback) return {};
   if (!st.fell_back && st.guard_windows == 0)
-    return fmt::format("  in-time guard: no verdict: no window of {} steps and {:g} step periods of sampled kernel "
-                       "time completed while the plan ran\n",
-                       runtime::kGuardWindowSteps, runtime::kGuardMinKernelPeriods);
+    return fmt::format("  in-time guard: no verdict: no window of {} steps and {:g} steps' kernel time sampled "
+                       "completed while the plan ran\n",
+                       runtime::kGuardWindowSteps, runtime::kGuardMinKernelSteps);
   if (!st.fell_back)
     return fmt::format("  in-time guard: held ({} window(s) of at least {} steps, none below {:.0f} %)\n",
                        st.guard_windows, runtime::kGuardWindowSteps, 100 * runtime::kMinInTime);
