@@ -50,6 +50,7 @@ struct AutoPlanner::Candidate {
   std::uint32_t source = 0;
   double traced_period_ns = 0;  // the template's step (what the runtime's offsets time), ns
   std::int64_t stop_ns = 0;     // when the job was asked to stop recording (CLOCK_MONOTONIC), ns
+  double launches_per_step = 0;  // in the traced steps (runtime::launches_per_step)
   runtime::UntracedStep meter;
   std::int64_t energy_from_ns = -1;        // when the energy counter was first read after the settle time, ns
   std::optional<double> energy_from_j;     // that reading, J
@@ -375,7 +376,8 @@ AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, Plan
   }
   const std::int64_t stop = runtime::monotonic_ns();
   auto c = std::unique_ptr<Candidate>(
-      new Candidate{std::move(r), po, source, traced_period_ns, stop, runtime::UntracedStep(stop, *per_step, o_.untraced), -1, std::nullopt, 0});
+      new Candidate{std::move(r), po, source, traced_period_ns, stop, *per_step,
+                    runtime::UntracedStep(stop, *per_step, o_.untraced), -1, std::nullopt, 0});
   {
     std::lock_guard<std::mutex> g(mu_);
     cand_ = std::move(c);
@@ -434,11 +436,9 @@ AutoPlanner::Outcome AutoPlanner::measured() {
                                       "only lengthen: the job slowed for a while after recording stopped; measuring "
                                       "the untraced step again",
                                       line));
-    const std::optional<double> per_step = runtime::launches_per_step(c->r->trace, c->r->iterations);
-    const std::int64_t now = runtime::monotonic_ns();
     c->measured_again = true;
-    c->stop_ns = now - static_cast<std::int64_t>(o_.untraced.settle_ns);  // recording stopped long ago: no settle
-    c->meter = runtime::UntracedStep(c->stop_ns, per_step.value_or(1.0), o_.untraced);
+    c->stop_ns = runtime::monotonic_ns() - static_cast<std::int64_t>(o_.untraced.settle_ns);  // no settle needed now
+    c->meter = runtime::UntracedStep(c->stop_ns, c->launches_per_step, o_.untraced);
     c->energy_from_ns = -1;
     c->energy_from_j.reset();
     c->po.measured_power.reset();

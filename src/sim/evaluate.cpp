@@ -30,8 +30,8 @@ model::PowerParams calibrate_to_measured_power(model::Workload& w, model::DvfsMo
     }
     // Capped clocks move in supported steps, so the power can jump where the bisection ends: keep the side
     // nearer the measured power.
-    const double below = power_with(with_memory(lo)), above = power_with(with_memory(hi));
-    power_with(with_memory(measured_w - below <= above - measured_w ? lo : hi));
+    const double below = power_with(with_memory(lo)), above = power_with(with_memory(hi));  // `m` left at hi
+    if (measured_w - below <= above - measured_w) power_with(with_memory(lo));
     return m.params();
   }
   model::PowerParams base = with_memory(spec.memory_power_w_at_max_clock);
@@ -45,8 +45,8 @@ model::PowerParams calibrate_to_measured_power(model::Workload& w, model::DvfsMo
     double mid = 0.5 * (lo + hi);
     (power_with(with_scale(mid)) < measured_w ? lo : hi) = mid;
   }
-  const double below = power_with(with_scale(lo)), above = power_with(with_scale(hi));
-  power_with(with_scale(measured_w - below <= above - measured_w ? lo : hi));
+  const double below = power_with(with_scale(lo)), above = power_with(with_scale(hi));  // `m` left at hi
+  if (measured_w - below <= above - measured_w) power_with(with_scale(lo));
   return m.params();
 }
 
