@@ -10,7 +10,8 @@
 # For each job: `gearshift run --auto --max-slowdown $SLOWDOWN --switch-latency-ms 6` (OUT/JOB.auto.log, its plan,
 # its dry-run log); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it;
 # with PAIRS=N (default 0; only for the jobs in PAIRS_JOBS when that is set) N alternating rounds of the plain job and the job under `run --auto` for the step-time
-# overhead (the job's own TRAIN/iteration-time line in OUT/JOB.pairs.log).
+# overhead (the job's own TRAIN/iteration-time lines and each --auto run's live figures in OUT/JOB.pairs.log; its
+# whole log in OUT/JOB.pairN.log).
 # BIN holds gearshift, libgearshift_inject.so and the shared libraries they need. Reads NVML only: never changes
 # clocks, power limits or any other GPU setting (`gearshift run` without --apply only logs what it would do).
 set -u
@@ -91,7 +92,9 @@ for j in "${JOBS[@]}"; do
     log "job $j pair $r: plain"
     "${CMD[@]}" 2>&1 | grep -E "^TRAIN| iteration +[0-9]+/" | tail -3 | sed "s/^/plain $r: /" >> "$OUT/$j.pairs.log"
     log "job $j pair $r: run --auto"
-    auto_run "$j" "pair$r" 2>&1 | grep -E "^TRAIN| iteration +[0-9]+/" | tail -3 | sed "s/^/auto $r: /" >> "$OUT/$j.pairs.log"
+    auto_run "$j" "pair$r" > "$OUT/$j.pair$r.log" 2>&1  # kept whole: when the plan applied, its live figures
+    grep -E "^TRAIN| iteration +[0-9]+/" "$OUT/$j.pair$r.log" | tail -3 | sed "s/^/auto $r: /" >> "$OUT/$j.pairs.log"
+    grep -E "prediction accuracy|intended clocks|in-time guard:|energy while live" "$OUT/$j.pair$r.log" | sed "s/^/auto $r: /" >> "$OUT/$j.pairs.log"
   done
   [[ -f $OUT/$j.pairs.log ]] && cat "$OUT/$j.pairs.log"
 done

@@ -51,6 +51,7 @@ Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysi
     op.graph_launch = t.graph_launch;
     op.launch_offset_ns = t.launch_offset_ns;
     op.launch_known = t.launch_known;
+    op.ref_launch_ns = t.ref_launch_ns;
     if (t.sm_clock_mhz > 0) {
       op.ref = {t.sm_clock_mhz, t.mem_clock_mhz > 0 ? t.mem_clock_mhz : model.spec().default_mem_clock_mhz};
       op.ref_sampled = true;

@@ -2,6 +2,7 @@
 // kernel class, DVFS coefficients, reference clocks and pass (forward / backward / optimizer).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct WorkloadOp {
   // when launch_known. What the dependency-driven replay (sim/step_graph.hpp) starts from.
   double launch_offset_ns = 0;
   bool launch_known = false;
+  std::optional<double> ref_launch_ns;  // trace::TemplateOp::ref_launch_ns: the CPU's launch order
   // Share of the power limit's averaging window that ends as this op ends spent idle, in [0, 1): the window's
   // gaps between the step's busy spans (every stream), less each gap's first τ·(1 − e^(−G/τ)) ns, which the
   // board spends falling from the kernel's power (DvfsModel::gap_tail_ns). Taken from the traced timeline: a

@@ -230,6 +230,7 @@ json to_json(const PlanFile& p) {
     if (!x.pass.empty()) e["pass"] = x.pass;
     e["duration_us"] = x.duration_us;
     e["start_offset_us"] = x.start_offset_us;
+    if (x.launch_offset_us) e["launch_offset_us"] = *x.launch_offset_us;
     e["sm_clock_mhz"] = x.clocks.sm_mhz;
     e["mem_clock_mhz"] = x.clocks.mem_mhz;
     if (x.graph_launch >= 0) {
@@ -239,6 +240,18 @@ json to_json(const PlanFile& p) {
     positions.push_back(std::move(e));
   }
   j["positions"] = positions;
+  if (!p.variants.empty()) {
+    json variants = json::array();
+    for (const auto& v : p.variants) {
+      json e = {{"after", v.after}, {"steps", v.steps}};
+      if (v.skip > 0) e["skip"] = v.skip;
+      json ops = json::array();
+      for (const auto& [name, kind] : v.ops) ops.push_back({{"name", name}, {"kind", trace::to_string(kind)}});
+      if (!v.ops.empty()) e["ops"] = ops;
+      variants.push_back(std::move(e));
+    }
+    j["variants"] = variants;
+  }
   j["period_us"] = p.period_us;
   if (p.model) {
     const auto& m = *p.model;
@@ -319,6 +332,16 @@ void validate(const PlanFile& p, const std::string& source) {
                               x.clocks.mem_mhz));
   }
   const std::size_t n = p.positions.size();
+  for (std::size_t k = 0; k < p.variants.size(); ++k) {
+    const auto& v = p.variants[k];
+    const std::string where = fmt::format("{}: variants[{}]", source, k);
+    if (v.after < -1 || v.after >= static_cast<std::int64_t>(n))
+      fail(where, fmt::format("'after' is {}, out of range: the plan has {} positions (-1 to {})", v.after, n, n - 1));
+    if (v.ops.empty() == (v.skip == 0))
+      fail(where, "a variant either inserts ops ('ops', not empty) or leaves positions out ('skip' > 0), not both");
+    if (v.after + static_cast<std::int64_t>(v.skip) >= static_cast<std::int64_t>(n))
+      fail(where, fmt::format("'skip' {} after position {} runs past the plan's {} positions", v.skip, v.after, n));
+  }
   for (std::size_t k = 0; k < p.phases.size(); ++k) {
     const auto& ph = p.phases[k];
     const std::string where = fmt::format("{}: phases[{}]", source, k);
@@ -394,6 +417,7 @@ PlanFile plan_file_from_json(const json& j, const std::string& source) {
     x.pass = opt_string(e, "pass", where);
     x.duration_us = number(e, "duration_us", where, "µs");
     x.start_offset_us = number(e, "start_offset_us", where, "µs");
+    x.launch_offset_us = opt_number(e, "launch_offset_us", where, "µs");
     x.clocks = clocks_of(e, where);
     if (auto g = opt_whole(e, "graph_launch", where, "a graph launch ordinal")) {
       x.graph_launch = *g;
@@ -418,6 +442,30 @@ PlanFile plan_file_from_json(const json& j, const std::string& source) {
       f.first_op = opt_string(e, "first_op", where);
       f.clocks = clocks_of(e, where);
       p.phases.push_back(std::move(f));
+    }
+  }
+  if (const json* vs = find(j, "variants"); vs != nullptr && !vs->is_null()) {
+    if (!vs->is_array()) fail(source, fmt::format("'variants' is {}, not a list", shown(*vs)));
+    for (std::size_t k = 0; k < vs->size(); ++k) {
+      const json& e = (*vs)[k];
+      const std::string where = fmt::format("{}: variants[{}]", source, k);
+      if (!e.is_object()) fail(where, fmt::format("is {}, not an object", shown(e)));
+      PlanFileVariant v;
+      v.after = as_whole(need(e, "after", where), "after", where, "a position index, -1: before the first");
+      for (auto [key, out] : {std::pair{"skip", &v.skip}, std::pair{"steps", &v.steps}}) {
+        const long long c = opt_whole(e, key, where, "a count").value_or(0);
+        if (c < 0) fail(where, fmt::format("'{}' is {}: a count is >= 0", key, c));
+        *out = static_cast<std::size_t>(c);
+      }
+      if (const json* ops = find(e, "ops"); ops != nullptr && !ops->is_null()) {
+        if (!ops->is_array()) fail(where, fmt::format("'ops' is {}, not a list", shown(*ops)));
+        for (std::size_t i = 0; i < ops->size(); ++i) {
+          const std::string w = fmt::format("{}: ops[{}]", where, i);
+          if (!(*ops)[i].is_object()) fail(w, fmt::format("is {}, not an object", shown((*ops)[i])));
+          v.ops.emplace_back(string_field((*ops)[i], "name", w), kind_of((*ops)[i], w));
+        }
+      }
+      p.variants.push_back(std::move(v));
     }
   }
   if (const json* pr = opt_object(j, "predicted", source)) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,11 @@ struct PlanFilePosition {
   // ops launched on their own. The positions of one launch are one unit for the runtime: same clocks.
   std::uint32_t graph_id = 0;
   std::int64_t graph_launch = -1;
+  // "launch_offset_us": CPU time of its launch call in one traced step (the template's reference step) relative
+  // to that step's start, µs; absent when the trace did not record it. Ops of several streams start on the GPU
+  // in another order than the CPU launched them; the runtime's predictor follows launches in this order
+  // (runtime/runtime_core.hpp).
+  std::optional<double> launch_offset_us = std::nullopt;
 };
 
 // A contiguous run of positions with one clock pair (what phases_of gives for the schedule).
@@ -50,6 +56,17 @@ struct PlanFilePhase {
   std::size_t first_position = 0, last_position = 0;  // inclusive, into positions
   std::string first_op;                               // positions[first_position].name
   model::ClockPair clocks;                            // MHz
+};
+
+// A block of ops that some of the traced steps ran and others did not (trace/step_variants.hpp), so that the
+// runtime's predictor follows it instead of losing lock: "variants" in plan.json (additive: absent = none).
+// Either `ops` inserted after position `after` (-1: before the first), or positions after+1 .. after+skip left
+// out. Inserted ops run at the clocks of the position they follow (the plan's model does not include them).
+struct PlanFileVariant {
+  std::int64_t after = -1;
+  std::vector<std::pair<std::string, trace::OpKind>> ops;  // inserted ops (name, kind) in launch order
+  std::size_t skip = 0;                                   // positions left out; 0 for an insertion
+  std::size_t steps = 0;                                  // steps of the trace that ran it
 };
 
 // Predicted figures per step (modelled: DVFS model + simulator). Absent figures are not written.
@@ -107,6 +124,7 @@ struct PlanFile {
   double period_us = 0;                            // step time (start to next start), µs (> 0)
   std::vector<PlanFilePosition> positions;         // template order (not empty)
   std::vector<PlanFilePhase> phases;               // may be empty
+  std::vector<PlanFileVariant> variants;           // may be empty
   std::optional<PlanFilePredicted> predicted;
   std::optional<PlanFileModel> model;
   std::optional<PlanFileProvenance> provenance;
@@ -130,7 +148,7 @@ PlanFile plan_file_from_json(const nlohmann::json& j, const std::string& source)
 PlanFile read_plan_file(const std::string& path);
 // The checks on a plan in memory (made here, or parsed): a known GPU spec, clocks it can set, period > 0,
 // switch latency >= 0, positions present, phases in order, in range, not overlapping and at their positions'
-// clocks. Throws PlanFileError naming `source` and the field.
+// clocks, variants inside the positions and each an insertion or a skip. Throws PlanFileError naming `source` and the field.
 void validate(const PlanFile& p, const std::string& source);
 
 // How far two templates are the same job's: the share of the longer one's positions (name and kind) that align in

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,18 @@ struct PlanPosition {
   // A CUDA graph launch is one position (one launch on the CPU): named trace::graph_launch_name(graph id), its
   // duration the launch's span (first op start to last op end), its clocks the launch's. Ops of the plan in it.
   std::size_t ops = 1;
+  // CPU time of its launch call in one traced step relative to that step's start, ns (plan.json
+  // "launch_offset_us"): the order the CPU launches the positions in. None when the trace did not record it.
+  std::optional<double> launch_offset_ns = std::nullopt;
+};
+
+// A step variant (plan::PlanFileVariant) over the runtime's positions: `ops` launched after position `after`
+// (-1: before the first) in some steps, or positions after+1 .. after+skip left out in some. The predictor
+// follows them (runtime/predictor.hpp); inserted launches run at the clocks of the position they follow.
+struct PlanVariant {
+  std::int64_t after = -1;
+  std::vector<std::pair<std::string, bool>> ops;  // (name, is a kernel) in launch order; empty for a skip
+  std::size_t skip = 0;
 };
 
 struct ClockPlan {
@@ -39,13 +52,15 @@ struct ClockPlan {
   // not to land in time (runtime_core.hpp, "in-time guard"); none: no guard, the plan runs to the end. Set by
   // `run --auto` from the same evaluation's one-pair ("iteration") plan; plan.json does not carry it.
   std::optional<model::ClockPair> in_time_fallback;
+  std::vector<PlanVariant> variants;   // by `after`, over `positions`
 
   std::size_t size() const { return positions.size(); }
   // Template positions p where clocks[p] differs from clocks[p-1] (cyclic).
   std::vector<std::size_t> change_positions() const;
   // The plan over kernel positions only, what a live launch stream of kernel launches (the CUPTI feed) can
   // be matched against: memcpy/memset ops are not kernel launches and would read as missing on every step.
-  // Offsets, durations and clocks of the kept positions are unchanged. A plan without kernels is returned whole.
+  // Offsets, durations and clocks of the kept positions are unchanged; variants are renumbered and keep their
+  // kernels (one left with neither is dropped). A plan without kernels is returned whole.
   ClockPlan kernels_only() const;
 };
 

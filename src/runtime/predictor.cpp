@@ -7,17 +7,45 @@ namespace gearshift::runtime {
 
 const char* to_string(PredictorState s) { return s == PredictorState::locked ? "locked" : "searching"; }
 
-PositionPredictor::PositionPredictor(const std::vector<std::string>& names, PredictorOptions options) : o_(options) {
+PositionPredictor::PositionPredictor(const std::vector<std::string>& names, PredictorOptions options,
+                                     const std::vector<VariantBlock>& variants)
+    : o_(options), n_(names.size()) {
   if (names.empty()) throw std::invalid_argument("position predictor: empty template");
-  for (const auto& n : names) {
-    auto [it, fresh] = ids_.try_emplace(n, static_cast<std::int32_t>(ids_.size()));
+  const auto n = static_cast<std::int64_t>(n_);
+  for (const auto& v : variants)
+    if (v.after < -1 || v.after >= n || v.after + static_cast<std::int64_t>(v.skip) >= n || v.names.empty() == (v.skip == 0))
+      throw std::invalid_argument("position predictor: a variant outside the template, or neither insertion nor skip");
+  auto push = [&](const std::string& name, std::size_t reports, bool inserted) {
+    auto [it, fresh] = ids_.try_emplace(name, static_cast<std::int32_t>(ids_.size()));
     (void)fresh;
     seq_.push_back(it->second);
+    tmpl_of_.push_back(reports);
+    inserted_.push_back(inserted);
+    jumps_.emplace_back();
+  };
+  // The template, each insertion after the position it follows (one before the first goes after the last: the
+  // launches between two steps).
+  std::vector<std::size_t> index_of(n_);
+  for (std::size_t p = 0; p < n_; ++p) {
+    index_of[p] = seq_.size();
+    push(names[p], p, false);
+    for (const auto& v : variants) {
+      const auto after = static_cast<std::size_t>(v.after < 0 ? n - 1 : v.after);
+      if (v.names.empty() || after != p) continue;
+      const std::size_t start = seq_.size();
+      for (const auto& name : v.names) push(name, p, true);
+      jumps_[start].push_back(v.names.size());
+    }
   }
+  for (const auto& v : variants)
+    if (v.skip > 0) {
+      const std::size_t first = index_of[static_cast<std::size_t>(v.after + 1)];
+      jumps_[first].push_back(index_of[static_cast<std::size_t>(v.after) + v.skip] + 1 - first);
+    }
   where_.resize(ids_.size());
   for (std::size_t p = 0; p < seq_.size(); ++p) where_[static_cast<std::size_t>(seq_[p])].push_back(p);
-  class_.resize(ids_.size());
-  for (const auto& [n, id] : ids_) class_[static_cast<std::size_t>(id)] = model::classify(trace::OpKind::kernel, n);
+  class_.resize(ids_.size());  // (ids of inserted names too)
+  for (const auto& [name, id] : ids_) class_[static_cast<std::size_t>(id)] = model::classify(trace::OpKind::kernel, name);
 }
 
 model::KernelClass PositionPredictor::class_of(std::string_view name) const {
@@ -41,13 +69,50 @@ std::int32_t PositionPredictor::id_of(std::string_view name) const {
   return it == ids_.end() ? -1 : it->second;
 }
 
-std::int32_t PositionPredictor::at(std::int64_t abs) const {
-  const auto n = static_cast<std::int64_t>(seq_.size());
-  return seq_[static_cast<std::size_t>(((abs % n) + n) % n)];
+std::size_t PositionPredictor::index(std::int64_t abs) const {
+  const auto m = static_cast<std::int64_t>(seq_.size());
+  return static_cast<std::size_t>(((abs % m) + m) % m);
+}
+
+std::int32_t PositionPredictor::at(std::int64_t abs) const { return seq_[index(abs)]; }
+
+Alignment PositionPredictor::report(std::int64_t abs, bool matched, bool substituted, bool expected) const {
+  const auto m = static_cast<std::int64_t>(seq_.size());
+  const std::int64_t step = abs >= 0 ? abs / m : -((-abs + m - 1) / m);
+  const std::size_t i = index(abs);
+  return {PredictorState::locked, step * static_cast<std::int64_t>(n_) + static_cast<std::int64_t>(tmpl_of_[i]),
+          matched, substituted, inserted_[i], expected};
 }
 
 std::int64_t PositionPredictor::next_position() const {
-  return state_ == PredictorState::locked ? last_abs_ + 1 : -1;
+  return state_ == PredictorState::locked ? report(last_abs_ + 1, false, false, false).position : -1;
+}
+
+bool PositionPredictor::follows(std::int64_t from, std::int64_t to) const {
+  std::vector<std::int64_t> at_next{from + 1};
+  for (int j = 0; j <= o_.max_jumps && !at_next.empty(); ++j) {
+    std::vector<std::int64_t> further;
+    for (std::int64_t q : at_next) {
+      if (q == to) return true;
+      for (std::size_t len : jumps_[index(q)]) further.push_back(q + static_cast<std::int64_t>(len));
+    }
+    at_next.swap(further);
+  }
+  return false;
+}
+
+void PositionPredictor::reach(std::int64_t q, int cost, int base, int jumps, std::int32_t id) {
+  const int step = std::max(1, o_.skip_cost);
+  for (int d = 0; cost + d * step - base <= o_.beam; ++d) {
+    const std::int64_t pos = q + d;
+    const int c = cost + d * o_.skip_cost;
+    if (at(pos) == id) {
+      next_.push_back({pos, c, 0, Step::match});
+      return;  // a farther match of the same name only costs more
+    }
+    if (jumps < o_.max_jumps)
+      for (std::size_t len : jumps_[index(pos)]) reach(pos + static_cast<std::int64_t>(len), c, base, jumps + 1, id);
+  }
 }
 
 Alignment PositionPredictor::observe(std::int32_t id, std::optional<model::KernelClass> cls) {
@@ -56,19 +121,12 @@ Alignment PositionPredictor::observe(std::int32_t id, std::optional<model::Kerne
   if (state_ == PredictorState::searching) return search();
 
   next_.clear();
-  const int max_d = o_.beam / std::max(1, o_.skip_cost) + 1;
   for (const Hyp& h : hyps_) {
     next_.push_back({h.abs, h.cost + o_.insert_cost, h.miss_run + 1, Step::insert});
     const std::int32_t following = at(h.abs + 1);
     if (cls && following != id && class_[static_cast<std::size_t>(following)] == *cls)
       next_.push_back({h.abs + 1, h.cost + o_.substitute_cost, h.miss_run + 1, Step::substitute});
-    if (id < 0) continue;
-    for (int d = 1; d <= max_d; ++d) {
-      if (at(h.abs + d) == id) {
-        next_.push_back({h.abs + d, h.cost + (d - 1) * o_.skip_cost, 0, Step::match});
-        break;  // a farther match of the same name only costs more
-      }
-    }
+    if (id >= 0) reach(h.abs + 1, h.cost, h.cost, 0, id);
   }
   // Cheapest first; on a tie a match beats a substitution beats an insertion, then the nearer position (the
   // less it assumes missing).
@@ -92,8 +150,10 @@ Alignment PositionPredictor::observe(std::int32_t id, std::optional<model::Kerne
     hyps_.clear();
     return {};
   }
+  const bool took = b.step != Step::insert;
+  const bool expected = took && follows(last_abs_, b.abs);
   last_abs_ = b.abs;
-  return {PredictorState::locked, b.abs, b.step == Step::match, b.step == Step::substitute};
+  return report(b.abs, b.step == Step::match, b.step == Step::substitute, expected);
 }
 
 // Candidates are template positions of the last launch; walk back through the history and keep those whose
@@ -103,7 +163,7 @@ Alignment PositionPredictor::search() {
   const std::int32_t id = hist_.back();
   if (id < 0) return {};
   std::vector<std::size_t> cand = where_[static_cast<std::size_t>(id)];
-  const auto n = static_cast<std::int64_t>(seq_.size());
+  const auto n = static_cast<std::int64_t>(seq_.size());  // (the sequence's length here)
   std::size_t depth = 1;
   std::vector<std::size_t> kept;
   while (cand.size() > 1 && depth < hist_.size() && depth < seq_.size()) {
@@ -132,7 +192,7 @@ Alignment PositionPredictor::search() {
   ++relocks_;
   hyps_.assign(1, {abs, 0, 0, Step::match});
   last_abs_ = abs;
-  return {PredictorState::locked, abs, true};
+  return report(abs, true, false, false);
 }
 
 }  // namespace gearshift::runtime

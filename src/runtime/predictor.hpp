@@ -6,6 +6,10 @@
 // GEMM variant for another sequence length) costs one substitution; the cheapest hypothesis is the answer. This absorbs inserted, missing and swapped kernels without
 // losing lock. After `lost_after` unmatched launches in a row it falls back to searching: it looks for the
 // position whose preceding template names match the recent launches uniquely and locks there.
+// Step variants (trace/step_variants.hpp: a block some steps insert, or template positions some steps leave
+// out; Megatron-LM's gradient clipping is 292 kernels in some iterations) are optional spans of the sequence
+// the beam walks: it enters or jumps over one at no cost, so neither variant loses lock. An inserted launch is
+// reported at the template position it follows (Alignment::variant), where its clocks come from.
 // Not thread-safe: one thread (the runtime thread, or replay) drives it.
 #pragma once
 
@@ -34,6 +38,15 @@ struct PredictorOptions {
   int lost_after = 12;          // unmatched launches in a row before the lock is dropped
   std::size_t min_context = 3;  // launches that must agree before (re)locking
   std::size_t history = 4096;   // launches remembered for resynchronisation
+  int max_jumps = 2;            // optional spans one launch may jump over in a row
+};
+
+// A step variant over the template (runtime::PlanVariant's kernel names): `names` launched after template
+// position `after` (-1: before the first), or `skip` positions after `after` left out.
+struct VariantBlock {
+  std::int64_t after = -1;
+  std::vector<std::string> names;
+  std::size_t skip = 0;
 };
 
 struct Alignment {
@@ -41,11 +54,17 @@ struct Alignment {
   std::int64_t position = -1;  // absolute position (step × size + template index); -1 while searching
   bool matched = false;        // the launch matched the template at `position`
   bool substituted = false;    // it took `position` as a kernel of the same class under another name
+  bool variant = false;        // an inserted launch of a step variant, reported at the position it follows
+  // It took the place the predictor expected next (the next one, or the first after optional spans skipped):
+  // the prediction accuracy's hit.
+  bool expected = false;
 };
 
 class PositionPredictor {
  public:
-  explicit PositionPredictor(const std::vector<std::string>& template_names, PredictorOptions options = {});
+  // Throws std::invalid_argument for an empty template or a variant outside it.
+  explicit PositionPredictor(const std::vector<std::string>& template_names, PredictorOptions options = {},
+                             const std::vector<VariantBlock>& variants = {});
 
   // Template id of a kernel name, -1 when the template lacks it. Interning once per name keeps observe cheap.
   std::int32_t id_of(std::string_view name) const;
@@ -59,7 +78,7 @@ class PositionPredictor {
   PredictorState state() const { return state_; }
   // Absolute position expected for the next launch; -1 while searching.
   std::int64_t next_position() const;
-  std::size_t size() const { return seq_.size(); }
+  std::size_t size() const { return n_; }  // template positions (absolute positions count in these)
   std::uint64_t relocks() const { return relocks_; }  // times it locked (first lock included)
   std::uint64_t losses() const { return losses_; }    // times it lost lock
 
@@ -73,9 +92,20 @@ class PositionPredictor {
   };
   Alignment search();
   std::int32_t at(std::int64_t abs) const;
+  std::size_t index(std::int64_t abs) const;  // abs mod the sequence's length
+  // Hypotheses taking launch `id` by name from sequence position q on (walk cost `cost` so far).
+  void reach(std::int64_t q, int cost, int base, int jumps, std::int32_t id);
+  bool follows(std::int64_t from, std::int64_t to) const;  // `to` is next after `from`, optional spans skipped
+  Alignment report(std::int64_t abs, bool matched, bool substituted, bool expected) const;
 
   PredictorOptions o_;
-  std::vector<std::int32_t> seq_;                       // template ids
+  std::size_t n_ = 0;                                   // template positions
+  // The sequence the beam walks: the template with the variants' inserted blocks in place. Absolute positions
+  // inside the predictor count in it; reported ones in template positions.
+  std::vector<std::int32_t> seq_;                       // ids
+  std::vector<std::size_t> tmpl_of_;                    // sequence index -> template position it reports
+  std::vector<bool> inserted_;                          // sequence index holds an inserted launch
+  std::vector<std::vector<std::size_t>> jumps_;         // sequence index -> lengths of optional spans from it
   std::vector<std::vector<std::size_t>> where_;         // id -> template positions
   std::vector<model::KernelClass> class_;               // id -> kernel class
   StringMap<model::KernelClass> foreign_;  // classes of names not in the template
@@ -83,7 +113,7 @@ class PositionPredictor {
   std::deque<std::int32_t> hist_;
   std::vector<Hyp> hyps_, next_;
   PredictorState state_ = PredictorState::searching;
-  std::int64_t last_abs_ = -1;       // last reported absolute position
+  std::int64_t last_abs_ = -1;       // last placed absolute position, in the sequence
   std::uint64_t since_lost_ = 0;     // launches while searching
   std::uint64_t relocks_ = 0, losses_ = 0;
 };

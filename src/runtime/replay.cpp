@@ -351,7 +351,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& full_plan, const
     } else if (next.what == 0) {
       ReplayOp& op = live[il];
       const double tl = op.launch;
-      const std::int64_t expected = pred.next_position();
+      const std::int64_t expected = core.next_position();
       const Alignment a = core.on_launch(op.id, op.cls, corr_of(il), static_cast<std::int64_t>(tl));
       ++res.launches;
       if (op.truth_pos >= 0 && op.truth_step >= 1) {
@@ -411,6 +411,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& full_plan, const
   res.strict_position_accuracy = res.scored_launches ? static_cast<double>(strict) / static_cast<double>(res.scored_launches) : 0;
   res.next_kernel_accuracy = res.scored_launches ? static_cast<double>(next_right) / static_cast<double>(res.scored_launches) : 0;
   res.in_time_fraction = total > 0 ? good / total : 0;
+  res.live_prediction_accuracy = st.prediction_accuracy();
   res.changes = st.changes;
   res.dropped_changes = st.dropped;
   res.merged_changes = st.merged;

@@ -84,6 +84,9 @@ struct ReplayResult {
   double prediction_accuracy = 0;
   double strict_position_accuracy = 0;
   double next_kernel_accuracy = 0;  // launches after the first step that the predictor expected (runs merged)
+  // The figure `gearshift run` prints as its prediction accuracy (LiveStats::prediction_accuracy: every launch
+  // after the first step while locked, the expected ones, no truth needed), so replay and live compare.
+  double live_prediction_accuracy = 0;
   double in_time_fraction = 0;      // kernel time after the first step at its intended clocks (given L)
   std::uint64_t changes = 0, dropped_changes = 0, merged_changes = 0, late_changes = 0;
   std::uint64_t steps = 0;          // steps the predictor went through

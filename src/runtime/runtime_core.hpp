@@ -23,7 +23,8 @@ struct LiveStats {
   std::uint64_t launches = 0;
   std::uint64_t scored = 0;         // launches after the first step while locked
   std::uint64_t predicted = 0;      // of those, placed at the position the predictor expected next, by name or
-                                    // as a same-class variant of the expected kernel (another GEMM tile shape)
+                                    // as a same-class variant of the expected kernel (another GEMM tile shape);
+                                    // a step variant's block entered or skipped is expected (Alignment::expected)
   std::uint64_t steps = 0;
   std::uint64_t changes = 0, dropped = 0, merged = 0, late = 0;
   double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
@@ -99,18 +100,27 @@ class RuntimeCore {
   // The figures so far (changes, steps and losses filled in).
   LiveStats stats() const;
   const PositionPredictor& predictor() const { return pred_; }
+  // The plan position the next launch is expected at, absolute; -1 while searching.
+  std::int64_t next_position() const { return to_plan(pred_.next_position()); }
   const ClockPlan& plan() const { return plan_; }
 
  private:
-  Alignment placed(const Alignment& a, std::int64_t expected, std::int64_t correlation, std::int64_t cpu_ns);
+  // `a` from the predictor (its positions in launch order), returned with the plan's positions.
+  Alignment placed(Alignment a, std::int64_t expected, std::int64_t correlation, std::int64_t cpu_ns);
+  std::int64_t to_plan(std::int64_t abs) const;  // a predictor position (launch order) as the plan's
   std::uint64_t steps() const;
   void guard(double start_ns);  // the in-time guard, after each scored completion (its GPU start)
 
   ClockPlan plan_;  // its clocks change once, when the in-time guard falls back
+  std::vector<std::size_t> order_;  // the predictor's template index -> the plan's position (launch order)
   PositionPredictor pred_;
   ActuationScheduler sched_;
   double latency_ns_;
-  std::vector<std::pair<std::int64_t, std::int64_t>> corr_pos_;  // ring: correlation -> absolute position
+  struct Placed {
+    std::int64_t correlation = -1, abs = -1;  // absolute position, -1: not placed
+    bool variant = false;                     // an inserted launch of a step variant (Alignment::variant)
+  };
+  std::vector<Placed> corr_pos_;  // ring: correlation -> where its launch was placed
   // The latest launches (correlation, position or -1), newest last.
   std::vector<std::pair<std::int64_t, std::int64_t>> recent_;
   std::vector<std::pair<double, model::ClockPair>> landings_;

@@ -148,6 +148,8 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   }
   for (const auto& w : r.trace.health.warnings) r.warnings.push_back(w);
   for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
+  r.variants = trace::step_variants(r.trace, r.iterations);
+  if (!r.variants.empty()) r.warnings.push_back(describe_variants(r.variants, r.iterations));
   r.model.emplace(spec);
   r.workload = model::build_workload(r.trace, r.iterations, *r.model);
   // Where the trace sampled the clocks its GEMMs held, their sag at the power cap is this job's measurement,
@@ -332,6 +334,17 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   return j;
 }
 
+std::string describe_variants(const std::vector<trace::StepVariant>& vs, const trace::IterationAnalysis& a) {
+  std::size_t inserted = 0, skipped = 0, most = 0;
+  for (const auto& v : vs) inserted += v.ops.size(), skipped += v.skip, most = std::max(most, v.steps);
+  return fmt::format("the steps come in variants: {} block(s) that some steps run and others do not ({} ops "
+                     "inserted, {} of the template's {} ops left out; the commonest in {} of {} steps). The modelled "
+                     "step is the template's as it is (an inserted block is not modelled, a block it holds is "
+                     "modelled in every step); the runtime follows both, an inserted op at the clocks of the op "
+                     "before it",
+                     vs.size(), inserted, skipped, a.tmpl.ops.size(), most, a.iterations.size());
+}
+
 plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   const auto& s = *r.chosen;
   plan::PlanFile f;
@@ -362,9 +375,11 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
     f.positions.push_back({op.name, op.kind, op.stream, model::to_string(op.cls), model::to_string(op.pass),
                            op.ref_time_ns / 1e3, op.start_offset_ns / 1e3, s.schedule.clocks[i], op.graph_id,
                            op.graph_launch});
+    if (op.ref_launch_ns) f.positions.back().launch_offset_us = *op.ref_launch_ns / 1e3;
   }
   for (const auto& ph : plan::phases_of(s.schedule))
     f.phases.push_back({ph.first, ph.last, r.workload.ops[ph.first].name, ph.clocks});
+  for (const auto& v : r.variants) f.variants.push_back({v.after, v.ops, v.skip, v.steps});
   f.model = plan::model_section(r.model->params(), r.calibrated_to_w);
   if (o.model) f.model->coefficients = r.calibration_source + "; otherwise: " + f.model->coefficients;
   std::time_t now = std::time(nullptr);

@@ -15,6 +15,7 @@
 #include "sim/measurement.hpp"
 #include "sim/saving_range.hpp"
 #include "trace/iteration.hpp"
+#include "trace/step_variants.hpp"
 #include "trace/record.hpp"
 
 namespace gearshift::service {
@@ -63,6 +64,9 @@ struct PlanJobResult {
   GpuChoice gpu;
   trace::Trace trace;
   trace::IterationAnalysis iterations;
+  // Blocks some steps run and others do not (trace/step_variants.hpp): in plan.json for the runtime's predictor;
+  // the model's step is the template's as it is.
+  std::vector<trace::StepVariant> variants;
   model::Workload workload;
   std::optional<model::DvfsModel> model;
   std::optional<double> calibrated_to_w;  // measured average power the model was calibrated to, W
@@ -89,6 +93,8 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                          std::optional<trace::IterationAnalysis> iterations = std::nullopt);
 
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
+// One line on a job's step variants for the plan's warnings: how many blocks, their ops, in how many steps.
+std::string describe_variants(const std::vector<trace::StepVariant>& vs, const trace::IterationAnalysis& a);
 // The chosen plan as plan.json (plan/plan_file.hpp, the one owner of the format); plan_file_json is its JSON.
 plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);

@@ -81,6 +81,10 @@ struct TemplateOp {
   // ahead). Valid when launch_known: every contributing step's op knew its launch.
   double launch_offset_ns = 0;
   bool launch_known = false;
+  // CPU time of its launch call in the template's reference step (one real step), relative to that step's start,
+  // ns; none when unknown. The order the CPU launches the positions in: means over steps do not keep it (in
+  // update-delimited steps the main stream's launches move with its laid-out starts, other streams' do not).
+  std::optional<double> ref_launch_ns;
 };
 
 // A synchronize the CPU thread calls in every step (trace::SyncRecord), placed in the step's CPU timeline.

@@ -140,6 +140,35 @@ TEST(PlanFile, ErrorBarsAreAdditiveFields) {
   EXPECT_NE(error_of(bad).find("'saving_low_pct'"), std::string::npos) << error_of(bad);
 }
 
+TEST(PlanFile, VariantsAndLaunchOffsetsAreAdditiveFields) {
+  PlanFile p = small_plan();
+  p.positions[0].launch_offset_us = 3.5;
+  p.variants = {{0, {{"clip", trace::OpKind::kernel}, {"Memcpy DtoD (Device -> Device)", trace::OpKind::memcpy}}, 0, 4},
+                {0, {}, 2, 3}};
+  const json j = to_json(p);
+  EXPECT_EQ(j["positions"][0]["launch_offset_us"], 3.5);
+  EXPECT_FALSE(j["positions"][1].contains("launch_offset_us"));
+  ASSERT_EQ(j["variants"].size(), 2u);
+  EXPECT_EQ(j["variants"][0]["ops"][1]["kind"], "memcpy");
+  EXPECT_FALSE(j["variants"][0].contains("skip"));
+  EXPECT_EQ(j["variants"][1]["skip"], 2);
+  EXPECT_EQ(to_json(plan_file_from_json(j, "p.json")), j);  // read back unchanged
+  EXPECT_FALSE(to_json(small_plan()).contains("variants"));  // none: not written, and read as none
+  EXPECT_TRUE(plan_file_from_json(to_json(small_plan()), "p.json").variants.empty());
+  json bad = j;
+  bad["variants"][0]["after"] = 3;
+  EXPECT_EQ(error_of(bad), "p.json: variants[0]: 'after' is 3, out of range: the plan has 3 positions (-1 to 2)");
+  bad = j;
+  bad["variants"][1]["skip"] = 3;
+  EXPECT_EQ(error_of(bad), "p.json: variants[1]: 'skip' 3 after position 0 runs past the plan's 3 positions");
+  bad = j;
+  bad["variants"][0]["skip"] = 1;
+  EXPECT_NE(error_of(bad).find("either inserts ops"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["variants"][0]["ops"][0].erase("kind");
+  EXPECT_NE(error_of(bad).find("variants[0]: ops[0]"), std::string::npos) << error_of(bad);
+}
+
 TEST(PlanFile, OptionalSectionsMayBeAbsentAndPhasesEmpty) {
   json j = to_json(small_plan());
   for (const char* k : {"gpu_selection", "strategy", "max_slowdown", "predicted", "model", "provenance"}) j.erase(k);

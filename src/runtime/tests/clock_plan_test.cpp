@@ -95,5 +95,30 @@ TEST(ClockPlan, PositionWithoutKindIsRefused) {
   }
 }
 
+TEST(ClockPlan, VariantsAndLaunchOffsetsFollowThePositionsTheRuntimeKeeps) {
+  nlohmann::json j = plan_json();
+  j["positions"][0]["launch_offset_us"] = 2;
+  j["positions"][2]["launch_offset_us"] = 1;
+  // A block after the memset (a kernel and a copy), one of copies only, and a skip of the memset and softmax.
+  j["variants"] = nlohmann::json::parse(R"json([
+    {"after": 1, "ops": [{"name": "clip", "kind": "kernel"}, {"name": "Memcpy DtoD", "kind": "memcpy"}], "steps": 4},
+    {"after": 2, "ops": [{"name": "Memset (Device)", "kind": "memset"}], "steps": 3},
+    {"after": 0, "skip": 2, "steps": 2}])json");
+  const ClockPlan p = plan_from_json(j, "test");
+  ASSERT_EQ(p.variants.size(), 3u);
+  EXPECT_EQ(p.variants[0].ops.size(), 2u);
+  EXPECT_FALSE(p.variants[0].ops[1].second);
+  ASSERT_TRUE(p.positions[2].launch_offset_ns.has_value());
+  EXPECT_DOUBLE_EQ(*p.positions[2].launch_offset_ns, 1e3);
+  EXPECT_FALSE(p.positions[1].launch_offset_ns.has_value());
+  const ClockPlan k = p.kernels_only();  // gemm, softmax
+  ASSERT_EQ(k.variants.size(), 2u);  // the copies-only block is no launch the feed sees
+  EXPECT_EQ(k.variants[0].after, 0);  // after the memset = after gemm, the kernel before it
+  ASSERT_EQ(k.variants[0].ops.size(), 1u);
+  EXPECT_EQ(k.variants[0].ops[0].first, "clip");
+  EXPECT_EQ(k.variants[1].after, 0);
+  EXPECT_EQ(k.variants[1].skip, 1u);  // the memset is gone: softmax alone left out
+}
+
 }  // namespace
 }  // namespace gearshift::runtime

@@ -228,6 +228,25 @@ void log_control() {
 // but the last run from one CUDA graph launch (torch.compile's reduce-overhead): one L line "cudaGraphLaunch
 // graph=1", their C lines carry its correlation and their names' ids (N lines, sent once), as the injection
 // library writes them.
+// FAKE_JOB_VARIANT=K:N:AFTER: every K-th step (s % K == K - 1) launches N more kernels "clip_scale_kernel" (20 µs each, 2 µs
+// apart) after kernel AFTER, the rest of the step later by as much (Megatron-LM's gradient clipping, run only in
+// the steps whose gradient norm exceeds the clip: a step variant, trace/step_variants.hpp).
+Step with_block(const Step& step, std::size_t after, long n) {
+  constexpr std::int64_t kDur = 20'000, kEach = 22'000;
+  Step out = step;
+  if (after >= step.kernels.size()) return out;
+  out.kernels.resize(after + 1);
+  const std::int64_t from = step.kernels[after].start_offset_ns + step.kernels[after].duration_ns + 2'000;
+  for (long i = 0; i < n; ++i) out.kernels.push_back({"clip_scale_kernel", from + i * kEach, kDur});
+  for (std::size_t i = after + 1; i < step.kernels.size(); ++i) {
+    Kernel k = step.kernels[i];
+    k.start_offset_ns += n * kEach;
+    out.kernels.push_back(k);
+  }
+  out.period_ns += n * kEach;
+  return out;
+}
+
 bool run_steps(int fd, const Step& step_in, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
   if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
@@ -266,8 +285,13 @@ bool run_steps(int fd, const Step& step_in, long steps) {
                      std::to_string(i % 7) + "\n"))
       return false;
   const Step& given = step_in;
+  long variant_every = 0, variant_kernels = 0, variant_after = 0;
+  if (const char* v = std::getenv("FAKE_JOB_VARIANT"))
+    std::sscanf(v, "%ld:%ld:%ld", &variant_every, &variant_kernels, &variant_after);
   for (long s = 0; steps < 0 || s < steps; ++s) {
-    const Step step = at_clocks(given);
+    const Step step = variant_every > 0 && s % variant_every == variant_every - 1
+                          ? with_block(at_clocks(given), static_cast<std::size_t>(variant_after), variant_kernels)
+                          : at_clocks(given);
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
     const std::int64_t slow = g_traced ? traced_gap_ns : ++untraced_steps <= slow_steps ? slow_gap_ns : 0;  // per kernel

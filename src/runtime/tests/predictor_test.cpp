@@ -158,5 +158,99 @@ TEST(Predictor, OtherClassIsNoSubstitute) {
   EXPECT_EQ(a.position, 8);
 }
 
+
+// Megatron-LM-like: a step of layers, then a gradient-clipping block (the same scale kernel once per parameter)
+// that only some steps run, then the optimizer (its multi-tensor kernels repeat too, so a search cannot place
+// them). `clip(s)`: whether step s runs the block.
+struct ClippingSteps {
+  std::vector<std::string> base;  // the step without the block
+  std::size_t after = 0;          // the block follows base[after]
+  std::vector<std::string> block = std::vector<std::string>(40, "mul_scale");
+  ClippingSteps() {
+    base.push_back("embed");
+    for (int l = 0; l < 6; ++l)
+      for (const char* k : {"ln", "gemm_qkv", "attn", "gemm_o", "ln", "gemm_up", "gelu", "gemm_down"}) base.push_back(k);
+    base.push_back("loss");
+    for (int l = 0; l < 6; ++l)
+      for (const char* k : {"gemm_down_bwd", "gelu_bwd", "gemm_up_bwd", "ln_bwd", "attn_bwd", "gemm_qkv_bwd"}) base.push_back(k);
+    base.push_back("norm_two");
+    after = base.size() - 1;
+    for (int i = 0; i < 20; ++i) base.push_back("multi_tensor_adam");
+  }
+  std::vector<std::string> with_block() const {
+    auto s = base;
+    s.insert(s.begin() + static_cast<std::ptrdiff_t>(after) + 1, block.begin(), block.end());
+    return s;
+  }
+};
+
+// Runs `steps` steps through `p` (a block in the steps where clip(s)); counts launches after the first step and
+// those the predictor expected, and checks every launch's reported position.
+template <class Clip>
+std::pair<std::size_t, std::size_t> run_steps(PositionPredictor& p, const ClippingSteps& c, int steps, Clip clip,
+                                              bool block_in_template, bool check_positions = true) {
+  std::size_t scored = 0, expected = 0;
+  const auto n = static_cast<std::int64_t>(p.size());
+  for (int s = 0; s < steps; ++s) {
+    const auto launches = clip(s) ? c.with_block() : c.base;
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+      const Alignment a = p.observe(launches[i]);
+      if (s == 0) continue;
+      ++scored;
+      expected += a.expected;
+      if (!check_positions || a.state != PredictorState::locked) continue;
+      // Where it must be reported: a block launch at the position it follows (inserted) or its own (in the template).
+      const bool in_block = clip(s) && i > c.after && i <= c.after + c.block.size();
+      std::int64_t want = 0;
+      if (block_in_template) want = static_cast<std::int64_t>(clip(s) || i <= c.after ? i : i + c.block.size());
+      else want = static_cast<std::int64_t>(in_block ? c.after : i > c.after && clip(s) ? i - c.block.size() : i);
+      EXPECT_EQ(a.position % n, want) << "step " << s << " launch " << i;
+      EXPECT_EQ(a.variant, in_block && !block_in_template) << "step " << s << " launch " << i;
+    }
+  }
+  return {scored, expected};
+}
+
+TEST(Predictor, FollowsAStepVariantInsertedAfterAPosition) {
+  const ClippingSteps c;
+  auto clip = [](int s) { return s % 3 != 0; };  // the template lacks the block, two steps in three run it
+  {
+    PositionPredictor without(c.base);
+    const auto [scored, expected] = run_steps(without, c, 12, clip, false, false);
+    (void)scored;
+    EXPECT_GT(without.losses(), 0u) << "without the variant a 40-launch block loses lock";
+    EXPECT_LT(static_cast<double>(expected), 0.9 * static_cast<double>(scored));
+  }
+  PositionPredictor p(c.base, {}, {{static_cast<std::int64_t>(c.after), c.block, 0}});
+  EXPECT_EQ(p.size(), c.base.size());
+  const auto [scored, expected] = run_steps(p, c, 12, clip, false);
+  EXPECT_EQ(p.losses(), 0u);
+  EXPECT_EQ(expected, scored);  // the block entered and the block skipped are both what it expected
+}
+
+TEST(Predictor, FollowsStepsThatLeaveOutAVariantOfTheTemplate) {
+  const ClippingSteps c;
+  auto clip = [](int s) { return s % 3 == 0; };  // the template holds the block, two steps in three skip it
+  const auto t = c.with_block();
+  {
+    PositionPredictor without(t);
+    const auto [scored, expected] = run_steps(without, c, 12, clip, true, false);
+    EXPECT_GT(without.losses(), 0u) << "without the variant 40 missing positions lose lock";
+    EXPECT_LT(static_cast<double>(expected), 0.9 * static_cast<double>(scored));
+  }
+  PositionPredictor p(t, {}, {{static_cast<std::int64_t>(c.after), {}, c.block.size()}});
+  const auto [scored, expected] = run_steps(p, c, 12, clip, true);
+  EXPECT_EQ(p.losses(), 0u);
+  EXPECT_EQ(expected, scored);
+}
+
+TEST(Predictor, AVariantOutsideTheTemplateIsAnError) {
+  const std::vector<std::string> t{"a", "b", "c"};
+  EXPECT_THROW(PositionPredictor(t, {}, {{3, {"x"}, 0}}), std::invalid_argument);
+  EXPECT_THROW(PositionPredictor(t, {}, {{1, {}, 2}}), std::invalid_argument);  // skips past the last
+  EXPECT_THROW(PositionPredictor(t, {}, {{0, {}, 0}}), std::invalid_argument);  // neither
+  EXPECT_NO_THROW(PositionPredictor(t, {}, {{-1, {"x"}, 0}, {0, {}, 2}}));
+}
+
 }  // namespace
 }  // namespace gearshift::runtime

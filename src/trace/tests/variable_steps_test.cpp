@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "step_builder.hpp"
 #include "test_paths.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
@@ -16,77 +17,7 @@
 namespace gearshift::trace {
 namespace {
 
-struct MoeBuilder {
-  Trace t;
-  std::int64_t now = 1'000'000;
-  std::mt19937 rng{7};
-  std::vector<std::size_t> step_kernels;  // kernels of each step built
-  std::vector<std::int64_t> step_start;   // GPU start of each step built, ns
-
-  // The step built that starts where `it` starts (SIZE_MAX: none): a step found at the true boundaries.
-  std::size_t built_at(const Iteration& it) const {
-    auto at = std::find(step_start.begin(), step_start.end(), it.start_ns);
-    return at == step_start.end() ? SIZE_MAX : static_cast<std::size_t>(at - step_start.begin());
-  }
-
-  void add(const std::string& name, OpKind kind = OpKind::kernel, std::int64_t dur = 2'000) {
-    auto it = std::find(t.names.begin(), t.names.end(), name);
-    OpRecord r;
-    r.name_id = static_cast<std::uint32_t>(it - t.names.begin());
-    if (it == t.names.end()) t.names.push_back(name);
-    r.kind = kind;
-    r.start_ns = now;
-    r.duration_ns = dur;
-    r.stream = 7;
-    t.ops.push_back(r);
-    now += dur + 1'000;
-    if (kind == OpKind::kernel) ++step_kernels.back();
-  }
-  // One MoE layer: attention, the router, a D2H sync for the routing, then only the experts that got tokens.
-  void layer(bool backward, int skip_one_in) {
-    const std::string p = backward ? "bwd_" : "";
-    add(p + "rms_norm_kernel");
-    add(p + "nvjet_gemm_qkv");
-    add(p + "flash_attn_kernel");
-    add(p + "nvjet_gemm_o");
-    add(p + "router_gemm");
-    add(p + "topk_kernel");
-    add("Memcpy DtoH (Device -> Pinned)", OpKind::memcpy);
-    for (int e = 0; e < 8; ++e) {
-      if (skip_one_in > 0 && rng() % static_cast<unsigned>(skip_one_in) == 0) continue;  // no token for expert e
-      add(p + "index_select_kernel");
-      add(p + "nvjet_gemm_gate");
-      add(p + "nvjet_gemm_up");
-      add(p + "silu_mul_kernel");
-      add(p + "nvjet_gemm_down");
-      add(p + "index_add_kernel");
-    }
-  }
-  void pass(int layers, int skip_one_in, bool backward) {
-    for (int i = 0; i < layers; ++i) layer(backward, skip_one_in);
-  }
-  void update(const std::string& name = "multi_tensor_apply_kernel<FusedAdamMathFunctor>", int kernels = 4) {
-    for (int i = 0; i < kernels; ++i) add(name);
-  }
-  // A training step: batch copy, forward, loss, backward, (AMP unscale,) the fused AdamW update.
-  void step(int layers = 4, int skip_one_in = 12, bool amp = false) {
-    step_kernels.push_back(0);
-    step_start.push_back(now);
-    add("Memcpy HtoD (Pinned -> Device)", OpKind::memcpy);
-    add("embedding_kernel");
-    pass(layers, skip_one_in, false);
-    add("cross_entropy_loss");
-    pass(layers, skip_one_in, true);
-    add("embedding_backward_kernel");
-    if (amp) {
-      update("multi_tensor_apply_kernel<UnscaleOp>", 2);
-      for (int i = 0; i < 10; ++i) add(i % 2 ? "Memcpy DtoH (Device -> Pinned)" : "amp_update_scale_kernel",
-                                       i % 2 ? OpKind::memcpy : OpKind::kernel);
-    }
-    update();
-    now += 300'000;
-  }
-};
+using test_support::MoeBuilder;
 
 double median_of(std::vector<std::size_t> v) {
   std::sort(v.begin(), v.end());

@@ -1,0 +1,115 @@
+#include "trace/step_variants.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "trace/sequence_align.hpp"
+
+namespace gearshift::trace {
+
+namespace {
+
+// (after, skip, inserted ops as (name id, kind)): one block as the steps are counted by.
+using Op = std::pair<std::uint32_t, OpKind>;
+using Block = std::tuple<std::int64_t, std::size_t, std::vector<Op>>;
+
+// The blocks of one step against the template, from their alignment (sequence_align.hpp): runs of template
+// positions matched by nothing (left out) and runs of step ops matched to nothing (inserted), each anchored at
+// the last template position before it. Empty when more than `max_d` ops differ.
+std::vector<Block> blocks_of(const std::vector<std::uint32_t>& tmpl, const std::vector<std::uint32_t>& names,
+                             const std::vector<OpKind>& kinds, std::size_t max_d) {
+  const std::vector<std::int64_t> map = align_lcs(tmpl, names.data(), names.size(), max_d);
+  std::vector<Block> out;
+  if (map.empty()) return out;
+  std::int64_t next = 0;       // the step's first op not yet placed
+  std::int64_t skip_from = -1;  // first left-out position of the current run, -1: none
+  auto inserted_before = [&](std::int64_t p, std::int64_t upto) {  // step ops next .. upto-1, after position p
+    if (upto <= next) return;
+    std::vector<Op> ops;
+    for (std::int64_t i = next; i < upto; ++i)
+      ops.emplace_back(names[static_cast<std::size_t>(i)], kinds[static_cast<std::size_t>(i)]);
+    out.emplace_back(p, 0, std::move(ops));
+  };
+  const auto n = static_cast<std::int64_t>(tmpl.size());
+  for (std::int64_t p = 0; p < n; ++p) {
+    const std::int64_t at = map[static_cast<std::size_t>(p)];
+    if (at < 0) {
+      if (skip_from < 0) skip_from = p;
+      continue;
+    }
+    if (skip_from >= 0) out.emplace_back(skip_from - 1, static_cast<std::size_t>(p - skip_from), std::vector<Op>{});
+    skip_from = -1;
+    inserted_before(p - 1, at);
+    next = at + 1;
+  }
+  if (skip_from >= 0) out.emplace_back(skip_from - 1, static_cast<std::size_t>(n - skip_from), std::vector<Op>{});
+  inserted_before(n - 1, static_cast<std::int64_t>(names.size()));
+  return out;
+}
+
+std::size_t length_of(const Block& b) { return std::get<1>(b) + std::get<2>(b).size(); }
+
+}  // namespace
+
+std::vector<StepVariant> step_variants(const Trace& t, const IterationAnalysis& a, const StepVariantOptions& o) {
+  const auto& tops = a.tmpl.ops;
+  if (tops.empty() || std::any_of(tops.begin(), tops.end(), [](const TemplateOp& op) { return op.graph_id != 0; }))
+    return {};
+  std::vector<std::uint32_t> tmpl;
+  for (const auto& op : tops) tmpl.push_back(op.name_id);
+  const auto max_d = static_cast<std::size_t>(o.max_edit_share * static_cast<double>(tmpl.size()));
+
+  std::map<Block, std::size_t> seen;  // block -> steps that ran it
+  std::vector<std::uint32_t> step;
+  std::vector<OpKind> kinds;
+  auto first = t.ops.begin();
+  for (const Iteration& it : a.iterations) {
+    first = std::lower_bound(first, t.ops.end(), it.start_ns, [](const OpRecord& r, std::int64_t s) { return r.start_ns < s; });
+    step.clear();
+    kinds.clear();
+    bool graph = false;
+    for (auto r = first; r != t.ops.end() && r->start_ns < it.end_ns; ++r) {
+      if (r->device != a.device) continue;
+      graph |= r->graph_id != 0;
+      step.push_back(r->name_id);
+      kinds.push_back(r->kind);
+    }
+    if (graph || step.empty() || step == tmpl) continue;
+    std::vector<Block> bs = blocks_of(tmpl, step, kinds, max_d);
+    std::sort(bs.begin(), bs.end());
+    bs.erase(std::unique(bs.begin(), bs.end()), bs.end());
+    for (auto& b : bs)
+      if (length_of(b) >= o.min_ops) ++seen[std::move(b)];
+  }
+
+  std::vector<std::pair<Block, std::size_t>> kept;
+  for (const auto& [b, n] : seen)
+    if (n >= o.min_steps) kept.emplace_back(b, n);
+  std::stable_sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) {
+    if (x.second != y.second) return x.second > y.second;
+    return length_of(x.first) > length_of(y.first);
+  });
+  const auto budget = static_cast<std::size_t>(o.max_inserted_share * static_cast<double>(tmpl.size()));
+  std::size_t inserted = 0;
+  std::vector<StepVariant> out;
+  for (const auto& [b, n] : kept) {
+    if (out.size() >= o.max_variants) break;
+    const auto& [after, skip, keys] = b;
+    if (inserted + keys.size() > budget) continue;
+    inserted += keys.size();
+    StepVariant v;
+    v.after = after;
+    v.skip = skip;
+    v.steps = n;
+    for (const auto& [name, kind] : keys) v.ops.emplace_back(t.names[name], kind);
+    out.push_back(std::move(v));
+  }
+  std::sort(out.begin(), out.end(), [](const StepVariant& x, const StepVariant& y) {
+    if (x.after != y.after) return x.after < y.after;
+    return x.skip < y.skip;  // insertions (skip 0) first
+  });
+  return out;
+}
+
+}  // namespace gearshift::trace
