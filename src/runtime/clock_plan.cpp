@@ -10,7 +10,8 @@ namespace gearshift::runtime {
 
 namespace {
 // `vs` over positions renumbered by `index` (old position -> new one, -1: dropped; several old positions may
-// become one, a graph launch). A skip keeps the new positions wholly inside it; a variant left empty is dropped.
+// become one, a graph launch). A skip counts the new positions its old ones became; a variant left empty is
+// dropped.
 std::vector<PlanVariant> renumbered(const std::vector<PlanVariant>& vs, const std::vector<std::int64_t>& index,
                                     bool kernels_only) {
   std::vector<PlanVariant> out;
