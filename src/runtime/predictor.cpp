@@ -89,6 +89,7 @@ std::int64_t PositionPredictor::next_position() const {
 }
 
 bool PositionPredictor::follows(std::int64_t from, std::int64_t to) const {
+  if (to == from + 1) return true;  // the common case, without walking optional spans
   std::vector<std::int64_t> at_next{from + 1};
   for (int j = 0; j <= o_.max_jumps && !at_next.empty(); ++j) {
     std::vector<std::int64_t> further;

@@ -58,6 +58,19 @@ sim::CalibratedModel load_model_checked(const std::string& path) {
 }
 
 namespace {
+
+// One line on a job's step variants for the plan's warnings: how many blocks, their ops, in how many steps.
+std::string describe_variants(const std::vector<trace::StepVariant>& vs, const trace::IterationAnalysis& a) {
+  std::size_t inserted = 0, skipped = 0, most = 0;
+  for (const auto& v : vs) inserted += v.ops.size(), skipped += v.skip, most = std::max(most, v.steps);
+  return fmt::format("the steps come in variants: {} block(s) that some steps run and others do not ({} ops "
+                     "inserted, {} of the template's {} ops left out; the commonest in {} of {} steps). The modelled "
+                     "step is the template's as it is (an inserted block is not modelled, a block it holds is "
+                     "modelled in every step); the runtime follows both, an inserted op at the clocks of the op "
+                     "before it",
+                     vs.size(), inserted, skipped, a.tmpl.ops.size(), most, a.iterations.size());
+}
+
 gpu::GpuSpec spec_or_exit(const std::string& name) {
   try {
     return gpu::find_spec(name);
@@ -332,17 +345,6 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                          {"sm_clocks", r.model->spec().sm_clocks_mhz.size()}, {"mem_clocks_mhz", mem},
                          {"memory_clock", mem.size() > 1 ? "knob" : "fixed"}};
   return j;
-}
-
-std::string describe_variants(const std::vector<trace::StepVariant>& vs, const trace::IterationAnalysis& a) {
-  std::size_t inserted = 0, skipped = 0, most = 0;
-  for (const auto& v : vs) inserted += v.ops.size(), skipped += v.skip, most = std::max(most, v.steps);
-  return fmt::format("the steps come in variants: {} block(s) that some steps run and others do not ({} ops "
-                     "inserted, {} of the template's {} ops left out; the commonest in {} of {} steps). The modelled "
-                     "step is the template's as it is (an inserted block is not modelled, a block it holds is "
-                     "modelled in every step); the runtime follows both, an inserted op at the clocks of the op "
-                     "before it",
-                     vs.size(), inserted, skipped, a.tmpl.ops.size(), most, a.iterations.size());
 }
 
 plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {

@@ -93,8 +93,6 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                          std::optional<trace::IterationAnalysis> iterations = std::nullopt);
 
 nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
-// One line on a job's step variants for the plan's warnings: how many blocks, their ops, in how many steps.
-std::string describe_variants(const std::vector<trace::StepVariant>& vs, const trace::IterationAnalysis& a);
 // The chosen plan as plan.json (plan/plan_file.hpp, the one owner of the format); plan_file_json is its JSON.
 plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);
