@@ -113,7 +113,11 @@ const char* to_string(SyncSource s) {
 }
 
 ReplayResult replay(const trace::Trace& trace, const ClockPlan& full_plan, const ReplayOptions& o, Actuator* actuator) {
-  trace::IterationAnalysis an = trace::detect_iterations(trace);
+  return replay(trace, trace::detect_iterations(trace), full_plan, o, actuator);
+}
+
+ReplayResult replay(const trace::Trace& trace, const trace::IterationAnalysis& an, const ClockPlan& full_plan,
+                    const ReplayOptions& o, Actuator* actuator) {
   if (o.min_plan_match > 0) {
     const double share = plan_match_share(full_plan, trace, an);
     if (share < o.min_plan_match)
@@ -174,8 +178,15 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& full_plan, const
     op.correlation = r.correlation;
     ops.push_back(op);
   }
+  // Only the first max_steps steps: what follows the last one's end is left out.
+  double replay_end = std::numeric_limits<double>::infinity();
+  if (o.max_steps > 0 && o.max_steps < an.iterations.size()) {
+    replay_end = static_cast<double>(an.iterations[o.max_steps - 1].end_ns);
+    std::erase_if(ops, [&](const ReplayOp& op) { return op.start > replay_end; });
+  }
+  const std::size_t steps_replayed = o.max_steps > 0 ? std::min(o.max_steps, an.iterations.size()) : an.iterations.size();
   std::size_t k = 0;
-  for (std::size_t s = 0; s < an.iterations.size(); ++s) {
+  for (std::size_t s = 0; s < steps_replayed; ++s) {
     const auto& it = an.iterations[s];
     while (k < ops.size() && ops[k].start < static_cast<double>(it.start_ns)) ++k;
     std::size_t b = k;
@@ -244,6 +255,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& full_plan, const
     std::int64_t m = -1;
     for (std::size_t i = 0; i < live.size(); ++i) max_corr[i] = m = std::max(m, live[i].correlation);
     for (const auto& y : trace.syncs) {
+      if (static_cast<double>(y.enter_ns) > replay_end) continue;  // after the steps replayed
       if (y.scope == trace::SyncRecord::Scope::event || (y.device >= 0 && y.device != an.device)) {
         ++res.syncs_ignored;  // live does not anchor on event synchronizes, nor on another device's
         continue;
@@ -419,6 +431,7 @@ ReplayResult replay(const trace::Trace& trace, const ClockPlan& full_plan, const
   res.steps = st.steps;
   res.relocks = pred.relocks();
   res.losses = st.losses;
+  res.boundary_error_ns = st.boundary_error_ns;
   return res;
 }
 

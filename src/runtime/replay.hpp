@@ -69,6 +69,9 @@ struct ReplayOptions {
   // marker_poll_ns (on a grid from time 0), sees it at the first poll after the kernel ends. 0: none. ns.
   double marker_period_ns = 0;
   double marker_poll_ns = 500e3;
+  // Replay only the first this many detected steps (their launches, and the synchronizes up to the last one's
+  // end); 0: every step. A plan's in-time check (service/plan_in_time.hpp) bounds its cost with it.
+  std::size_t max_steps = 0;
 };
 
 // Where replay's synchronizes came from: none (activity mode), the trace's recorded ones, or one per step assumed
@@ -97,11 +100,17 @@ struct ReplayResult {
   std::uint64_t syncs_used = 0;     // synchronizes handed to the runtime (recorded or assumed)
   std::uint64_t syncs_ignored = 0;  // recorded ones left out: event synchronizes, another device's
   std::uint64_t markers = 0;        // stream markers seen
+  // Per change boundary whose kernel reported a completion: its start minus the estimate the change was issued
+  // for, ns (LiveStats::boundary_error_ns, as `gearshift run` reports them).
+  std::vector<float> boundary_error_ns;
 };
 
 // Throws trace::NoIterationError when the trace has no steps to score, PlanMismatchError when the plan was made for
 // another job.
 ReplayResult replay(const trace::Trace& trace, const ClockPlan& plan, const ReplayOptions& options,
                     Actuator* actuator = nullptr);
+// The same with the trace's iteration analysis already made (detect_iterations with default options).
+ReplayResult replay(const trace::Trace& trace, const trace::IterationAnalysis& analysis, const ClockPlan& plan,
+                    const ReplayOptions& options, Actuator* actuator = nullptr);
 
 }  // namespace gearshift::runtime

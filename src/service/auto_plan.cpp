@@ -306,7 +306,9 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       } catch (const trace::NoIterationError&) {  // the latest steps alone do not hold: plan on all of them
       }
     }
-    PlanJobResult r = plan_trace(po, std::move(t), std::move(an));
+    PlanJobOptions attempt = po;
+    attempt.check_in_time = false;  // on the plan applied (apply_checked), not on every attempt
+    PlanJobResult r = plan_trace(attempt, std::move(t), std::move(an));
     const auto& it = r.iterations;
     // The live check before anything is applied or reported: a step that fails it gets no plan and no saving.
     const runtime::LiveStepCheck check =
@@ -365,7 +367,7 @@ AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, Plan
     if (!po.measured_power) po.measured_power = traced_power(steps_from_ns);
     // The counter reads, but not yet over 0.9 s of steps: learn on (the next attempt reads it again).
     if (!po.measured_power && !energy_readings_.empty()) return Outcome::keep_learning;
-    if (!po.measured_power) return apply(*r, po, source);
+    if (!po.measured_power) return apply_checked(*r, po, source);
     try {
       PlanJobResult r2 = plan_trace(po, std::move(r->trace), std::move(r->iterations));
       return apply(r2, po, source);
@@ -450,7 +452,7 @@ AutoPlanner::Outcome AutoPlanner::measured() {
   }
   if (std::abs(off) <= o_.max_untraced_disagreement) {
     say(o_.progress_sink, fmt::format("gearshift run --auto: {}: the warm-up's timing holds", line));
-    if (!c->po.measured_power) return apply(*c->r, c->po, c->source);
+    if (!c->po.measured_power) return apply_checked(*c->r, c->po, c->source);
     // The template keeps its traced step: calibrated to the untraced run's energy per step spread over it (a
     // power-capped job's 688 W over its 155 ms untraced step could not be reached over the 166 ms template).
     c->po.measured_power = sim::MeasuredPower{
@@ -485,6 +487,7 @@ AutoPlanner::Outcome AutoPlanner::measured() {
             "gearshift run --auto: {}: the template's idle time re-timed by {:.2f} ({:.2f} of {:.2f} ms per step "
             "busy)",
             line, f, busy / 1e6, pt / 1e6));
+    c->po.traced_template = c->r->iterations.tmpl;  // the in-time check replays the trace at its own timing
     PlanJobResult r2 = plan_trace(c->po, std::move(c->r->trace), std::move(an));
     const double modelled_ns = r2.evaluation.baseline.step_time_ns, off2 = modelled_ns / pu - 1;
     if (std::abs(off2) > runtime::kMaxLiveStepDisagreement) {
@@ -497,6 +500,17 @@ AutoPlanner::Outcome AutoPlanner::measured() {
     say(o_.progress_sink,
         fmt::format("gearshift run --auto: re-timed template: modelled step {:.2f} ms", modelled_ns / 1e6));
     return apply(r2, c->po, c->source);
+  } catch (const std::exception& e) {
+    give_up(std::string("planning failed: ") + e.what());
+    return Outcome::gave_up;
+  }
+}
+
+AutoPlanner::Outcome AutoPlanner::apply_checked(PlanJobResult& r, const PlanJobOptions& po, std::uint32_t source) {
+  if (!po.check_in_time || r.in_time.checked || !r.in_time.skipped.empty()) return apply(r, po, source);
+  try {
+    PlanJobResult r2 = plan_trace(po, std::move(r.trace), std::move(r.iterations));
+    return apply(r2, po, source);
   } catch (const std::exception& e) {
     give_up(std::string("planning failed: ") + e.what());
     return Outcome::gave_up;
@@ -523,8 +537,10 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     const sim::StrategyResult* one_pair = one_pair_plan(r);
     cp.in_time_fallback = one_pair ? one_pair->schedule.clocks.front() : cp.default_clocks;
     say(o_.progress_sink,
-        fmt::format("gearshift run --auto: plan for {} ({}), phase strategy, L = {:g} ms, budget {:.2f} %: {}",
-                    r.model->spec().name, r.model->spec().full_name, s.switch_latency_ns / 1e6, po.max_slowdown * 100,
+        fmt::format("gearshift run --auto: plan for {} ({}), {} strategy, L = {:g} ms, budget {:.2f} %: {}",
+                    r.model->spec().name, r.model->spec().full_name, plan::to_string(s.schedule.strategy),
+                    r.in_time.switch_latency_ns > 0 ? r.in_time.switch_latency_ns / 1e6 : s.switch_latency_ns / 1e6,
+                    po.max_slowdown * 100,
                     s.within_budget ? fmt::format("{} phases, {} clock changes per step; MODELLED saving {:.2f} % "
                                                   "energy per step at {:.2f} % step time",
                                                   plan::phases_of(s.schedule).size(), s.sim.clock_changes, s.saving_pct,
@@ -544,6 +560,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
             fmt::format("gearshift run --auto: warning: {}; the plan is applied all the same", e.what()));
       }
     }
+    say(o_.progress_sink, "gearshift run --auto: " + r.in_time.summary());
     say(o_.progress_sink, in_time_guard_line(one_pair, *cp.in_time_fallback));
     say(o_.progress_sink, "gearshift run --auto: applying the plan from now on");
     start_(cp, source);

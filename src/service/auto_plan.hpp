@@ -136,6 +136,9 @@ class AutoPlanner {
   Outcome measured();
   // Writes, reports and applies a plan (state planned); a planning failure gives up.
   Outcome apply(const PlanJobResult& r, const PlanJobOptions& po, std::uint32_t source);
+  // apply() for a plan an attempt made without the in-time check (it replays the trace: not on every attempt): made
+  // again with it first (PlanJobOptions::check_in_time).
+  Outcome apply_checked(PlanJobResult& r, const PlanJobOptions& po, std::uint32_t source);
   // Ends the warm-up without a plan, saying `why`; frees the collected records.
   void give_up(const std::string& why);
   std::string progress(const Attempt& a) const;

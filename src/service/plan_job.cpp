@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +12,7 @@
 #include "gearshift/version.hpp"
 #include "gpu/spec.hpp"
 #include "graph/step_graph.hpp"
+#include "runtime/clock_plan.hpp"
 #include "sim/measurement.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
@@ -78,6 +80,11 @@ gpu::GpuSpec spec_or_exit(const std::string& name) {
     throw ServiceError(Kind::kBadArgument, std::string(e.what()) + "; pass one of those with --gpu");
   }
 }
+
+// The plan.json of `s` (plan_file's, for any of the evaluation's plans).
+plan::PlanFile plan_file_for(const PlanJobOptions& o, const PlanJobResult& r, const sim::StrategyResult& s);
+// Runs the in-time check on r's trace and takes its plan into r.chosen (service/plan_in_time.hpp).
+void check_plan_in_time(const PlanJobOptions& o, PlanJobResult& r, double switch_latency_ns);
 
 }  // namespace
 
@@ -235,7 +242,12 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   const double chosen_l_ns = o.switch_latency_ns.value_or(spec.switch_latency_ns);
   if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
     eo.switch_latencies_ns.push_back(chosen_l_ns);
+  // Fewer, longer phases for the in-time check: 2L, 4L, ... while three phases still fit in the step.
+  if (o.check_in_time && o.strategy == plan::Strategy::phase && chosen_l_ns > 0)
+    for (double m = 2 * chosen_l_ns; m <= r.iterations.tmpl.period_ns / 3 && eo.min_phase_ladder_ns.size() < 4; m *= 2)
+      eo.min_phase_ladder_ns.push_back(m);
   r.evaluation = sim::evaluate(r.workload, *r.model, eo);
+  for (auto& c : r.evaluation.coarser) c.switch_latency_ns = chosen_l_ns;  // issued L ahead; phases >= min_phase_ns
   if (r.calibrated_to_w && r.trace.measured.step_time_s) {
     const std::string why = sim::calibrated_step_refusal(r.evaluation.baseline.step_time_ns,
                                                          *r.trace.measured.step_time_s * 1e9, *r.calibrated_to_w);
@@ -256,6 +268,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   if (r.chosen == nullptr)
     throw ServiceError(Kind::kBadArgument, fmt::format("strategy '{}' was not evaluated (iteration, pass, kernel-local, "
                                                        "kernel-global, phase)", plan::to_string(o.strategy)));
+  if (o.check_in_time && o.strategy == plan::Strategy::phase) check_plan_in_time(o, r, chosen_l_ns);
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
@@ -325,6 +338,21 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"draws_rejected", g.draws_rejected},
                        {"share_below_expected", g.share_below_expected},
                        {"quantiles", {g.low_quantile, g.high_quantile}}};
+  {  // The in-time check (service/plan_in_time.hpp): every rung replayed, the last one taken.
+    const InTimeCheck& c = r.in_time;
+    json rungs = json::array();
+    for (const auto& rung : c.rungs)
+      rungs.push_back({{"plan", rung.label()},
+                       {"strategy", plan::to_string(rung.plan->schedule.strategy)},
+                       {"min_phase_us", std::isinf(rung.min_phase_ns) ? json(nullptr) : json(rung.min_phase_ns / 1e3)},
+                       {"clock_changes_per_step", rung.plan->sim.clock_changes},
+                       {"saving_pct", rung.plan->saving_pct},
+                       {"in_time_fraction", rung.in_time ? json(*rung.in_time) : json(nullptr)},
+                       {"boundary_errors", rung.boundary_errors}});
+    j["in_time_check"] = {{"checked", c.checked}, {"skipped", c.skipped}, {"target", c.target},
+                          {"switch_latency_us", c.switch_latency_ns / 1e3}, {"steps_replayed", c.steps_replayed},
+                          {"coarsened", c.coarsened()}, {"rungs", rungs}, {"summary", c.summary()}};
+  }
   // The savings frontier (sim::Evaluation::frontier): every strategy at each slowdown budget.
   json frontier = json::array();
   for (const auto& p : r.evaluation.frontier) {
@@ -347,8 +375,11 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   return j;
 }
 
-plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
-  const auto& s = *r.chosen;
+plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) { return plan_file_for(o, r, *r.chosen); }
+
+namespace {
+
+plan::PlanFile plan_file_for(const PlanJobOptions& o, const PlanJobResult& r, const sim::StrategyResult& s) {
   plan::PlanFile f;
   f.gpu = r.model->spec().name;
   f.gpu_selection = plan::PlanFileGpuSelection{r.gpu.spec, r.gpu.source, r.gpu.trace_gpu, r.gpu.trace_spec};
@@ -403,6 +434,61 @@ plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r) {
   f.provenance = std::move(v);
   return f;
 }
+
+void check_plan_in_time(const PlanJobOptions& o, PlanJobResult& r, double l_ns) {
+  const sim::StrategyResult* one_pair = nullptr;
+  for (const auto& s : r.evaluation.strategies)
+    if (s.schedule.strategy == plan::Strategy::iteration) one_pair = &s;
+  if (r.chosen->sim.clock_changes == 0 || l_ns <= 0 || !one_pair) {
+    r.in_time.skipped = r.chosen->sim.clock_changes == 0 ? "no clock change inside the step" : "no switch latency";
+    return;
+  }
+  auto rung = [](const sim::StrategyResult* p, double min_phase_ns) {
+    InTimeRung g;
+    g.plan = p;
+    g.min_phase_ns = min_phase_ns;
+    return g;
+  };
+  // Rungs of fewer changes per step, each with other clocks than the one before; the one-pair plan last.
+  std::vector<InTimeRung> ladder{rung(r.chosen, 0)};
+  for (const auto& c : r.evaluation.coarser) {
+    const sim::StrategyResult& prev = *ladder.back().plan;
+    if (c.within_budget && c.sim.clock_changes > 0 && c.sim.clock_changes < prev.sim.clock_changes &&
+        c.schedule.clocks != prev.schedule.clocks)
+      ladder.push_back(rung(&c, c.min_phase_ns));
+  }
+  ladder.push_back(rung(one_pair, std::numeric_limits<double>::infinity()));
+  // The trace's timing is the traced one: where the template was re-timed, the positions take it back.
+  const trace::IterationTemplate* traced = nullptr;
+  if (o.traced_template && o.traced_template->ops.size() == r.workload.ops.size()) traced = &*o.traced_template;
+  auto clock_plan_of = [&](const sim::StrategyResult& s) {
+    plan::PlanFile f = plan_file_for(o, r, s);
+    if (traced) {
+      f.period_us = traced->period_ns / 1e3;
+      for (std::size_t i = 0; i < f.positions.size(); ++i) {
+        const trace::TemplateOp& t = traced->ops[i];
+        f.positions[i].duration_us = t.duration_ns / 1e3;
+        f.positions[i].start_offset_us = t.start_offset_ns / 1e3;
+        f.positions[i].launch_offset_us = t.ref_launch_ns ? std::optional<double>(*t.ref_launch_ns / 1e3) : std::nullopt;
+      }
+    }
+    return runtime::clock_plan_from(f);
+  };
+  r.in_time = check_in_time(r.trace, r.iterations, ladder, clock_plan_of, l_ns);
+  if (!r.in_time.checked || !r.in_time.coarsened()) return;
+  const InTimeRung& first = r.in_time.rungs.front();
+  const InTimeRung& taken = *r.in_time.taken();
+  r.warnings.push_back(fmt::format(
+      "{} landed its clock changes in time for {:.1f} % of the kernel time when replayed on this trace's first {} "
+      "steps, below the {:.0f} % the runtime needs ({}): planned with {} instead, {} changes per step, MODELLED "
+      "saving {:.2f} % instead of {:.2f} %",
+      first.label(), 100 * first.in_time.value_or(0), r.in_time.steps_replayed, 100 * r.in_time.target,
+      first.boundary_errors, taken.label(), taken.plan->sim.clock_changes, taken.plan->saving_pct,
+      first.plan->saving_pct));
+  r.chosen = taken.plan;
+}
+
+}  // namespace
 
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r) { return plan::to_json(plan_file(o, r)); }
 

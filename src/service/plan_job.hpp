@@ -13,6 +13,7 @@
 #include "sim/calibration_model.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
+#include "service/plan_in_time.hpp"
 #include "sim/saving_range.hpp"
 #include "trace/iteration.hpp"
 #include "trace/step_variants.hpp"
@@ -37,6 +38,13 @@ struct PlanJobOptions {
   // names) and of the calibration to the trace's measured power; model_path names it in the output.
   std::optional<sim::CalibratedModel> model;
   std::string model_path;
+  // Replay a phase plan on its own trace before it is taken, and take one with fewer, longer phases where its
+  // changes do not land in time (service/plan_in_time.hpp). Off: the plan as the model chose it.
+  bool check_in_time = true;
+  // The step template as traced, where the `iterations` handed to plan_trace were re-timed (run --auto re-times
+  // the template's idle time to the untraced step): the in-time check replays the trace, whose timing is the
+  // traced one, against it. Used only when it has the re-timed template's ops.
+  std::optional<trace::IterationTemplate> traced_template;
 };
 
 // Reads a model file for --model and refuses an implausible one (sim::implausible_model): ServiceError kBadInput for
@@ -79,6 +87,8 @@ struct PlanJobResult {
   const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
   // The chosen plan's error bars: its saving and step time under draws of the class priors' spread.
   sim::SavingRange range;
+  // The in-time check's rungs (service/plan_in_time.hpp); `chosen` is its taken rung's plan when it ran.
+  InTimeCheck in_time;
   // Everything a user must read before trusting the figures (trace health, step evidence, GPU identity), plain
   // words; printed as "Warning" lines, in the JSON report's "warnings" and in plan.json's provenance.
   std::vector<std::string> warnings;

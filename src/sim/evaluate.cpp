@@ -304,18 +304,26 @@ Evaluation evaluate(const model::Workload& w, const model::DvfsModel& m, const E
       for (const auto& r : b) prior.push_back(&r);
     const bool main = eps == o.max_slowdown;
     std::vector<double> latencies{ev.frontier_latency_ns};
+    auto listed = [](const std::vector<double>& v, double x) { return std::find(v.begin(), v.end(), x) != v.end(); };
     if (main) {
       latencies = o.switch_latencies_ns;
-      if (std::find(latencies.begin(), latencies.end(), ev.frontier_latency_ns) == latencies.end())
-        latencies.push_back(ev.frontier_latency_ns);
+      for (double l : o.min_phase_ladder_ns)
+        if (!listed(latencies, l)) latencies.push_back(l);
+      if (!listed(latencies, ev.frontier_latency_ns)) latencies.push_back(ev.frontier_latency_ns);
     }
     per_budget.push_back(plan_budget(c, eps, latencies, prior));
-    if (main)
-      for (const auto& r : per_budget.back())
-        if (r.schedule.strategy != plan::Strategy::phase || std::find(o.switch_latencies_ns.begin(), o.switch_latencies_ns.end(),
-                                                        r.switch_latency_ns) != o.switch_latencies_ns.end())
-          ev.strategies.push_back(r);
+    if (!main) continue;
+    for (const auto& r : per_budget.back()) {
+      const bool phase = r.schedule.strategy == plan::Strategy::phase;
+      if (!phase || listed(o.switch_latencies_ns, r.switch_latency_ns)) ev.strategies.push_back(r);
+      if (phase && listed(o.min_phase_ladder_ns, r.switch_latency_ns)) {
+        ev.coarser.push_back(r);
+        ev.coarser.back().min_phase_ns = r.switch_latency_ns;
+      }
+    }
   }
+  std::sort(ev.coarser.begin(), ev.coarser.end(),
+            [](const StrategyResult& a, const StrategyResult& b) { return a.min_phase_ns < b.min_phase_ns; });
   for (double f : o.frontier_slowdowns) {
     const auto& b = per_budget[static_cast<std::size_t>(std::find(budgets.begin(), budgets.end(), f) - budgets.begin())];
     FrontierPoint p;

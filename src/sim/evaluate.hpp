@@ -31,6 +31,10 @@ struct EvaluateOptions {
   // `frontier_latency_ns` (ns; none: the GPU spec's switch latency).
   std::vector<double> frontier_slowdowns = {0, 0.005, 0.01, 0.02, 0.05, 0.10};
   std::optional<double> frontier_latency_ns = std::nullopt;
+  // Phase plans at `max_slowdown` whose phases last at least each of these, ns (Evaluation::coarser): the plans
+  // with fewer, longer phases that a plan falls back to when its changes cannot be timed closely enough
+  // (service/plan_in_time.hpp). Empty: none.
+  std::vector<double> min_phase_ladder_ns = {};
 };
 
 struct StrategyResult {
@@ -45,6 +49,9 @@ struct StrategyResult {
   // ns; +inf without changes. The plan runs with no late change, exactly as with instant switching, at every
   // latency up to this one.
   double shortest_phase_ns = 0;
+  // Evaluation::coarser: every phase lasts at least this long, ns (the latency it was planned for; it runs with
+  // the same figures at any shorter one). 0 otherwise.
+  double min_phase_ns = 0;
 };
 
 struct FrontierPoint {
@@ -57,6 +64,9 @@ struct Evaluation {
   std::vector<StrategyResult> strategies;  // iteration, pass, kernel-local, kernel-global, phase × L
   double frontier_latency_ns = 0;          // L of the frontier's phase plans
   std::vector<FrontierPoint> frontier;     // per budget of EvaluateOptions::frontier_slowdowns, ascending
+  // Phase at max_slowdown per EvaluateOptions::min_phase_ladder_ns (ascending; min_phase_ns set; each the best
+  // plan that runs with no late change at that latency, as phase at L is).
+  std::vector<StrategyResult> coarser;
 };
 
 // Calibrate the model so that the simulated baseline's average power equals a measured average power (W):
