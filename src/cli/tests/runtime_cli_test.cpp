@@ -764,6 +764,10 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   // The fake job reports every completion: each change boundary's kernel start is compared with its estimate.
   EXPECT_GT(number_before(o, " change boundaries timed by kernel activity"), 10) << o;
   EXPECT_LT(std::fabs(number_after(o, "issued for median ")), 2.0) << o;  // ms
+  // The plan applied passed the in-time check: replayed on the warm-up's own steps, its changes landed in time
+  // (the attempts before plan without it; the applied plan is made again with it).
+  EXPECT_NE(o.find("gearshift run --auto: in-time check (replay of the trace's first"), std::string::npos) << o;
+  EXPECT_GE(number_after(o, " ms: ", "in-time check (replay"), 95.0) << o;
 
   // The plan written is the one `gearshift run --plan` reads.
   auto j = nlohmann::json::parse(slurp(made));
