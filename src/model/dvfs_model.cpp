@@ -135,8 +135,12 @@ Prediction DvfsModel::predict(double t_ref_ns, ClockPair ref, ClockPair requeste
   out.effective_sm_mhz_avg = params_.continuous_cap ? capped_sm_clock_avg(requested, k, window_idle_share)
                                                     : out.effective_sm_mhz;
   const double a = k.sm_share, b = k.mem_share, f = out.effective_sm_mhz_avg;
-  out.time_ns = t_ref_ns * (a * ref.sm_mhz / f + b * static_cast<double>(ref.mem_mhz) / requested.mem_mhz +
-                            (1.0 - a - b));
+  if (k.time_law == TimeLaw::roofline)  // the slower term bounds it: no slowing past the kink for free
+    out.time_ns = t_ref_ns * (std::max(a * ref.sm_mhz / f, b * static_cast<double>(ref.mem_mhz) / requested.mem_mhz) +
+                              (1.0 - std::max(a, b)));
+  else
+    out.time_ns = t_ref_ns * (a * ref.sm_mhz / f + b * static_cast<double>(ref.mem_mhz) / requested.mem_mhz +
+                              (1.0 - a - b));
   out.idle_power_w = idle_power_w_at(f);
   out.power_w = out.idle_power_w + dynamic_power_w_at(f, requested.mem_mhz, k);
   out.energy_j = out.power_w * out.time_ns * 1e-9;

@@ -1,6 +1,8 @@
 // The DVFS model: time and power of a kernel at any (SM clock, memory clock), with the board power cap.
 //
 //   t(f, m) = t_ref · (a·f_ref/f + b·m_ref/m + (1 − a − b))                          [docs/design.md, Physics]
+//           = t_ref · (max(a·f_ref/f, b·m_ref/m) + 1 − max(a, b))   for a roofline kernel (KernelCoefficients::
+//             time_law, model/time_law.hpp: one `gearshift calibrate` fitted so)
 //   P(f, m) = P_idle(f) + P_k + s·u·P_dyn·(V(f)/V_max)²·(f/f_max) + w·P_mem·(m/m_max)
 //   V(f)/V_max = v_min for f ≤ f_knee, linear from v_min at f_knee to 1 at f_max    (Schoonhoven et al., PMBS'22)
 //   f_eff = the highest supported SM clock ≤ f with P(f_eff, m) ≤ the power limit the kernel meets (the GPU's

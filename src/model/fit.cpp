@@ -166,7 +166,7 @@ FittedKernel fit_kernel(const std::vector<Sample>& samples, const DvfsModel& boa
   if (opts.roofline && uncapped.size() >= 3) {
     const Roofline r = fit_roofline(uncapped, shape);
     const double additive = max_rel_error(uncapped, [&](double f) { return time.c0 * rf(f) + time.c1 / f; });
-    if (additive > opts.kink_tolerance && r.residual < additive) {
+    if (roofline_preferred(additive, r.residual, opts.kink_tolerance)) {
       k.time_law = TimeLaw::roofline;
       k.clock_independent_s = 0;
       k.sm_scaled_s_mhz = r.a_s_mhz;

@@ -30,7 +30,8 @@
 // Matrix_mul: docs/model-validation.md) follow 1/f up to a clock and are flat above it. Both laws have two
 // parameters; with 3 or more uncapped samples the fit takes the roofline when T_c + A/f misses an uncapped sample
 // by more than the measurement scatter (FitOptions::kink_tolerance), the roofline has samples on both sides of
-// its kink and misses them less (largest relative error): the choice uses the calibration samples only. With 2 uncapped samples the two laws cannot be told apart (both pass exactly
+// its kink and misses them less (largest relative error; model/time_law.hpp, the rule fit_time_pairs shares): the
+// choice uses the calibration samples only. With 2 uncapped samples the two laws cannot be told apart (both pass exactly
 // through them): T_c + A/f, as before.
 //
 // Board time shape (optional, FitOptions::time_shape): the part of a kernel's time that does not scale with 1/f
@@ -52,6 +53,7 @@
 #include <vector>
 
 #include "model/dvfs_model.hpp"
+#include "model/time_law.hpp"
 
 namespace gearshift::model {
 
@@ -87,14 +89,9 @@ struct FitOptions {
   // measured scatter of times about a smooth law (as cap_tolerance), so noise alone does not bend the law.
   // model/kernel_validation.cpp raises it to 2σ of each dataset's measured time scatter (σ from other kernels).
   // √2 of it is the rise between two samples beyond which the time is judged to rise with the clock (time_shape).
-  double kink_tolerance = 0.005;
+  double kink_tolerance = kDefaultKinkTolerance;
   // The board's time shape r(f) (header comment; fit_time_shape); empty: r ≡ 1.
   TimeShape time_shape;
-};
-
-enum class TimeLaw {
-  additive,  // t = T_c + A/f
-  roofline,  // t = max(T_mem, A/f)
 };
 
 struct FittedKernel {

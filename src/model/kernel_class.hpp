@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "model/time_law.hpp"
 #include "trace/record.hpp"
 
 namespace gearshift::model {
@@ -18,6 +19,11 @@ KernelClass classify(trace::OpKind kind, std::string_view name);
 
 // DVFS coefficients of one kernel (docs/design.md "Physics"):
 //   t(f, m) = t_ref · (sm_share·f_ref/f + mem_share·m_ref/m + (1 − sm_share − mem_share))
+// or, with time_law = roofline (a kernel `gearshift calibrate` fitted so, model/time_law.hpp):
+//   t(f, m) = t_ref · (max(sm_share·f_ref/f, mem_share·m_ref/m) + 1 − max(sm_share, mem_share))
+// where sm_share and mem_share are the SM term A/f_ref and the memory term B/m_ref over t_ref; they overlap,
+// so each is in [0, 1] but their sum may exceed 1. The kink (both terms equal) is at f/m = sm_share·f_ref /
+// (mem_share·m_ref): slower SM clocks than that are SM-bound, faster ones memory-bound.
 //   P(f, m) = P_idle(f) + static_w + activity·P_dyn_max·(V(f)/V(f_max))²·(f/f_max) + mem_traffic·P_mem_max·(m/m_max)
 struct KernelCoefficients {
   double sm_share = 0.5;     // a_k, dimensionless in [0, 1]
@@ -27,6 +33,7 @@ struct KernelCoefficients {
   // W, kernel-specific power that does not scale with the SM clock, added to P_idle (0 for the class priors).
   // Fitted from a sweep at one memory clock (model/fit.hpp): it then also holds that kernel's memory power.
   double static_w = 0;
+  TimeLaw time_law = TimeLaw::additive;  // the law of t above (class priors: additive)
   bool operator==(const KernelCoefficients&) const = default;
 };
 

@@ -32,7 +32,8 @@ PriorSpread prior_spread(KernelClass c) {
 KernelCoefficients perturb(const KernelCoefficients& c, double d_sm_share, double activity_log) {
   KernelCoefficients out = c;
   out.sm_share = std::clamp(c.sm_share + d_sm_share, 0.0, 1.0);
-  out.mem_share = std::min(c.mem_share, 1.0 - out.sm_share);
+  // A roofline kernel's two terms overlap (kernel_class.hpp): b stays as it is, each term bounded by 1 alone.
+  if (c.time_law != TimeLaw::roofline) out.mem_share = std::min(c.mem_share, 1.0 - out.sm_share);
   out.activity = c.activity * std::exp(activity_log);
   return out;
 }

@@ -22,8 +22,8 @@ struct PriorSpread {
 // measured spread of each figure.
 PriorSpread prior_spread(KernelClass c);
 
-// The prior moved by one draw: a' = clamp(a + d_sm_share, 0, 1), b' = min(b, 1 − a'), activity' =
-// activity·exp(activity_log). Other fields unchanged.
+// The prior moved by one draw: a' = clamp(a + d_sm_share, 0, 1), b' = min(b, 1 − a') (b' = b for a roofline
+// kernel, whose terms overlap), activity' = activity·exp(activity_log). Other fields unchanged.
 KernelCoefficients perturb(const KernelCoefficients& c, double d_sm_share, double activity_log);
 
 // Standard normal draws from a fixed-seed 64-bit Mersenne Twister (its output is fixed by the C++ standard;

@@ -202,7 +202,7 @@ sim::CalibratedModel fit_calibration(const CalibrateOptions& o, const Calibratio
   for (const auto& [name, s] : samples) {
     try {
       const model::TimeFit f = model::fit_time_pairs(s, r.ref);
-      cm.kernels.push_back({name, f.sm_share, f.mem_share, f.rms_relative_error, s.size()});
+      cm.kernels.push_back({name, f.sm_share, f.mem_share, f.rms_relative_error, s.size(), f.law});
     } catch (const std::invalid_argument&) {
       ++unfitted;  // measured at too few pairs
     }

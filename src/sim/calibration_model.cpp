@@ -1,5 +1,6 @@
 #include "sim/calibration_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -36,12 +37,14 @@ void write_model_file(const CalibratedModel& m, const std::string& path) {
                 {"memory_w_at_max", m.memory_w_at_max},
                 {"power_rms_relative_error", m.power_rms_relative_error}};
   auto& ks = j["kernels"] = nlohmann::json::array();
-  for (const auto& k : m.kernels)
+  for (const auto& k : m.kernels) {
     ks.push_back({{"name", k.name},
                   {"sm_share", k.sm_share},
                   {"mem_share", k.mem_share},
                   {"rms_relative_error", k.rms_relative_error},
                   {"pairs", k.pairs}});
+    if (k.law == model::TimeLaw::roofline) ks.back()["law"] = "roofline";  // absent: additive (older files)
+  }
   auto& ps = j["pairs"] = nlohmann::json::array();
   for (const auto& p : m.pairs)
     ps.push_back({{"locked", pair_json(p.locked)},
@@ -97,8 +100,20 @@ CalibratedModel load_model_file(const std::string& path) {
     e.mem_share = number(k, "mem_share", where);
     e.rms_relative_error = number(k, "rms_relative_error", where);
     e.pairs = static_cast<std::size_t>(number(k, "pairs", where));
-    if (e.sm_share < 0 || e.mem_share < 0 || e.sm_share + e.mem_share > 1 + 1e-9)
+    if (k.contains("law")) {
+      const auto& law = k["law"];
+      if (!law.is_string() || (law != "additive" && law != "roofline"))
+        throw bad(where + "law must be \"additive\" or \"roofline\" (absent: additive), got " + law.dump());
+      if (law == "roofline") e.law = model::TimeLaw::roofline;
+    }
+    if (e.law == model::TimeLaw::roofline) {
+      // Both terms are in the law (a kink needs both), and each is at most the whole time at ref.
+      if (!(e.sm_share > 0 && e.sm_share <= 1 + 1e-9 && e.mem_share > 0 && e.mem_share <= 1 + 1e-9))
+        throw bad(fmt::format("kernels[{}]: a roofline kernel's sm_share and mem_share must each be > 0 and <= 1 "
+                              "(its SM and memory terms at ref over its time there)", i));
+    } else if (e.sm_share < 0 || e.mem_share < 0 || e.sm_share + e.mem_share > 1 + 1e-9) {
       throw bad(where + "sm_share and mem_share must be >= 0 with a sum <= 1");
+    }
     m.kernels.push_back(std::move(e));
   }
   if (j.contains("pairs") && j["pairs"].is_array())
@@ -145,13 +160,17 @@ AppliedModel apply_model(const CalibratedModel& m, model::Workload& w, model::Dv
       continue;
     }
     // t(f, m)/t(ref) = a·ref_f/f + b·ref_m/m + 1 − a − b; at the op's reference o the same law has
-    // a_o = a·(ref_f/o_f)/R_o, b_o = b·(ref_m/o_m)/R_o with R_o = t(o)/t(ref).
+    // a_o = a·(ref_f/o_f)/R_o, b_o = b·(ref_m/o_m)/R_o with R_o = t(o)/t(ref). The roofline's
+    // max(a·ref_f/f, b·ref_m/m) + 1 − max(a, b) keeps the same a_o, b_o with R_o its own t(o)/t(ref).
     const double a_ref = it->second->sm_share, b_ref = it->second->mem_share;
     const double rf = static_cast<double>(m.ref.sm_mhz) / op.ref.sm_mhz;
     const double rm = static_cast<double>(m.ref.mem_mhz) / op.ref.mem_mhz;
-    const double r_o = a_ref * rf + b_ref * rm + 1 - a_ref - b_ref;
+    const bool roofline = it->second->law == model::TimeLaw::roofline;
+    const double r_o = roofline ? std::max(a_ref * rf, b_ref * rm) + 1 - std::max(a_ref, b_ref)
+                                : a_ref * rf + b_ref * rm + 1 - a_ref - b_ref;
     op.coeffs.sm_share = a_ref * rf / r_o;
     op.coeffs.mem_share = b_ref * rm / r_o;
+    op.coeffs.time_law = it->second->law;
     ++a.ops_matched;
   }
   return a;

@@ -30,6 +30,9 @@ struct KernelFitEntry {
   double sm_share = 0, mem_share = 0;  // a, b at the model's ref clocks, dimensionless
   double rms_relative_error = 0;       // of the time fit over the pairs
   std::size_t pairs = 0;               // pairs it was measured at
+  // The time law a, b belong to (model/time_law.hpp). File: "law": "roofline" (a and b are then the SM and the
+  // memory term at ref over t_ref, which overlap: each in (0, 1], the sum may exceed 1); absent: additive.
+  model::TimeLaw law = model::TimeLaw::additive;
 };
 
 struct CalibratedModel {
@@ -48,7 +51,8 @@ struct CalibratedModel {
 // Writes the model file (JSON). Throws std::runtime_error when the file cannot be written.
 void write_model_file(const CalibratedModel& m, const std::string& path);
 // Reads one. Throws std::runtime_error naming the file and the field for an unreadable file, another format or
-// version, a missing or non-finite field, a/b outside [0, 1] or a + b > 1.
+// version, a missing or non-finite field, a "law" other than "additive" or "roofline", a/b outside [0, 1] or
+// a + b > 1 (additive), a or b outside (0, 1] (roofline).
 CalibratedModel load_model_file(const std::string& path);
 
 // The board's power parameters of `m` for `spec`: power_params_for(spec, memory_w_at_max) with its activity scale.
@@ -63,8 +67,8 @@ struct AppliedModel {
 // "fitted a, b for M of N kernel positions (class priors for the rest[; G of them run in CUDA graphs, ...])":
 // the plan's Calibration line, so that the positions that fell back to the priors are counted, graph kernels apart.
 std::string applied_model_summary(const AppliedModel& a);
-// Gives every kernel position of `w` named in `m` the fitted a, b (converted from m.ref to the position's own
-// reference clocks: the same law t(f, m) at a different reference) and sets `dm`'s power parameters to the
+// Gives every kernel position of `w` named in `m` the fitted a, b and law (converted from m.ref to the position's
+// own reference clocks: the same law t(f, m) at a different reference) and sets `dm`'s power parameters to the
 // file's; the other positions keep their class priors. Refreshes unsampled reference clocks. Throws
 // std::invalid_argument when m.gpu is not dm's spec.
 AppliedModel apply_model(const CalibratedModel& m, model::Workload& w, model::DvfsModel& dm);

@@ -35,6 +35,7 @@ struct Kernel {
   const char* name;
   std::int64_t start_ns, duration_ns;
   double a, b;  // the hidden truth at the default pair (1980 / 3201 MHz)
+  bool roofline = false;  // its law is the roofline (model/time_law.hpp): a, b are then its two terms' shares
 };
 // A step of 30 ms: GEMMs compute-bound, elementwise and Adam memory-bound, with a/b unlike the class priors.
 const Kernel kStep[] = {
@@ -47,7 +48,16 @@ const Kernel kStep[] = {
     {"vectorized_elementwise_kernel<gelu_backward>", 20'620'000, 2'000'000, 0.10, 0.80},
     {"multi_tensor_apply_kernel<AdamFunctor>", 22'640'000, 4'000'000, 0.05, 0.85},
 };
+// The roofline case's ninth kernel: memory-bound at the default pair (SM term 0.90, memory term 0.95 of its
+// time), its kink at 1876 MHz on the 3201 MHz memory clock; the sweep's pairs lie two on each side of it.
+const Kernel kRooflineKernel = {"vectorized_elementwise_kernel<add>", 26'660'000, 2'000'000, 0.90, 0.95, true};
 constexpr std::int64_t kPeriodNs = 30'000'000;
+
+std::vector<Kernel> step_kernels(bool with_roofline = false) {
+  std::vector<Kernel> ks(std::begin(kStep), std::end(kStep));
+  if (with_roofline) ks.push_back(kRooflineKernel);
+  return ks;
+}
 // The hidden board power: activity scale and memory/uncore power at full traffic (the spec's 90 W and 1.0 are
 // the priors).
 constexpr double kTruthScale = 0.8, kTruthMemoryW = 130;
@@ -69,17 +79,17 @@ class Calibrate : public ::testing::Test {
 };
 
 // The step as a trace of `steps` repetitions (what the job's feed gives at the default pair).
-trace::Trace step_trace(int steps) {
+trace::Trace step_trace(int steps, const std::vector<Kernel>& ks = step_kernels()) {
   trace::Trace t;
   t.source = "calibrate test";
   t.gpu_name = "NVIDIA H200 SXM 141GB";
-  for (const auto& k : kStep) t.names.push_back(k.name);
+  for (const auto& k : ks) t.names.push_back(k.name);
   for (int s = 0; s < steps; ++s)
-    for (std::size_t i = 0; i < std::size(kStep); ++i) {
+    for (std::size_t i = 0; i < ks.size(); ++i) {
       trace::OpRecord r;
       r.name_id = static_cast<std::uint32_t>(i);
-      r.start_ns = 1'000'000'000 + s * kPeriodNs + kStep[i].start_ns;
-      r.duration_ns = kStep[i].duration_ns;
+      r.start_ns = 1'000'000'000 + s * kPeriodNs + ks[i].start_ns;
+      r.duration_ns = ks[i].duration_ns;
       r.stream = 7;
       r.correlation = s * 100 + static_cast<std::int64_t>(i);
       r.launch_ns = r.start_ns - 5000;
@@ -103,11 +113,15 @@ model::DvfsModel truth_model() {
   return model::DvfsModel(spec, p);
 }
 
-model::Workload truth_workload(const model::DvfsModel& m, const trace::Trace& t) {
+model::Workload truth_workload(const model::DvfsModel& m, const trace::Trace& t,
+                               const std::vector<Kernel>& ks = step_kernels()) {
   model::Workload w = workload(m, t);
   for (auto& op : w.ops)
-    for (const auto& k : kStep)
-      if (op.name == k.name) op.coeffs.sm_share = k.a, op.coeffs.mem_share = k.b;
+    for (const auto& k : ks)
+      if (op.name == k.name) {
+        op.coeffs.sm_share = k.a, op.coeffs.mem_share = k.b;
+        if (k.roofline) op.coeffs.time_law = model::TimeLaw::roofline;
+      }
   return w;
 }
 
@@ -127,29 +141,33 @@ const sim::StrategyResult& strategy(const sim::Evaluation& e, const std::string&
 // name, or left out). And with every 30th energy-counter read returning 30 ms late (about half the polling
 // time), as on a loaded machine: a late read dated a tick late (memory power fitted at 89.9 W and 155.6 W
 // in two runs here before the fix, against the truth's 130 W; CI once fitted 150.7 W, 2026-12-03); the
-// sweep now dates a tick by the reads that bracket it.
-enum class SweepCase { kernels, graph, stalled_reads };
+// sweep now dates a tick by the reads that bracket it. And with a ninth kernel whose truth is the roofline
+// (kRooflineKernel): the model file says so ("law": "roofline") and the plan keeps the truth's step in budget.
+enum class SweepCase { kernels, graph, stalled_reads, roofline };
 class CalibrateSweep : public Calibrate, public ::testing::WithParamInterface<SweepCase> {};
 INSTANTIATE_TEST_SUITE_P(Calibrate, CalibrateSweep,
-                         ::testing::Values(SweepCase::kernels, SweepCase::graph, SweepCase::stalled_reads),
+                         ::testing::Values(SweepCase::kernels, SweepCase::graph, SweepCase::stalled_reads,
+                                           SweepCase::roofline),
                          [](const auto& i) {
-                           return i.param == SweepCase::graph ? "graph"
+                           return i.param == SweepCase::graph     ? "graph"
                                   : i.param == SweepCase::kernels ? "kernels"
-                                                                  : "stalled_reads";
+                                  : i.param == SweepCase::roofline ? "roofline"
+                                                                   : "stalled_reads";
                          });
 
 TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
-  const trace::Trace t = step_trace(20);
+  const std::vector<Kernel> ks = step_kernels(GetParam() == SweepCase::roofline);
+  const trace::Trace t = step_trace(20, ks);
   const model::DvfsModel truth = truth_model();
-  const model::Workload tw = truth_workload(truth, t);
+  const model::Workload tw = truth_workload(truth, t, ks);
   // The stand-in's inputs: its step, its truth, and the board power the truth draws at every pair.
   {
     std::ofstream step(path("step.txt")), tr(path("truth.txt")), pw(path("power.txt"));
     step << "period " << kPeriodNs << "\n";
     tr << "ref 1980 3201\n";
-    for (const auto& k : kStep) {
+    for (const auto& k : ks) {
       step << k.name << " " << k.start_ns << " " << k.duration_ns << "\n";
-      tr << k.name << " " << k.a << " " << k.b << "\n";
+      tr << k.name << " " << k.a << " " << k.b << (k.roofline ? " roofline" : "") << "\n";
     }
     for (int f : truth.spec().sm_clocks_mhz)
       for (int mem : truth.spec().mem_clocks_mhz) {
@@ -185,15 +203,17 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
     EXPECT_GE(cm.pairs[i].window_ns, 1'000'000'000) << i;  // SweepOptions::min_window_ns
     EXPECT_EQ(std::llround(file["pairs"][i]["window_s"].get<double>() * 1e9), cm.pairs[i].window_ns) << i;
   }
-  ASSERT_EQ(cm.kernels.size(), std::size(kStep));
+  ASSERT_EQ(cm.kernels.size(), ks.size());
   // Tolerances: durations are the truth's exactly (the stand-in sleeps to absolute times), so a and b come
   // back within 0.02; the board power within 5 % of the activity scale and 10 % of the memory power (the
   // job's real step period jitters by scheduling, which moves its idle share).
+  // The law too: the roofline kernel's (its a, b then the two terms' shares), the additive law for the others.
   for (const auto& k : cm.kernels)
-    for (const auto& s : kStep)
+    for (const auto& s : ks)
       if (k.name == s.name) {
         EXPECT_NEAR(k.sm_share, s.a, 0.02) << k.name;
         EXPECT_NEAR(k.mem_share, s.b, 0.02) << k.name;
+        EXPECT_EQ(k.law, s.roofline ? model::TimeLaw::roofline : model::TimeLaw::additive) << k.name;
       }
   EXPECT_NEAR(cm.activity_scale, kTruthScale, 0.05 * kTruthScale) << r.out;
   EXPECT_NEAR(cm.memory_w_at_max, kTruthMemoryW, 0.10 * kTruthMemoryW) << r.out;
@@ -204,7 +224,12 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   model::DvfsModel fitted_m(gpu::find_spec("h200"));
   model::Workload fw = workload(fitted_m, t);
   const auto applied = sim::apply_model(cm, fw, fitted_m);
-  EXPECT_EQ(applied.ops_matched, std::size(kStep));
+  EXPECT_EQ(applied.ops_matched, ks.size());
+  for (const auto& op : fw.ops)  // the law reaches the planner's coefficients (DvfsModel::predict honours it)
+    EXPECT_EQ(op.coeffs.time_law, op.name == kRooflineKernel.name && GetParam() == SweepCase::roofline
+                                      ? model::TimeLaw::roofline
+                                      : model::TimeLaw::additive)
+        << op.name;
   sim::EvaluateOptions eo;
   eo.max_slowdown = 0.02;
   eo.frontier_slowdowns = {};
@@ -217,6 +242,24 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   const auto base = sim::simulate(tw, truth, sim::default_schedule(tw, truth), 0);
   EXPECT_LE(sim::simulate(tw, truth, fitted_plan.schedule, 0).step_time_ns * 1e-9, base.step_time_ns * 1e-9 * 1.022);
   EXPECT_GT(truth_plan.saving_pct, 3.0);  // a saving worth recovering
+  if (GetParam() == SweepCase::roofline) {
+    // What the file would hand on without the law: the roofline kernel's local a, b at the default pair (a = 0,
+    // memory-bound there). Its plan slows that kernel past its kink and over-runs the truth's budget.
+    sim::CalibratedModel local = cm;
+    for (auto& k : local.kernels)
+      if (k.law == model::TimeLaw::roofline) k.sm_share = 0, k.law = model::TimeLaw::additive;
+    model::DvfsModel local_m(gpu::find_spec("h200"));
+    model::Workload lw = workload(local_m, t);
+    sim::apply_model(local, lw, local_m);
+    const sim::Evaluation local_ev = sim::evaluate(lw, local_m, eo);
+    const double local_ms = sim::simulate(tw, truth, strategy(local_ev, "kernel-global").schedule, 0).step_time_ns * 1e-6;
+    EXPECT_GT(local_ms, base.step_time_ns * 1e-6 * 1.022);
+    for (const auto& k : cm.kernels)
+      if (k.name == kRooflineKernel.name)
+        std::printf("roofline kernel: fitted a %.4f, b %.4f (truth 0.90, 0.95)\n", k.sm_share, k.mem_share);
+    std::printf("roofline kernel: the local a, b's plan runs the truth's step in %.3f ms (budget %.3f ms)\n", local_ms,
+                base.step_time_ns * 1e-6 * 1.02);
+  }
   std::printf("truth saving %.2f %%, fitted plan: predicted %.2f %%, in the truth %.2f %%; fitted s %.3f, memory %.1f W\n",
               truth_plan.saving_pct, fitted_plan.saving_pct, fitted_in_truth, cm.activity_scale, cm.memory_w_at_max);
 

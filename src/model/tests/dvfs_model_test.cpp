@@ -32,6 +32,22 @@ TEST(DvfsModel, TimeFollowsTheSharesFormula) {
   EXPECT_NEAR(p.energy_j, p.power_w * p.time_ns * 1e-9, 1e-15);
 }
 
+// A roofline kernel memory-bound at the reference (SM term 0.90, memory term 0.95 of t_ref; kink at 1876 MHz):
+// lowering the SM clock is free only down to its kink; its local a, b read additively (a = 0) would call it
+// free to any clock.
+TEST(DvfsModel, RooflineKernelIsNotFreeToSlowPastItsKink) {
+  auto m = h200();
+  KernelCoefficients k{0.90, 0.95, 0.1, 0.1};  // low activity: never capped
+  k.time_law = TimeLaw::roofline;
+  const ClockPair ref{1980, 3201};
+  EXPECT_NEAR(m.predict(1000.0, ref, ref, k).time_ns, 1000.0, 1e-9);
+  EXPECT_NEAR(m.predict(1000.0, ref, {1905, 3201}, k).time_ns, 1000.0, 1e-9);  // above the kink: memory-bound
+  EXPECT_NEAR(m.predict(1000.0, ref, {990, 3201}, k).time_ns, 1000.0 * (0.90 * 2.0 + 0.05), 1e-9);  // 1850 ns
+  EXPECT_NEAR(m.predict(1000.0, ref, {1980, 2201}, k).time_ns, 1000.0 * (0.95 * 3201.0 / 2201.0 + 0.05), 1e-9);
+  KernelCoefficients local{0.0, 0.95, 0.1, 0.1};  // the local law at ref
+  EXPECT_NEAR(m.predict(1000.0, ref, {990, 3201}, local).time_ns, 1000.0, 1e-9);
+}
+
 TEST(DvfsModel, DenseGemmIsPowerCappedAtMaxClock) {
   auto m = h200();
   KernelCoefficients gemm = class_prior(KernelClass::gemm);

@@ -12,7 +12,8 @@
 // FAKE_JOB_TRUTH=FILE: kernel durations follow the clocks the simulated GPU has locked (read from its
 // GEARSHIFT_SIMGPU_STATE file at each step's start), by a hidden truth: a line "ref SM_MHZ MEM_MHZ" (the clocks
 // the step's durations are at) and per kernel "NAME A B": t(f, m) = t_ref·(A·f_ref/f + B·m_ref/m + 1 − A − B)
-// (model/dvfs_model.hpp's law). Kernels not named are clock-independent; gaps between kernels stay as they are.
+// (model/dvfs_model.hpp's law), or "NAME A B roofline": t(f, m) = t_ref·(max(A·f_ref/f, B·m_ref/m) + 1 − max(A, B)).
+// Kernels not named are clock-independent; gaps between kernels stay as they are.
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -91,6 +92,7 @@ Step from_step_file(const char* path) {
 struct Truth {
   double ref_sm = 0, ref_mem = 0;
   std::map<std::string, std::pair<double, double>> ab;  // name -> (A, B)
+  std::map<std::string, bool> roofline;                 // name -> its law is the roofline
   std::string state;  // the simulated GPU's state file
 };
 Truth* g_truth = nullptr;
@@ -107,8 +109,10 @@ void load_truth() {
     std::string name;
     double a = 0, b = 0;
     if (!(ls >> name >> a >> b)) continue;
+    std::string law;
+    ls >> law;
     if (name == "ref") t.ref_sm = a, t.ref_mem = b;
-    else t.ab[name] = {a, b};
+    else t.ab[name] = {a, b}, t.roofline[name] = law == "roofline";
   }
   t.state = state;
   g_truth = &t;
@@ -144,7 +148,8 @@ Step at_clocks(const Step& step) {
     const auto& k = step.kernels[i];
     double a = 0, b = 0;
     if (auto it = g_truth->ab.find(k.name); it != g_truth->ab.end()) a = it->second.first, b = it->second.second;
-    const double r = a * g_truth->ref_sm / f + b * g_truth->ref_mem / m + 1 - a - b;
+    const double sm = a * g_truth->ref_sm / f, mem = b * g_truth->ref_mem / m;
+    const double r = g_truth->roofline[k.name] ? std::max(sm, mem) + 1 - std::max(a, b) : sm + mem + 1 - a - b;
     auto& o = out.kernels[i];
     o.start_offset_ns = k.start_offset_ns + shift;
     o.duration_ns = static_cast<std::int64_t>(static_cast<double>(k.duration_ns) * r);

@@ -109,6 +109,13 @@ TEST(PriorSpread, PerturbKeepsSharesInRange) {
   EXPECT_DOUBLE_EQ(p.activity, 2 * c.activity);
   EXPECT_DOUBLE_EQ(model::perturb(c, -1, 0).sm_share, 0);
   EXPECT_DOUBLE_EQ(model::perturb(c, 2, 0).sm_share, 1);
+  // A roofline kernel of a model file (its terms overlap, kernel_class.hpp): b stays, and stays its law's.
+  model::KernelCoefficients r = c;
+  r.sm_share = 0.90, r.mem_share = 0.95, r.time_law = model::TimeLaw::roofline;
+  const auto rp = model::perturb(r, 0.05, 0);
+  EXPECT_DOUBLE_EQ(rp.sm_share, 0.95);
+  EXPECT_DOUBLE_EQ(rp.mem_share, 0.95);  // not 1 − a' = 0.05: that would make it SM-bound
+  EXPECT_EQ(rp.time_law, model::TimeLaw::roofline);
   // Standard normal draws: mean ≈ 0, variance ≈ 1, reproducible.
   model::NormalDraws d(1), e(1);
   double s = 0, s2 = 0;
