@@ -29,32 +29,23 @@ trace::Trace blocks_trace(int steps, double jitter_ms, unsigned seed = 3) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> gap(0, jitter_ms * 1e6);
   std::int64_t now = 1'000'000, corr = 1;
+  auto kernel = [&](std::uint32_t name_id, std::int64_t duration_ns) {
+    trace::OpRecord r;
+    r.name_id = name_id;
+    r.start_ns = now;
+    r.duration_ns = duration_ns;
+    r.stream = 7;
+    r.correlation = corr++;
+    r.launch_ns = now - 50'000;
+    t.ops.push_back(r);
+    now += duration_ns + 1'000;
+  };
   for (int s = 0; s < steps; ++s) {
-    for (int b = 0; b < 6; ++b) {
+    for (std::uint32_t b = 0; b < 6; ++b) {
       now += static_cast<std::int64_t>(gap(rng)) + 1'000;
-      for (int k = 0; k < 40; ++k) {
-        trace::OpRecord r;
-        r.name_id = static_cast<std::uint32_t>(b);
-        r.start_ns = now;
-        r.duration_ns = 200'000;
-        r.stream = 7;
-        r.correlation = corr++;
-        r.launch_ns = now - 50'000;
-        t.ops.push_back(r);
-        now += 201'000;
-      }
+      for (int k = 0; k < 40; ++k) kernel(b, 200'000);
     }
-    for (int k = 0; k < 4; ++k) {
-      trace::OpRecord r;
-      r.name_id = 6;
-      r.start_ns = now;
-      r.duration_ns = 100'000;
-      r.stream = 7;
-      r.correlation = corr++;
-      r.launch_ns = now - 50'000;
-      t.ops.push_back(r);
-      now += 101'000;
-    }
+    for (int k = 0; k < 4; ++k) kernel(6, 100'000);
     now += 2'000'000;  // the next batch
   }
   return t;
