@@ -37,11 +37,17 @@ TEST(CalibrationPairs, DefaultFirstThenBothMemoryClocksAndLowSmClocks) {
   EXPECT_THROW(calibration_pairs(spec, 5000, 3), std::invalid_argument);
 }
 
-TEST(FitTimePairs, RecoversTheHiddenTruthFromTheChosenPairs) {
-  const auto spec = gpu::find_spec("h200");
-  const Hidden h;
+// A hidden truth's durations at the first four calibration pairs of the H200 (SM >= 1200 MHz).
+template <typename Truth>
+std::vector<PairSample> at_h200_pairs(const Truth& h) {
   std::vector<PairSample> s;
-  for (const auto& c : calibration_pairs(spec, 1200, 4)) s.push_back({c, h.t(c)});
+  for (const auto& c : calibration_pairs(gpu::find_spec("h200"), 1200, 4)) s.push_back({c, h.t(c)});
+  return s;
+}
+
+TEST(FitTimePairs, RecoversTheHiddenTruthFromTheChosenPairs) {
+  const Hidden h;
+  const std::vector<PairSample> s = at_h200_pairs(h);
   const ClockPair ref{1980, 3201};
   const TimeFit f = fit_time_pairs(s, ref);
   EXPECT_NEAR(f.clock_independent_ns, h.tc, 1e-3);
@@ -64,10 +70,8 @@ struct HiddenRoofline {
 };
 
 TEST(FitTimePairs, ChoosesTheRooflineForARooflineShapedTruthAndRecoversItsKink) {
-  const auto spec = gpu::find_spec("h200");
   const HiddenRoofline h;
-  std::vector<PairSample> s;
-  for (const auto& c : calibration_pairs(spec, 1200, 4)) s.push_back({c, h.t(c)});
+  const std::vector<PairSample> s = at_h200_pairs(h);
   const ClockPair ref{1980, 3201};
   const TimeFit f = fit_time_pairs(s, ref);
   ASSERT_EQ(f.law, TimeLaw::roofline);
