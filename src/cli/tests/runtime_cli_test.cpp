@@ -1058,7 +1058,10 @@ TEST(RunAuto, AKeptTemplateIsCalibratedToTheUntracedEnergyPerStep) {
   const std::string o = slurp(out);
   ASSERT_NE(o.find(": the warm-up's timing holds"), std::string::npos) << o;
   const double untraced = number_after(o, "untraced step "), traced = number_after(o, "traced template ");
-  EXPECT_NEAR(traced, 52.43 + 1.13, 1.0) << o;
+  // The fake job's step is 52.43 ms, plus ~1.13 ms traced; a loaded 2-core machine stretches its sleeps (55.40 ms
+  // traced once in a clean-clone CI run), so only the range is asserted: the calibration below is the point.
+  EXPECT_GT(traced, 52.43) << o;
+  EXPECT_LT(traced, 58.0) << o;
   // The counter's power over the window (about 400 W; its 100 ms ticks err by up to a tenth), then spread
   // over the template's step: exactly that power x untraced / traced.
   const double measured = number_after(o, "of the untraced run (");
