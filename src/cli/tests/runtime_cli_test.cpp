@@ -892,7 +892,12 @@ TEST(RunAuto, ATemplateAFewPercentLongerThanTheUntracedStepIsReTimed) {
   EXPECT_NE(o.find(": the template's idle time re-timed by 0."), std::string::npos) << o;
   EXPECT_EQ(o.find("timing holds"), std::string::npos) << o;
   auto j = nlohmann::json::parse(slurp(s.made));
-  EXPECT_NEAR(j["period_us"].get<double>(), 52430, 1500);  // the untraced step
+  // The untraced step as this run measured it (its last measurement): the fake job's 52.43 ms, which a loaded
+  // 2-core machine stretches (53.94 ms seen in a loaded local run), and below the traced ~57 ms.
+  const double untraced_ms = number_after(o.substr(o.rfind("untraced step ")), "untraced step ");
+  EXPECT_GT(untraced_ms, 52.0) << o;
+  EXPECT_LT(untraced_ms, 56.0) << o;
+  EXPECT_NEAR(j["period_us"].get<double>() / 1e3, untraced_ms, 0.01 * untraced_ms) << o;  // re-timed to it
   // Calibrated to the untraced run's own power over its own step (400 W; the counter's 100 ms ticks err by up to a tenth).
   EXPECT_NEAR(number_after(o, "model calibrated to the measured "), AutoEnv::kPowerW, 0.12 * AutoEnv::kPowerW) << o;
 }
