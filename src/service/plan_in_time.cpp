@@ -8,6 +8,7 @@
 #include "runtime/gpu_progress.hpp"
 #include "runtime/replay.hpp"
 #include "runtime/runtime_core.hpp"
+#include "service/live_plan.hpp"
 
 namespace gearshift::service {
 
@@ -52,8 +53,8 @@ InTimeCheck check_in_time(const trace::Trace& trace, const trace::IterationAnaly
   // it recorded them, else one assumed at each step's end) and stream markers; the changes issued L ahead.
   runtime::ReplayOptions ro;
   ro.min_plan_match = 0;  // the plan was made from this trace
-  ro.scheduler.switch_latency_ns = switch_latency_ns;
-  ro.scheduler.min_interval_ns = switch_latency_ns;
+  Switching sw{switch_latency_ns, std::nullopt};
+  ro.scheduler = scheduler_options(runtime::ClockPlan{}, sw);  // L, and L between changes, as `run` takes them
   ro.sync_progress = true;
   ro.marker_period_ns = static_cast<double>(runtime::kMarkerPeriodNs);
   ro.max_steps = max_steps + 1;  // the first step only locks the predictor
