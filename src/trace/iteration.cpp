@@ -79,6 +79,15 @@ struct Stats {
   double stdev() const { return n > 1 ? std::sqrt(std::max(0.0, sum2 / n - mean() * mean())) : 0; }
 };
 
+// The middle value of `v` (reordered in place); 0 when empty.
+double median_of(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2) return *mid;
+  return 0.5 * (*mid + *std::max_element(v.begin(), mid));
+}
+
 struct Accum {
   Stats dur, offset, gap;
   Stats launch;  // CPU launch time relative to the step's GPU start, ns (ops whose trace knows it)
@@ -92,6 +101,13 @@ int mode(const std::map<std::int32_t, int>& m) {
   return best;
 }
 
+// Typical timing: a regular step whose start offsets lie further from the steps' median offsets than this many
+// times the median step's distance, and on average by more than kAtypicalMinShare of the median step, ran with
+// another timing (a warm-up step 8x as long, a stall of a whole step); its offsets stay out of the template's.
+// Only gross outliers: steps that vary by a few % (an input-bound job, 170-199 ms steps of one job) are the
+// job's timing, and the in-time check judges a plan against them.
+constexpr double kAtypicalFactor = 4.0;
+constexpr double kAtypicalMinShare = 0.1;
 constexpr double kLongerRepeatMatch = 0.9;  // a longer repetition this exact makes the period a part of it
 constexpr double kSpanOutlier = 10.0;       // a step spanning 10x more or less than its siblings' median is left out
 constexpr double kWeakPeriodFactor = 0.6;   // confidence factor: the period alone (below kMinStepConfidence)
@@ -576,6 +592,7 @@ class Detector {
       has_suspect.push_back(suspect);
     }
     exclude_outliers(a, has_suspect);
+    if (!cut.variable) mark_atypical_timing(a, maps, segs);
     std::vector<Accum> acc(p);
     std::size_t regular = 0;
     std::vector<double> periods;
@@ -583,8 +600,10 @@ class Detector {
       const Iteration& it = a.iterations[k];
       if (!it.regular) continue;
       ++regular;
-      if (segs[k].e < n) periods.push_back(static_cast<double>(op(segs[k].e).start_ns - it.start_ns));
-      accumulate_main(acc, maps[k], segs[k].b, it.start_ns, cut.variable);
+      // The step's length is typical timing too: a warm-up step 1.5 s long among 196 ms ones (H200 gradient
+      // accumulation) put 14 ms into the period, and the runtime's estimates across a step boundary with it.
+      if (segs[k].e < n && it.typical_timing) periods.push_back(static_cast<double>(op(segs[k].e).start_ns - it.start_ns));
+      accumulate_main(acc, maps[k], segs[k].b, it.start_ns, cut.variable, it.typical_timing);
     }
     // Steps that differ inside: a position matched in few steps (an expert GEMM variant for one token count)
     // would keep its idle time at full weight while the steps that lack it put theirs on a later position, and
@@ -612,7 +631,7 @@ class Detector {
     build_template(a, tmpl, acc, ref, cut.variable, [&](std::size_t k) { return a.iterations[k]; });
     if (periods.empty()) {
       for (const auto& it : a.iterations)
-        if (it.regular) periods.push_back(static_cast<double>(it.end_ns - it.start_ns));
+        if (it.regular && it.typical_timing) periods.push_back(static_cast<double>(it.end_ns - it.start_ns));
     }
     a.tmpl.period_ns = std::accumulate(periods.begin(), periods.end(), 0.0) / static_cast<double>(periods.size());
     // Warm-up steps before the first regular one and a partial step after the last do not count against the
@@ -1080,8 +1099,10 @@ class Detector {
   // `since_matched`: a position's gap is the stream's idle time since the op matched to the previous position
   // (steps that differ inside: the idle time around inserted kernels, a D2H sync of the routing, stays in the
   // step instead of being lost with the kernels the template lacks).
+  // Main-stream positions of `m` (a step's map from template positions to its ops from b on) into `acc`. A step
+  // of atypical timing adds its durations and clocks only.
   void accumulate_main(std::vector<Accum>& acc, const std::vector<std::int64_t>& m, std::size_t b,
-                       std::int64_t step_start, bool since_matched) const {
+                       std::int64_t step_start, bool since_matched, bool timing) const {
     auto idle_before = [&](std::size_t i) {
       return i > b ? static_cast<double>(std::max<std::int64_t>(0, op(i).start_ns - op(i - 1).end_ns())) : 0.0;
     };
@@ -1091,6 +1112,12 @@ class Detector {
       std::size_t i = b + static_cast<std::size_t>(m[j]);
       const auto& r = op(i);
       acc[j].dur.add(static_cast<double>(r.duration_ns));
+      acc[j].sm[r.sm_clock_mhz]++;
+      acc[j].mem[r.mem_clock_mhz]++;
+      if (!timing) {
+        prev = i;
+        continue;
+      }
       acc[j].offset.add(static_cast<double>(r.start_ns - step_start));
       if (r.launch_ns >= 0) acc[j].launch.add(static_cast<double>(r.launch_ns - step_start));
       double g = idle_before(i);
@@ -1098,9 +1125,59 @@ class Detector {
         for (std::size_t q = prev + 1; q < i; ++q) g += idle_before(q);
       prev = i;
       acc[j].gap.add(g);
-      acc[j].sm[r.sm_clock_mhz]++;
-      acc[j].mem[r.mem_clock_mhz]++;
     }
+  }
+
+  // Marks regular steps whose ops ran late against the other steps (Iteration::typical_timing). A job that reads
+  // its loss every 10 steps stalls the GPU in those steps; their offsets in a mean put every typical step's
+  // later positions milliseconds late, and the runtime issued its clock changes for those late estimates
+  // (H200 gradient accumulation: two boundaries 5.2 and 6.1 ms off in every step, docs/benchmarks.md).
+  // A step's distance is the mean |offset - median offset| over its matched positions.
+  void mark_atypical_timing(IterationAnalysis& a, const std::vector<std::vector<std::int64_t>>& maps,
+                            const std::vector<Seg>& segs) const {
+    std::vector<std::size_t> steps;
+    for (std::size_t k = 0; k < a.iterations.size(); ++k)
+      if (a.iterations[k].regular) steps.push_back(k);
+    if (steps.size() < 5) return;  // too few to tell a typical step from a stalled one
+    const std::size_t p = maps[steps.front()].size();
+    auto offset = [&](std::size_t k, std::size_t j) -> std::optional<double> {
+      if (j >= maps[k].size() || maps[k][j] < 0) return std::nullopt;
+      return static_cast<double>(op(segs[k].b + static_cast<std::size_t>(maps[k][j])).start_ns - a.iterations[k].start_ns);
+    };
+    std::vector<double> med(p), col, dist, spans;
+    for (std::size_t j = 0; j < p; ++j) {
+      col.clear();
+      for (std::size_t k : steps)
+        if (auto o = offset(k, j)) col.push_back(*o);
+      med[j] = median_of(col);
+    }
+    for (std::size_t k : steps) {
+      double sum = 0;
+      std::size_t n = 0;
+      for (std::size_t j = 0; j < p; ++j)
+        if (auto o = offset(k, j)) sum += std::abs(*o - med[j]), ++n;
+      dist.push_back(n ? sum / static_cast<double>(n) : 0);
+      spans.push_back(static_cast<double>(a.iterations[k].end_ns - a.iterations[k].start_ns));
+    }
+    std::vector<double> sorted = dist;
+    const double limit = std::max(kAtypicalFactor * median_of(sorted), kAtypicalMinShare * median_of(spans));
+    std::size_t late = 0;
+    double worst = 0;
+    for (std::size_t q = 0; q < steps.size(); ++q)
+      if (dist[q] > limit) ++late, worst = std::max(worst, dist[q]);
+    // Typical is what most steps do: when many steps are "late", there is no one typical timing to keep.
+    if (late == 0 || 2 * late >= steps.size()) return;
+    std::string which;
+    for (std::size_t q = 0; q < steps.size(); ++q) {
+      if (dist[q] <= limit) continue;
+      a.iterations[steps[q]].typical_timing = false;
+      if (which.size() < 60) which += fmt::format("{}{}", which.empty() ? "" : ", ", steps[q] + 1);
+    }
+    a.evidence.lines.push_back(fmt::format(
+        "{} of {} steps ran with atypical timing (step {}{}: their kernels started up to {:.2f} ms from the "
+        "steps' median offsets on average, as a warm-up step or a stall does); the template's start offsets and "
+        "period are the other steps', its durations every step's",
+        late, steps.size(), which, which.size() >= 60 ? ", ..." : "", worst / 1e6));
   }
 
   template <typename GetIteration>
@@ -1135,7 +1212,7 @@ class Detector {
       std::vector<Accum> sacc(ref_ops.size());
       for (std::size_t k = 0; k < nseg; ++k) {
         const Iteration& it = get(k);
-        if (!it.regular) continue;
+        if (!it.regular || !it.typical_timing) continue;
         auto [lo, hi] = device_range(it.start_ns, next_start(a, k));
         std::vector<std::size_t> mine;
         for (std::size_t i = lo; i < hi; ++i)

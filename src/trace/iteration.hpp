@@ -57,6 +57,10 @@ struct Iteration {
   std::size_t op_count = 0;   // ops of this device inside it (all streams)
   std::size_t kernel_count = 0;
   bool regular = false;       // same op sequence as the template (on the main stream)
+  // Its ops started near where the other regular steps' did: false for a gross outlier (a warm-up step several
+  // times as long, a stall of a whole step), whose start offsets, gaps and length the template leaves out (its
+  // durations and clocks count).
+  bool typical_timing = true;
   std::string excluded;       // why a step with the template's sequence was left out of it (empty: not)
 };
 
@@ -69,8 +73,8 @@ struct TemplateOp {
   double duration_ns = 0;          // mean over regular steps, ns
   double duration_stdev_ns = 0;    // ns
   double duration_min_ns = 0, duration_max_ns = 0;  // ns
-  double start_offset_ns = 0;      // mean start relative to the step's start, ns
-  double gap_before_ns = 0;        // mean idle time on its stream before it (clock-independent), ns
+  double start_offset_ns = 0;      // mean start relative to the step's start over the typical steps, ns
+  double gap_before_ns = 0;        // mean idle time on its stream before it over the typical steps, ns
   std::int32_t sm_clock_mhz = 0;   // sampled SM clock while traced (0: not sampled)
   std::int32_t mem_clock_mhz = 0;  // sampled memory clock while traced (0: not sampled)
   std::uint32_t samples = 0;       // steps that contributed
@@ -98,7 +102,7 @@ struct TemplateSync {
 
 struct IterationTemplate {
   std::vector<TemplateOp> ops;     // ordered by start_offset_ns
-  double period_ns = 0;            // mean step time (start to next start) over regular steps, ns
+  double period_ns = 0;            // mean step time (start to next start) over the typical regular steps, ns
   std::size_t kernels = 0;         // kernels per step
   std::int32_t main_stream = 0;    // stream the detection ran on
   // The step's synchronizes (trace/cpu_timeline.hpp), in CPU order; empty when none or not recorded.
