@@ -62,14 +62,28 @@ std::optional<double> ActuationScheduler::estimate_start_ns(std::int64_t abs) co
   return anchor_end_ns_ + (offset(abs) - (offset(anchor_abs_) + duration(anchor_abs_)));
 }
 
+bool ActuationScheduler::cpu_stalled(double now_ns) const {
+  if (last_launch_cpu_ns_ < 0 || last_launch_ < 0 || anchor_abs_ < 0) return false;
+  // By the estimate the GPU finished every launched kernel kCpuStallNs ago and waits for the CPU.
+  return now_ns > *estimate_start_ns(last_launch_) + duration(last_launch_) + kCpuStallNs &&
+         now_ns - last_launch_cpu_ns_ > kCpuStallNs;
+}
+
 void ActuationScheduler::on_launch(std::int64_t abs, bool locked, std::int64_t cpu_ns) {
   if (!locked) {
     locked_ = false;
     synced_ = false;
+    last_launch_cpu_ns_ = -1;
     return;
   }
   if (!locked_) synced_ = false;
   locked_ = true;
+  if (cpu_ns >= 0) {
+    const auto cpu = static_cast<double>(cpu_ns);
+    // After a stall, the GPU finished what was launched (by the estimate) and waits: this kernel starts now.
+    if (abs > last_launch_ && cpu_stalled(cpu)) anchor(abs, cpu + kLaunchToStartNs + duration(abs));
+    last_launch_cpu_ns_ = cpu;
+  }
   last_launch_ = std::max(last_launch_, abs);
   if (abs < last_launch_ - static_cast<std::int64_t>(plan_.size())) last_launch_ = abs;  // renumbered after relock
   if (abs == after_sync_abs_ && cpu_ns >= 0) {
@@ -155,7 +169,7 @@ std::vector<ClockChange> ActuationScheduler::poll(std::int64_t now_ns) {
       ++stats_.issued;
     }
   }
-  const std::int64_t limit = last_launch_ + *o_.horizon_positions;
+  const std::int64_t limit = cpu_stalled(now) ? last_launch_ : last_launch_ + *o_.horizon_positions;
   while (cursor_ != INT64_MAX && cursor_ <= limit) {
     const double land = *estimate_start_ns(cursor_);
     if (now < land - L) {

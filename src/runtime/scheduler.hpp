@@ -18,7 +18,7 @@
 //    completions, markers anchor whatever anchor_on_completions says: the runtime asks for them to anchor.
 // Taking any launch that the estimate placed before its own launch time as an anchor was tried and not kept:
 // on the DDP traces it lowered the replayed (modelled) in-time fraction (97.4 -> 94.7 % on rank 0; gaps absorb
-// such delays).
+// such delays). Only the first launch after a CPU stall (kCpuStallNs) anchors so.
 //
 // All times are ns on one clock (wall clock live, virtual time in replay). Not thread-safe: the runtime
 // thread (or replay) drives it.
@@ -51,6 +51,16 @@ inline constexpr double kSyncWaitedNs = 20e3;
 // A kernel launched on an idle GPU starts about this long after its launch call was entered (the launch's own
 // CPU time; 3.5-4.7 µs per launch on an H200, docs/benchmarks.md).
 inline constexpr double kLaunchToStartNs = 5e3;
+
+// A stalled CPU. The job launched nothing for this long beyond the gap its traced step had after the last launched
+// position (a garbage collection, a host-side pause): the GPU runs out of launched work and waits, while the
+// estimates from the template's offsets assume launches that have not come. Until the next launch no change is
+// issued beyond the launched positions, and the first launch after the stall finds the GPU idle when the
+// estimate says it finished the launched work (it anchors, as the first launch after a synchronize does).
+// Measured live: a checkpointing job's 200-ms pauses (about one per 10 steps) had changes issued up to 240 ms
+// before their kernels started; 56.5 % of its sampled kernel time ran at the plan's clocks and the guard fell
+// back (H200, docs/benchmarks.md, session 16).
+inline constexpr double kCpuStallNs = 5e6;
 
 // Staleness. The estimate's error grows with the time it is extrapolated over from its anchor, at a rate the
 // scheduler measures: at each new anchor, |its end - the end the previous anchor estimated| over the time
@@ -115,6 +125,7 @@ class ActuationScheduler {
   double offset(std::int64_t abs) const;           // template start offset of abs from step 0, ns
   double duration(std::int64_t abs) const;         // template duration of abs, ns
   double stale_after_ns() const;                   // an anchor older than this is stale, ns
+  bool cpu_stalled(double now_ns) const;           // no launch for kCpuStallNs beyond the traced gap after the last
   void anchor(std::int64_t abs, double end_ns);    // abs ended at end_ns, unless an anchor as new says otherwise
   std::int64_t next_change_at_or_after(std::int64_t abs) const;
   model::ClockPair clocks_at(std::int64_t abs) const;
@@ -126,6 +137,7 @@ class ActuationScheduler {
   bool locked_ = false;
   bool synced_ = false;               // cursor valid for the current lock
   std::int64_t last_launch_ = -1;
+  double last_launch_cpu_ns_ = -1;    // CPU time of the latest launch; < 0: unknown
   std::int64_t anchor_abs_ = -1;
   std::int64_t after_sync_abs_ = -1;   // the position a synchronize left the GPU idle before
   double after_sync_exit_ns_ = 0;

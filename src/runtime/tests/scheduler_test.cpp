@@ -219,7 +219,7 @@ TEST(Scheduler, FirstLaunchAfterASynchronizeAnchors) {
   s.on_launch(4, true, 52'000'000);  // the job spent 12 ms between steps
   EXPECT_DOUBLE_EQ(*s.estimate_start_ns(4), 52e6 + kLaunchToStartNs);
   EXPECT_DOUBLE_EQ(*s.estimate_start_ns(6), 72e6 + kLaunchToStartNs);
-  s.on_launch(5, true, 90'000'000);  // not the first after the synchronize: no anchor
+  s.on_launch(5, true, 55'000'000);  // not the first after the synchronize (and no stall): no anchor
   EXPECT_DOUBLE_EQ(*s.estimate_start_ns(6), 72e6 + kLaunchToStartNs);
 
   ActuationScheduler t(p, {.switch_latency_ns = 3e6});
@@ -227,6 +227,36 @@ TEST(Scheduler, FirstLaunchAfterASynchronizeAnchors) {
   t.on_sync(3, 1'000'000, 40'000'000);
   t.on_launch(5, true, 52'000'000);
   EXPECT_DOUBLE_EQ(*t.estimate_start_ns(5), 50e6);  // the synchronize's anchor only
+}
+
+// A CPU that stops launching (a garbage collection): the GPU runs out of launched work and waits. Measured live on
+// an H200 checkpointing job with 200-ms pauses: changes were issued up to 240 ms before their kernels started,
+// and 56.5 % of the sampled kernel time ran at the plan's clocks. Changes past the launched kernels wait for the
+// launches; the first launch after the stall finds the GPU idle and anchors.
+TEST(Scheduler, ACpuStallHoldsChangesPastTheLaunchedKernels) {
+  auto p = plan4();
+  ActuationScheduler s(p, {.switch_latency_ns = 3e6});
+  s.on_launch(0, true, 0);
+  s.on_launch(1, true, 1000);
+  s.on_complete(0, 0, 10'000'000);
+  ASSERT_EQ(s.poll(10'000'000).size(), 1u);  // the phase the GPU is in
+  auto c = s.poll(17'000'000);               // position 2 at 20 ms, the GPU still busy with position 1
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].position, 2);
+  // By the estimate the GPU finished position 1 at 20 ms; nothing launched since 1 us. Without the hold, the
+  // next step's position 4 (estimated at 40 ms) was issued now.
+  EXPECT_TRUE(s.poll(37'000'000).empty());
+  s.on_launch(2, true, 200'000'000);  // the CPU resumes: position 2 starts as it is launched
+  EXPECT_DOUBLE_EQ(*s.estimate_start_ns(2), 200e6 + kLaunchToStartNs);
+  s.on_launch(3, true, 201'000'000);
+  EXPECT_TRUE(s.poll(201'000'000).empty());
+  ASSERT_TRUE(s.next_wakeup_ns());
+  EXPECT_EQ(*s.next_wakeup_ns(), 217'005'000);  // position 4 at 220 ms + launch-to-start, less L
+  c = s.poll(217'005'000);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].position, 4);
+  EXPECT_EQ(c[0].clocks.sm_mhz, 1980);
+  EXPECT_FALSE(c[0].late);
 }
 
 // A collective's completion does not anchor (its own stream; it ends when the other ranks let it).
