@@ -11,14 +11,17 @@
 namespace gearshift::trace {
 namespace {
 
-// A synthetic trace: `steps` repeats of a kernel sequence with a gap between steps.
-Trace synthetic(int steps, const std::vector<std::string>& seq, std::int64_t gap_ns = 50'000) {
+// `steps` repeats of a kernel sequence on one stream: `step_gap_ns` idle before each step and gap(s, i) ns more
+// before op i of step s; op i lasts 1000 + 100 i ns and is followed by 500 ns of idle.
+template <typename Gap>
+Trace steps_with_gaps(int steps, const std::vector<std::string>& seq, Gap gap, std::int64_t step_gap_ns = 50'000) {
   Trace t;
   t.names = seq;
   std::int64_t now = 1'000'000;
   for (int s = 0; s < steps; ++s) {
-    now += gap_ns;
+    now += step_gap_ns;
     for (std::size_t i = 0; i < seq.size(); ++i) {
+      now += gap(s, i);
       OpRecord r;
       r.name_id = static_cast<std::uint32_t>(i);
       r.start_ns = now;
@@ -29,6 +32,11 @@ Trace synthetic(int steps, const std::vector<std::string>& seq, std::int64_t gap
     }
   }
   return t;
+}
+
+// A synthetic trace: `steps` repeats of a kernel sequence with a gap between steps.
+Trace synthetic(int steps, const std::vector<std::string>& seq, std::int64_t gap_ns = 50'000) {
+  return steps_with_gaps(steps, seq, [](int, std::size_t) -> std::int64_t { return 0; }, gap_ns);
 }
 
 TEST(Iteration, FindsPeriodAndBoundariesOfARepeatedSequence) {
@@ -112,28 +120,6 @@ TEST(Iteration, LeavesOutOfTheTemplateWorkAnotherStreamDoesInOneStepOnly) {
                    [](const OpRecord& x, const OpRecord& y) { return x.start_ns < y.start_ns; });
   auto b = detect_iterations(every);
   EXPECT_EQ(b.tmpl.ops.size(), seq.size() + 1);
-}
-
-// Steps of one kernel sequence whose idle time before op i of step s is gap(s, i) ns (durations as synthetic's).
-template <typename Gap>
-Trace steps_with_gaps(int steps, const std::vector<std::string>& seq, Gap gap) {
-  Trace t;
-  t.names = seq;
-  std::int64_t now = 1'000'000;
-  for (int s = 0; s < steps; ++s) {
-    now += 50'000;
-    for (std::size_t i = 0; i < seq.size(); ++i) {
-      now += gap(s, i);
-      OpRecord r;
-      r.name_id = static_cast<std::uint32_t>(i);
-      r.start_ns = now;
-      r.duration_ns = 1000 + 100 * static_cast<std::int64_t>(i);
-      r.stream = 7;
-      t.ops.push_back(r);
-      now += r.duration_ns + 500;
-    }
-  }
-  return t;
 }
 
 TEST(Iteration, AWarmUpStepAndAStalledStepStayOutOfTheTemplatesTiming) {
