@@ -64,9 +64,17 @@ std::optional<double> ActuationScheduler::estimate_start_ns(std::int64_t abs) co
 
 bool ActuationScheduler::cpu_stalled(double now_ns) const {
   if (last_launch_cpu_ns_ < 0 || last_launch_ < 0 || anchor_abs_ < 0) return false;
+  // The CPU's own pause after this position in the traced step (waiting for input, the step's end) is the
+  // job's rhythm, not a stall: the template's offsets already hold it.
+  const auto n = static_cast<std::int64_t>(plan_.size());
+  const auto& a = plan_.positions[static_cast<std::size_t>(mod(last_launch_, n))];
+  const auto& b = plan_.positions[static_cast<std::size_t>(mod(last_launch_ + 1, n))];
+  double traced_gap = 0;
+  if (a.launch_offset_ns && b.launch_offset_ns)
+    traced_gap = std::max(0.0, *b.launch_offset_ns - *a.launch_offset_ns + (mod(last_launch_ + 1, n) == 0 ? plan_.period_ns : 0));
   // By the estimate the GPU finished every launched kernel kCpuStallNs ago and waits for the CPU.
   return now_ns > *estimate_start_ns(last_launch_) + duration(last_launch_) + kCpuStallNs &&
-         now_ns - last_launch_cpu_ns_ > kCpuStallNs;
+         now_ns - last_launch_cpu_ns_ > traced_gap + kCpuStallNs;
 }
 
 void ActuationScheduler::on_launch(std::int64_t abs, bool locked, std::int64_t cpu_ns) {

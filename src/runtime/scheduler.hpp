@@ -52,11 +52,12 @@ inline constexpr double kSyncWaitedNs = 20e3;
 // CPU time; 3.5-4.7 µs per launch on an H200, docs/benchmarks.md).
 inline constexpr double kLaunchToStartNs = 5e3;
 
-// A stalled CPU. The job launched nothing for this long beyond the gap its traced step had after the last launched
-// position (a garbage collection, a host-side pause): the GPU runs out of launched work and waits, while the
+// A stalled CPU. By the estimate the GPU finished every launched kernel this long ago, and the job launched nothing
+// for this long beyond the pause its traced step had after the last launched position (plan positions' launch
+// offsets; a job waiting for its input pauses there every step): a garbage collection, a host-side pause. The
 // estimates from the template's offsets assume launches that have not come. Until the next launch no change is
-// issued beyond the launched positions, and the first launch after the stall finds the GPU idle when the
-// estimate says it finished the launched work (it anchors, as the first launch after a synchronize does).
+// issued beyond the launched positions, and the first launch after the stall anchors (the GPU is idle: it
+// starts kLaunchToStartNs after its launch call, as the first launch after a synchronize does).
 // Measured live: a checkpointing job's 200-ms pauses (about one per 10 steps) had changes issued up to 240 ms
 // before their kernels started; 56.5 % of its sampled kernel time ran at the plan's clocks and the guard fell
 // back (H200, docs/benchmarks.md, session 16).
@@ -125,7 +126,7 @@ class ActuationScheduler {
   double offset(std::int64_t abs) const;           // template start offset of abs from step 0, ns
   double duration(std::int64_t abs) const;         // template duration of abs, ns
   double stale_after_ns() const;                   // an anchor older than this is stale, ns
-  bool cpu_stalled(double now_ns) const;           // no launch for kCpuStallNs beyond the traced gap after the last
+  bool cpu_stalled(double now_ns) const;           // kCpuStallNs above: the GPU waits for launches that are late
   void anchor(std::int64_t abs, double end_ns);    // abs ended at end_ns, unless an anchor as new says otherwise
   std::int64_t next_change_at_or_after(std::int64_t abs) const;
   model::ClockPair clocks_at(std::int64_t abs) const;
