@@ -1128,11 +1128,12 @@ class Detector {
     }
   }
 
-  // Marks regular steps whose ops ran late against the other steps (Iteration::typical_timing). A job that reads
-  // its loss every 10 steps stalls the GPU in those steps; their offsets in a mean put every typical step's
-  // later positions milliseconds late, and the runtime issued its clock changes for those late estimates
-  // (H200 gradient accumulation: two boundaries 5.2 and 6.1 ms off in every step, docs/benchmarks.md).
-  // A step's distance is the mean |offset - median offset| over its matched positions.
+  // Marks regular steps whose ops ran far from where the other steps' did (Iteration::typical_timing). The first
+  // step after CUDA's lazy initialisation has the job's kernel sequence but not its timing: in a mean its offsets
+  // put every later position milliseconds late in every typical step, and the runtime issued its clock changes
+  // for those estimates (H200 gradient accumulation: a 1.75 s first step among 170-199 ms ones moved the period
+  // and the late offsets by 14 ms; docs/benchmarks.md, session 16). A step's distance is the mean |offset -
+  // median offset| over its matched positions.
   void mark_atypical_timing(IterationAnalysis& a, const std::vector<std::vector<std::int64_t>>& maps,
                             const std::vector<Seg>& segs) const {
     std::vector<std::size_t> steps;
