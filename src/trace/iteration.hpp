@@ -59,7 +59,7 @@ struct Iteration {
   bool regular = false;       // same op sequence as the template (on the main stream)
   // Its ops started near where the other regular steps' did: false for a gross outlier (a warm-up step several
   // times as long, a stall of a whole step), whose start offsets, gaps and length the template leaves out (its
-  // durations and clocks count).
+  // main-stream durations and clocks count; its other streams' ops are left out whole).
   bool typical_timing = true;
   std::string excluded;       // why a step with the template's sequence was left out of it (empty: not)
 };
