@@ -79,15 +79,6 @@ struct Stats {
   double stdev() const { return n > 1 ? std::sqrt(std::max(0.0, sum2 / n - mean() * mean())) : 0; }
 };
 
-// The middle value of `v` (reordered in place); 0 when empty.
-double median_of(std::vector<double>& v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2) return *mid;
-  return 0.5 * (*mid + *std::max_element(v.begin(), mid));
-}
-
 struct Accum {
   Stats dur, offset, gap;
   Stats launch;  // CPU launch time relative to the step's GPU start, ns (ops whose trace knows it)
@@ -1150,7 +1141,7 @@ class Detector {
       col.clear();
       for (std::size_t k : steps)
         if (auto o = offset(k, j)) col.push_back(*o);
-      med[j] = median_of(col);
+      med[j] = median(col);
     }
     for (std::size_t k : steps) {
       double sum = 0;
@@ -1160,8 +1151,7 @@ class Detector {
       dist.push_back(n ? sum / static_cast<double>(n) : 0);
       spans.push_back(static_cast<double>(a.iterations[k].end_ns - a.iterations[k].start_ns));
     }
-    std::vector<double> sorted = dist;
-    const double limit = std::max(kAtypicalFactor * median_of(sorted), kAtypicalMinShare * median_of(spans));
+    const double limit = std::max(kAtypicalFactor * median(dist), kAtypicalMinShare * median(spans));
     std::size_t late = 0;
     double worst = 0;
     for (std::size_t q = 0; q < steps.size(); ++q)
