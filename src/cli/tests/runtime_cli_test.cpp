@@ -760,7 +760,13 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   // Every kernel's activity while collecting (nothing in the job's environment), none while the untraced step is
   // measured, then markers and sampled activity once planned.
   EXPECT_EQ(slurp(control), "A 5000 0\nM 5000\nA 5000 200\n");
-  EXPECT_NE(o.find(": the warm-up's timing holds"), std::string::npos) << o;  // the fake job runs as fast untraced
+  // The fake job runs as fast untraced (52.43 ms a step): the warm-up's timing holds. Only a machine load that
+  // slowed the untraced run itself past the 4 % re-time bound may re-time it (a clean-clone CI run on 2 cores
+  // measured 55.46 ms untraced against a 52.87 ms template); a template too short would show an untraced step
+  // near 52.43 ms here.
+  if (o.find(": the warm-up's timing holds") == std::string::npos) {
+    EXPECT_GT(number_after(o, "untraced step "), 52.43 * 1.04) << o;
+  }
   // The fake job reports every completion: each change boundary's kernel start is compared with its estimate.
   EXPECT_GT(number_before(o, " change boundaries timed by kernel activity"), 10) << o;
   EXPECT_LT(std::fabs(number_after(o, "issued for median ")), 2.0) << o;  // ms
