@@ -118,7 +118,7 @@ def main():
         batches = iter(loader)
     energy = nvml_energy_j()
     t0 = time.perf_counter()
-    times, losses, joules = [], [], []
+    times, losses, joules, ends = [], [], [], []
     last = time.perf_counter()
     last_j = energy() if energy else float("nan")
     for i in range(steps):
@@ -138,6 +138,7 @@ def main():
             losses.append(loss.item())  # the synchronize a logging loop makes
             now = time.perf_counter()
             times.append((now - last) / a.log_every)
+            ends.append(time.monotonic())
             last = now
             if energy:
                 j = energy()
@@ -156,6 +157,9 @@ def main():
           f"log_every={a.log_every} last_loss={losses[-1] if losses else float('nan'):.3f}", flush=True)
     # Every logging interval's s/step, in order: which steps ran slower (e.g. while run --auto measured them).
     print("TRAIN_INTERVALS ms_per_step=" + ",".join(f"{t * 1e3:.1f}" for t in times), flush=True)
+    # CLOCK_MONOTONIC at each interval's end: lines up the intervals with another process's clock (feed_sink.py's
+    # phases).
+    print("TRAIN_INTERVAL_ENDS monotonic_s=" + ",".join(f"{t:.3f}" for t in ends), flush=True)
 
 
 if __name__ == "__main__":

@@ -66,10 +66,15 @@ void Controller::loop() {
         if (cv_.wait_until(lock, wake, [this] { return quit_; })) return;
       }
       auto now = clock::now();
-      if (hooks_.control && hooks_.kernel_activity) {
-        if (std::optional<ActivityWindows> w = hooks_.control()) {
+      if (hooks_.control) {
+        const ControlPoll c = hooks_.control();
+        if (c.off) {  // no more toggles or flushes: the off hook turns CUPTI off
+          if (hooks_.off) hooks_.off();
+          return;
+        }
+        if (c.windows && hooks_.kernel_activity) {
           std::lock_guard lock(mu_);
-          windows_ = *w;
+          windows_ = *c.windows;
           origin = now;
           next_toggle = now;
         }

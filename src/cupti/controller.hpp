@@ -1,8 +1,8 @@
 // The tracer's own thread: samples clocks and power every `sample_period_ns`, asks CUPTI to flush its
 // buffers every `flush_period_ns`, turns kernel activity on for the first `window_ns` of every `period_ns`
-// (sampled activity for the runtime feed: CUPTI's per-kernel cost only inside the windows), and stops the
-// trace once the tracer says so (steps reached, record cap, write error) or `duration_ns` has passed. It never
-// runs on the application's threads.
+// (sampled activity for the runtime feed: CUPTI's per-kernel cost only inside the windows), ends when the
+// runtime turns the feed off, and stops the trace once the tracer says so (steps reached, record cap, write
+// error) or `duration_ns` has passed. It never runs on the application's threads.
 #pragma once
 
 #include <atomic>
@@ -25,8 +25,10 @@ struct ControllerHooks {
   std::function<void(const std::string&)> stop;     // stop tracing with this reason; called at most once
   bool flush_after_stop = false;  // keep flushing after the stop (the runtime feed still needs activity)
   std::function<void(bool)> kernel_activity = {};   // kernel activity records on/off; may be empty
-  // New activity windows from the runtime (feed_control.hpp), polled every tick; may be empty.
-  std::function<std::optional<struct ActivityWindows>()> control = {};
+  // The runtime's commands (feed_control.hpp), polled every tick; may be empty.
+  std::function<struct ControlPoll()> control = {};
+  // The runtime turned the feed off: called once, on the controller's thread, which then ends; may be empty.
+  std::function<void()> off = {};
 };
 
 // Sampled kernel activity: on for the first `window_ns` of every `period_ns`. Not sampled (period_ns = 0, or
@@ -35,6 +37,12 @@ struct ActivityWindows {
   std::int64_t period_ns = 0;
   std::int64_t window_ns = 0;
   bool sampled() const { return period_ns > 0 && window_ns < period_ns; }
+};
+
+// What one poll of the runtime's commands asked for.
+struct ControlPoll {
+  std::optional<ActivityWindows> windows;  // new activity windows, if any
+  bool off = false;                        // the feed off for good: the controller calls the off hook and ends
 };
 
 class Controller {

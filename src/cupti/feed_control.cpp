@@ -42,6 +42,7 @@ ControlCommand FeedControl::poll() {
       if (auto c = feed::parse_control_line(l)) {
         if (c->windows) last.windows = ActivityWindows{c->windows->period_ns, c->windows->window_ns};
         if (c->marker_period_ns) last.marker_period_ns = c->marker_period_ns;
+        last.off = last.off || c->off;
       } else {
         ++invalid_;
       }

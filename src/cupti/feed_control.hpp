@@ -1,5 +1,5 @@
 // The runtime's way back into the job: `gearshift run` writes control commands (A: kernel activity windows,
-// M: stream marker period; feed/protocol.hpp) on the feed's own connection (so that `run --auto` collects every kernel until its plan exists, then only samples, and the runtime can
+// M: stream marker period, O: the feed off; feed/protocol.hpp) on the feed's own connection (so that `run --auto` collects every kernel until its plan exists, then only samples, and the runtime can
 // ask for every kernel again when it gets no other sign of GPU progress). The injection library's controller
 // thread polls it; nothing here blocks.
 #pragma once
@@ -17,7 +17,8 @@ namespace gearshift::cupti {
 struct ControlCommand {
   std::optional<ActivityWindows> windows;         // A
   std::optional<std::int64_t> marker_period_ns;   // M
-  bool empty() const { return !windows && !marker_period_ns; }
+  bool off = false;                               // O: turn the feed off for good
+  bool empty() const { return !windows && !marker_period_ns && !off; }
 };
 
 class FeedControl {

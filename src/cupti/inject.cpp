@@ -555,12 +555,19 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
       if (on) st->api->activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
       else st->api->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     };
-    if (st->control)
-      hooks.control = [st]() -> std::optional<ActivityWindows> {
+    if (st->control) {
+      hooks.control = [st]() -> ControlPoll {
         ControlCommand c = st->control->poll();
         if (c.marker_period_ns && st->markers) st->markers->set_period_ns(*c.marker_period_ns);
-        return c.windows;
+        return ControlPoll{c.windows, c.off};
       };
+      // Nothing will be followed (`run --auto` gave up): callbacks and activity off, so that the job runs as it
+      // would without us.
+      hooks.off = [st] {
+        if (!st->config.quiet) say("note", "gearshift run turned the launch feed off; the program runs on untraced");
+        stop_tracing(*st, "feed turned off", true, /*everything=*/true);
+      };
+    }
   }
   st->controller_owner =
       std::make_unique<Controller>(st->tracer.get(), st->clocks.get(), std::move(hooks), cfg.sample_period_ns,

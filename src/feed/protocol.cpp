@@ -191,6 +191,8 @@ std::optional<ControlCommand> parse_control_line(std::string_view line) {
     int us = 0;
     if (!number(line, us) || us < 0) return std::nullopt;
     c.marker_period_ns = std::int64_t{us} * 1'000;
+  } else if (kind == 'O') {
+    c.off = true;
   } else {
     return std::nullopt;
   }
@@ -209,5 +211,7 @@ std::string marker_command(std::int64_t period_ns) {
   append_fields(s, 'M', period_ns / 1'000);
   return s + '\n';
 }
+
+std::string off_command() { return "O\n"; }
 
 }  // namespace gearshift::feed

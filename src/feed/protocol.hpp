@@ -32,6 +32,9 @@
 //   A <period_ms> <window_ms>   kernel activity: every kernel (period 0), none (window 0), or only kernels
 //                               launched in the first window_ms of every period_ms
 //   M <period_us>               stream markers: one every period_us at most; 0: none
+//   O                           feed off: the process turns CUPTI off (callbacks, kernel activity, markers),
+//                               sends its last lines and closes the feed; the job runs on untraced (`run --auto`
+//                               gave up: nothing will be followed, so nothing of the feed may cost the job)
 // (ms and µs on the wire; ControlCommand holds them in ns, converted once by parse_control_line and the two
 // command writers.)
 #pragma once
@@ -106,7 +109,8 @@ struct ControlCommand {
   };
   std::optional<Windows> windows;                // A
   std::optional<std::int64_t> marker_period_ns;  // M, in ns
-  bool empty() const { return !windows && !marker_period_ns; }
+  bool off = false;                              // O
+  bool empty() const { return !windows && !marker_period_ns && !off; }
 };
 
 // One command line (without '\n'); nullopt when it is not a valid command (negative numbers, a window longer
@@ -116,5 +120,7 @@ std::optional<ControlCommand> parse_control_line(std::string_view line);
 std::string activity_command(std::int64_t period_ns, std::int64_t window_ns);
 // "M <period_us>\n" for a period in ns (whole µs on the wire).
 std::string marker_command(std::int64_t period_ns);
+// "O\n": the feed off for good.
+std::string off_command();
 
 }  // namespace gearshift::feed

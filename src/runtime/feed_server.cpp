@@ -150,7 +150,8 @@ void FeedServer::on_line(std::size_t i, std::string_view line) {
       p.hello = *h;
       p.gpu = resolve_(*h, assumed_ordinal(*h));
       if (!p.gpu) p.gpu = resolve_(*h, 0);  // more local ranks than visible GPUs: they share (CUDA's default)
-      if (followed_.load() >= 0) others = others_;  // a latecomer: what every process not followed was told
+      if (!all_.empty()) others = all_;  // a latecomer: what every process was told
+      else if (followed_.load() >= 0) others = others_;  // ... or every process not followed
     }
     if (!others.empty()) send(static_cast<std::uint32_t>(i), others);
     return;
@@ -235,6 +236,17 @@ void FeedServer::follow(std::uint32_t index, const std::string& others) {
   }
   if (others.empty()) return;
   for (std::uint32_t i : to) send(i, others);
+}
+
+void FeedServer::tell_all(const std::string& line) {
+  std::vector<std::uint32_t> to;
+  {
+    std::lock_guard lock(mu_);
+    all_ = line;
+    for (std::size_t i = 0; i < connections_.size(); ++i)
+      if (connections_[i].fd >= 0 && connections_[i].hello) to.push_back(static_cast<std::uint32_t>(i));
+  }
+  for (std::uint32_t i : to) send(i, line);
 }
 
 bool FeedServer::send(std::uint32_t index, const std::string& line) {

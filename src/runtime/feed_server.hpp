@@ -2,7 +2,7 @@
 // (feed/socket.hpp), one reader thread polling the listener and every connection, and what each process said
 // (its hello, how much it launched, which GPU it runs on). Every valid event goes to the sink with its
 // correlation id namespaced per connection (feed::namespaced_correlation), so that two processes never collide.
-// Control commands go back to one process, or to every process but the followed one (feed/protocol.hpp).
+// Control commands go back to one process, to every process but the followed one, or to all (feed/protocol.hpp).
 #pragma once
 
 #include <atomic>
@@ -65,6 +65,9 @@ class FeedServer {
   // followed, e.g. no kernel activity; may be empty) to the others, now and to those that connect later.
   // First call wins. Any thread.
   void follow(std::uint32_t index, const std::string& others);
+  // Sends `line` to every process, now and to those that connect later (`run --auto` gave up: every feed off).
+  // Any thread.
+  void tell_all(const std::string& line);
   // The followed connection, or -1.
   std::int64_t followed() const { return followed_.load(); }
   // Sends `line` to connection `index` (non-blocking: a process that stopped reading loses it; false then).
@@ -94,6 +97,7 @@ class FeedServer {
   std::vector<Connection> connections_;    // reader thread (fds read under mu_ by send)
   std::vector<FeedProcess> processes_;
   std::string others_;
+  std::string all_;  // tell_all's line, for latecomers
   std::uint64_t refused_ = 0;
   std::atomic<std::int64_t> followed_{-1};
   std::atomic<bool> stop_{false};

@@ -67,12 +67,14 @@ std::int64_t untraced_wait_limit_ns(const AutoOptions& o, double traced_period_n
 }
 }  // namespace
 
-AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording)
+AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording,
+                         GaveUp gave_up)
     : o_(std::move(options)),
       start_(std::move(start)),
       on_run_gpu_(std::move(on_run_gpu)),
       t0_(std::chrono::steady_clock::now()),
-      stop_recording_(std::move(stop_recording)) {
+      stop_recording_(std::move(stop_recording)),
+      gave_up_(std::move(gave_up)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -269,11 +271,15 @@ void AutoPlanner::loop() {
 }
 
 void AutoPlanner::give_up(const std::string& why) {
-  std::lock_guard<std::mutex> g(mu_);
-  state_ = State::gave_up;
-  reason_ = why + "; the job ran on with its clocks untouched";
-  sources_.clear();  // frees the records
-  say(o_.progress_sink, fmt::format("gearshift run --auto: {}; continuing as a pass-through", why));
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    state_ = State::gave_up;
+    reason_ = why + "; the job ran on with its clocks untouched";
+    sources_.clear();  // frees the records
+    say(o_.progress_sink, fmt::format("gearshift run --auto: {}; continuing as a pass-through{}", why,
+                                      gave_up_ ? " (the job's launch feed turned off)" : ""));
+  }
+  if (gave_up_) gave_up_();
 }
 
 AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::IterationAnalysis> an, const Attempt& a,

@@ -94,8 +94,12 @@ class AutoPlanner {
   using OnRunGpu = std::function<bool(std::uint32_t source)>;
   // Asks process `source` to stop recording every kernel's activity (the planner's thread; must not throw).
   using StopRecording = std::function<void(std::uint32_t source)>;
+  // No plan will be made: called once, on the planner's thread, after the reason was said (must not throw).
+  // `gearshift run` turns every process's feed off, so that the job runs on as it would without us.
+  using GaveUp = std::function<void()>;
 
-  AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording);
+  AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_gpu, StopRecording stop_recording,
+              GaveUp gave_up = {});
   ~AutoPlanner();
   AutoPlanner(const AutoPlanner&) = delete;
   AutoPlanner& operator=(const AutoPlanner&) = delete;
@@ -163,6 +167,7 @@ class AutoPlanner {
   static constexpr std::chrono::seconds kCheckNoteEvery{30};
   static constexpr std::size_t kPlanLatestSteps = 20;  // steps the plan is made from (the latest of the warm-up)
   StopRecording stop_recording_;
+  GaveUp gave_up_;
   // The energy counter at each detection attempt while collecting: (CLOCK_MONOTONIC ns, J). Planner thread only.
   std::vector<std::pair<std::int64_t, double>> energy_readings_;
   static constexpr std::size_t kMaxEnergyReadings = 4096;

@@ -112,7 +112,10 @@ launch::ChildExit LiveRun::run_job() {
         [this](std::uint32_t source) {
           if (!server_.send(source, progress_.stop_recording_command()))
             say(o_.progress_sink, "gearshift run: note: could not tell the job to stop recording every kernel");
-        });
+        },
+        // Nothing will be followed: every process's callbacks and kernel activity off (they cost the job ~3 %
+        // of a CPU-bound step; docs/benchmarks.md, session 17).
+        [this] { server_.tell_all(feed::off_command()); });
   }
   server_.start();
   launch::ChildExit ce = launch::run_child(o_.cmd);
@@ -179,7 +182,8 @@ std::string LiveRun::feed_summary() const {
   });
   out += fmt::format("gearshift run: {} CUDA process(es) connected to the launch feed{}:\n", procs.size(),
                      server_.followed() >= 0 ? ""
-                     : launched_here ? "; none followed: no plan was made (said above), the job ran untouched"
+                     : launched_here ? "; none followed: no plan was made (said above), each was told to turn its "
+                                       "launch feed off, and the job ran untouched"
                                      : fmt::format("; none followed: none launched kernels on GPU {} (--gpu)", o_.gpu));
   for (const auto& p : procs) out += fmt::format("  {}\n", p.describe());
   return out;

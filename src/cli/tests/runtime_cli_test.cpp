@@ -947,7 +947,10 @@ TEST(RunAuto, RefusesAStepWhoseKernelsAloneOutlastTheUntracedStep) {
   EXPECT_EQ(slurp(s.log), "");
   // The summary says why nothing was followed: the process launched on the run's GPU (it said "none launched
   // kernels on GPU 0" of a job that launched 407,296 on it, H200 2026-12-03).
-  EXPECT_NE(o.find("none followed: no plan was made (said above), the job ran untouched"), std::string::npos) << o;
+  EXPECT_NE(o.find("none followed: no plan was made (said above), each was told to turn its launch feed off, and the "
+                   "job ran untouched"),
+            std::string::npos)
+      << o;
   EXPECT_EQ(o.find("none launched kernels on GPU"), std::string::npos) << o;
 }
 
@@ -1027,9 +1030,32 @@ TEST(RunAuto, GivesUpAfterTheTimeoutAndRunsOn) {
             0);
   const std::string o = slurp(out);
   EXPECT_NE(o.find("gave up after 1 s of warm-up (--warmup-timeout)"), std::string::npos) << o;
-  EXPECT_NE(o.find("continuing as a pass-through"), std::string::npos) << o;
+  EXPECT_NE(o.find("continuing as a pass-through (the job's launch feed turned off)"), std::string::npos) << o;
   EXPECT_NE(o.find("0 steps detected"), std::string::npos) << o;
   EXPECT_EQ(slurp(s.log), "");
+}
+
+// A refused --auto turns the job's launch feed off: before, every kernel's activity and the launch callbacks
+// stayed on for the rest of the job (measured on an H200: every kernel's activity cost GPT-2 small with gradient
+// accumulation +2.5 to +3 % a step, docs/benchmarks.md session 17) while the summary said "the job ran untouched".
+// The stand-in job stops sending once told, as the injection library does: its later launches never arrive.
+TEST(RunAuto, GivingUpTurnsTheJobsFeedOff) {
+  AutoEnv s;
+  const fs::path out = s.t.dir / "out.txt", control = s.t.dir / "control.txt";
+  s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
+  s.env.push_back("FAKE_JOB_TRACED_SCALE=1.5");  // a warm-up whose kernel times are not the job's: refused
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
+                          {"--synthetic", "90"}),
+                s.env, out),
+            0);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("continuing as a pass-through (the job's launch feed turned off)"), std::string::npos) << o;
+  const std::string c = slurp(control);
+  EXPECT_TRUE(c.ends_with("O\n")) << c;  // every kernel's activity off to measure the untraced step, then off
+  // The job launched 90 steps of 113 kernels; the feed carried only those before the "O".
+  const double launched = number_after(o, "GPU 0: ", "connected to the launch feed");
+  EXPECT_GT(launched, 10 * 113) << o;
+  EXPECT_LT(launched, 90 * 113) << o;
 }
 
 // The plan is calibrated to the untraced run's measured power (the NVML energy counter over the window in which

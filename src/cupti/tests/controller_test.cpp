@@ -108,9 +108,9 @@ TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
     toggles.push_back(on);
     at.push_back(std::chrono::steady_clock::now());
   };
-  hooks.control = [&]() -> std::optional<ActivityWindows> {
-    if (send.exchange(false)) return ActivityWindows{0, 0};
-    return std::nullopt;
+  hooks.control = [&]() -> ControlPoll {
+    if (send.exchange(false)) return ControlPoll{ActivityWindows{0, 0}};
+    return {};
   };
   auto count = [&] {
     std::lock_guard lock(mu);
@@ -151,4 +151,29 @@ TEST(Controller, WindowZeroTurnsActivityOffOnce) {
   ctl.shutdown();
   EXPECT_EQ(off.load(), 1);
   EXPECT_EQ(on.load(), 0);
+}
+
+// The runtime turns the feed off: the off hook runs once, on the controller's thread, and the thread ends: no
+// window opens, and nothing is flushed, after it.
+TEST(Controller, TheFeedOffEndsTheThreadAfterItsHook) {
+  std::atomic<int> on{0}, off_calls{0}, flushes{0}, flushes_at_off{-1};
+  std::atomic<bool> send{false};
+  ControllerHooks hooks{[] { return std::int64_t{0}; }, [&] { ++flushes; }, {}};
+  hooks.kernel_activity = [&](bool v) { on += v ? 1 : 0; };
+  hooks.control = [&]() -> ControlPoll { return ControlPoll{std::nullopt, send.load()}; };
+  hooks.off = [&] {
+    flushes_at_off = flushes.load();
+    ++off_calls;
+  };
+  Controller ctl(nullptr, nullptr, hooks, 1'000'000, 2'000'000, 0, ActivityWindows{10'000'000, 2'000'000},
+                 /*activity_on=*/false);
+  ASSERT_TRUE(eventually([&] { return on.load() >= 2 && flushes.load() >= 2; }));
+  send = true;
+  ASSERT_TRUE(eventually([&] { return off_calls.load() == 1; }));
+  const int windows = on.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));  // four former periods
+  EXPECT_EQ(off_calls.load(), 1);
+  EXPECT_EQ(on.load(), windows);
+  EXPECT_EQ(flushes.load(), flushes_at_off.load());
+  ctl.shutdown();  // the thread has ended already: joins at once
 }

@@ -15,7 +15,7 @@
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
-CUpti_CallbackFunc g_callback = nullptr;
+std::atomic<CUpti_CallbackFunc> g_callback{nullptr};  // the library may unsubscribe from its own thread
 void* g_userdata = nullptr;
 CUpti_BuffersCallbackRequestFunc g_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
@@ -111,11 +111,12 @@ FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
 
 // --- helpers for the tests (the driver's side) ---
 FAKE_EXPORT int fake_cupti_enabled_callbacks() { return g_enabled_callbacks; }
+FAKE_EXPORT int fake_cupti_subscribed() { return g_callback.load() != nullptr ? 1 : 0; }
 FAKE_EXPORT void fake_cupti_launch(uint32_t cbid, uint32_t correlation) {
   CUpti_CallbackData d{};
   d.callbackSite = CUPTI_API_ENTER;
   d.correlationId = correlation;
-  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  if (CUpti_CallbackFunc cb = g_callback.load()) cb(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
 namespace {
 // One launch's entry and exit callbacks as the driver reports them: `params` (the launch API's parameter
@@ -130,9 +131,9 @@ void fire_launch(uint32_t cbid, uint32_t correlation, const void* params, const 
   d.functionParams = params;
   d.functionReturnValue = &rc;
   d.symbolName = symbol;
-  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  if (CUpti_CallbackFunc cb = g_callback.load()) cb(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
   d.callbackSite = CUPTI_API_EXIT;
-  if (g_callback != nullptr) g_callback(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  if (CUpti_CallbackFunc cb = g_callback.load()) cb(g_userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
 }  // namespace
 
@@ -159,7 +160,7 @@ FAKE_EXPORT void fake_cupti_graph_launch(uint32_t correlation) {
 FAKE_EXPORT void fake_cupti_sync(uint32_t correlation, int result, int nested) {
   auto call = [](CUpti_CallbackDomain dom, CUpti_CallbackId id, CUpti_CallbackData& d, CUpti_ApiCallbackSite site) {
     d.callbackSite = site;
-    if (g_callback != nullptr) g_callback(g_userdata, dom, id, &d);
+    if (CUpti_CallbackFunc cb = g_callback.load()) cb(g_userdata, dom, id, &d);
   };
   uint64_t rslot = 0, dslot = 0;
   CUresult drc = static_cast<CUresult>(result);

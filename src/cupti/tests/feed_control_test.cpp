@@ -29,6 +29,11 @@ TEST(FeedControl, ReadsWholeLinesWithoutBlocking) {
   ASSERT_TRUE(w.marker_period_ns);
   EXPECT_EQ(*w.marker_period_ns, 2'000'000);  // the wire's µs as ns
   EXPECT_EQ(c.invalid_lines(), 1);
+  EXPECT_FALSE(w.off);
+  ASSERT_EQ(write(p[1], "O\nA 100 10\n", 12), 12);  // the feed off stays asked for, whatever follows
+  w = c.poll();
+  EXPECT_TRUE(w.off);
+  EXPECT_TRUE(w.windows);
   close(p[1]);
   EXPECT_TRUE(c.poll().empty());
   EXPECT_TRUE(c.poll().empty());

@@ -286,6 +286,58 @@ TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToTheSocket) {
   EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
 }
 
+// `run --auto` gave up: the runtime's "O" turns the feed off in the job. The library's controller thread
+// unsubscribes (no launch callback any more) and sends its last lines; launches after it reach nobody, and the
+// job runs on.
+TEST(Injection, TheRuntimesOffCommandUnsubscribesAndClosesTheFeed) {
+  gearshift::feed::Listener l;
+  std::string text;
+  std::thread runtime([&] {  // `gearshift run`'s side: after two launch lines, the feed off
+    int fd = -1;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((fd = l.accept_one()) < 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (fd < 0) return;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    char buf[4096];
+    bool sent = false;
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+      text.append(buf, static_cast<std::size_t>(n));
+      std::size_t launches = 0;
+      for (std::size_t at = 0; (at = text.find("\nL ", at)) != std::string::npos; ++at) ++launches;
+      if (!sent && launches >= 2) sent = write(fd, "O\n", 2) == 2;
+    }
+    close(fd);
+  });
+  ChildResult r = in_child([&] {
+    setenv("GEARSHIFT_RUNTIME_SOCKET", l.path().c_str(), 1);
+    void* lib = inject("ok", "");
+    unsetenv("GEARSHIFT_TRACE_OUTPUT");
+    if (lib == nullptr) return 2;
+    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    if (fake == nullptr) return 3;
+    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
+    auto subscribed = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_subscribed"));
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z4geluPf");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (subscribed() != 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (subscribed() != 0) return 4;  // the command never took effect
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, "_Z4geluPf");  // after the feed is off: nobody hears it
+    std::exit(0);
+  });
+  runtime.join();
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text << text;
+  std::size_t launches = 0;
+  for (const auto& line : lines_of(text)) launches += line.starts_with("L ");
+  EXPECT_EQ(launches, 2u) << text;
+  EXPECT_NE(r.stderr_text.find("gearshift run turned the launch feed off; the program runs on untraced"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("runtime feed: 2 launches"), std::string::npos) << r.stderr_text;
+}
+
 // Stream markers through the library: with the process's driver (here the stand-in libcuda.so.1) the launch
 // callback claims a launch at its entry, writes the marker at its exit, and the feed's writer sends an M line
 // for it once the word holds its number, after the launch's L line.

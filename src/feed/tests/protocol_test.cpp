@@ -244,6 +244,14 @@ TEST(FeedControl, RoundTripsAndRefuses) {
   EXPECT_FALSE(parse_control_line("M -5"));
   EXPECT_FALSE(parse_control_line("M 10 10"));
   EXPECT_FALSE(parse_control_line("M2000"));
+  // The feed off: no field.
+  auto o = parse_control_line(one_line(off_command()));
+  ASSERT_TRUE(o && o->off && !o->windows && !o->marker_period_ns);
+  EXPECT_FALSE(o->empty());
+  EXPECT_TRUE(parse_control_line("O  "));
+  EXPECT_FALSE(parse_control_line("O 1"));
+  EXPECT_FALSE(parse_control_line("OFF"));
+  EXPECT_FALSE(a->off);
 }
 
 }  // namespace

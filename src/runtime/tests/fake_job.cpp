@@ -41,7 +41,10 @@ namespace {
 
 using gearshift::runtime::monotonic_ns;
 
-bool put(int fd, const std::string& s) { return gearshift::feed::write_all(fd, s); }
+// After an "O" command the feed is off, as the injection library turns it off: nothing more is sent, the job
+// runs on.
+bool g_feed_off = false;
+bool put(int fd, const std::string& s) { return g_feed_off || gearshift::feed::write_all(fd, s); }
 
 void sleep_until(std::int64_t t) {
   for (std::int64_t now; (now = monotonic_ns()) < t;) {
@@ -196,7 +199,7 @@ Step synthetic() {
 // and synchronizes at the step's end (an S line: entered after the launches, returned with the last kernel)
 // unless FAKE_JOB_NO_SYNC=1. Returns false when the feed broke.
 // FAKE_JOB_CONTROL_LOG=FILE: appends the control commands that arrived on the feed's connection to FILE after
-// each step, as the injection library would read them.
+// each step, as the injection library would read them (an "O" turns the feed off: see put()).
 // Stream markers as the injection library sends them: with GEARSHIFT_FEED_MARKER_US > 0 (or an "M <us>"
 // command), an M line after the first kernel that ends at least that long after the last marker.
 std::int64_t g_marker_ns = -1;
@@ -218,6 +221,7 @@ void log_control() {
       g_marker_ns = std::atoll(got.c_str() + m + 2) * 1000;
     if (auto a = got.rfind("A "); a != std::string::npos && (a == 0 || got[a - 1] == '\n'))
       g_traced = std::atoll(got.c_str() + a + 2) == 0;
+    if (got.starts_with("O\n") || got.find("\nO\n") != std::string::npos) g_feed_off = true;
     if (path == nullptr) continue;
     if (FILE* f = std::fopen(path, "a")) {
       std::fwrite(buf, 1, static_cast<std::size_t>(n), f);

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# What the live phase of `gearshift run` costs a CPU-bound job beyond its launch callbacks, measured inside one
+# process so that the machine's drift between runs (±5 % between runs of GPT-2 small with gradient accumulation
+# on the lent H200) cancels: the job runs with the injection library's feed into feed_sink.py, which alternates
+# every PHASE_S seconds between "live" (stream markers every 5 ms, kernel activity 200 of every 5000 ms: what
+# `run` asks for once it follows the job) and "quiet" (no markers, no kernel activity: the launch and synchronize
+# callbacks alone), then turns the feed off (O) OFF_S seconds after the job connected: no CUPTI for the rest.
+# The job's 10-step intervals are split by phase (those that lie wholly inside one); a plain run follows.
+# Dry-run only: reads NVML, never changes clocks or limits. Usage: feed_cost_phases.sh BIN OUT [FAMILY] [STEPS]
+set -uo pipefail
+B=$(cd "$1" && pwd); OUT=$2; FAMILY=${3:-accum}; STEPS=${4:-400}
+HERE=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH="$B" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+mkdir -p "$OUT"
+J=(python3 "$HERE/train_families.py" "$FAMILY" --steps "$STEPS")
+P=${PHASE_S:-6}
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.limit --format=csv,noheader
+echo "== $(date -u +%T) phases"
+env CUDA_INJECTION64_PATH="$B/libgearshift_inject.so" GEARSHIFT_FEED_ACTIVITY_PERIOD_MS=60000 \
+  GEARSHIFT_FEED_ACTIVITY_WINDOW_MS=0 timeout 150 python3 "$HERE/feed_sink.py" \
+  --phases "$P:M 5000|A 5000 200;$P:M 0|A 60000 0" --off-after "${OFF_S:-55}" -- "${J[@]}" > "$OUT/phases.log" 2>&1
+grep -E "^TRAIN |runtime feed|turned the launch feed" "$OUT/phases.log"
+echo "== $(date -u +%T) plain"
+timeout 150 "${J[@]}" > "$OUT/plain.log" 2>&1
+grep -E "^TRAIN " "$OUT/plain.log"
+python3 - "$OUT" <<'PY'
+import re, statistics, sys
+out = sys.argv[1]
+text = open(f"{out}/phases.log").read()
+ms = [float(x) for x in re.search(r"^TRAIN_INTERVALS ms_per_step=(.*)$", text, re.M).group(1).split(",")]
+ends = [float(x) for x in re.search(r"^TRAIN_INTERVAL_ENDS monotonic_s=(.*)$", text, re.M).group(1).split(",")]
+marks = [(float(t), tag) for t, tag in re.findall(r"^SINK_PHASE ([0-9.]+) (\S+)$", text, re.M)]
+name = {"0": "live", "1": "quiet", "off": "off"}
+by = {"live": [], "quiet": [], "off": []}
+for i in range(1, len(ends)):  # the first interval holds the job's first steps: left out
+    a, b = ends[i - 1], ends[i]
+    cur = [tag for t, tag in marks if t <= a]
+    nxt = [t for t, _ in marks if a < t < b]
+    if cur and not nxt:
+        by[name[cur[-1]]].append(ms[i])
+for k, v in by.items():
+    print(f"{k}: {len(v)} intervals, median {statistics.median(v):.2f} ms/step" if v else f"{k}: none")
+plain = [float(x) for x in re.search(r"^TRAIN_INTERVALS ms_per_step=(.*)$", open(f"{out}/plain.log").read(), re.M).group(1).split(",")][1:]
+print(f"plain run: {len(plain)} intervals, median {statistics.median(plain):.2f} ms/step")
+if by["live"] and by["quiet"]:
+    print(f"live against quiet (same process): {100*(statistics.median(by['live'])/statistics.median(by['quiet'])-1):+.2f} %")
+if by["quiet"] and by["off"]:
+    print(f"quiet against off (same process, off later): {100*(statistics.median(by['quiet'])/statistics.median(by['off'])-1):+.2f} %")
+PY
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.limit --format=csv,noheader
