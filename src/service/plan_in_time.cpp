@@ -24,8 +24,9 @@ std::string InTimeCheck::summary() const {
   auto figure = [](const InTimeRung& r) {
     return r.in_time ? fmt::format("{:.1f} % in time", 100 * *r.in_time) : std::string("not replayed: no change inside the step");
   };
-  std::string line = fmt::format("in-time check (replay of the trace's first {} steps, L = {:g} ms, target {:.0f} %): ",
-                                 steps_replayed, switch_latency_ns / 1e6, 100 * target);
+  std::string line = fmt::format("in-time check (replay of the trace's first {} steps{}, L = {:g} ms, target {:.0f} %): ",
+                                 steps_replayed, anchors.empty() ? "" : ", anchored on " + anchors,
+                                 switch_latency_ns / 1e6, 100 * target);
   for (std::size_t i = 0; i + 1 < rungs.size(); ++i)
     line += fmt::format("{} {} ({} changes per step); ", rungs[i].label(), figure(rungs[i]), rungs[i].plan->sim.clock_changes);
   line += fmt::format("{}: {} ({} changes per step, MODELLED saving {:.2f} %)", coarsened() ? "taken " + t.label() : t.label(),
@@ -74,6 +75,9 @@ InTimeCheck check_in_time(const trace::Trace& trace, const trace::IterationAnaly
         return c;
       }
       rung.in_time = r.in_time_fraction;
+      c.anchors = r.sync_source == runtime::SyncSource::trace
+                      ? fmt::format("the job's {} synchronizes", r.syncs_used)
+                      : std::string("one synchronize assumed at each step's end");
       rung.boundary_errors = runtime::describe_boundary_errors(r.boundary_error_ns);
     } catch (const std::exception& e) {
       c.rungs.clear();

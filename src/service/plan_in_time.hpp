@@ -52,6 +52,9 @@ struct InTimeCheck {
   double target = kPlanMinInTime;
   double switch_latency_ns = 0;     // L the changes were replayed with, ns
   std::size_t steps_replayed = 0;   // per rung
+  // What anchored the replay's GPU progress besides the markers: "the job's N synchronizes" (the trace recorded
+  // them) or "one synchronize assumed at each step's end" (it did not).
+  std::string anchors;
   std::vector<InTimeRung> rungs;    // in the order tried; the last one is taken
   const InTimeRung* taken() const { return rungs.empty() ? nullptr : &rungs.back(); }
   bool coarsened() const { return rungs.size() > 1; }

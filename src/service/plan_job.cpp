@@ -351,7 +351,8 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"boundary_errors", rung.boundary_errors}});
     j["in_time_check"] = {{"checked", c.checked}, {"skipped", c.skipped}, {"target", c.target},
                           {"switch_latency_us", c.switch_latency_ns / 1e3}, {"steps_replayed", c.steps_replayed},
-                          {"coarsened", c.coarsened()}, {"rungs", rungs}, {"summary", c.summary()}};
+                          {"anchors", c.anchors}, {"coarsened", c.coarsened()}, {"rungs", rungs},
+                          {"summary", c.summary()}};
   }
   // The savings frontier (sim::Evaluation::frontier): every strategy at each slowdown budget.
   json frontier = json::array();
