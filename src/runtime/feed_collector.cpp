@@ -35,12 +35,7 @@ void FeedCollector::add(const feed::FeedEvent& e) {
     return;
   }
   if (e.kind == feed::FeedEvent::Kind::sync) {
-    if (syncs_.size() >= max_kernels_) return;
-    trace::SyncRecord y;  // device scope: the S line promises that every earlier launch had finished
-    y.correlation = e.correlation;
-    y.enter_ns = e.gpu_start_ns;
-    y.duration_ns = e.gpu_end_ns - e.gpu_start_ns;  // >= 0: parse_feed_line refuses an S line that returns first
-    syncs_.push_back(y);
+    if (syncs_.size() < max_kernels_) syncs_.push_back(e.gpu_end_ns);
     return;
   }
   if (e.kind == feed::FeedEvent::Kind::marker) return;  // no kernel of its own
@@ -69,21 +64,12 @@ void FeedCollector::add(const feed::FeedEvent& e) {
   if (!it->second.graph) pending_.erase(it);
 }
 
-std::vector<std::int64_t> FeedCollector::sync_exits() const {
-  std::vector<std::int64_t> out;
-  out.reserve(syncs_.size());
-  for (const auto& y : syncs_) out.push_back(y.exit_ns());
-  return out;
-}
-
 trace::Trace FeedCollector::snapshot() const {
   trace::Trace t;
   t.source = "launch feed";
   t.format = "gearshift launch feed";
   t.names = names_;
   t.ops = ops_;
-  t.syncs = syncs_;
-  t.syncs_recorded = true;
   return t;
 }
 
@@ -91,9 +77,6 @@ void FeedCollector::sort_by_start(trace::Trace& t) {
   // Completions arrive in activity-buffer order, not GPU order; the trace's contract is sorted by start.
   std::stable_sort(t.ops.begin(), t.ops.end(),
                    [](const trace::OpRecord& a, const trace::OpRecord& b) { return a.start_ns < b.start_ns; });
-  // The trace's contract for synchronizes: by entry (they arrive by return; nested ones differ).
-  std::stable_sort(t.syncs.begin(), t.syncs.end(),
-                   [](const trace::SyncRecord& a, const trace::SyncRecord& b) { return a.enter_ns < b.enter_ns; });
 }
 
 trace::Trace FeedCollector::to_trace() const {

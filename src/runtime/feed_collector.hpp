@@ -31,13 +31,10 @@ class FeedCollector {
   std::uint64_t unmatched() const { return unmatched_; }     // completions whose launch was not seen
   // Return times of the job's synchronizes (CLOCK_MONOTONIC ns, arrival order; at most max_kernels kept): the
   // live step check (runtime/step_check.hpp) reads where they fall in the steps.
-  std::vector<std::int64_t> sync_exits() const;
+  const std::vector<std::int64_t>& sync_exits() const { return syncs_; }
   bool full() const { return ops_.size() >= max_kernels_; }
 
-  // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read), with the
-  // job's synchronizes (S lines: device scope, as the runtime reads them: every kernel launched before one had
-  // finished when it returned; Trace::syncs_recorded set, the library reports every synchronize it hooks) so
-  // that the step's CPU timeline and the in-time check's replay anchor where the job does:
+  // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read):
   // snapshot() then sort_by_start(). A caller that serialises add() under a lock takes only the snapshot under
   // it and sorts outside, so the feed is not held up by the sort.
   trace::Trace to_trace() const;
@@ -60,7 +57,7 @@ class FeedCollector {
   std::unordered_map<std::int64_t, std::uint32_t> named_;  // N line's name id -> index in names_
   std::deque<std::int64_t> graph_launches_;           // pending graph launches, oldest first
   std::vector<trace::OpRecord> ops_;
-  std::vector<trace::SyncRecord> syncs_;  // arrival order (by return)
+  std::vector<std::int64_t> syncs_;
   std::uint64_t launches_ = 0, unmatched_ = 0;
 };
 

@@ -305,7 +305,6 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       trace::Trace latest = t;
       const std::int64_t from = all.iterations[all.iterations.size() - kPlanLatestSteps].start_ns;
       std::erase_if(latest.ops, [from](const trace::OpRecord& op) { return op.start_ns < from; });
-      std::erase_if(latest.syncs, [from](const trace::SyncRecord& y) { return y.exit_ns() < from; });
       try {
         trace::IterationAnalysis found_latest = trace::detect_iterations(latest);
         t = std::move(latest);

@@ -46,32 +46,6 @@ TEST(FeedCollector, BuildsSortedKernelRecordsFromLaunchesAndCompletions) {
   EXPECT_EQ(it.tmpl.kernels, 3u);
 }
 
-// The job's synchronizes go into the trace (before: only their return times, for the live check; the plan's CPU
-// timeline and the in-time check's replay then took one synchronize at each step's end instead of the job's own),
-// device scope, sorted by entry, and the trace says it holds every one the feed reported.
-TEST(FeedCollector, KeepsTheJobsSynchronizesInTheTrace) {
-  FeedCollector c(1000);
-  c.add(*parse_feed_line("L 100 1 gemm_a"));
-  c.add(*parse_feed_line("C 1 200 300"));
-  c.add(*parse_feed_line("S 3 500 900"));  // returned last, entered first
-  c.add(*parse_feed_line("S 2 600 700"));
-  EXPECT_EQ(c.sync_exits(), (std::vector<std::int64_t>{900, 700}));  // arrival order, for the live check
-  const trace::Trace t = c.to_trace();
-  EXPECT_TRUE(t.syncs_recorded);
-  ASSERT_EQ(t.syncs.size(), 2u);
-  EXPECT_EQ(t.syncs[0].correlation, 3);
-  EXPECT_EQ(t.syncs[0].enter_ns, 500);
-  EXPECT_EQ(t.syncs[0].duration_ns, 400);
-  EXPECT_EQ(t.syncs[0].scope, trace::SyncRecord::Scope::device);
-  EXPECT_EQ(t.syncs[1].correlation, 2);
-  EXPECT_EQ(t.syncs[1].exit_ns(), 700);
-  // The cap on kept records holds for synchronizes too.
-  FeedCollector small(1);
-  small.add(*parse_feed_line("S 2 600 700"));
-  small.add(*parse_feed_line("S 4 800 900"));
-  EXPECT_EQ(small.to_trace().syncs.size(), 1u);
-}
-
 TEST(FeedCollector, KeepsEveryCompletionOfAGraphLaunch) {
   // One L line per graph launch, one C line per kernel it ran, all with the launch's correlation (before: only
   // the first completion was kept, the launch then erased and the others dropped as unmatched).
