@@ -27,7 +27,7 @@ run_one() {  # MODE TAG
               --warmup-timeout "${GIVEUP_S:-6}" --dry-run-log "$OUT/$2.dry.jsonl" -- "${J[@]}" > "$OUT/$2.log" 2>&1 ;;
   esac
   grep -E "^TRAIN |warm-up [0-9]|gave up|untraced step|intended clocks|prediction|runtime feed|turned the launch feed" "$OUT/$2.log"
-  rm -f "$OUT/$2.dry.jsonl"  # the device tool brings back a few files only: the logs matter
+  rm -f "$OUT/$2.dry.jsonl"  # not needed here; the logs say what the runs did
 }
 for r in $(seq 1 "$ROUNDS"); do
   run_one plain "r${r}_p1"; run_one auto "r${r}_a1"; run_one auto "r${r}_a2"; run_one plain "r${r}_p2"
@@ -51,3 +51,5 @@ if os.path.exists(f"{out}/g_a.log"):
     print(f"gave-up run against the plain run after it: {100*(late('g_a')/late('g_p')-1):+.2f} %")
 PY
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.limit --format=csv,noheader
+# The device tool brings back 8 files at most: the logs as one tar beside OUT.
+tar -cf "$OUT.tar" -C "$OUT" . && rm -rf "$OUT"
