@@ -78,6 +78,16 @@ void* inject(const std::string& mode, const std::string& output, const char* sam
   return lib;
 }
 
+// In the child: the library in `gearshift run`'s feed-only mode (no trace file) on the fake CUPTI, whose handle
+// goes to `fake`. Returns 0, or the child's exit code for what failed (2: the library, 3: the fake's handle).
+int start_feed_only(void*& fake) {
+  void* lib = inject("ok", "");
+  unsetenv("GEARSHIFT_TRACE_OUTPUT");
+  if (lib == nullptr) return 2;
+  fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  return fake == nullptr ? 3 : 0;
+}
+
 std::string read_to_end(int fd) {
   std::string all;
   char buf[4096];
@@ -244,11 +254,8 @@ TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToTheSocket) {
     setenv("LOCAL_RANK", "1", 1);
     setenv("WORLD_SIZE", "4", 1);
     setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
-    void* lib = inject("ok", "");
-    unsetenv("GEARSHIFT_TRACE_OUTPUT");
-    if (lib == nullptr) return 2;
-    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-    if (fake == nullptr) return 3;
+    void* fake = nullptr;
+    if (int rc = start_feed_only(fake)) return rc;
     auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
     auto kernel = reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
     for (uint32_t corr = 1; corr <= 4; ++corr) {
@@ -311,11 +318,8 @@ TEST(Injection, TheRuntimesOffCommandUnsubscribesAndClosesTheFeed) {
   });
   ChildResult r = in_child([&] {
     setenv("GEARSHIFT_RUNTIME_SOCKET", l.path().c_str(), 1);
-    void* lib = inject("ok", "");
-    unsetenv("GEARSHIFT_TRACE_OUTPUT");
-    if (lib == nullptr) return 2;
-    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-    if (fake == nullptr) return 3;
+    void* fake = nullptr;
+    if (int rc = start_feed_only(fake)) return rc;
     auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
     auto subscribed = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_subscribed"));
     launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
@@ -346,11 +350,8 @@ TEST(Injection, FeedSendsStreamMarkersAfterTheirLaunches) {
     void* cuda = dlopen(GEARSHIFT_FAKE_CUDA, RTLD_NOW | RTLD_GLOBAL);
     if (cuda == nullptr) return 5;
     setenv("GEARSHIFT_FEED_MARKER_US", "1", 1);
-    void* lib = inject("ok", "");
-    unsetenv("GEARSHIFT_TRACE_OUTPUT");
-    if (lib == nullptr) return 2;
-    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-    if (fake == nullptr) return 3;
+    void* fake = nullptr;
+    if (int rc = start_feed_only(fake)) return rc;
     auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
     auto writes = reinterpret_cast<int (*)()>(dlsym(cuda, "fake_cuda_writes"));
     for (uint32_t corr = 1; corr <= 6; ++corr) {
@@ -391,11 +392,8 @@ TEST(Injection, FeedSendsStreamMarkersAfterGraphLaunches) {
     void* cuda = dlopen(GEARSHIFT_FAKE_CUDA, RTLD_NOW | RTLD_GLOBAL);
     if (cuda == nullptr) return 5;
     setenv("GEARSHIFT_FEED_MARKER_US", "1", 1);
-    void* lib = inject("ok", "");
-    unsetenv("GEARSHIFT_TRACE_OUTPUT");
-    if (lib == nullptr) return 2;
-    void* fake = dlopen(GEARSHIFT_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-    if (fake == nullptr) return 3;
+    void* fake = nullptr;
+    if (int rc = start_feed_only(fake)) return rc;
     auto graph = reinterpret_cast<void (*)(uint32_t)>(dlsym(fake, "fake_cupti_graph_launch"));
     auto writes = reinterpret_cast<int (*)()>(dlsym(cuda, "fake_cuda_writes"));
     if (graph == nullptr || writes == nullptr) return 6;
