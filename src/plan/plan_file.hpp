@@ -60,11 +60,12 @@ struct PlanFilePhase {
 
 // A block of ops that some of the traced steps ran and others did not (trace/step_variants.hpp), so that the
 // runtime's predictor follows it instead of losing lock: "variants" in plan.json (additive: absent = none).
-// Either `ops` inserted after position `after` (-1: before the first), or positions after+1 .. after+skip left
-// out. Inserted ops run at the clocks of the position they follow (the plan's model does not include them).
+// `ops` run after position `after` (-1: before the first) in place of positions after+1 .. after+skip: an
+// insertion (skip 0), a skip (no ops) or an alternative (both; readers before session 18 refuse it). Inserted
+// ops run at the clocks of the position they follow (the plan's model does not include them).
 struct PlanFileVariant {
   std::int64_t after = -1;
-  std::vector<std::pair<std::string, trace::OpKind>> ops;  // inserted ops (name, kind) in launch order
+  std::vector<std::pair<std::string, trace::OpKind>> ops;  // ops run there (name, kind) in launch order
   std::size_t skip = 0;                                   // positions left out; 0 for an insertion
   std::size_t steps = 0;                                  // steps of the trace that ran it
 };
@@ -148,7 +149,8 @@ PlanFile plan_file_from_json(const nlohmann::json& j, const std::string& source)
 PlanFile read_plan_file(const std::string& path);
 // The checks on a plan in memory (made here, or parsed): a known GPU spec, clocks it can set, period > 0,
 // switch latency >= 0, positions present, phases in order, in range, not overlapping and at their positions'
-// clocks, variants inside the positions and each an insertion or a skip. Throws PlanFileError naming `source` and the field.
+// clocks, variants inside the positions, each inserting or skipping ops (or both). Throws PlanFileError naming
+// `source` and the field.
 void validate(const PlanFile& p, const std::string& source);
 
 // How far two templates are the same job's: the share of the longer one's positions (name and kind) that align in

@@ -33,9 +33,10 @@ struct PlanPosition {
   std::optional<double> launch_offset_ns = std::nullopt;
 };
 
-// A step variant (plan::PlanFileVariant) over the runtime's positions: `ops` launched after position `after`
-// (-1: before the first) in some steps, or positions after+1 .. after+skip left out in some. The predictor
-// follows them (runtime/predictor.hpp); inserted launches run at the clocks of the position they follow.
+// A step variant (plan::PlanFileVariant) over the runtime's positions: in some steps `ops` launched after
+// position `after` (-1: before the first) in place of positions after+1 .. after+skip (an insertion: skip 0; a
+// skip: no ops; an alternative: both). The predictor follows them (runtime/predictor.hpp); inserted launches
+// run at the clocks of the position they follow.
 struct PlanVariant {
   std::int64_t after = -1;
   std::vector<std::pair<std::string, bool>> ops;  // (name, is a kernel) in launch order; empty for a skip

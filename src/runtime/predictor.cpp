@@ -13,8 +13,8 @@ PositionPredictor::PositionPredictor(const std::vector<std::string>& names, Pred
   if (names.empty()) throw std::invalid_argument("position predictor: empty template");
   const auto n = static_cast<std::int64_t>(n_);
   for (const auto& v : variants)
-    if (v.after < -1 || v.after >= n || v.after + static_cast<std::int64_t>(v.skip) >= n || v.names.empty() == (v.skip == 0))
-      throw std::invalid_argument("position predictor: a variant outside the template, or neither insertion nor skip");
+    if (v.after < -1 || v.after >= n || v.after + static_cast<std::int64_t>(v.skip) >= n || (v.names.empty() && v.skip == 0))
+      throw std::invalid_argument("position predictor: a variant outside the template, or one that neither inserts nor skips");
   auto push = [&](const std::string& name, std::size_t reports, bool inserted) {
     auto [it, fresh] = ids_.try_emplace(name, static_cast<std::int32_t>(ids_.size()));
     (void)fresh;
@@ -24,7 +24,8 @@ PositionPredictor::PositionPredictor(const std::vector<std::string>& names, Pred
     jumps_.emplace_back();
   };
   // The template, each insertion after the position it follows (one before the first goes after the last: the
-  // launches between two steps).
+  // launches between two steps). An alternative's ops come before the positions they replace: the walk through
+  // them takes the skip over those positions, the walk past them takes the positions.
   std::vector<std::size_t> index_of(n_);
   for (std::size_t p = 0; p < n_; ++p) {
     index_of[p] = seq_.size();

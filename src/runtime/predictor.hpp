@@ -6,9 +6,10 @@
 // GEMM variant for another sequence length) costs one substitution; the cheapest hypothesis is the answer. This absorbs inserted, missing and swapped kernels without
 // losing lock. After `lost_after` unmatched launches in a row it falls back to searching: it looks for the
 // position whose preceding template names match the recent launches uniquely and locks there.
-// Step variants (trace/step_variants.hpp: a block some steps insert, or template positions some steps leave
-// out; Megatron-LM's gradient clipping is 292 kernels in some iterations) are optional spans of the sequence
-// the beam walks: it enters or jumps over one at no cost, so neither variant loses lock. An inserted launch is
+// Step variants (trace/step_variants.hpp: a block some steps insert, template positions some steps leave out,
+// or other ops some steps run in their place; Megatron-LM's gradient clipping is 292 kernels in some
+// iterations, an MoE's radix sort one kernel or eight ops) are optional spans of the sequence the beam walks:
+// it enters or jumps over one at no cost, so neither variant loses lock. An inserted launch is
 // reported at the template position it follows (Alignment::variant), where its clocks come from.
 // Not thread-safe: one thread (the runtime thread, or replay) drives it.
 #pragma once
@@ -42,7 +43,8 @@ struct PredictorOptions {
 };
 
 // A step variant over the template (runtime::PlanVariant's kernel names): `names` launched after template
-// position `after` (-1: before the first), or `skip` positions after `after` left out.
+// position `after` (-1: before the first) in place of the `skip` positions after it; no names: a skip, skip 0:
+// an insertion, both: an alternative.
 struct VariantBlock {
   std::int64_t after = -1;
   std::vector<std::string> names;
@@ -62,7 +64,7 @@ struct Alignment {
 
 class PositionPredictor {
  public:
-  // Throws std::invalid_argument for an empty template or a variant outside it.
+  // Throws std::invalid_argument for an empty template, a variant outside it, or one without names and skip.
   explicit PositionPredictor(const std::vector<std::string>& template_names, PredictorOptions options = {},
                              const std::vector<VariantBlock>& variants = {});
 

@@ -36,7 +36,9 @@ std::vector<std::string> names_of(const ClockPlan& p, const std::vector<std::siz
 }
 
 // The plan's variants over the launch order: an insertion follows its position's launch; a skip is kept when its
-// positions are launched one after another.
+// positions are launched one after another. An alternative whose skipped positions are not launched right after
+// its anchor is followed as its two halves, an insertion and a skip (its insertion alone when they are not
+// launched one after another).
 std::vector<VariantBlock> variants_of(const ClockPlan& p, const std::vector<std::size_t>& order) {
   std::vector<std::int64_t> at(order.size());
   for (std::size_t k = 0; k < order.size(); ++k) at[order[k]] = static_cast<std::int64_t>(k);
@@ -48,11 +50,16 @@ std::vector<VariantBlock> variants_of(const ClockPlan& p, const std::vector<std:
       std::int64_t lo = INT64_MAX, hi = -1;
       for (std::size_t i = static_cast<std::size_t>(x.after + 1); i <= static_cast<std::size_t>(x.after) + x.skip; ++i)
         lo = std::min(lo, at[i]), hi = std::max(hi, at[i]);
-      if (hi - lo + 1 != static_cast<std::int64_t>(x.skip)) continue;
-      b.after = lo - 1;
-      b.skip = x.skip;
+      if (hi - lo + 1 == static_cast<std::int64_t>(x.skip)) {
+        if (b.names.empty() || b.after == lo - 1) {
+          b.after = lo - 1;
+          b.skip = x.skip;
+        } else {
+          v.push_back({lo - 1, {}, x.skip});
+        }
+      }
     }
-    v.push_back(std::move(b));
+    if (!b.names.empty() || b.skip > 0) v.push_back(std::move(b));
   }
   return v;
 }

@@ -14,37 +14,33 @@ namespace {
 using Op = std::pair<std::uint32_t, OpKind>;
 using Block = std::tuple<std::int64_t, std::size_t, std::vector<Op>>;
 
-// The blocks of one step against the template, from their alignment (sequence_align.hpp): runs of template
-// positions matched by nothing (left out) and runs of step ops matched to nothing (inserted), each anchored at
-// the last template position before it. Empty when more than `max_d` ops differ.
+// The blocks of one step against the template, from their alignment (sequence_align.hpp). Each gap between two
+// matched template positions is one block, anchored at the last matched position before it: template positions
+// matched by nothing (left out), step ops matched to nothing (inserted), or both (the step ran other ops in
+// their place: an alternative). Empty when more than `max_d` ops differ.
 std::vector<Block> blocks_of(const std::vector<std::uint32_t>& tmpl, const std::vector<std::uint32_t>& names,
                              const std::vector<OpKind>& kinds, std::size_t max_d) {
   const std::vector<std::int64_t> map = align_lcs(tmpl, names.data(), names.size(), max_d);
   std::vector<Block> out;
   if (map.empty()) return out;
-  std::int64_t next = 0;       // the step's first op not yet placed
-  std::int64_t skip_from = -1;  // first left-out position of the current run, -1: none
-  auto inserted_before = [&](std::int64_t p, std::int64_t upto) {  // step ops next .. upto-1, after position p
-    if (upto <= next) return;
+  std::int64_t next = 0;   // the step's first op not yet placed
+  std::int64_t last = -1;  // the last matched template position
+  auto gap = [&](std::int64_t p, std::int64_t upto) {  // template positions last+1 .. p-1, step ops next .. upto-1
     std::vector<Op> ops;
     for (std::int64_t i = next; i < upto; ++i)
       ops.emplace_back(names[static_cast<std::size_t>(i)], kinds[static_cast<std::size_t>(i)]);
-    out.emplace_back(p, 0, std::move(ops));
+    const auto skip = static_cast<std::size_t>(p - last - 1);
+    if (skip > 0 || !ops.empty()) out.emplace_back(last, skip, std::move(ops));
   };
   const auto n = static_cast<std::int64_t>(tmpl.size());
   for (std::int64_t p = 0; p < n; ++p) {
     const std::int64_t at = map[static_cast<std::size_t>(p)];
-    if (at < 0) {
-      if (skip_from < 0) skip_from = p;
-      continue;
-    }
-    if (skip_from >= 0) out.emplace_back(skip_from - 1, static_cast<std::size_t>(p - skip_from), std::vector<Op>{});
-    skip_from = -1;
-    inserted_before(p - 1, at);
+    if (at < 0) continue;
+    gap(p, at);
+    last = p;
     next = at + 1;
   }
-  if (skip_from >= 0) out.emplace_back(skip_from - 1, static_cast<std::size_t>(n - skip_from), std::vector<Op>{});
-  inserted_before(n - 1, static_cast<std::int64_t>(names.size()));
+  gap(n, static_cast<std::int64_t>(names.size()));
   return out;
 }
 

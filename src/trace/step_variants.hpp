@@ -20,12 +20,14 @@
 
 namespace gearshift::trace {
 
-// One block. Either `ops` inserted after template position `after` (-1: before the first position), or
-// `skip` template positions after `after` (after + 1 .. after + skip) left out.
+// One block: in the steps that ran it, `ops` ran after template position `after` (-1: before the first position)
+// in place of the `skip` template positions after it (after + 1 .. after + skip). An insertion has skip 0, a skip
+// no ops; both is an alternative: cub's radix sort is one kernel or eight ops by the step's token count (an MoE's
+// expert index sort, docs/benchmarks.md session 18), so a step runs one where the template holds the other.
 struct StepVariant {
   std::int64_t after = -1;
-  std::vector<std::pair<std::string, OpKind>> ops;  // inserted ops in launch order; empty for a skip
-  std::size_t skip = 0;                             // positions left out; 0 for an insertion
+  std::vector<std::pair<std::string, OpKind>> ops;  // ops run there, in launch order; empty for a skip
+  std::size_t skip = 0;                             // template positions left out; 0 for an insertion
   std::size_t steps = 0;                            // whole steps of the trace that ran it so
 };
 
@@ -33,9 +35,10 @@ struct StepVariantOptions {
   // A block is kept when at least this many steps ran it, identically and at the same place: once is chance
   // (a one-off logging step), twice is a pattern the live run will see again.
   std::size_t min_steps = 2;
-  // Blocks shorter than this are left to the predictor's own insertion and skip handling (it absorbs up to 11
-  // inserted and 16 missing launches, runtime/predictor.hpp). They are mostly not variants at all: ops of two
-  // streams that start in another order than the template's (Megatron-LM: 315 such 1-2 op blocks per step).
+  // Blocks shorter than this (inserted plus left-out ops) are left to the predictor's own insertion and skip
+  // handling (it absorbs up to 11 inserted and 16 missing launches, runtime/predictor.hpp). They are mostly not
+  // variants at all: ops of two streams that start in another order than the template's (Megatron-LM: 315 such
+  // 1-2 op blocks per step).
   std::size_t min_ops = 8;
   // At most this many blocks (the most frequent first, then the longest) and this many inserted ops in all,
   // relative to the template's size: routing noise (an MoE's experts) must not bloat what the predictor follows.
@@ -49,7 +52,7 @@ struct StepVariantOptions {
 // The variants of the analysed device's whole steps against the template (`a` from detect_iterations on `t`).
 // A step's ops are the device's ops that start inside it, in start order (the template's order). Graph ops are
 // not compared (a graph launch is one unit for the runtime): steps of a template with graph ops yield none.
-// Sorted by `after`, insertions before skips at the same place.
+// Sorted by `after`, then by `skip` (insertions first).
 std::vector<StepVariant> step_variants(const Trace& t, const IterationAnalysis& a, const StepVariantOptions& o = {});
 
 }  // namespace gearshift::trace

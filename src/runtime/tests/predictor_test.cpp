@@ -244,12 +244,74 @@ TEST(Predictor, FollowsStepsThatLeaveOutAVariantOfTheTemplate) {
   EXPECT_EQ(expected, scored);
 }
 
+// An MoE's expert index sort: one kernel, or four in its place, by the step's token count (session 18). Two
+// such sorts a step, each changing form on its own. With the alternative both forms are walked and expected;
+// without it, each change of form costs unexpected launches.
+TEST(Predictor, FollowsAnAlternativeInEitherForm) {
+  const std::vector<std::string> large{"radix_histogram", "radix_exclusive_sum", "radix_onesweep", "radix_onesweep"};
+  std::vector<std::string> t{"embed"};
+  std::vector<std::size_t> site;  // template positions of the single-tile sort
+  for (int l = 0; l < 2; ++l) {
+    for (const char* k : {"ln", "gemm_router", "topk", "index_select"}) t.push_back(std::string(k) + std::to_string(l));
+    site.push_back(t.size());
+    t.push_back("radix_single_tile");
+    for (const char* k : {"index_add", "gemm_up", "gelu", "gemm_down"}) t.push_back(std::string(k) + std::to_string(l));
+  }
+  t.push_back("adam");
+  const auto n = static_cast<std::int64_t>(t.size());
+  auto launches_of = [&](int s, std::vector<std::int64_t>& want, std::vector<bool>& inserted) {
+    std::vector<std::string> out;
+    want.clear();
+    inserted.clear();
+    for (std::size_t p = 0; p < t.size(); ++p) {
+      const std::size_t which = p == site[0] ? 0 : p == site[1] ? 1 : 2;
+      if (which < 2 && (s >> which) % 2 == 1) {  // step s's bit `which`: the four kernels in its place
+        for (const auto& k : large) out.push_back(k), want.push_back(static_cast<std::int64_t>(p) - 1), inserted.push_back(true);
+        continue;
+      }
+      out.push_back(t[p]), want.push_back(static_cast<std::int64_t>(p)), inserted.push_back(false);
+    }
+    return out;
+  };
+  auto run = [&](PositionPredictor& p, bool check) {
+    std::size_t scored = 0, expected = 0;
+    std::vector<std::int64_t> want;
+    std::vector<bool> inserted;
+    for (int s = 0; s < 16; ++s) {
+      const auto launches = launches_of(s, want, inserted);
+      for (std::size_t i = 0; i < launches.size(); ++i) {
+        const Alignment a = p.observe(launches[i]);
+        if (s == 0) continue;
+        ++scored;
+        expected += a.expected;
+        if (!check) continue;
+        EXPECT_EQ(a.state, PredictorState::locked);
+        EXPECT_EQ(a.position % n, want[i]) << "step " << s << " launch " << i;
+        EXPECT_EQ(a.variant, inserted[i]) << "step " << s << " launch " << i;
+      }
+    }
+    return std::pair{scored, expected};
+  };
+  {
+    PositionPredictor without(t);
+    const auto [scored, expected] = run(without, false);
+    EXPECT_LE(expected + 15, scored) << "without the alternative, every change of form is unexpected";
+  }
+  std::vector<VariantBlock> v;
+  for (std::size_t x : site) v.push_back({static_cast<std::int64_t>(x) - 1, large, 1});
+  PositionPredictor p(t, {}, v);
+  const auto [scored, expected] = run(p, true);
+  EXPECT_EQ(p.losses(), 0u);
+  EXPECT_EQ(expected, scored);  // both forms, at both sites, in every combination
+}
+
 TEST(Predictor, AVariantOutsideTheTemplateIsAnError) {
   const std::vector<std::string> t{"a", "b", "c"};
   EXPECT_THROW(PositionPredictor(t, {}, {{3, {"x"}, 0}}), std::invalid_argument);
   EXPECT_THROW(PositionPredictor(t, {}, {{1, {}, 2}}), std::invalid_argument);  // skips past the last
   EXPECT_THROW(PositionPredictor(t, {}, {{0, {}, 0}}), std::invalid_argument);  // neither
   EXPECT_NO_THROW(PositionPredictor(t, {}, {{-1, {"x"}, 0}, {0, {}, 2}}));
+  EXPECT_NO_THROW(PositionPredictor(t, {}, {{0, {"x", "y"}, 1}}));  // an alternative: x y in b's place
 }
 
 }  // namespace
