@@ -191,5 +191,37 @@ TEST(LaunchOrder, TheCoreFollowsTheCpusOrderAndPlacesLaunchesAtThePlansPositions
   }
 }
 
+// An alternative (session 18: other ops in the place of template positions) whose left-out position the CPU
+// launches elsewhere: GPU order a s b c, the CPU launches s after b; some steps run h e o after a instead of s.
+// The core follows it as an insertion after a and a skip of s where the CPU launches it, so both kinds of step
+// are what it expected. Dropped whole (as when its halves had to share an anchor), every step without s costs
+// unexpected launches.
+TEST(LaunchOrder, AnAlternativeWhoseLeftOutPositionIsLaunchedElsewhereIsFollowedAsTwoHalves) {
+  ClockPlan p;
+  p.gpu = "h200";
+  p.period_ns = 4e6;
+  p.default_clocks = kFast;
+  const std::vector<std::string> gpu_order{"a", "s", "b", "c"};
+  const std::vector<double> launched_at{0, 2, 1, 3};
+  for (std::size_t i = 0; i < gpu_order.size(); ++i) {
+    p.positions.push_back({gpu_order[i], 1e6, static_cast<double>(i) * 1e6, kFast});
+    p.positions.back().launch_offset_ns = launched_at[i] * 1e3;
+  }
+  p.variants.push_back({0, {{"h", true}, {"e", true}, {"o", true}}, 1});
+  RuntimeCore core(p, {.switch_latency_ns = 1e6});
+  std::int64_t corr = 0;
+  for (int step = 0; step < 30; ++step) {
+    const std::vector<std::string> launches = step % 3 == 1 ? std::vector<std::string>{"a", "b", "s", "c"}
+                                                            : std::vector<std::string>{"a", "h", "e", "o", "b", "c"};
+    for (const auto& name : launches) {
+      const Alignment a = core.on_launch(name, corr++, -1);
+      if (step == 0) continue;
+      const auto at = std::find(gpu_order.begin(), gpu_order.end(), name) - gpu_order.begin();
+      EXPECT_EQ(a.position % 4, at < 4 ? at : 0) << "step " << step << " " << name;  // h e o at a's
+    }
+  }
+  EXPECT_DOUBLE_EQ(core.stats().prediction_accuracy(), 1.0);
+}
+
 }  // namespace
 }  // namespace gearshift::runtime
