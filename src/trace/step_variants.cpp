@@ -76,7 +76,8 @@ std::vector<StepVariant> step_variants(const Trace& t, const IterationAnalysis& 
     std::sort(bs.begin(), bs.end());
     bs.erase(std::unique(bs.begin(), bs.end()), bs.end());
     for (auto& b : bs)
-      if (length_of(b) >= o.min_ops) ++seen[std::move(b)];
+      if (length_of(b) >= (std::get<1>(b) > 0 && !std::get<2>(b).empty() ? o.min_alternative_ops : o.min_ops))
+        ++seen[std::move(b)];
   }
 
   std::vector<std::pair<Block, std::size_t>> kept;

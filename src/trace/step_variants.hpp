@@ -40,6 +40,11 @@ struct StepVariantOptions {
   // variants at all: ops of two streams that start in another order than the template's (Megatron-LM: 315 such
   // 1-2 op blocks per step).
   std::size_t min_ops = 8;
+  // An alternative is kept from this many ops (both forms together): other ops in the place of template
+  // positions are a pattern, not two streams' order. One op for one other is the predictor's substitution.
+  // The MoE's radix sort as the live feed sees it (kernels only) is one kernel or four: with min_ops, dropped
+  // (H200, session 18: 97.3 % of launches expected, live and replayed; 99.2 % kept).
+  std::size_t min_alternative_ops = 3;
   // At most this many blocks (the most frequent first, then the longest) and this many inserted ops in all,
   // relative to the template's size: routing noise (an MoE's experts) must not bloat what the predictor follows.
   std::size_t max_variants = 64;
