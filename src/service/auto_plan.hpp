@@ -164,6 +164,7 @@ class AutoPlanner {
   std::string reason_;  // why no plan was made
   std::string check_failed_;  // the last step that failed the live check, and why (empty: none did)
   double last_check_note_s_ = 0;  // planner thread only: when a failed check was last said, s into the warm-up
+  double syncs_per_step_ = 0;     // planner thread only: the job's synchronizes per step in the checked warm-up
   static constexpr std::chrono::seconds kCheckNoteEvery{30};
   static constexpr std::size_t kPlanLatestSteps = 20;  // steps the plan is made from (the latest of the warm-up)
   StopRecording stop_recording_;
