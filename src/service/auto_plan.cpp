@@ -22,8 +22,9 @@ namespace {
 // although the job synchronized: `--auto`'s warm-up trace holds no synchronizes (the feed's S lines are not put
 // into it, docs/benchmarks.md session 17), and steps found by optimizer updates place none. The GPU's idle time
 // between launches is then slack that slower kernels fill for free; where the job waits on a synchronize it is
-// not. On gradient accumulation (H200, session 18) `--auto` modelled 7-10 % at 0.5 %, the offline plan of the
-// same job with fixed gaps 1.1 %. Empty when it does not apply.
+// not. On gradient accumulation (H200, sessions 16 and 18) `--auto` modelled 1.2-10.2 % at 0.5 %, the offline
+// plan of the same job with fixed gaps 1.1 %, its kernels replayed from their launches 8.5 %. Empty when it does
+// not apply.
 std::string cpu_wait_caution(const model::Workload& w, double syncs_per_step) {
   if (w.syncs_known || syncs_per_step < 0.5 || !graph::build_step_graph(w).note.starts_with("dependency-driven"))
     return {};
