@@ -17,14 +17,25 @@ namespace {
 
 using test_support::MoeBuilder;
 
-// Megatron-like: gradient clipping (a scale kernel and a copy per parameter) in the steps where `clip(s)`.
-template <class Clip>
-MoeBuilder clipping_job(int steps, Clip clip) {
+// `steps` steps of an embedding, `body(b, s)` and the optimizer update, 300 µs apart.
+template <class Body>
+MoeBuilder job_of(int steps, Body body) {
   MoeBuilder b;
   for (int s = 0; s < steps; ++s) {
     b.step_kernels.push_back(0);
     b.step_start.push_back(b.now);
     b.add("embedding_kernel");
+    body(b, s);
+    b.update("multi_tensor_apply_kernel<TensorListMetadata<4>, AdamW>", 12);
+    b.now += 300'000;
+  }
+  return b;
+}
+
+// Megatron-like: gradient clipping (a scale kernel and a copy per parameter) in the steps where `clip(s)`.
+template <class Clip>
+MoeBuilder clipping_job(int steps, Clip clip) {
+  return job_of(steps, [&](MoeBuilder& b, int s) {
     b.pass(6, 0, false);
     b.pass(6, 0, true);
     b.add("norm_two_reduce_kernel");
@@ -34,10 +45,7 @@ MoeBuilder clipping_job(int steps, Clip clip) {
         b.add("mul_scalar_kernel");
         b.add("Memcpy DtoD (Device -> Device)", OpKind::memcpy);
       }
-    b.update("multi_tensor_apply_kernel<TensorListMetadata<4>, AdamW>", 12);
-    b.now += 300'000;
-  }
-  return b;
+  });
 }
 
 // An MoE expert's index sort: cub's radix sort runs as one kernel for few tokens or as eight ops (memsets,
@@ -45,11 +53,7 @@ MoeBuilder clipping_job(int steps, Clip clip) {
 // `large(s)`: whether step s runs the eight ops.
 template <class Large>
 MoeBuilder sort_job(int steps, Large large) {
-  MoeBuilder b;
-  for (int s = 0; s < steps; ++s) {
-    b.step_kernels.push_back(0);
-    b.step_start.push_back(b.now);
-    b.add("embedding_kernel");
+  return job_of(steps, [&](MoeBuilder& b, int s) {
     b.pass(6, 0, false);
     b.add("index_select_kernel");
     if (large(s)) {
@@ -62,10 +66,7 @@ MoeBuilder sort_job(int steps, Large large) {
     }
     b.add("index_add_kernel");
     b.pass(6, 0, true);
-    b.update("multi_tensor_apply_kernel<TensorListMetadata<4>, AdamW>", 12);
-    b.now += 300'000;
-  }
-  return b;
+  });
 }
 
 // The template's first (or last) position of `name`, SIZE_MAX when it has none.
