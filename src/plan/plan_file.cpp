@@ -338,7 +338,8 @@ void validate(const PlanFile& p, const std::string& source) {
     if (v.after < -1 || v.after >= static_cast<std::int64_t>(n))
       fail(where, fmt::format("'after' is {}, out of range: the plan has {} positions (-1 to {})", v.after, n, n - 1));
     if (v.ops.empty() && v.skip == 0)
-      fail(where, "a variant inserts ops ('ops', not empty), leaves positions out ('skip' > 0), or both; this one does neither");
+      fail(where, "a variant inserts ops ('ops', not empty), leaves positions out ('skip' > 0), or both; this one does "
+                  "neither");
     if (v.after + static_cast<std::int64_t>(v.skip) >= static_cast<std::int64_t>(n))
       fail(where, fmt::format("'skip' {} after position {} runs past the plan's {} positions", v.skip, v.after, n));
   }

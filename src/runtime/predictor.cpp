@@ -13,8 +13,10 @@ PositionPredictor::PositionPredictor(const std::vector<std::string>& names, Pred
   if (names.empty()) throw std::invalid_argument("position predictor: empty template");
   const auto n = static_cast<std::int64_t>(n_);
   for (const auto& v : variants)
-    if (v.after < -1 || v.after >= n || v.after + static_cast<std::int64_t>(v.skip) >= n || (v.names.empty() && v.skip == 0))
-      throw std::invalid_argument("position predictor: a variant outside the template, or one that neither inserts nor skips");
+    if (v.after < -1 || v.after >= n || v.after + static_cast<std::int64_t>(v.skip) >= n ||
+        (v.names.empty() && v.skip == 0))
+      throw std::invalid_argument(
+          "position predictor: a variant outside the template, or one that neither inserts nor skips");
   auto push = [&](const std::string& name, std::size_t reports, bool inserted) {
     auto [it, fresh] = ids_.try_emplace(name, static_cast<std::int32_t>(ids_.size()));
     (void)fresh;

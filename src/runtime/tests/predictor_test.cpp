@@ -266,7 +266,8 @@ TEST(Predictor, FollowsAnAlternativeInEitherForm) {
     for (std::size_t p = 0; p < t.size(); ++p) {
       const std::size_t which = p == site[0] ? 0 : p == site[1] ? 1 : 2;
       if (which < 2 && (s >> which) % 2 == 1) {  // step s's bit `which`: the four kernels in its place
-        for (const auto& k : large) out.push_back(k), want.push_back(static_cast<std::int64_t>(p) - 1), inserted.push_back(true);
+        for (const auto& k : large)
+          out.push_back(k), want.push_back(static_cast<std::int64_t>(p) - 1), inserted.push_back(true);
         continue;
       }
       out.push_back(t[p]), want.push_back(static_cast<std::int64_t>(p)), inserted.push_back(false);
