@@ -34,6 +34,7 @@ std::string cpu_wait_caution(const model::Workload& w, double syncs_per_step) {
                      "not, so the MODELLED step time is a lower bound and the saving an upper bound",
                      syncs_per_step, w.cpu_note.empty() ? "no synchronize in the collected trace" : w.cpu_note);
 }
+
 // The one-pair ("iteration") plan of the same evaluation, when it fits the budget: what the in-time guard
 // (runtime/runtime_core.hpp) runs once the phase plan's changes are seen not to land in time.
 const sim::StrategyResult* one_pair_plan(const PlanJobResult& r) {
