@@ -639,6 +639,22 @@ class Detector {
     // match of a 3-step trace, while each step still aligns with the template.
     const double alignment = std::accumulate(aligned.begin(), aligned.end(), 0.0) / static_cast<double>(aligned.size());
     a.confidence = alignment * static_cast<double>(regular) / static_cast<double>(std::max<std::size_t>(counted, regular));
+    if (cut.variable) {
+      // Steps of unequal length place their synchronizes by the launches before them (trace/cpu_timeline.hpp).
+      std::vector<StepLaunches> launches;
+      for (std::size_t k = 0; k < segs.size(); ++k) {
+        if (!a.iterations[k].regular) continue;
+        StepLaunches s;
+        s.step = k;
+        for (std::size_t j = 0; j < maps[k].size(); ++j)
+          if (maps[k][j] >= 0)
+            if (const auto& r = op(segs[k].b + static_cast<std::size_t>(maps[k][j])); r.launch_ns >= 0)
+              s.launches.emplace_back(r.launch_ns, static_cast<std::uint32_t>(j));
+        std::sort(s.launches.begin(), s.launches.end());
+        launches.push_back(std::move(s));
+      }
+      attach_cpu_timeline(trace_, a, &launches);
+    }
     return a;
   }
 
@@ -1306,7 +1322,7 @@ std::size_t IterationAnalysis::regular_count() const {
 
 IterationAnalysis detect_iterations(const Trace& trace, const IterationOptions& options) {
   IterationAnalysis a = Detector(trace, options).run();
-  attach_cpu_timeline(trace, a);
+  if (a.method != "optimizer updates") attach_cpu_timeline(trace, a);  // update-delimited: placed while built
   return a;
 }
 

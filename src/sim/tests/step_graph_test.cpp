@@ -5,10 +5,12 @@
 
 #include <cmath>
 
+#include "model/workload.hpp"
 #include "plan/clock_table.hpp"
 #include "sim/collectives.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/simulator.hpp"
+#include "trace/tests/step_builder.hpp"
 
 namespace gearshift::sim {
 namespace {
@@ -164,6 +166,32 @@ TEST_F(ReplayFixture, ASynchronizePropagatesGpuDelayToLaterLaunches) {
   free_cpu.syncs.clear();
   SimResult nosync = simulate(free_cpu, m, with(2, 0), 0, true);
   EXPECT_LT(nosync.timeline[1].start_ns, slow.timeline[1].start_ns);
+}
+
+// Steps of unequal length whose CPU waits for the GPU at each layer's routing (trace/tests/step_builder.hpp):
+// with the synchronizes placed, slower kernels lengthen the step as they would the job's. Before, such steps
+// placed none, and the modelled step at half the SM clock stayed within 1 % of the default one: a plan could
+// spend GPU time the CPU in fact waited for.
+TEST_F(ReplayFixture, UnequalStepsWaitForTheGpuWhereTheJobSynchronized) {
+  trace::test_support::RoutedCpuBuilder b;
+  for (int s = 0; s < 12; ++s) b.step();
+  const trace::IterationAnalysis a = trace::detect_iterations(b.t);
+  ASSERT_EQ(a.method, "optimizer updates");
+  const model::Workload w = model::build_workload(b.t, a, m);
+  ASSERT_TRUE(w.syncs_known) << w.cpu_note;
+  auto at = [&](const model::Workload& x, model::ClockPair c) {
+    plan::Schedule s{plan::Strategy::baseline, 0, std::vector<model::ClockPair>(x.ops.size(), c), 0};
+    return simulate(x, m, s, 0).step_time_ns;
+  };
+  const double base = at(w, kDefault), slow = at(w, kSlow);
+  EXPECT_NEAR(base, w.period_ns, 0.02 * w.period_ns);
+  // The CPU waits for the GPU 6 times a step: the kernels' stretch before each wait shows in the step.
+  EXPECT_GT(slow - base, 0.2 * base) << base << " " << slow;  // 7.50 -> 10.33 ms
+  // The same template with its synchronizes left out (as before): the stretch vanished into waits it did not model.
+  model::Workload never = w;
+  never.syncs.clear();
+  never.syncs_known = false;
+  EXPECT_LT(at(never, kSlow) - at(never, kDefault), 0.25 * (slow - base));  // 7.44 -> 7.44 ms
 }
 
 TEST_F(ReplayFixture, ACollectiveEndsWithTheSlowestRank) {

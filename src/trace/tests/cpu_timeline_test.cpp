@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "step_builder.hpp"
 #include "trace/gearshift_format.hpp"
 
 namespace gearshift::trace {
@@ -86,6 +87,52 @@ TEST(CpuTimeline, AShippedTorchProfilerTraceWithRuntimeEvents) {
   for (const auto& o : a.tmpl.ops) EXPECT_TRUE(o.launch_known);
   ASSERT_TRUE(a.tmpl.syncs_known) << a.tmpl.cpu_note;
   EXPECT_EQ(a.tmpl.syncs.size(), 4u);
+}
+
+// Steps of unequal length (a MoE's routing): each layer's synchronize is placed after the routing copy's
+// laid-out launch and returns its return latency after the laid-out end of the work before it. Before, such
+// steps placed none and the CPU was taken never to wait.
+TEST(CpuTimeline, StepsOfUnequalLengthPlaceEachSynchronizeByTheLaunchBeforeIt) {
+  test_support::RoutedCpuBuilder b;
+  for (int s = 0; s < 12; ++s) b.step();
+  auto a = detect_iterations(b.t);
+  ASSERT_EQ(a.method, "optimizer updates");
+  ASSERT_TRUE(a.tmpl.syncs_known) << a.tmpl.cpu_note;
+  ASSERT_EQ(a.tmpl.syncs.size(), 6u) << a.tmpl.cpu_note;  // one per layer
+  EXPECT_NE(a.tmpl.cpu_note.find("placed by the main-stream launch before each"), std::string::npos) << a.tmpl.cpu_note;
+  const auto copy = std::find(b.t.names.begin(), b.t.names.end(), "Memcpy DtoH (Device -> Pinned)") - b.t.names.begin();
+  std::vector<const TemplateOp*> copies;
+  for (const auto& o : a.tmpl.ops)
+    if (o.name_id == static_cast<std::uint32_t>(copy)) copies.push_back(&o);
+  ASSERT_EQ(copies.size(), 6u);
+  for (std::size_t l = 0; l < 6; ++l) {
+    const TemplateSync& y = a.tmpl.syncs[l];
+    const TemplateOp& c = *copies[l];
+    EXPECT_GE(y.samples, 7u);
+    EXPECT_NEAR(y.enter_offset_ns, c.launch_offset_ns + test_support::RoutedCpuBuilder::kLaunchEvery, 1.0) << l;
+    // It waited in every step: it returns 3 µs after the copy, the last work launched before it, ends.
+    EXPECT_NEAR(y.enter_offset_ns + y.duration_ns, c.start_offset_ns + c.duration_ns + test_support::RoutedCpuBuilder::kReturn,
+                1.0)
+        << l;
+  }
+  // Not recorded: none placed, and the note says so.
+  b.t.syncs_recorded = false;
+  auto none = detect_iterations(b.t);
+  EXPECT_FALSE(none.tmpl.syncs_known);
+  EXPECT_NE(none.tmpl.cpu_note.find("does not record"), std::string::npos) << none.tmpl.cpu_note;
+}
+
+// A synchronize that only some steps call (here: one step in four) is left out, and the note counts it.
+TEST(CpuTimeline, ASynchronizeOfFewStepsIsLeftOutOfUnequalSteps) {
+  test_support::RoutedCpuBuilder b;
+  for (int s = 0; s < 12; ++s) {
+    b.step();
+    if (s % 4 == 1) b.sync();  // after the update, before the next batch: a logging step's .item()
+  }
+  auto a = detect_iterations(b.t);
+  ASSERT_TRUE(a.tmpl.syncs_known) << a.tmpl.cpu_note;
+  EXPECT_EQ(a.tmpl.syncs.size(), 6u);
+  EXPECT_NE(a.tmpl.cpu_note.find("fewer than half the steps call them"), std::string::npos) << a.tmpl.cpu_note;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// A synthetic training-step trace builder for tests: layers of attention and routed experts (a MoE; experts
-// without tokens are left out), the optimizer update, ops 1 µs apart on one stream.
+// Synthetic training-step trace builders for tests: layers of attention and routed experts (a MoE; experts
+// without tokens are left out) and the optimizer update. MoeBuilder: GPU side only, ops 1 µs apart on one
+// stream. RoutedCpuBuilder: with the CPU side (launches and the routing's synchronize).
 #pragma once
 
 #include <algorithm>
@@ -82,6 +83,62 @@ struct MoeBuilder {
     }
     update();
     now += 300'000;
+  }
+};
+
+// A MoE whose CPU launches an op every 10 µs and waits for the GPU at each layer's routing: after the routing's
+// D2H copy it synchronizes (the copy and everything before it end; it returns 3 µs later), spends 600 µs on the
+// dispatch (the GPU idles), then launches only the experts that got tokens. An op starts 5 µs after its launch,
+// or when the stream frees. The GPU's work (100-150 µs GEMMs) outlasts the launches, so every synchronize
+// waits: slower kernels lengthen the step, though the GPU idles half of it.
+struct RoutedCpuBuilder {
+  static constexpr std::int64_t kLaunchEvery = 10'000, kLatency = 5'000, kReturn = 3'000, kDispatch = 600'000;
+  Trace t;
+  std::mt19937 rng{11};
+  std::int64_t cpu = 1'000'000, gpu_free = 0;
+  RoutedCpuBuilder() { t.syncs_recorded = true; }
+
+  void add(const std::string& name, std::int64_t dur, OpKind kind = OpKind::kernel) {
+    auto it = std::find(t.names.begin(), t.names.end(), name);
+    OpRecord r;
+    r.name_id = static_cast<std::uint32_t>(it - t.names.begin());
+    if (it == t.names.end()) t.names.push_back(name);
+    r.kind = kind;
+    r.launch_ns = cpu;
+    r.start_ns = std::max(gpu_free, cpu + kLatency);
+    r.duration_ns = dur;
+    r.stream = 7;
+    r.correlation = static_cast<std::int64_t>(t.ops.size());
+    t.ops.push_back(r);
+    gpu_free = r.end_ns();
+    cpu += kLaunchEvery;
+  }
+  void sync() {
+    SyncRecord y;
+    y.enter_ns = cpu;
+    y.duration_ns = std::max(cpu, gpu_free) + kReturn - cpu;
+    t.syncs.push_back(y);
+    cpu = y.exit_ns() + 1'000;
+  }
+  void step(int layers = 6) {
+    add("embedding_kernel", 20'000);
+    for (int l = 0; l < layers; ++l) {
+      add("rms_norm_kernel", 20'000);
+      add("nvjet_gemm_qkv", 100'000);
+      add("flash_attn_kernel", 150'000);
+      add("router_gemm", 20'000);
+      add("topk_kernel", 10'000);
+      add("Memcpy DtoH (Device -> Pinned)", 2'000, OpKind::memcpy);
+      sync();
+      cpu += kDispatch;
+      for (int e = 0; e < 4; ++e) {
+        if (rng() % 6 == 0) continue;  // no token for expert e
+        add("nvjet_gemm_expert", 80'000);
+        add("index_add_kernel", 10'000);
+      }
+    }
+    for (int i = 0; i < 4; ++i) add("multi_tensor_apply_kernel<FusedAdamMathFunctor>", 30'000);
+    cpu += 200'000;  // the next batch
   }
 };
 
