@@ -35,7 +35,13 @@ void FeedCollector::add(const feed::FeedEvent& e) {
     return;
   }
   if (e.kind == feed::FeedEvent::Kind::sync) {
-    if (syncs_.size() < max_kernels_) syncs_.push_back(e.gpu_end_ns);
+    if (syncs_.size() < max_kernels_) {
+      trace::SyncRecord y;
+      y.correlation = e.correlation;
+      y.enter_ns = e.gpu_start_ns;
+      y.duration_ns = std::max<std::int64_t>(0, e.gpu_end_ns - e.gpu_start_ns);
+      syncs_.push_back(y);
+    }
     return;
   }
   if (e.kind == feed::FeedEvent::Kind::marker) return;  // no kernel of its own
@@ -70,13 +76,24 @@ trace::Trace FeedCollector::snapshot() const {
   t.format = "gearshift launch feed";
   t.names = names_;
   t.ops = ops_;
+  t.syncs = syncs_;
+  t.syncs_recorded = !syncs_.empty();
   return t;
+}
+
+std::vector<std::int64_t> FeedCollector::sync_exits() const {
+  std::vector<std::int64_t> out;
+  out.reserve(syncs_.size());
+  for (const auto& y : syncs_) out.push_back(y.exit_ns());
+  return out;
 }
 
 void FeedCollector::sort_by_start(trace::Trace& t) {
   // Completions arrive in activity-buffer order, not GPU order; the trace's contract is sorted by start.
   std::stable_sort(t.ops.begin(), t.ops.end(),
                    [](const trace::OpRecord& a, const trace::OpRecord& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(t.syncs.begin(), t.syncs.end(),
+                   [](const trace::SyncRecord& a, const trace::SyncRecord& b) { return a.enter_ns < b.enter_ns; });
 }
 
 trace::Trace FeedCollector::to_trace() const {

@@ -31,10 +31,12 @@ class FeedCollector {
   std::uint64_t unmatched() const { return unmatched_; }     // completions whose launch was not seen
   // Return times of the job's synchronizes (CLOCK_MONOTONIC ns, arrival order; at most max_kernels kept): the
   // live step check (runtime/step_check.hpp) reads where they fall in the steps.
-  const std::vector<std::int64_t>& sync_exits() const { return syncs_; }
+  std::vector<std::int64_t> sync_exits() const;
   bool full() const { return ops_.size() >= max_kernels_; }
 
-  // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read):
+  // The kept kernels as a trace, sorted by GPU start (what trace::detect_iterations and planning read), with the
+  // job's synchronizes (device scope: an S line does not say which stream; syncs_recorded when the feed sent any,
+  // so that the template places them, trace/cpu_timeline.hpp):
   // snapshot() then sort_by_start(). A caller that serialises add() under a lock takes only the snapshot under
   // it and sorts outside, so the feed is not held up by the sort.
   trace::Trace to_trace() const;
@@ -57,7 +59,7 @@ class FeedCollector {
   std::unordered_map<std::int64_t, std::uint32_t> named_;  // N line's name id -> index in names_
   std::deque<std::int64_t> graph_launches_;           // pending graph launches, oldest first
   std::vector<trace::OpRecord> ops_;
-  std::vector<std::int64_t> syncs_;
+  std::vector<trace::SyncRecord> syncs_;  // in arrival order: the process's call order
   std::uint64_t launches_ = 0, unmatched_ = 0;
 };
 

@@ -19,12 +19,12 @@ namespace gearshift::service {
 namespace {
 
 // Said with the plan when the model replays the CPU's launches but takes the CPU never to wait for the GPU
-// although the job synchronized: `--auto`'s warm-up trace holds no synchronizes (the feed's S lines are not put
-// into it, docs/benchmarks.md session 17), and steps found by optimizer updates place none. The GPU's idle time
-// between launches is then slack that slower kernels fill for free; where the job waits on a synchronize it is
-// not. On gradient accumulation (H200, sessions 16 and 18) `--auto` modelled 1.2-10.2 % at 0.5 %, the offline
-// plan of the same job with fixed gaps 1.1 %, its kernels replayed from their launches 8.5 %. Empty when it does
-// not apply.
+// although the job synchronized: the warm-up trace holds the job's synchronizes (the feed's S lines), but the
+// template could not place them (trace/cpu_timeline.hpp: the steps call different numbers of them, or each
+// site recurs in too few steps). The GPU's idle time between launches is then slack that slower kernels fill
+// for free; where the job waits on a synchronize it is not. Before the template placed the synchronizes of
+// update-delimited steps, `--auto` modelled 1.2-10.2 % at 0.5 % on gradient accumulation (H200, sessions 16 and
+// 18) where the same job's kernels replayed with their synchronizes give 1.5 %. Empty when it does not apply.
 std::string cpu_wait_caution(const model::Workload& w, double syncs_per_step) {
   if (w.syncs_known || syncs_per_step < 0.5 || !graph::build_step_graph(w).note.starts_with("dependency-driven"))
     return {};
@@ -33,6 +33,15 @@ std::string cpu_wait_caution(const model::Workload& w, double syncs_per_step) {
                      "as slack that slower kernels fill for free. Where the job waits on those synchronizes it is "
                      "not, so the MODELLED step time is a lower bound and the saving an upper bound",
                      syncs_per_step, w.cpu_note.empty() ? "no synchronize in the collected trace" : w.cpu_note);
+}
+
+// How likely the plan's step time overruns the budget, by the class priors' spread (sim/saving_range.hpp): a
+// plan near its budget may well be over it (H200 gradient accumulation, session 19: 0.42 % at a 0.5 % budget,
+// 65 % of the draws over). plan.json has it too (predicted.p_over_budget). Empty without draws.
+std::string over_budget_note(const sim::SavingRange& g) {
+  if (g.samples <= 0) return {};
+  return fmt::format(" (P(step time over the budget) {:.0f} %, {} draws of the class priors' spread)",
+                     100 * g.p_over_budget, g.samples);
 }
 
 // The one-pair ("iteration") plan of the same evaluation, when it fits the budget: what the in-time guard
@@ -568,9 +577,9 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
                     r.in_time.switch_latency_ns > 0 ? r.in_time.switch_latency_ns / 1e6 : s.switch_latency_ns / 1e6,
                     po.max_slowdown * 100,
                     s.within_budget ? fmt::format("{} phases, {} clock changes per step; MODELLED saving {:.2f} % "
-                                                  "energy per step at {:.2f} % step time",
+                                                  "energy per step at {:.2f} % step time{}",
                                                   plan::phases_of(s.schedule).size(), s.sim.clock_changes, s.saving_pct,
-                                                  s.slowdown_pct)
+                                                  s.slowdown_pct, over_budget_note(r.range))
                                     : std::string("no plan fits the budget: default clocks, no changes")));
     if (const std::string c = cpu_wait_caution(r.workload, syncs_per_step_); !c.empty() && s.within_budget)
       say(o_.progress_sink, c);

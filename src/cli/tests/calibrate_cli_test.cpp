@@ -78,13 +78,15 @@ class Calibrate : public ::testing::Test {
   fs::path dir_;
 };
 
-// The step as a trace of `steps` repetitions (what the job's feed gives at the default pair).
+// The step as a trace of `steps` repetitions (what the job's feed gives at the default pair), with the stand-in's
+// synchronize after its launches, returning when the last kernel ends (its S line): the truth's CPU waits for
+// the GPU there, as the stand-in's does (fake_job.cpp's at_clocks lengthens the step by the kernels' stretch).
 trace::Trace step_trace(int steps, const std::vector<Kernel>& ks = step_kernels()) {
   trace::Trace t;
   t.source = "calibrate test";
   t.gpu_name = "NVIDIA H200 SXM 141GB";
   for (const auto& k : ks) t.names.push_back(k.name);
-  for (int s = 0; s < steps; ++s)
+  for (int s = 0; s < steps; ++s) {
     for (std::size_t i = 0; i < ks.size(); ++i) {
       trace::OpRecord r;
       r.name_id = static_cast<std::uint32_t>(i);
@@ -95,6 +97,13 @@ trace::Trace step_trace(int steps, const std::vector<Kernel>& ks = step_kernels(
       r.launch_ns = r.start_ns - 5000;
       t.ops.push_back(r);
     }
+    trace::SyncRecord y;
+    y.correlation = s * 100 + 99;
+    y.enter_ns = t.ops.back().launch_ns + 1000;
+    y.duration_ns = t.ops.back().end_ns() - y.enter_ns;
+    t.syncs.push_back(y);
+  }
+  t.syncs_recorded = true;
   return t;
 }
 

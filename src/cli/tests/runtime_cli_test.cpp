@@ -750,6 +750,11 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   EXPECT_NE(o.find("plan for h200"), std::string::npos) << o;  // from the simulated GPU's NVML name
   EXPECT_NE(o.find("live check passed: modelled step"), std::string::npos) << o;
   EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
+  // How likely the plan overruns its budget, beside its saving (plan.json's predicted.p_over_budget, in %).
+  const double p_over = number_after(o, "(P(step time over the budget) ", "MODELLED saving");
+  EXPECT_GE(p_over, 0) << o;
+  EXPECT_LE(p_over, 100) << o;
+  EXPECT_NE(o.find(" %, 200 draws of the class priors' spread)"), std::string::npos) << o;
   EXPECT_GT(number_after(o, "clock changes ", "\n  steps "), 0) << o;
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
   EXPECT_GE(number_after(o, "  steps "), 10) << o;
@@ -767,22 +772,22 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   if (o.find(": the warm-up's timing holds") == std::string::npos) {
     EXPECT_GT(number_after(o, "untraced step "), 52.43 * 1.04) << o;
   }
-  // The fake job reports every completion: each change boundary's kernel start is compared with its estimate.
-  EXPECT_GT(number_before(o, " change boundaries timed by kernel activity"), 10) << o;
-  EXPECT_LT(std::fabs(number_after(o, "issued for median ")), 2.0) << o;  // ms
   // The plan applied passed the in-time check: replayed on the warm-up's own steps, its changes landed in time
   // (the attempts before plan without it; the applied plan is made again with it).
   EXPECT_NE(o.find("gearshift run --auto: in-time check (replay of the trace's first"), std::string::npos) << o;
-  // The feed's trace holds no synchronize (FeedCollector keeps their return times for the live check only): the
-  // line says the replay assumed one at each step's end.
-  EXPECT_NE(o.find("steps, anchored on one synchronize assumed at each step's end"), std::string::npos) << o;
-  EXPECT_GE(number_after(o, " ms: ", "in-time check (replay"), 95.0) << o;
-  // The stand-in synchronizes once a step, which the model does not place: the plan line is followed by the
-  // caution that the saving is an upper bound (session 18).
-  // (Per step found: the last step's synchronize may return after the steps detected, 9 of 10 under load.)
-  EXPECT_GE(number_after(o, "caution: the job synchronized "), 0.5) << o;
-  EXPECT_LE(number_after(o, "caution: the job synchronized "), 1.0) << o;
-  EXPECT_NE(o.find("so the MODELLED step time is a lower bound and the saving an upper bound"), std::string::npos) << o;
+  // The fake job reports every completion: each change boundary's kernel start is compared with its estimate.
+  // Unless a loaded machine jittered the warm-up's steps so that every rung replayed below the target: then the
+  // plan taken is the one pair, with no change boundary to time (a fresh clone's `make test`, session 18).
+  if (o.find("taken one clock pair for the whole step") == std::string::npos) {
+    EXPECT_GT(number_before(o, " change boundaries timed by kernel activity"), 10) << o;
+    EXPECT_LT(std::fabs(number_after(o, "issued for median ")), 2.0) << o;  // ms
+    EXPECT_GE(number_after(o, " ms: ", "in-time check (replay"), 95.0) << o;
+  }
+  // The feed's trace holds the job's synchronizes (S lines): the in-time replay anchors on them, and the model
+  // places the stand-in's one synchronize a step, so no caution that the saving is an upper bound follows the plan
+  // line (before, the trace held none: "anchored on one synchronize assumed at each step's end", and the caution).
+  EXPECT_GE(number_after(o, "steps, anchored on the job's "), 10) << o;
+  EXPECT_EQ(o.find("caution: the job synchronized "), std::string::npos) << o;
 
   // The plan written is the one `gearshift run --plan` reads.
   auto j = nlohmann::json::parse(slurp(made));
@@ -1070,6 +1075,22 @@ TEST(RunAuto, GivingUpTurnsTheJobsFeedOff) {
 // The plan is calibrated to the untraced run's measured power (the NVML energy counter over the window in which
 // the untraced step was measured), and says so; before, --auto planned with the priors' power (on an H200: 37.7 %
 // modelled on a job whose calibrated offline plan said 9.4 %).
+// Steps that call 1, 2 and 3 synchronizes in turn: the template places none (trace/cpu_timeline.hpp: no count
+// is most steps'), so the plan line is followed by the caution that its MODELLED step time is a lower bound and
+// its saving an upper bound. The plan is still made: a "say so", not a refusal.
+TEST(RunAuto, CautionsWhereTheStepsSynchronizesCannotBePlaced) {
+  AutoEnv s;
+  s.env.push_back("FAKE_JOB_SYNCS_CYCLE=3");
+  ASSERT_EQ(s.run_synthetic("110"), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
+  EXPECT_NE(o.find("MODELLED saving"), std::string::npos) << o;
+  // 2 a step (1 + s % 3); the last step's may return after the steps detected.
+  EXPECT_GE(number_after(o, "caution: the job synchronized "), 1.5) << o;
+  EXPECT_LE(number_after(o, "caution: the job synchronized "), 2.1) << o;
+  EXPECT_NE(o.find("the regular steps call different numbers of synchronizes"), std::string::npos) << o;
+  EXPECT_NE(o.find("so the MODELLED step time is a lower bound and the saving an upper bound"), std::string::npos) << o;
+}
+
 TEST(RunAuto, CalibratesToTheUntracedRunsMeasuredPower) {
   AutoEnv s;
   const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto-plan.json";

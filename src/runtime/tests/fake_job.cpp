@@ -258,6 +258,9 @@ Step with_block(const Step& step, std::size_t after, long n) {
 
 bool run_steps(int fd, const Step& step_in, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
+  // FAKE_JOB_SYNCS_CYCLE=N: step s calls 1 + s % N synchronizes (the others right after the first, 1 µs each):
+  // steps that disagree on their synchronizes, which the template then does not place.
+  const long syncs_cycle = std::getenv("FAKE_JOB_SYNCS_CYCLE") ? std::atol(std::getenv("FAKE_JOB_SYNCS_CYCLE")) : 0;
   if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
   if (const char* a = std::getenv("GEARSHIFT_FEED_ACTIVITY_PERIOD_MS")) g_traced = std::atoll(a) == 0;
   const std::int64_t traced_gap_ns =
@@ -349,6 +352,10 @@ bool run_steps(int fd, const Step& step_in, long steps) {
       if (drift_ns > 0) returned = std::max(entered, t0 + (s * drift_ns) % step.period_ns);
       if (!put(fd, "S " + std::to_string(corr++) + " " + std::to_string(entered) + " " + std::to_string(returned) + "\n"))
         return false;
+      for (long extra = 0; syncs_cycle > 1 && extra < s % syncs_cycle; ++extra)  // a logging step's .item() calls
+        if (!put(fd, "S " + std::to_string(corr++) + " " + std::to_string(returned + 1'000 * (2 * extra + 1)) + " " +
+                         std::to_string(returned + 1'000 * (2 * extra + 2)) + "\n"))
+          return false;
     }
     log_control();
     sleep_until(t0 + scaled(step.period_ns) + slow * static_cast<std::int64_t>(step.kernels.size()));

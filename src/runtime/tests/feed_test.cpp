@@ -46,6 +46,27 @@ TEST(FeedCollector, BuildsSortedKernelRecordsFromLaunchesAndCompletions) {
   EXPECT_EQ(it.tmpl.kernels, 3u);
 }
 
+// The job's synchronizes (S lines) go into the trace, so that the template places them and the CPU waits in the
+// model where the job waited (trace/cpu_timeline.hpp). Before, the trace held none and said nothing of them.
+TEST(FeedCollector, TheTraceHoldsTheJobsSynchronizes) {
+  FeedCollector c(1000);
+  c.add(*parse_feed_line("L 100 1 gemm"));
+  c.add(*parse_feed_line("C 1 200 900 7 0"));
+  EXPECT_FALSE(c.to_trace().syncs_recorded);  // none sent yet: the trace does not claim to hold them
+  c.add(*parse_feed_line("S 2 5000 6500"));
+  c.add(*parse_feed_line("S 3 300 950"));  // two threads' synchronizes may arrive out of order
+  const trace::Trace t = c.to_trace();
+  EXPECT_TRUE(t.syncs_recorded);
+  ASSERT_EQ(t.syncs.size(), 2u);
+  EXPECT_EQ(t.syncs[0].correlation, 3);
+  EXPECT_EQ(t.syncs[0].enter_ns, 300);
+  EXPECT_EQ(t.syncs[0].duration_ns, 650);
+  EXPECT_EQ(t.syncs[0].scope, trace::SyncRecord::Scope::device);  // an S line does not name a stream
+  EXPECT_EQ(t.syncs[1].enter_ns, 5000);
+  EXPECT_EQ(t.syncs[1].duration_ns, 1500);
+  EXPECT_EQ(c.sync_exits(), (std::vector<std::int64_t>{6500, 950}));  // arrival order, for the live check
+}
+
 TEST(FeedCollector, KeepsEveryCompletionOfAGraphLaunch) {
   // One L line per graph launch, one C line per kernel it ran, all with the launch's correlation (before: only
   // the first completion was kept, the launch then erased and the others dropped as unmatched).
