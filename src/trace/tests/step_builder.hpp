@@ -14,6 +14,13 @@
 
 namespace gearshift::trace::test_support {
 
+// The index of `name` in t.names, added when new.
+inline std::uint32_t name_id(Trace& t, const std::string& name) {
+  const auto at = static_cast<std::uint32_t>(std::find(t.names.begin(), t.names.end(), name) - t.names.begin());
+  if (at == t.names.size()) t.names.push_back(name);
+  return at;
+}
+
 struct MoeBuilder {
   Trace t;
   std::int64_t now = 1'000'000;
@@ -28,10 +35,8 @@ struct MoeBuilder {
   }
 
   void add(const std::string& name, OpKind kind = OpKind::kernel, std::int64_t dur = 2'000) {
-    auto it = std::find(t.names.begin(), t.names.end(), name);
     OpRecord r;
-    r.name_id = static_cast<std::uint32_t>(it - t.names.begin());
-    if (it == t.names.end()) t.names.push_back(name);
+    r.name_id = name_id(t, name);
     r.kind = kind;
     r.start_ns = now;
     r.duration_ns = dur;
@@ -99,10 +104,8 @@ struct RoutedCpuBuilder {
   RoutedCpuBuilder() { t.syncs_recorded = true; }
 
   void add(const std::string& name, std::int64_t dur, OpKind kind = OpKind::kernel) {
-    auto it = std::find(t.names.begin(), t.names.end(), name);
     OpRecord r;
-    r.name_id = static_cast<std::uint32_t>(it - t.names.begin());
-    if (it == t.names.end()) t.names.push_back(name);
+    r.name_id = name_id(t, name);
     r.kind = kind;
     r.launch_ns = cpu;
     r.start_ns = std::max(gpu_free, cpu + kLatency);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "step_builder.hpp"
 #include "test_paths.hpp"
 #include "trace/gearshift_format.hpp"
 #include "trace/iteration.hpp"
@@ -18,10 +19,8 @@ struct Builder {
   Trace t;
   std::int64_t now = 1'000'000;
   void add(const std::string& name, std::int64_t dur = 2'000, std::int32_t stream = 7, std::int32_t device = 0) {
-    auto it = std::find(t.names.begin(), t.names.end(), name);
     OpRecord r;
-    r.name_id = static_cast<std::uint32_t>(it - t.names.begin());
-    if (it == t.names.end()) t.names.push_back(name);
+    r.name_id = test_support::name_id(t, name);
     r.start_ns = now;
     r.duration_ns = dur;
     r.stream = stream;
