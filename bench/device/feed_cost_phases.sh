@@ -6,6 +6,9 @@
 # `run` asks for once it follows the job) and "quiet" (no markers, no kernel activity: the launch and synchronize
 # callbacks alone), then turns the feed off (O) OFF_S seconds after the job connected: no CUPTI for the rest.
 # The job's 10-step intervals are split by phase (those that lie wholly inside one); a plain run follows.
+# PHASES overrides the two phases (feed_sink.py's --phases; the first is reported as "live", the second as
+# "quiet"): e.g. PHASES="6:M 5000|A 60000 0;6:M 0|A 5000 200" splits the live phase's markers from its sampled
+# activity. NO_PLAIN=1 skips the plain run after it.
 # Dry-run only: reads NVML, never changes clocks or limits. Usage: feed_cost_phases.sh BIN OUT [FAMILY] [STEPS]
 set -uo pipefail
 B=$(cd "$1" && pwd); OUT=$2; FAMILY=${3:-accum}; STEPS=${4:-400}
@@ -18,11 +21,13 @@ nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.limit --format=csv,noheader
 echo "== $(date -u +%T) phases"
 env CUDA_INJECTION64_PATH="$B/libgearshift_inject.so" GEARSHIFT_FEED_ACTIVITY_PERIOD_MS=60000 \
   GEARSHIFT_FEED_ACTIVITY_WINDOW_MS=0 timeout 150 python3 "$HERE/feed_sink.py" \
-  --phases "$P:M 5000|A 5000 200;$P:M 0|A 60000 0" --off-after "${OFF_S:-55}" -- "${J[@]}" > "$OUT/phases.log" 2>&1
+  --phases "${PHASES:-$P:M 5000|A 5000 200;$P:M 0|A 60000 0}" --off-after "${OFF_S:-55}" -- "${J[@]}" > "$OUT/phases.log" 2>&1
 grep -E "^TRAIN |runtime feed|turned the launch feed" "$OUT/phases.log"
-echo "== $(date -u +%T) plain"
-timeout 150 "${J[@]}" > "$OUT/plain.log" 2>&1
-grep -E "^TRAIN " "$OUT/plain.log"
+if [[ ${NO_PLAIN:-0} != 1 ]]; then
+  echo "== $(date -u +%T) plain"
+  timeout 150 "${J[@]}" > "$OUT/plain.log" 2>&1
+  grep -E "^TRAIN " "$OUT/plain.log"
+fi
 python3 - "$OUT" <<'PY'
 import re, statistics, sys
 out = sys.argv[1]
@@ -40,8 +45,11 @@ for i in range(1, len(ends)):  # the first interval holds the job's first steps:
         by[name[cur[-1]]].append(ms[i])
 for k, v in by.items():
     print(f"{k}: {len(v)} intervals, median {statistics.median(v):.2f} ms/step" if v else f"{k}: none")
-plain = [float(x) for x in re.search(r"^TRAIN_INTERVALS ms_per_step=(.*)$", open(f"{out}/plain.log").read(), re.M).group(1).split(",")][1:]
-print(f"plain run: {len(plain)} intervals, median {statistics.median(plain):.2f} ms/step")
+try:
+    plain = [float(x) for x in re.search(r"^TRAIN_INTERVALS ms_per_step=(.*)$", open(f"{out}/plain.log").read(), re.M).group(1).split(",")][1:]
+    print(f"plain run: {len(plain)} intervals, median {statistics.median(plain):.2f} ms/step")
+except (OSError, AttributeError):
+    print("plain run: none")
 if by["live"] and by["quiet"]:
     print(f"live against quiet (same process): {100*(statistics.median(by['live'])/statistics.median(by['quiet'])-1):+.2f} %")
 if by["quiet"] and by["off"]:
