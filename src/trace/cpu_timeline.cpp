@@ -36,6 +36,28 @@ std::int64_t window_end(const IterationAnalysis& a, const std::vector<std::int64
 
 bool on_device(const SyncRecord& y, int device) { return y.device < 0 || y.device == device; }
 
+// What a synchronize entered at x may wait for: the latest end of the work launched before x. Built from
+// (launch, end) pairs, sorted by launch with each end raised to the latest so far. T: ns, integer (the trace) or
+// laid out (the template).
+template <typename T>
+class LatestEndByLaunch {
+ public:
+  void add(T launch, T end) { v_.emplace_back(launch, end); }
+  void finish() {
+    std::sort(v_.begin(), v_.end());
+    for (std::size_t i = 1; i < v_.size(); ++i) v_[i].second = std::max(v_[i].second, v_[i - 1].second);
+  }
+  std::optional<T> before(T x) const {
+    auto it = std::lower_bound(v_.begin(), v_.end(), x, [](const auto& p, T v) { return p.first < v; });
+    if (it == v_.begin()) return std::nullopt;
+    return std::prev(it)->second;
+  }
+  std::optional<T> first_launch() const { return v_.empty() ? std::nullopt : std::optional<T>(v_.front().first); }
+
+ private:
+  std::vector<std::pair<T, T>> v_;
+};
+
 // Steps of equal length: the steps' i-th synchronizes, by their offsets in the step.
 void place_by_order(const Trace& trace, IterationAnalysis& a, const std::vector<std::int64_t>& first_launch) {
   IterationTemplate& t = a.tmpl;
@@ -113,17 +135,10 @@ void place_by_position(const Trace& trace, IterationAnalysis& a, const std::vect
   std::vector<std::size_t> main_op;
   for (std::size_t i = 0; i < t.ops.size(); ++i)
     if (t.ops[i].stream == t.main_stream) main_op.push_back(i);
-  // What a synchronize entered at x may wait for: the latest end of the device's work launched before x.
-  std::vector<std::pair<std::int64_t, std::int64_t>> launched;  // (launch, running max of the ends)
+  LatestEndByLaunch<std::int64_t> launched;  // the device's work in the trace
   for (const auto& r : trace.ops)
-    if (r.device == a.device && r.launch_ns >= 0) launched.emplace_back(r.launch_ns, r.end_ns());
-  std::sort(launched.begin(), launched.end());
-  for (std::size_t i = 1; i < launched.size(); ++i) launched[i].second = std::max(launched[i].second, launched[i - 1].second);
-  auto latest_end_before = [&](std::int64_t x) -> std::optional<std::int64_t> {
-    auto it = std::lower_bound(launched.begin(), launched.end(), std::make_pair(x, std::numeric_limits<std::int64_t>::min()));
-    if (it == launched.begin()) return std::nullopt;
-    return std::prev(it)->second;
-  };
+    if (r.device == a.device && r.launch_ns >= 0) launched.add(r.launch_ns, r.end_ns());
+  launched.finish();
   std::map<SyncSite, SiteStats> sites;
   std::size_t used = 0;
   for (const StepLaunches& s : steps) {
@@ -147,7 +162,7 @@ void place_by_position(const Trace& trace, IterationAnalysis& a, const std::vect
       if (y->scope != st.scope || y->stream != st.stream) st.stream = -1;
       ++st.steps;
       st.lead_ns += static_cast<double>(y->enter_ns - (after == s.launches.begin() ? from : std::prev(after)->first));
-      const auto end = latest_end_before(y->enter_ns);
+      const auto end = launched.before(y->enter_ns);
       if (end && *end > y->enter_ns) {
         ++st.waited;
         st.return_ns += static_cast<double>(std::clamp<std::int64_t>(y->exit_ns() - *end, 0, y->duration_ns));
@@ -160,13 +175,11 @@ void place_by_position(const Trace& trace, IterationAnalysis& a, const std::vect
     t.cpu_note = "no regular step has launch events";
     return;
   }
-  // The template's work by laid-out launch, with the latest laid-out end so far.
-  std::vector<std::pair<double, double>> laid;
+  LatestEndByLaunch<double> laid;  // the template's work, laid out
   for (const auto& o : t.ops)
-    if (o.launch_known) laid.emplace_back(o.launch_offset_ns, o.start_offset_ns + o.duration_ns);
-  std::sort(laid.begin(), laid.end());
-  for (std::size_t i = 1; i < laid.size(); ++i) laid[i].second = std::max(laid[i].second, laid[i - 1].second);
-  const double first_laid = laid.empty() ? 0.0 : laid.front().first;
+    if (o.launch_known) laid.add(o.launch_offset_ns, o.start_offset_ns + o.duration_ns);
+  laid.finish();
+  const double first_laid = laid.first_launch().value_or(0.0);
   auto launch_of = [&](std::int64_t pos) -> std::optional<double> {
     if (pos < 0 || static_cast<std::size_t>(pos) >= main_op.size() || !t.ops[main_op[static_cast<std::size_t>(pos)]].launch_known)
       return std::nullopt;
@@ -191,8 +204,7 @@ void place_by_position(const Trace& trace, IterationAnalysis& a, const std::vect
     s.stream = st.stream;
     s.enter_offset_ns = enter;
     s.samples = st.steps;
-    auto w = std::lower_bound(laid.begin(), laid.end(), std::make_pair(enter, -std::numeric_limits<double>::infinity()));
-    const std::optional<double> awaited = w == laid.begin() ? std::nullopt : std::optional<double>(std::prev(w)->second);
+    const std::optional<double> awaited = laid.before(enter);
     if (2 * st.waited > st.steps && awaited)
       s.duration_ns = std::max(enter, *awaited) + st.return_ns / st.waited - enter;
     else
