@@ -24,7 +24,8 @@ namespace {
 // site recurs in too few steps). The GPU's idle time between launches is then slack that slower kernels fill
 // for free; where the job waits on a synchronize it is not. Before the template placed the synchronizes of
 // update-delimited steps, `--auto` modelled 1.2-10.2 % at 0.5 % on gradient accumulation (H200, sessions 16 and
-// 18) where the same job's kernels replayed with their synchronizes give 1.5 %. Empty when it does not apply.
+// 18) where the same job's kernels replayed with their synchronizes give 1.5 % (MODELLED too). Empty when it does
+// not apply.
 std::string cpu_wait_caution(const model::Workload& w, double syncs_per_step) {
   if (w.syncs_known || syncs_per_step < 0.5 || !graph::build_step_graph(w).note.starts_with("dependency-driven"))
     return {};
