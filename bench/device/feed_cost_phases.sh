@@ -8,7 +8,9 @@
 # The job's 10-step intervals are split by phase (those that lie wholly inside one); a plain run follows.
 # PHASES overrides the two phases (feed_sink.py's --phases; the first is reported as "live", the second as
 # "quiet"): e.g. PHASES="6:M 5000|A 60000 0;6:M 0|A 5000 200" splits the live phase's markers from its sampled
-# activity. NO_PLAIN=1 skips the plain run after it.
+# activity. A list of more than two phases names them in NAMES (comma-separated; the last is what the others are
+# set against), e.g. PHASES="6:M 5000|A 60000 0;6:M 0|A 5000 200;6:M 0|A 60000 0" NAMES=markers,activity,quiet.
+# NO_PLAIN=1 skips the plain run after it.
 # Dry-run only: reads NVML, never changes clocks or limits. Usage: feed_cost_phases.sh BIN OUT [FAMILY] [STEPS]
 set -uo pipefail
 B=$(cd "$1" && pwd); OUT=$2; FAMILY=${3:-accum}; STEPS=${4:-400}
@@ -29,20 +31,23 @@ if [[ ${NO_PLAIN:-0} != 1 ]]; then
   grep -E "^TRAIN " "$OUT/plain.log"
 fi
 python3 - "$OUT" <<'PY'
-import re, statistics, sys
+import os, re, statistics, sys
 out = sys.argv[1]
 text = open(f"{out}/phases.log").read()
 ms = [float(x) for x in re.search(r"^TRAIN_INTERVALS ms_per_step=(.*)$", text, re.M).group(1).split(",")]
 ends = [float(x) for x in re.search(r"^TRAIN_INTERVAL_ENDS monotonic_s=(.*)$", text, re.M).group(1).split(",")]
 marks = [(float(t), tag) for t, tag in re.findall(r"^SINK_PHASE ([0-9.]+) (\S+)$", text, re.M)]
-name = {"0": "live", "1": "quiet", "off": "off"}
-by = {"live": [], "quiet": [], "off": []}
+# Phase names: "live" and "quiet" for the default two, NAMES (comma-separated) for a longer PHASES list.
+names = (os.environ.get("NAMES") or "live,quiet").split(",")
+name = {str(i): n for i, n in enumerate(names)} | {"off": "off"}
+by = {n: [] for n in name.values()}
 for i in range(1, len(ends)):  # the first interval holds the job's first steps: left out
     a, b = ends[i - 1], ends[i]
     cur = [tag for t, tag in marks if t <= a]
     nxt = [t for t, _ in marks if a < t < b]
     if cur and not nxt:
-        by[name[cur[-1]]].append(ms[i])
+        if cur[-1] in name:
+            by[name[cur[-1]]].append(ms[i])
 for k, v in by.items():
     print(f"{k}: {len(v)} intervals, median {statistics.median(v):.2f} ms/step" if v else f"{k}: none")
 try:
@@ -50,9 +55,11 @@ try:
     print(f"plain run: {len(plain)} intervals, median {statistics.median(plain):.2f} ms/step")
 except (OSError, AttributeError):
     print("plain run: none")
-if by["live"] and by["quiet"]:
-    print(f"live against quiet (same process): {100*(statistics.median(by['live'])/statistics.median(by['quiet'])-1):+.2f} %")
-if by["quiet"] and by["off"]:
-    print(f"quiet against off (same process, off later): {100*(statistics.median(by['quiet'])/statistics.median(by['off'])-1):+.2f} %")
+base = names[-1]  # the last phase is the one the others are set against (quiet: the callbacks alone)
+for n in names[:-1]:
+    if by[n] and by[base]:
+        print(f"{n} against {base} (same process): {100*(statistics.median(by[n])/statistics.median(by[base])-1):+.2f} %")
+if by[base] and by["off"]:
+    print(f"{base} against off (same process, off later): {100*(statistics.median(by[base])/statistics.median(by['off'])-1):+.2f} %")
 PY
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.limit --format=csv,noheader

@@ -37,6 +37,11 @@ std::vector<std::size_t> ClockPlan::change_positions() const {
   return out;
 }
 
+std::optional<model::ClockPair> ClockPlan::one_pair() const {
+  if (positions.empty() || !change_positions().empty()) return std::nullopt;
+  return positions.front().clocks;
+}
+
 ClockPlan ClockPlan::kernels_only() const {
   ClockPlan p = *this;
   p.positions.clear();

@@ -58,6 +58,10 @@ struct ClockPlan {
   std::size_t size() const { return positions.size(); }
   // Template positions p where clocks[p] differs from clocks[p-1] (cyclic).
   std::vector<std::size_t> change_positions() const;
+  // The clock pair (MHz) of every position when they are all the same (no change inside the step: `plan`'s
+  // iteration strategy, or any plan that happens to hold one pair); none for a plan with a change or no position.
+  // Such a plan needs no sign of GPU progress once its pair is set (runtime/gpu_progress.hpp).
+  std::optional<model::ClockPair> one_pair() const;
   // The plan over kernel positions only, what a live launch stream of kernel launches (the CUPTI feed) can
   // be matched against: memcpy/memset ops are not kernel launches and would read as missing on every step.
   // Offsets, durations and clocks of the kept positions are unchanged; variants are renumbered and keep their

@@ -49,6 +49,16 @@ void ProgressControl::start_sampling() {
   if (!switched_ && !sampling_.exchange(true)) send(feed::activity_command(kAuditPeriodNs, kAuditWindowNs));
 }
 
+void ProgressControl::set_one_pair(std::optional<model::ClockPair> pair) {
+  pair_ = pair;
+  one_pair_ = pair.has_value();
+}
+
+void ProgressControl::stop_markers() {
+  if (mode_ == GpuProgress::markers && !user_markers_ && !markers_stopped_.exchange(true))
+    send(feed::marker_command(0));
+}
+
 void ProgressControl::fall_back(LiveRuntime& rt) {
   if (switched_.exchange(true)) return;
   send(feed::activity_command(0, 0));
@@ -61,13 +71,18 @@ void ProgressControl::on_event(const feed::FeedEvent& e, LiveRuntime* rt) {
     ++(e.kind == Kind::sync ? syncs_ : markers_);
     launches_since_anchor_ = 0;
     first_since_anchor_ns_ = -1;
-    if (mode_ != GpuProgress::activity && rt != nullptr) start_sampling();
+    if (mode_ == GpuProgress::activity || rt == nullptr) return;
+    // One pair: markers until the runtime holds an anchor (it has set the pair then, when locked); no sampling.
+    if (!one_pair_) start_sampling();
+    else if (rt->anchored() && rt->locked()) stop_markers();
     return;
   }
   if (e.kind != Kind::launch || mode_ == GpuProgress::activity || rt == nullptr || switched_) return;
   // Only launches of the job's steps count: a model's initialisation launches thousands of kernels before
   // its first synchronize (measured: GPT-2 small fell back to every kernel's activity before its first step).
   if (!rt->locked()) return;
+  // One pair, set once the runtime held an anchor: nothing is left to time, however long the job goes without one.
+  if (one_pair_ && rt->anchored()) return;
   const std::size_t n = template_kernels_.load();
   if (first_since_anchor_ns_ < 0) first_since_anchor_ns_ = e.cpu_ns;
   if (n > 0 && ++launches_since_anchor_ > kNoSyncFallbackSteps * n &&
@@ -84,7 +99,7 @@ void ProgressControl::plan_ready(LiveRuntime& rt, std::uint64_t warmup_syncs) {
     rt.set_anchor_on_completions(true);
     return;
   }
-  start_sampling();
+  if (!one_pair_) start_sampling();
 }
 
 std::string ProgressControl::others_commands() const {
@@ -103,6 +118,14 @@ std::string ProgressControl::summary() const {
     return fmt::format("GPU progress from every kernel's activity: no other sign of it ({} synchronizes, {} stream "
                        "markers seen; none in {} steps of launches and {:g} s)",
                        syncs_.load(), markers_.load(), kNoSyncFallbackSteps, kNoAnchorFallbackNs * 1e-9);
+  if (one_pair_ && !user_sampling_)
+    return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers{}; no kernel activity "
+                       "sampled: the plan is one clock pair for the whole step (SM {} MHz, memory {} MHz), so no "
+                       "change inside the step can be late",
+                       syncs_.load(), markers_.load(),
+                       markers_stopped_ ? " (markers stopped once the runtime held an anchor and had set the pair)"
+                                        : "",
+                       pair_->sm_mhz, pair_->mem_mhz);
   const std::string sampled = user_sampling_ ? std::string("as GEARSHIFT_FEED_ACTIVITY_* say")
                                              : fmt::format("{} of every {} ms", kAuditWindowNs / 1'000'000, kAuditPeriodNs / 1'000'000);
   return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers; kernel activity sampled "

@@ -16,6 +16,11 @@
 // asked (a control command on its feed connection, feed/protocol.hpp) for every kernel's activity and the runtime anchors on it from
 // then on (one way). `run --auto` collects every kernel until its plan exists (it needs their durations),
 // then samples.
+// A plan of one clock pair for the whole step (ClockPlan::one_pair: no change inside the step) needs a sign of
+// GPU progress only until the runtime has set its pair: then no boundary is left to time and no change can be
+// late. Its job is told to stop its markers once the runtime holds an anchor, and its kernel activity is never
+// sampled (the in-time fraction is then not measured: nothing can miss). On an H200 the markers and the sampled
+// windows each cost a CPU-bound MoE job ~6-8 % of its step time (docs/benchmarks.md, session 21).
 // The commands go to the followed process only: only its events reach the runtime, and they change what CUPTI
 // costs that process. Every other process of the job (other ranks' GPUs, compile workers) is told, once one is
 // followed, to record no kernel activity and no markers (others_commands()): nobody reads them then, and their
@@ -25,9 +30,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "feed/protocol.hpp"
+#include "model/dvfs_model.hpp"
 #include "runtime/live.hpp"
 
 namespace gearshift::runtime {
@@ -66,6 +73,8 @@ class ProgressControl {
 
   // The plan's kernels per step (before its runtime goes live).
   void set_template_kernels(std::size_t n) { template_kernels_ = n; }
+  // The plan's one clock pair for the whole step (ClockPlan::one_pair), or none (before its runtime goes live).
+  void set_one_pair(std::optional<model::ClockPair> pair);
 
   // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In markers and
   // sync mode the first anchor (synchronize, marker) while live starts the sampled windows; a live job that
@@ -92,6 +101,7 @@ class ProgressControl {
  private:
   void send(const std::string& line);
   void start_sampling();
+  void stop_markers();
   void fall_back(LiveRuntime& rt);
 
   GpuProgress mode_;
@@ -100,6 +110,9 @@ class ProgressControl {
   std::atomic<std::uint64_t> markers_{0};
   bool user_markers_ = false;          // the user's GEARSHIFT_FEED_MARKER_US is in force
   std::atomic<bool> switched_{false};
+  std::atomic<bool> one_pair_{false};         // the plan changes no clock inside the step
+  std::optional<model::ClockPair> pair_;      // its pair; set before the runtime goes live, read by summary()
+  std::atomic<bool> markers_stopped_{false};  // the followed job was told to stop its markers
   std::atomic<bool> sampling_{false};  // the sampled windows were asked for
   bool user_sampling_ = false;         // the user's GEARSHIFT_FEED_ACTIVITY_* settings are in force
   std::atomic<std::size_t> template_kernels_{0};

@@ -86,6 +86,7 @@ void LiveRuntime::loop() {
     for (auto& e : batch) handle(e);
     batch.clear();
     for (const auto& c : core_.poll(monotonic_ns())) act_.apply(c, core_.plan().size());
+    anchored_.store(core_.anchored(), std::memory_order_relaxed);
   }
 }
 

@@ -45,6 +45,9 @@ class LiveRuntime {
   void set_anchor_on_completions(bool on) noexcept;
   // Whether the predictor follows the job's steps (locked) as of the last launch handled: any thread.
   bool locked() const noexcept { return locked_.load(std::memory_order_relaxed); }
+  // Whether a sign of GPU progress anchored the runtime, as of its last poll (then a plan of one clock pair has
+  // had it requested, if locked): any thread.
+  bool anchored() const noexcept { return anchored_.load(std::memory_order_relaxed); }
 
   // Stops the thread after it handled every queued event, restores the default clocks, returns the figures.
   LiveStats stop();
@@ -69,6 +72,7 @@ class LiveRuntime {
   std::thread thread_;
   LiveStats stats_;
   std::atomic<bool> locked_{false};
+  std::atomic<bool> anchored_{false};
   bool stopped_ = false;
 };
 

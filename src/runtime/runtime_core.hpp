@@ -90,6 +90,8 @@ class RuntimeCore {
   // A stream marker after the launch with `correlation`: its kernel ended between the two times.
   void on_marker(std::int64_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns);
   void set_anchor_on_completions(bool on) { sched_.set_anchor_on_completions(on); }
+  // Whether a sign of GPU progress anchored the scheduler yet (ActuationScheduler::anchored).
+  bool anchored() const { return sched_.anchored(); }
 
   // The changes to issue now; each is taken to land at now + L (the in-time accounting's clocks).
   std::vector<ClockChange> poll(std::int64_t now_ns);

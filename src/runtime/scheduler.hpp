@@ -114,6 +114,8 @@ class ActuationScheduler {
 
   // Estimated GPU start of absolute position `abs` from the current anchor; nullopt without an anchor.
   std::optional<double> estimate_start_ns(std::int64_t abs) const;
+  // Whether any sign of GPU progress anchored the estimate yet (kept across a relock).
+  bool anchored() const { return anchor_abs_ >= 0; }
   const SchedulerStats& stats() const { return stats_; }
   // Completed kernels start (or stop) anchoring the estimate (SchedulerOptions::anchor_on_completions).
   void set_anchor_on_completions(bool on) { o_.anchor_on_completions = on; }

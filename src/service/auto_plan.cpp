@@ -571,7 +571,9 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     runtime::ClockPlan cp = runtime::clock_plan_from(f);
     const auto& s = *r.chosen;
     const sim::StrategyResult* one_pair = one_pair_plan(r);
-    cp.in_time_fallback = one_pair ? one_pair->schedule.clocks.front() : cp.default_clocks;
+    // A plan of one pair has no change to land late: no guard (its fallback would be the same pair or a costlier one).
+    const bool single_pair = cp.kernels_only().one_pair().has_value();
+    if (!single_pair) cp.in_time_fallback = one_pair ? one_pair->schedule.clocks.front() : cp.default_clocks;
     say(o_.progress_sink,
         fmt::format("gearshift run --auto: plan for {} ({}), {} strategy, L = {:g} ms, budget {:.2f} %: {}",
                     r.model->spec().name, r.model->spec().full_name, plan::to_string(s.schedule.strategy),
@@ -599,7 +601,11 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
       }
     }
     say(o_.progress_sink, "gearshift run --auto: " + r.in_time.summary());
-    say(o_.progress_sink, in_time_guard_line(one_pair, *cp.in_time_fallback));
+    say(o_.progress_sink, single_pair ? std::string("gearshift run --auto: in-time guard: none: the plan is one clock "
+                                                    "pair for the whole step (no change inside it to land late); GPU "
+                                                    "progress is followed only until the pair is set, no kernel "
+                                                    "activity is sampled")
+                                      : in_time_guard_line(one_pair, *cp.in_time_fallback));
     say(o_.progress_sink, "gearshift run --auto: applying the plan from now on");
     start_(cp, source);
   } catch (const std::exception& e) {  // Exit, PlanError, allocation: the job must run on regardless

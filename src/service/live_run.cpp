@@ -104,6 +104,7 @@ launch::ChildExit LiveRun::run_job() {
   blocked.emplace();
   if (o_.plan) {
     progress_.set_template_kernels(o_.plan->kernels_only().size());
+    progress_.set_one_pair(o_.plan->kernels_only().one_pair());
     session_.start(*o_.plan, so_);
   } else {
     planner_ = std::make_unique<AutoPlanner>(
@@ -140,6 +141,7 @@ void LiveRun::on_plan(const runtime::ClockPlan& made, std::uint32_t source) {
   so_ = scheduler_options(*o_.plan, o_.switching);
   so_.anchor_on_completions = progress_.anchor_on_completions();
   progress_.set_template_kernels(o_.plan->kernels_only().size());
+  progress_.set_one_pair(o_.plan->kernels_only().one_pair());
   session_.start(*o_.plan, so_);
   progress_.plan_ready(*session_.live(), server_.process(source).syncs);
 }
@@ -205,7 +207,10 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
       st.launches, 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
       ss.wrote_clocks ? "" : " (would have run)",
       st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
-                       : std::string("not measured (no kernel activity recorded while the plan ran)"),
+      : o_.plan && o_.plan->kernels_only().one_pair()
+          ? std::string("not measured: one clock pair for the whole step, no change inside it to be late (no kernel "
+                        "activity was sampled)")
+          : std::string("not measured (no kernel activity recorded while the plan ran)"),
       guard_line(st), runtime::describe_boundary_errors(st.boundary_error_ns), progress_.summary(), energy_.summary(st.steps));
 }
 

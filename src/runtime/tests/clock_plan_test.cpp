@@ -37,6 +37,19 @@ TEST(ClockPlan, KernelsOnlyDropsCopiesAndKeepsOffsets) {
   EXPECT_DOUBLE_EQ(k.period_ns, 100e3);
 }
 
+// One pair only where every position holds it: a plan whose pairs differ anywhere (here a copy's) has none.
+TEST(ClockPlan, OnePairOnlyWhereNoPositionDiffers) {
+  ClockPlan p = plan_from_json(plan_json(), "test");
+  EXPECT_FALSE(p.one_pair());
+  for (auto& x : p.positions) x.clocks = {1410, 3201};
+  ASSERT_TRUE(p.one_pair());
+  EXPECT_EQ(p.one_pair()->sm_mhz, 1410);
+  EXPECT_EQ(p.one_pair()->mem_mhz, 3201);
+  p.positions[1].clocks.mem_mhz = 2619;  // the memset's memory clock alone
+  EXPECT_FALSE(p.one_pair());
+  EXPECT_FALSE(ClockPlan{}.one_pair());
+}
+
 TEST(ClockPlan, AGraphLaunchIsOnePosition) {
   nlohmann::json j = plan_json();
   // gemm and the memset ran in one launch of graph 9: one position for the runtime, spanning both.
