@@ -5,19 +5,20 @@
 # every PHASE_S seconds between "live" (stream markers every 5 ms, kernel activity 200 of every 5000 ms: what
 # `run` asks for once it follows the job) and "quiet" (no markers, no kernel activity: the launch and synchronize
 # callbacks alone), then turns the feed off (O) OFF_S seconds after the job connected: no CUPTI for the rest.
-# The job's 10-step intervals are split by phase (those that lie wholly inside one); a plain run follows.
+# The job's intervals (LOG_EVERY steps) are split by phase (those that lie wholly inside one); a plain run follows.
 # PHASES overrides the two phases (feed_sink.py's --phases; the first is reported as "live", the second as
 # "quiet"): e.g. PHASES="6:M 5000|A 60000 0;6:M 0|A 5000 200" splits the live phase's markers from its sampled
 # activity. A list of more than two phases names them in NAMES (comma-separated; the last is what the others are
 # set against), e.g. PHASES="6:M 5000|A 60000 0;6:M 0|A 5000 200;6:M 0|A 60000 0" NAMES=markers,activity,quiet.
-# NO_PLAIN=1 skips the plain run after it.
+# NO_PLAIN=1 skips the plain run after it. LOG_EVERY=K: the job's intervals of K steps (default 10; shorter phases
+# need shorter intervals, e.g. PHASE_S=4 LOG_EVERY=2).
 # Dry-run only: reads NVML, never changes clocks or limits. Usage: feed_cost_phases.sh BIN OUT [FAMILY] [STEPS]
 set -uo pipefail
 B=$(cd "$1" && pwd); OUT=$2; FAMILY=${3:-accum}; STEPS=${4:-400}
 HERE=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$B" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 mkdir -p "$OUT"
-J=(python3 "$HERE/train_families.py" "$FAMILY" --steps "$STEPS")
+J=(python3 "$HERE/train_families.py" "$FAMILY" --steps "$STEPS" --log-every "${LOG_EVERY:-10}")
 P=${PHASE_S:-6}
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.limit --format=csv,noheader
 echo "== $(date -u +%T) phases"
@@ -41,6 +42,7 @@ marks = [(float(t), tag) for t, tag in re.findall(r"^SINK_PHASE ([0-9.]+) (\S+)$
 names = (os.environ.get("NAMES") or "live,quiet").split(",")
 name = {str(i): n for i, n in enumerate(names)} | {"off": "off"}
 by = {n: [] for n in name.values()}
+cycles = {}  # cycle (one turn through the phases) -> phase -> its intervals: each phase against its neighbours
 for i in range(1, len(ends)):  # the first interval holds the job's first steps: left out
     a, b = ends[i - 1], ends[i]
     cur = [tag for t, tag in marks if t <= a]
@@ -48,6 +50,8 @@ for i in range(1, len(ends)):  # the first interval holds the job's first steps:
     if cur and not nxt:
         if cur[-1] in name:
             by[name[cur[-1]]].append(ms[i])
+            if cur[-1] != "off":
+                cycles.setdefault((len(cur) - 1) // len(names), {}).setdefault(name[cur[-1]], []).append(ms[i])
 for k, v in by.items():
     print(f"{k}: {len(v)} intervals, median {statistics.median(v):.2f} ms/step" if v else f"{k}: none")
 try:
@@ -59,6 +63,13 @@ base = names[-1]  # the last phase is the one the others are set against (quiet:
 for n in names[:-1]:
     if by[n] and by[base]:
         print(f"{n} against {base} (same process): {100*(statistics.median(by[n])/statistics.median(by[base])-1):+.2f} %")
+# Within each cycle, each phase's median against the base phase's median of the same cycle: the job's drift over
+# seconds (H200 MoE: 130-195 ms/step within one run, 2026-12-04) cancels where the phases are short.
+for n in names[:-1]:
+    r = [100 * (statistics.median(c[n]) / statistics.median(c[base]) - 1) for c in cycles.values() if n in c and base in c]
+    if r:
+        print(f"{n} against {base}, paired within {len(r)} cycles: median {statistics.median(r):+.2f} % "
+              f"(each: {', '.join(f'{x:+.1f}' for x in r)})")
 if by[base] and by["off"]:
     print(f"{base} against off (same process, off later): {100*(statistics.median(by[base])/statistics.median(by['off'])-1):+.2f} %")
 PY

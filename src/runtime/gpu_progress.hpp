@@ -19,8 +19,9 @@
 // A plan of one clock pair for the whole step (ClockPlan::one_pair: no change inside the step) needs a sign of
 // GPU progress only until the runtime has set its pair: then no boundary is left to time and no change can be
 // late. Its job is told to stop its markers once the runtime holds an anchor, and its kernel activity is never
-// sampled (the in-time fraction is then not measured: nothing can miss). On an H200 the markers and the sampled
-// windows each cost a CPU-bound MoE job ~6-8 % of its step time (docs/benchmarks.md, session 21).
+// sampled (the in-time fraction is then not measured: nothing can miss). What markers and sampled windows cost a
+// CPU-bound H200 MoE job was measured at 0 to 9 % of its step time, within the job's own drift (docs/benchmarks.md,
+// session 21): unresolved, but a plan that needs neither should not pay for them.
 // The commands go to the followed process only: only its events reach the runtime, and they change what CUPTI
 // costs that process. Every other process of the job (other ranks' GPUs, compile workers) is told, once one is
 // followed, to record no kernel activity and no markers (others_commands()): nobody reads them then, and their
