@@ -19,7 +19,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double modelled_step_ns,
-                              std::vector<std::int64_t> sync_exit_ns) {
+                              std::vector<std::int64_t> sync_exit_ns, std::size_t template_steps) {
   LiveStepCheck c;
   c.modelled_step_ns = modelled_step_ns;
   const auto& its = steps.iterations;
@@ -30,7 +30,12 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
   std::vector<double> periods;
   for (std::size_t i = 0; i + 1 < its.size(); ++i) periods.push_back(static_cast<double>(its[i + 1].start_ns - its[i].start_ns));
   const double period_ns = median(periods);
-  c.wall_period_ns = period_ns;
+  // Test 1's period: that of the steps the template came from (the last template_steps: template_steps - 1
+  // periods between their starts), so that a job whose step time drifts is judged on the same steps.
+  const bool latest = template_steps >= 2 && template_steps < its.size();
+  c.wall_period_ns =
+      latest ? median(std::vector<double>(periods.end() - static_cast<std::ptrdiff_t>(template_steps - 1), periods.end()))
+             : period_ns;
 
   // Offset of each synchronize inside its step, as a share of that step's span (start to the next start; the
   // last step: the median period).
@@ -83,8 +88,9 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
   c.syncs_checked = checked;
 
   const double off = modelled_step_ns / c.wall_period_ns - 1;
-  c.evidence = fmt::format("modelled step {:.2f} ms, wall period {:.2f} ms ({:+.1f} %); ", modelled_step_ns / 1e6,
-                           c.wall_period_ns / 1e6, 100 * off);
+  const std::string of_steps = latest ? fmt::format(" of the latest {} steps", template_steps) : std::string();
+  c.evidence = fmt::format("modelled step {:.2f} ms, wall period{} {:.2f} ms ({:+.1f} %); ", modelled_step_ns / 1e6,
+                           of_steps, c.wall_period_ns / 1e6, 100 * off);
   if (checked < kMinSyncsForPhase)
     c.evidence += fmt::format("{} synchronize(s) inside the steps: too few to check where they fall", c.syncs_in_steps);
   else if (!c.phase_checked)
@@ -94,9 +100,10 @@ LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double mode
                               c.syncs_in_phase, checked);
   if (!(std::fabs(off) <= kMaxLiveStepDisagreement)) {
     c.why = fmt::format(
-        "the modelled step ({:.2f} ms) is {:+.1f} % off the wall period of the steps found ({:.2f} ms), "
+        "the modelled step ({:.2f} ms) is {:+.1f} % off the wall period of the {} ({:.2f} ms), "
         "more than {:.0f} %: the template does not hold the step's work",
-        modelled_step_ns / 1e6, 100 * off, c.wall_period_ns / 1e6, 100 * kMaxLiveStepDisagreement);
+        modelled_step_ns / 1e6, 100 * off, latest ? fmt::format("latest {} steps", template_steps) : "steps found",
+        c.wall_period_ns / 1e6, 100 * kMaxLiveStepDisagreement);
     return c;
   }
   if (c.phase_checked && static_cast<double>(c.syncs_in_phase) < kMinSyncsInPhase * static_cast<double>(checked)) {

@@ -2,8 +2,11 @@
 // contract (trace/iteration.hpp, docs/step-detection.md) judges the kernel stream the warm-up collected; this
 // judges the step against what the job did on the wall clock, with two tests:
 //  1. the modelled step (the simulator at the traced clocks) agrees within kMaxLiveStepDisagreement with the wall
-//     period of the detected steps (median start-to-start on the feed's CLOCK_MONOTONIC timeline): a template
-//     that lost kernels (CUDA graphs whose kernels the feed never named) or holds one-off work fails here;
+//     period of the detected steps (median start-to-start on the feed's CLOCK_MONOTONIC timeline) that its
+//     template was built from (`--auto`: the latest ones): a template that lost kernels (CUDA graphs whose kernels
+//     the feed never named) or holds one-off work fails here. Compared with every step found instead, a job whose
+//     step time drifts failed a right step (H200 MoE, session 21: a template of the latest 19 steps modelled at
+//     207.85 ms against the median of all 135, 177.98 ms: +16.8 %, and the job ran traced to its end);
 //  2. the job's synchronizes (loss.item(), logging, optimizer checks) recur at the same point of the step: of
 //     the synchronizes inside the detected steps, at least kMinSyncsInPhase have one in the next step that has
 //     any at the same offset (within kSyncPhaseTolerance of the step, as a share of each step's span or as time
@@ -43,8 +46,10 @@ struct LiveStepCheck {
 
 // `steps`: the detection on the collected trace (times CLOCK_MONOTONIC ns); `modelled_step_ns`: the baseline
 // step the planner simulated for it, ns (> 0); `sync_exit_ns`: the job's synchronizes (their return times,
-// CLOCK_MONOTONIC ns, any order). Never throws for valid analyses; fewer than two steps fail.
+// CLOCK_MONOTONIC ns, any order); `template_steps`: the template was built from the latest this many of `steps`
+// (0, or not fewer than two and fewer than all: every step), whose wall period test 1 compares with; test 2
+// looks at every step. Never throws for valid analyses; fewer than two steps fail.
 LiveStepCheck check_live_step(const trace::IterationAnalysis& steps, double modelled_step_ns,
-                              std::vector<std::int64_t> sync_exit_ns);
+                              std::vector<std::int64_t> sync_exit_ns, std::size_t template_steps = 0);
 
 }  // namespace gearshift::runtime

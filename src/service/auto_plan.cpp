@@ -328,7 +328,8 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
   try {
     // The plan is made from the latest steps only: the first steps of a job are slower (cuBLAS heuristics, the
     // allocator growing; measured on an H200: a Llama job's template 9 % longer than its median step when its
-    // first 37 steps were averaged). The live check still looks at every step found.
+    // first 37 steps were averaged). The live check compares the modelled step with those steps' wall period, and
+    // looks at every step found for the synchronizes.
     const trace::IterationAnalysis all = *an;
     if (all.iterations.size() > kPlanLatestSteps) {
       trace::Trace latest = t;
@@ -347,7 +348,8 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
     const auto& it = r.iterations;
     // The live check before anything is applied or reported: a step that fails it gets no plan and no saving.
     const runtime::LiveStepCheck check =
-        runtime::check_live_step(all, r.evaluation.baseline.step_time_ns, std::move(syncs));
+        runtime::check_live_step(all, r.evaluation.baseline.step_time_ns, std::move(syncs),
+                                 it.iterations.size() < all.iterations.size() ? it.iterations.size() : 0);
     const std::string found =
         fmt::format("{} steps detected by {} ({} kernels, {:.2f} ms per step{}, confidence {:.2f})",
                     all.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,

@@ -52,6 +52,35 @@ TEST(LiveStepCheck, RefusesAModelledStepFarFromTheWallPeriod) {
   EXPECT_FALSE(check_live_step(a, 47e6 * 0.899, {}).passed);
 }
 
+// A job whose step time drifts (H200 MoE: 178 ms over all 135 steps found, 208 ms over the latest 19 that its
+// template came from): the modelled step is judged against the wall period of the steps it was built from. Before,
+// against every step's: +14.4 % here, refused, and the job stayed traced to its end.
+TEST(LiveStepCheck, JudgesTheModelledStepOnTheStepsItsTemplateCameFrom) {
+  auto a = steps_of(40, 180'000'000);
+  for (std::size_t i = 21; i < a.iterations.size(); ++i) {  // the last 19 steps 210 ms each
+    a.iterations[i].start_ns = a.iterations[20].start_ns + static_cast<std::int64_t>(i - 20) * 210'000'000;
+    a.iterations[i].end_ns = a.iterations[i].start_ns + 209'000'000;
+  }
+  a.iterations[20].end_ns = a.iterations[21].start_ns - 1000;
+  LiveStepCheck all = check_live_step(a, 206e6, {});
+  EXPECT_FALSE(all.passed);
+  EXPECT_DOUBLE_EQ(all.wall_period_ns, 180e6);
+  EXPECT_NE(all.why.find("off the wall period of the steps found (180.00 ms)"), std::string::npos) << all.why;
+  LiveStepCheck latest = check_live_step(a, 206e6, {}, 19);
+  EXPECT_TRUE(latest.passed) << latest.why;
+  EXPECT_DOUBLE_EQ(latest.wall_period_ns, 210e6);
+  EXPECT_NE(latest.evidence.find("wall period of the latest 19 steps 210.00 ms (-1.9 %)"), std::string::npos)
+      << latest.evidence;
+  // A template of the latest steps modelled far from their period still fails, said so.
+  LiveStepCheck off = check_live_step(a, 180e6, {}, 19);
+  EXPECT_FALSE(off.passed);
+  EXPECT_NE(off.why.find("-14.3 % off the wall period of the latest 19 steps (210.00 ms)"), std::string::npos) << off.why;
+  // 0, 1 or every step: all of them.
+  EXPECT_DOUBLE_EQ(check_live_step(a, 206e6, {}, 0).wall_period_ns, 180e6);
+  EXPECT_DOUBLE_EQ(check_live_step(a, 206e6, {}, 1).wall_period_ns, 180e6);
+  EXPECT_DOUBLE_EQ(check_live_step(a, 206e6, {}, 40).wall_period_ns, 180e6);
+}
+
 TEST(LiveStepCheck, RefusesAStepTheJobsSynchronizesDoNotRecurIn) {
   // A "step" of 4.58 ms (a layer) while the job synchronizes once per true 125 ms step: the synchronizes fall
   // at offsets of the layer that drift from step to step.
