@@ -49,9 +49,10 @@ void ProgressControl::start_sampling() {
   if (!switched_ && !sampling_.exchange(true)) send(feed::activity_command(kAuditPeriodNs, kAuditWindowNs));
 }
 
-void ProgressControl::set_one_pair(std::optional<model::ClockPair> pair) {
-  pair_ = pair;
-  one_pair_ = pair.has_value();
+void ProgressControl::set_plan(const ClockPlan& kernels) {
+  template_kernels_ = kernels.size();
+  pair_ = kernels.one_pair();
+  one_pair_ = pair_.has_value();
 }
 
 void ProgressControl::stop_markers() {

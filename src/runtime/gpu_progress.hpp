@@ -36,6 +36,7 @@
 
 #include "feed/protocol.hpp"
 #include "model/dvfs_model.hpp"
+#include "runtime/clock_plan.hpp"
 #include "runtime/live.hpp"
 
 namespace gearshift::runtime {
@@ -72,10 +73,11 @@ class ProgressControl {
   // Whether completed kernels anchor a runtime started now.
   bool anchor_on_completions() const { return mode_ == GpuProgress::activity || switched_.load(); }
 
-  // The plan's kernels per step (before its runtime goes live).
-  void set_template_kernels(std::size_t n) { template_kernels_ = n; }
-  // The plan's one clock pair for the whole step (ClockPlan::one_pair), or none (before its runtime goes live).
-  void set_one_pair(std::optional<model::ClockPair> pair);
+  // The plan its runtime follows, over kernel positions (ClockPlan::kernels_only), before that runtime goes live:
+  // its kernels per step, and its one clock pair for the whole step where it has one (ClockPlan::one_pair).
+  void set_plan(const ClockPlan& kernels);
+  // Whether that plan is one clock pair for the whole step.
+  bool one_pair() const { return one_pair_.load(); }
 
   // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In markers and
   // sync mode the first anchor (synchronize, marker) while live starts the sampled windows; a live job that

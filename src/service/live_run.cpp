@@ -103,8 +103,7 @@ launch::ChildExit LiveRun::run_job() {
   std::optional<launch::ForwardedSignalsBlocked> blocked;
   blocked.emplace();
   if (o_.plan) {
-    progress_.set_template_kernels(o_.plan->kernels_only().size());
-    progress_.set_one_pair(o_.plan->kernels_only().one_pair());
+    progress_.set_plan(o_.plan->kernels_only());
     session_.start(*o_.plan, so_);
   } else {
     planner_ = std::make_unique<AutoPlanner>(
@@ -140,8 +139,7 @@ void LiveRun::on_plan(const runtime::ClockPlan& made, std::uint32_t source) {
   o_.plan = made;
   so_ = scheduler_options(*o_.plan, o_.switching);
   so_.anchor_on_completions = progress_.anchor_on_completions();
-  progress_.set_template_kernels(o_.plan->kernels_only().size());
-  progress_.set_one_pair(o_.plan->kernels_only().one_pair());
+  progress_.set_plan(o_.plan->kernels_only());
   session_.start(*o_.plan, so_);
   progress_.plan_ready(*session_.live(), server_.process(source).syncs);
 }
@@ -207,7 +205,7 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
       st.launches, 100 * st.prediction_accuracy(), st.changes, st.dropped, st.merged, st.late,
       ss.wrote_clocks ? "" : " (would have run)",
       st.kernel_ns > 0 ? fmt::format("{:.2f} %", 100 * st.in_time_fraction())
-      : o_.plan && o_.plan->kernels_only().one_pair()
+      : progress_.one_pair()
           ? std::string("not measured: one clock pair for the whole step, no change inside it to be late (no kernel "
                         "activity was sampled)")
           : std::string("not measured (no kernel activity recorded while the plan ran)"),
