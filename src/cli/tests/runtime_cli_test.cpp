@@ -1203,7 +1203,9 @@ TEST(RunAuto, AKeptTemplateIsCalibratedToTheUntracedEnergyPerStep) {
 TEST(RunAuto, RefusesToPlanWithoutAMeasuredPower) {
   AutoEnv s;
   s.env.push_back("GEARSHIFT_SIMGPU_FAULT=no-energy-counter");
-  ASSERT_EQ(s.run_synthetic("80", {"--apply"}), 0) << slurp(s.out);
+  // 120 steps (6.3 s): with 80, a loaded machine (4 runs at once under TSan) ended the job while its untraced
+  // step was measured, before the refusal could be said.
+  ASSERT_EQ(s.run_synthetic("120", {"--apply"}), 0) << slurp(s.out);
   const std::string o = slurp(s.out);
   EXPECT_NE(o.find("live check passed"), std::string::npos) << o;
   EXPECT_NE(o.find("no measured power to calibrate the model to"), std::string::npos) << o;
