@@ -140,6 +140,9 @@ def main():
             times.append((now - last) / a.log_every)
             ends.append(time.monotonic())
             last = now
+            # As it happens: lines the injection library writes to stderr (e.g. "turned the launch feed off")
+            # then fall between the intervals before and after them in a log of both streams.
+            print(f"TRAIN_AT step={i + 1} ms_per_step={times[-1] * 1e3:.1f}", flush=True)
             if energy:
                 j = energy()
                 joules.append((j - last_j) / a.log_every)

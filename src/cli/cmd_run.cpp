@@ -42,6 +42,7 @@ struct Opts {
   std::size_t warmup_steps = 20;
   double warmup_timeout_s = 600;
   std::string progress_name = "markers";
+  double one_pair_follow_s = static_cast<double>(runtime::kOnePairFollowNs) * 1e-9;
 };
 
 void check_directory(const std::string& option, const std::string& file) {
@@ -84,6 +85,7 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     lr.plan = load_live_plan(o.plan);
   }
   if (!lr.timeline.empty()) check_directory("--timeline", lr.timeline);
+  lr.one_pair_follow_ns = seconds_to_ns(o.one_pair_follow_s);
   return lr;
 }
 
@@ -154,6 +156,12 @@ void add_run_command(CLI::App& app) {
                   "--trace-output)")
       ->check(CLI::IsMember({"markers", "sync", "activity"}))
       ->type_name("markers|sync|activity");
+  cmd->add_option("--one-pair-follow-s", o->one_pair_follow_s,
+                  fmt::format("A plan of one clock pair for the whole step: follow the job this long once the pair is "
+                              "set (J per step measured meanwhile), then turn its launch feed off so that gearshift "
+                              "costs it nothing; the pair stays locked to its end, s (default {:g})",
+                              static_cast<double>(runtime::kOnePairFollowNs) * 1e-9))
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("cmd", o->lr.cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     LiveRunOptions lr = check_run_options(*o, *cmd);  // every usage error before the job starts

@@ -22,11 +22,11 @@ RunEnergy::RunEnergy(unsigned nvml_index) : index_(nvml_index) {
   }
 }
 
-void RunEnergy::read(std::int64_t steady_ns) {
+void RunEnergy::read(std::int64_t steady_ns, std::uint64_t steps) {
   auto e = gpus_->devices[index_].total_energy_mj();
   if (!e) return;  // one failed read: the previous one stands
-  if (first_ns_ < 0) first_ns_ = steady_ns, first_mj_ = e.value();
-  last_ns_ = steady_ns, last_mj_ = e.value();
+  if (first_ns_ < 0) first_ns_ = steady_ns, first_mj_ = e.value(), first_steps_ = steps;
+  last_ns_ = steady_ns, last_mj_ = e.value(), last_steps_ = steps;
 }
 
 std::optional<double> RunEnergy::counter_j() const {
@@ -36,21 +36,26 @@ std::optional<double> RunEnergy::counter_j() const {
   return static_cast<double>(e.value()) * 1e-3;
 }
 
-void RunEnergy::on_live_event(std::int64_t steady_ns) {
+void RunEnergy::on_live_event(std::int64_t steady_ns, std::uint64_t steps) {
   if (!gpus_) return;
-  if (last_ns_ < 0 || steady_ns - last_ns_ >= std::chrono::nanoseconds(kReadPeriod).count()) read(steady_ns);
+  // 0 -> 1 is the first launch placed, anywhere in its step: not a step's start.
+  const bool step_started = seen_steps_ > 0 && steps > seen_steps_;
+  seen_steps_ = steps;
+  if (step_started && (last_ns_ < 0 || steady_ns - last_ns_ >= std::chrono::nanoseconds(kReadPeriod).count()))
+    read(steady_ns, steps);
 }
 
-std::string RunEnergy::summary(std::uint64_t steps) const {
+std::string RunEnergy::summary() const {
   if (!unavailable_.empty()) return "GPU energy not measured: " + unavailable_;
-  if (first_ns_ < 0 || last_ns_ <= first_ns_ || last_mj_ < first_mj_)
-    return "GPU energy not measured: the runtime was not live long enough for two counter reads";
+  if (first_ns_ < 0 || last_ns_ <= first_ns_ || last_mj_ < first_mj_ || last_steps_ <= first_steps_)
+    return fmt::format("GPU energy not measured: the runtime did not follow the job over two step starts at least "
+                       "{} ms apart (one counter read at each)",
+                       kReadPeriod.count());
   const double j = static_cast<double>(last_mj_ - first_mj_) * 1e-3, s = static_cast<double>(last_ns_ - first_ns_) * 1e-9;
-  std::string line = fmt::format("GPU {} energy while live (measured, NVML energy counter): {:.1f} J over {:.2f} s, "
-                                 "{:.0f} W",
-                                 index_, j, s, j / s);
-  if (steps > 1) line += fmt::format(", {:.2f} J per step over {} steps", j / static_cast<double>(steps), steps);
-  return line;
+  const std::uint64_t n = last_steps_ - first_steps_;
+  return fmt::format("GPU {} energy while live (measured, NVML energy counter): {:.1f} J over {:.2f} s, {:.0f} W, "
+                     "{:.2f} J per step over {} steps (read where steps started)",
+                     index_, j, s, j / s, j / static_cast<double>(n), n);
 }
 
 }  // namespace gearshift::monitor

@@ -1,9 +1,14 @@
 // The GPU energy `gearshift run` measures while its runtime follows the job (measured: NVML's total-energy
-// counter, read only): J per step over the live steps, to set beside a framework's own figure (Megatron-LM's
-// --log-energy) and the plan's modelled one. The counter is read from the feed reader at most every kReadPeriod
-// while live events arrive, so the last read lies within that of the job's last GPU work and the job's exit
-// (teardown at idle power) stays out. The counter ticks about every 100 ms on H200 (data/gpus/h200.json): each
-// end errs by up to one tick of energy, under 1 % over a live phase of 20 s or more.
+// counter, read only): J per step, to set beside a framework's own figure (Megatron-LM's --log-energy) and the
+// plan's modelled one. The counter is read from the feed reader only where a step starts (the first event after
+// the runtime's step count rose), from the runtime's first anchor on (the plan's clocks begin there), and at
+// most every kReadPeriod. The energy between the first and the last read is then that of the whole steps between
+// them: launches before the first step and work after the last one starts (an evaluation, a checkpoint save, the
+// job's exit at idle power) stay out. Before, the window ran from the first live event to the last and was
+// divided by every step counted, which overstates J per step by whatever time without steps the window held
+// (Run.EnergyPerStepLeavesOutWorkAfterTheLastStep: 15.15 J against 10 J).
+// The counter ticks about every 100 ms on H200 (data/gpus/h200.json): the difference of two reads errs by up to
+// one tick of energy, 1 % over a window of 10 s.
 #pragma once
 
 #include <chrono>
@@ -24,24 +29,27 @@ class RunEnergy {
   // summary says why.
   explicit RunEnergy(unsigned nvml_index);
 
-  // The feed reader, for every event while the runtime is live; `steady_ns`: std::chrono::steady_clock now.
-  void on_live_event(std::int64_t steady_ns);
+  // The feed reader, for every event while the runtime is live; `steady_ns`: std::chrono::steady_clock now;
+  // `steps`: the runtime's step count (LiveRuntime::steps()) as of now.
+  void on_live_event(std::int64_t steady_ns, std::uint64_t steps);
 
   // The counter now, J (read only, no state kept: safe from any thread); nullopt without NVML or on a failed read.
   std::optional<double> counter_j() const;
 
-  // One line for the exit summary: energy, seconds and mean power from the first to the last live read, and J
-  // per step over `steps` (the runtime's count of live steps).
-  std::string summary(std::uint64_t steps) const;
+  // One line for the exit summary: energy, seconds and mean power from the first to the last read at a step's
+  // start, and J per step over the whole steps between them; "not measured" and why otherwise.
+  std::string summary() const;
 
  private:
-  void read(std::int64_t steady_ns);
+  void read(std::int64_t steady_ns, std::uint64_t steps);
 
   std::optional<gpu::OpenedGpus> gpus_;
   unsigned index_ = 0;
   std::string unavailable_;  // why there is no figure (empty: available)
+  std::uint64_t seen_steps_ = 0;  // the step count at the previous event
   std::int64_t first_ns_ = -1, last_ns_ = -1;
   std::uint64_t first_mj_ = 0, last_mj_ = 0;
+  std::uint64_t first_steps_ = 0, last_steps_ = 0;  // the step count at each read
 };
 
 }  // namespace gearshift::monitor

@@ -60,6 +60,15 @@ void ProgressControl::stop_markers() {
     send(feed::marker_command(0));
 }
 
+bool ProgressControl::turn_feed_off(std::uint64_t at_step, std::int64_t followed_ns) {
+  if (!one_pair_ || mode_ == GpuProgress::activity || user_markers_ || user_sampling_ || feed_off_.exchange(true))
+    return false;
+  feed_off_step_ = at_step;
+  feed_off_after_ns_ = followed_ns;
+  send(feed::off_command());
+  return true;
+}
+
 void ProgressControl::fall_back(LiveRuntime& rt) {
   if (switched_.exchange(true)) return;
   send(feed::activity_command(0, 0));
@@ -126,7 +135,12 @@ std::string ProgressControl::summary() const {
                        syncs_.load(), markers_.load(),
                        markers_stopped_ ? " (markers stopped once the runtime held an anchor and had set the pair)"
                                         : "",
-                       pair_->sm_mhz, pair_->mem_mhz);
+                       pair_->sm_mhz, pair_->mem_mhz) +
+           (feed_off_ ? fmt::format("; the launch feed was turned off at step {}, {:.1f} s after the pair was set: the "
+                                    "job ran on untraced at that pair to its end (the steps, launches and energy "
+                                    "here count up to then)",
+                                    feed_off_step_, static_cast<double>(feed_off_after_ns_) * 1e-9)
+                      : std::string());
   const std::string sampled = user_sampling_ ? std::string("as GEARSHIFT_FEED_ACTIVITY_* say")
                                              : fmt::format("{} of every {} ms", kAuditWindowNs / 1'000'000, kAuditPeriodNs / 1'000'000);
   return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers; kernel activity sampled "

@@ -22,6 +22,12 @@
 // sampled (the in-time fraction is then not measured: nothing can miss). What markers and sampled windows cost a
 // CPU-bound H200 MoE job was measured at 0 to 9 % of its step time, within the job's own drift (docs/benchmarks.md,
 // session 21): unresolved, but a plan that needs neither should not pay for them.
+// Once that pair is set and the job followed for kOnePairFollowNs more (its J per step measured meanwhile,
+// monitor/run_energy.hpp), the job is told to turn its launch feed off (feed/protocol.hpp's O: CUPTI's callbacks
+// off), so that nothing of gearshift costs it from then on: the launch and synchronize callbacks alone cost a
+// CPU-bound GPT-2 step ~3 % (session 17) and a CPU-bound MoE 7-17 % (sessions 18-21). The runtime then keeps the
+// pair to the job's end, through any work outside the step (it no longer sees the job, so it cannot return to the
+// default clocks there); the clocks are restored when the job ends, as always.
 // The commands go to the followed process only: only its events reach the runtime, and they change what CUPTI
 // costs that process. Every other process of the job (other ranks' GPUs, compile workers) is told, once one is
 // followed, to record no kernel activity and no markers (others_commands()): nobody reads them then, and their
@@ -57,6 +63,8 @@ inline constexpr std::uint64_t kNoSyncFallbackSteps = 2;
 // fall back before its first marker arrived (the marker command reaches the job at its controller's next wake,
 // and the marker is seen once the GPU passes it; measured on an H200: torch.compile's GPT-2 fell back so).
 inline constexpr std::int64_t kNoAnchorFallbackNs = 1'000'000'000;
+// 10 s: the energy counter's 100 ms tick then errs J per step by 1 % at most (data/gpus/h200.json).
+inline constexpr std::int64_t kOnePairFollowNs = 10'000'000'000;
 
 class ProgressControl {
  public:
@@ -98,6 +106,12 @@ class ProgressControl {
   bool may_stop_recording() const { return mode_ != GpuProgress::activity && !user_sampling_; }
   static std::string stop_recording_command() { return feed::activity_command(kAuditPeriodNs, 0); }
 
+  // A plan of one pair was set at step `set_step` and the job followed for `followed_ns` since: tells it to turn its
+  // launch feed off (once; the reader thread). Not in activity mode, nor where the user set markers or sampling
+  // (their settings say they want them). `at_step`: the runtime's step count now. Returns whether it was told.
+  bool turn_feed_off(std::uint64_t at_step, std::int64_t followed_ns);
+  bool feed_off() const { return feed_off_.load(); }
+
   // One line for the exit summary.
   std::string summary() const;
 
@@ -116,6 +130,9 @@ class ProgressControl {
   std::atomic<bool> one_pair_{false};         // the plan changes no clock inside the step
   std::optional<model::ClockPair> pair_;      // its pair; set before the runtime goes live, read by summary()
   std::atomic<bool> markers_stopped_{false};  // the followed job was told to stop its markers
+  std::atomic<bool> feed_off_{false};         // ... to turn its launch feed off
+  std::uint64_t feed_off_step_ = 0;           // the step count then; read by summary() after the run
+  std::int64_t feed_off_after_ns_ = 0;        // how long after the pair was set
   std::atomic<bool> sampling_{false};  // the sampled windows were asked for
   bool user_sampling_ = false;         // the user's GEARSHIFT_FEED_ACTIVITY_* settings are in force
   std::atomic<std::size_t> template_kernels_{0};

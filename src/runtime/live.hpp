@@ -48,6 +48,9 @@ class LiveRuntime {
   // Whether a sign of GPU progress anchored the runtime, as of its last poll (then a plan of one clock pair has
   // had it requested, if locked): any thread.
   bool anchored() const noexcept { return anchored_.load(std::memory_order_relaxed); }
+  // RuntimeCore::steps() as of the last launch handled: any thread. It rises when a step's first launch is placed,
+  // so a reader that sees it rise stands at a step's start (in launch time).
+  std::uint64_t steps() const noexcept { return steps_.load(std::memory_order_relaxed); }
 
   // Stops the thread after it handled every queued event, restores the default clocks, returns the figures.
   LiveStats stop();
@@ -73,6 +76,7 @@ class LiveRuntime {
   LiveStats stats_;
   std::atomic<bool> locked_{false};
   std::atomic<bool> anchored_{false};
+  std::atomic<std::uint64_t> steps_{0};
   bool stopped_ = false;
 };
 

@@ -101,6 +101,10 @@ class RuntimeCore {
   const std::vector<std::pair<double, model::ClockPair>>& landings() const { return landings_; }
   // The figures so far (changes, steps and losses filled in).
   LiveStats stats() const;
+  // Steps the placed launches touched, from the first placed one's to the last's, both counted whole; 0 before
+  // any launch was placed. It rises by one when a step's first launch is placed (position 0, or the first one
+  // placed in that step).
+  std::uint64_t steps() const;
   const PositionPredictor& predictor() const { return pred_; }
   // The plan position the next launch is expected at, absolute; -1 while searching.
   std::int64_t next_position() const { return to_plan(pred_.next_position()); }
@@ -110,7 +114,6 @@ class RuntimeCore {
   // `a` from the predictor (its positions in launch order), returned with the plan's positions.
   Alignment placed(Alignment a, std::int64_t expected, std::int64_t correlation, std::int64_t cpu_ns);
   std::int64_t to_plan(std::int64_t abs) const;  // a predictor position (launch order) as the plan's
-  std::uint64_t steps() const;
   void guard(double start_ns);  // the in-time guard, after each scored completion (its GPU start)
 
   ClockPlan plan_;  // its clocks change once, when the in-time guard falls back

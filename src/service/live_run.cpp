@@ -1,6 +1,7 @@
 #include "service/live_run.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <utility>
 
@@ -157,10 +158,27 @@ void LiveRun::on_event(const runtime::FeedProcess& p, const feed::FeedEvent& e) 
     anchor_ = report::ClockAnchor{p.hello.pid, e.correlation & 0xffff'ffff, e.gpu_start_ns, e.gpu_end_ns - e.gpu_start_ns};
   if (f >= 0) progress_.on_event(e, session_.live());
   if (session_.feed(e)) {
-    energy_.on_live_event(std::chrono::steady_clock::now().time_since_epoch().count());
+    if (const runtime::LiveRuntime* rt = session_.live()) on_live_event(*rt);
   } else if (planner_) {
     planner_->add(p.index, e);
   }
+}
+
+// After each event the runtime took: J per step from the first step start after the plan began (its first anchor;
+// the default clocks ran before), and a plan of one pair's feed turned off once set and followed long enough.
+void LiveRun::on_live_event(const runtime::LiveRuntime& rt) {
+  if (!rt.anchored()) return;
+  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const std::uint64_t steps = rt.steps();
+  energy_.on_live_event(now, steps);
+  if (!progress_.one_pair() || progress_.feed_off() || !o_.trace_output.empty() || !rt.locked()) return;
+  if (pair_set_ns_ < 0) {
+    pair_set_ns_ = now;
+    pair_set_step_ = steps;
+  }
+  // Two step starts at least since: a step whole within the energy counter's window.
+  if (now - pair_set_ns_ >= o_.one_pair_follow_ns && steps >= pair_set_step_ + 2)
+    progress_.turn_feed_off(steps, now - pair_set_ns_);
 }
 
 std::string LiveRun::feed_summary() const {
@@ -209,7 +227,7 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
           ? std::string("not measured: one clock pair for the whole step, no change inside it to be late (no kernel "
                         "activity was sampled)")
           : std::string("not measured (no kernel activity recorded while the plan ran)"),
-      guard_line(st), runtime::describe_boundary_errors(st.boundary_error_ns), progress_.summary(), energy_.summary(st.steps));
+      guard_line(st), runtime::describe_boundary_errors(st.boundary_error_ns), progress_.summary(), energy_.summary());
 }
 
 // The in-time guard's outcome (runtime/runtime_core.hpp); "" for a plan without one (`run --plan`).

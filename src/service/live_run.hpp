@@ -35,6 +35,9 @@ struct LiveRunOptions {
   std::string trace_output;  // also keep the job's trace file here ("" none)
   std::string timeline;      // write the intended changes as a timeline here ("" none)
   std::string dry_run_log;   // where the dry-run log went (the summary names it)
+  // A plan of one clock pair: how long to follow the job once its pair is set before its launch feed is turned
+  // off, ns (runtime/gpu_progress.hpp). Not with trace_output (the trace is of the whole job).
+  std::int64_t one_pair_follow_ns = runtime::kOnePairFollowNs;
   // The run's notes (service/progress.hpp); also --auto's lines where `ao` has no sink of its own. Empty: none.
   ProgressSink progress_sink;
 };
@@ -65,6 +68,7 @@ class LiveRun {
   bool on_run_gpu(const runtime::FeedProcess& p) const { return p.gpu && *p.gpu == o_.gpu; }
   void on_plan(const runtime::ClockPlan& made, std::uint32_t source);
   void on_event(const runtime::FeedProcess& p, const feed::FeedEvent& e);
+  void on_live_event(const runtime::LiveRuntime& rt);
   std::string feed_summary() const;
   std::string stats(const runtime::SessionStats& ss) const;
   std::string guard_line(const runtime::LiveStats& st) const;
@@ -80,6 +84,8 @@ class LiveRun {
   const bool follow_first_;
   std::optional<report::ClockAnchor> anchor_;  // the first completed kernel of the followed process (--timeline)
   std::string no_plan_;                        // --auto: why no plan was made
+  std::int64_t pair_set_ns_ = -1;              // reader thread: when a one-pair plan's pair was first set (steady)
+  std::uint64_t pair_set_step_ = 0;            // the runtime's step count then
 };
 
 }  // namespace gearshift::service

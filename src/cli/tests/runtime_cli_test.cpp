@@ -282,6 +282,23 @@ TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
   EXPECT_NE(slurp(out).find("dry-run"), std::string::npos);
 }
 
+// J per step is read where steps start: 1.5 s of other kernels after the last step (an evaluation, a checkpoint)
+// stay out. The simulated GPU draws 400 W, so a 25 ms step is 10 J. Reading from the first live event to the last
+// one and dividing by the steps counted gave 400 W x (100 x 25 ms + 1.5 s) / 100 = 16 J.
+TEST(Run, EnergyPerStepLeavesOutWorkAfterTheLastStep) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  s.env.insert(s.env.end(), {"GEARSHIFT_SIMGPU_POWER_W=400", "FAKE_JOB_TAIL_S=1.5"});
+  ASSERT_EQ(run(s.run_argv("100", false), s.env, out), 0) << slurp(out);
+  const std::string o = slurp(out);
+  const double j_per_step = number_after(o, " W, ", "energy while live");
+  // The counter ticks every 100 ms (40 J): each end errs by up to one tick over the ~2.4 s window, 1.7 %.
+  EXPECT_GT(j_per_step, 9.6) << o;
+  EXPECT_LT(j_per_step, 10.8) << o;  // a stretched step (a loaded machine) costs more
+  EXPECT_GE(number_after(o, " J per step over ", "energy while live"), 80) << o;
+  EXPECT_NE(o.find(" steps (read where steps started)"), std::string::npos) << o;
+}
+
 // --timeline: the intended changes (here dry-run) as counter tracks on the row of the run's GPU (issue 17).
 TEST(Run, TimelineHoldsTheIntendedChangesAsCounterTracks) {
   SimEnv s;
@@ -376,6 +393,35 @@ TEST(Run, APlanOfOnePairStopsTheMarkersOnceSetAndSamplesNoActivity) {
     for (std::string l; std::getline(in, l);) low += nlohmann::json::parse(l)["sm_clock_mhz"].get<int>() == 1200;
     EXPECT_GE(low, 1) << o;  // the pair was set (once, or again after the predictor lost and found the step)
   }
+}
+
+// ... and once its pair is set and the job followed for --one-pair-follow-s, the job's launch feed is turned off
+// (CUPTI off: nothing of gearshift costs it), the pair kept to the job's end. The default, 10 s, would outlast
+// this job (the test above: no "O").
+TEST(Run, APlanOfOnePairTurnsTheFeedOffOnceSetAndFollowed) {
+  SimEnv s;
+  write_plan(s.plan, /*one_pair=*/true);
+  const fs::path out = s.t.dir / "out.txt", control = s.t.dir / "control.txt";
+  s.env.insert(s.env.end(), {"FAKE_JOB_CONTROL_LOG=" + control.string(), "GEARSHIFT_SIMGPU_POWER_W=400"});
+  std::vector<std::string> a = s.run_argv("120", false);  // 3 s
+  a.insert(a.begin() + 2, {"--one-pair-follow-s", "1"});
+  ASSERT_EQ(run(a, s.env, out), 0) << slurp(out);
+  EXPECT_EQ(slurp(control), "M 0\nO\n");
+  const std::string o = slurp(out);
+  const double at = number_after(o, "the launch feed was turned off at step ");
+  EXPECT_GE(at, 40) << o;  // 1 s of 25 ms steps after the pair was set
+  EXPECT_LE(at, 100) << o;
+  EXPECT_LE(number_after(o, "  steps "), at + 1) << o;  // nothing followed after it
+  EXPECT_NE(o.find(" s after the pair was set: the job ran on untraced at that pair to its end"), std::string::npos)
+      << o;
+  // J per step over the followed steps: 400 W x 25 ms.
+  EXPECT_NEAR(number_after(o, " W, ", "energy while live"), 10.0, 0.8) << o;
+  // The pair was set and never undone: every intended change after the first lock is to SM 1200 MHz.
+  std::ifstream in(s.log);
+  std::vector<int> sm;
+  for (std::string l; std::getline(in, l);) sm.push_back(nlohmann::json::parse(l)["sm_clock_mhz"].get<int>());
+  ASSERT_FALSE(sm.empty()) << o;
+  EXPECT_EQ(sm.back(), 1200) << o;
 }
 
 // Kernel activity anchors with --gpu-progress activity: a job that never synchronizes still gets its changes.

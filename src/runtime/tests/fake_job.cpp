@@ -14,6 +14,7 @@
 // the step's durations are at) and per kernel "NAME A B": t(f, m) = t_ref·(A·f_ref/f + B·m_ref/m + 1 − A − B)
 // (model/dvfs_model.hpp's law), or "NAME A B roofline": t(f, m) = t_ref·(max(A·f_ref/f, B·m_ref/m) + 1 − max(A, B)).
 // Kernels not named are clock-independent; gaps between kernels stay as they are.
+// FAKE_JOB_TAIL_S=X: after the last step, X seconds of --noise kernels (a job's evaluation or checkpoint save).
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -221,7 +222,10 @@ void log_control() {
       g_marker_ns = std::atoll(got.c_str() + m + 2) * 1000;
     if (auto a = got.rfind("A "); a != std::string::npos && (a == 0 || got[a - 1] == '\n'))
       g_traced = std::atoll(got.c_str() + a + 2) == 0;
-    if (got.starts_with("O\n") || got.find("\nO\n") != std::string::npos) g_feed_off = true;
+    if (!g_feed_off && (got.starts_with("O\n") || got.find("\nO\n") != std::string::npos)) {
+      g_feed_off = true;
+      shutdown(g_feed, SHUT_WR);  // as the injection library closes its side once CUPTI is off
+    }
     if (path == nullptr) continue;
     if (FILE* f = std::fopen(path, "a")) {
       std::fwrite(buf, 1, static_cast<std::size_t>(n), f);
@@ -255,6 +259,8 @@ Step with_block(const Step& step, std::size_t after, long n) {
   out.period_ns += n * kEach;
   return out;
 }
+
+bool run_noise(int fd, double seconds, std::int64_t first_corr);
 
 bool run_steps(int fd, const Step& step_in, long steps) {
   const bool sync = std::getenv("FAKE_JOB_NO_SYNC") == nullptr;
@@ -360,12 +366,14 @@ bool run_steps(int fd, const Step& step_in, long steps) {
     log_control();
     sleep_until(t0 + scaled(step.period_ns) + slow * static_cast<std::int64_t>(step.kernels.size()));
   }
+  // FAKE_JOB_TAIL_S=X: X seconds of kernels outside the step after the last one (an evaluation, a checkpoint).
+  if (const char* t = std::getenv("FAKE_JOB_TAIL_S")) return run_noise(fd, std::atof(t), corr);
   return true;
 }
 
-bool run_noise(int fd, double seconds) {
+bool run_noise(int fd, double seconds, std::int64_t first_corr) {
   const std::int64_t until = monotonic_ns() + static_cast<std::int64_t>(seconds * 1e9);
-  for (std::int64_t corr = 0; monotonic_ns() < until; ++corr) {
+  for (std::int64_t corr = first_corr; monotonic_ns() < until; ++corr) {
     const std::int64_t start = monotonic_ns();
     const std::string c = std::to_string(corr);
     if (!put(fd, "L " + std::to_string(start) + " " + c + " noise_kernel_" + c + "\n")) return false;
@@ -395,7 +403,7 @@ int main(int argc, char** argv) {
   }));
   if (!put(fd, hello)) return 3;
   if (std::strcmp(argv[1], "--noise") == 0) {
-    run_noise(fd, std::atof(argv[2]));
+    run_noise(fd, std::atof(argv[2]), 0);
     return 0;
   }
   if (std::strcmp(argv[1], "--step") == 0) {
