@@ -53,9 +53,17 @@ std::string RunEnergy::summary() const {
                        kReadPeriod.count());
   const double j = static_cast<double>(last_mj_ - first_mj_) * 1e-3, s = static_cast<double>(last_ns_ - first_ns_) * 1e-9;
   const std::uint64_t n = last_steps_ - first_steps_;
-  return fmt::format("GPU {} energy while live (measured, NVML energy counter): {:.1f} J over {:.2f} s, {:.0f} W, "
-                     "{:.2f} J per step over {} steps (read where steps started)",
-                     index_, j, s, j / s, j / static_cast<double>(n), n);
+  std::string line = fmt::format("GPU {} energy while live (measured, NVML energy counter): {:.1f} J over {:.2f} s, "
+                                 "{:.0f} W, ",
+                                 index_, j, s, j / s);
+  const double tick_s = std::chrono::duration<double>(kCounterTick).count();
+  if (s < std::chrono::duration<double>(kMinWindow).count())
+    return line + fmt::format("{} steps (read where steps started); J per step not said: the counter's {:g} ms tick "
+                              "is {:.0f} % of a window this short (at least {:g} s for 5 %)",
+                              n, tick_s * 1e3, 100 * tick_s / s, std::chrono::duration<double>(kMinWindow).count());
+  return line + fmt::format("{:.2f} J per step over {} steps (read where steps started; within {:.1f} %: the counter's "
+                            "{:g} ms tick over the window)",
+                            j / static_cast<double>(n), n, 100 * tick_s / s, tick_s * 1e3);
 }
 
 }  // namespace gearshift::monitor
