@@ -39,10 +39,11 @@ void ProgressControl::set_job_env(bool collect_first) {
   setenv(cupti::kEnvFeedActivityWindowMs, "0", 1);
 }
 
-void ProgressControl::send(const std::string& line) {
+bool ProgressControl::send(const std::string& line) {
   // Never blocks on a job that stopped reading: a lost command only costs overhead.
-  if (!to_followed_(line))
-    fmt::print(stderr, "gearshift run: note: could not tell the job to change its kernel activity or markers\n");
+  if (to_followed_(line)) return true;
+  fmt::print(stderr, "gearshift run: note: could not tell the job to change its kernel activity or markers\n");
+  return false;
 }
 
 void ProgressControl::start_sampling() {
@@ -65,8 +66,8 @@ bool ProgressControl::turn_feed_off(std::uint64_t at_step, std::int64_t followed
     return false;
   feed_off_step_ = at_step;
   feed_off_after_ns_ = followed_ns;
-  send(feed::off_command());
-  return true;
+  feed_off_sent_ = send(feed::off_command());
+  return feed_off_sent_;
 }
 
 void ProgressControl::fall_back(LiveRuntime& rt) {
@@ -124,10 +125,21 @@ std::string ProgressControl::others_commands() const {
 std::string ProgressControl::summary() const {
   if (mode_ == GpuProgress::activity)
     return "GPU progress from every kernel's activity (--gpu-progress activity, or a trace file being written)";
+  // A plan of one pair's feed turned off (turn_feed_off): said whichever way the runtime followed the job before.
+  const std::string off =
+      !feed_off_       ? std::string()
+      : feed_off_sent_ ? fmt::format("; the launch feed was turned off at step {}, {:.1f} s after the pair was set: "
+                                     "the job ran on untraced at that pair to its end (the steps, launches and energy "
+                                     "here count up to then)",
+                                     feed_off_step_, static_cast<double>(feed_off_after_ns_) * 1e-9)
+                       : fmt::format("; the job could not be told to turn its launch feed off at step {} (its "
+                                     "connection took no command): it stayed traced",
+                                     feed_off_step_);
   if (switched_)
     return fmt::format("GPU progress from every kernel's activity: no other sign of it ({} synchronizes, {} stream "
                        "markers seen; none in {} steps of launches and {:g} s)",
-                       syncs_.load(), markers_.load(), kNoSyncFallbackSteps, kNoAnchorFallbackNs * 1e-9);
+                       syncs_.load(), markers_.load(), kNoSyncFallbackSteps, kNoAnchorFallbackNs * 1e-9) +
+           off;
   if (one_pair_ && !user_sampling_)
     return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers{}; no kernel activity "
                        "sampled: the plan is one clock pair for the whole step (SM {} MHz, memory {} MHz), so no "
@@ -136,11 +148,7 @@ std::string ProgressControl::summary() const {
                        markers_stopped_ ? " (markers stopped once the runtime held an anchor and had set the pair)"
                                         : "",
                        pair_->sm_mhz, pair_->mem_mhz) +
-           (feed_off_ ? fmt::format("; the launch feed was turned off at step {}, {:.1f} s after the pair was set: the "
-                                    "job ran on untraced at that pair to its end (the steps, launches and energy "
-                                    "here count up to then)",
-                                    feed_off_step_, static_cast<double>(feed_off_after_ns_) * 1e-9)
-                      : std::string());
+           off;
   const std::string sampled = user_sampling_ ? std::string("as GEARSHIFT_FEED_ACTIVITY_* say")
                                              : fmt::format("{} of every {} ms", kAuditWindowNs / 1'000'000, kAuditPeriodNs / 1'000'000);
   return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers; kernel activity sampled "

@@ -116,7 +116,7 @@ class ProgressControl {
   std::string summary() const;
 
  private:
-  void send(const std::string& line);
+  bool send(const std::string& line);  // false (and a note on stderr) when the job could not be told
   void start_sampling();
   void stop_markers();
   void fall_back(LiveRuntime& rt);
@@ -131,6 +131,7 @@ class ProgressControl {
   std::optional<model::ClockPair> pair_;      // its pair; set before the runtime goes live, read by summary()
   std::atomic<bool> markers_stopped_{false};  // the followed job was told to stop its markers
   std::atomic<bool> feed_off_{false};         // ... to turn its launch feed off
+  bool feed_off_sent_ = false;                // ... and was (the command reached its connection)
   std::uint64_t feed_off_step_ = 0;           // the step count then; read by summary() after the run
   std::int64_t feed_off_after_ns_ = 0;        // how long after the pair was set
   std::atomic<bool> sampling_{false};  // the sampled windows were asked for

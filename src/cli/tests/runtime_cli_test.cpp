@@ -443,6 +443,25 @@ TEST(Run, APlanOfOnePairTurnsTheFeedOffOnceSetAndFollowed) {
   EXPECT_EQ(sm.back(), 1200) << o;
 }
 
+// ... also where the runtime follows the job by every kernel's activity (sync mode, a job that never synchronizes:
+// the fall-back), which costs the job most; the summary says so on that line too.
+TEST(Run, APlanOfOnePairFollowedByEveryKernelsActivityTurnsTheFeedOff) {
+  SimEnv s;
+  write_plan(s.plan, /*one_pair=*/true);
+  const fs::path out = s.t.dir / "out.txt", control = s.t.dir / "control.txt";
+  s.env.insert(s.env.end(), {"FAKE_JOB_CONTROL_LOG=" + control.string(), "FAKE_JOB_NO_SYNC=1"});
+  std::vector<std::string> a = s.run_argv("140", false);  // 3.5 s: the fall-back after 1 s, the feed off 1 s later
+  a.insert(a.begin() + 2, {"--gpu-progress", "sync", "--one-pair-follow-s", "1"});
+  ASSERT_EQ(run(a, s.env, out), 0) << slurp(out);
+  EXPECT_EQ(slurp(control), "A 0 0\nO\n");
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("GPU progress from every kernel's activity: no other sign of it (0 synchronizes, 0 stream markers "
+                   "seen; none in 2 steps of launches and 1 s); the launch feed was turned off at step "),
+            std::string::npos)
+      << o;
+  EXPECT_LT(number_after(o, "  steps "), 130) << o;
+}
+
 // Kernel activity anchors with --gpu-progress activity: a job that never synchronizes still gets its changes.
 TEST(Run, GpuProgressActivityAnchorsOnCompletedKernels) {
   SimEnv s;
