@@ -1370,6 +1370,8 @@ TEST(RunAuto, UsageErrorsBeforeTheJobStarts) {
       {{"--auto", "--max-slowdown", "1%", "--plan-output", "/nonexistent/dir/p.json"}, "/nonexistent/dir does not exist"},
       {{"--plan", s.plan.string(), "--max-slowdown", "1%"}, "--max-slowdown is for --auto"},
       {{"--plan", s.plan.string(), "--switch-latency-ms", "-2"}, "--switch-latency-ms"},
+      {{"--plan", s.plan.string(), "--one-pair-follow-s", "-1"}, "--one-pair-follow-s"},
+      {{"--plan", s.plan.string(), "--one-pair-follow-s", "soon"}, "--one-pair-follow-s"},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(try_run(c.opts), 2) << c.message << ": " << slurp(out);
