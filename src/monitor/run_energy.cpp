@@ -49,7 +49,7 @@ std::string RunEnergy::summary() const {
   if (!unavailable_.empty()) return "GPU energy not measured: " + unavailable_;
   if (first_ns_ < 0 || last_ns_ <= first_ns_ || last_mj_ < first_mj_ || last_steps_ <= first_steps_)
     return fmt::format("GPU energy not measured: the runtime did not follow the job over two step starts at least "
-                       "{} ms apart (one counter read at each)",
+                       "{} ms apart once anchored (one counter read at each)",
                        kReadPeriod.count());
   const double j = static_cast<double>(last_mj_ - first_mj_) * 1e-3, s = static_cast<double>(last_ns_ - first_ns_) * 1e-9;
   const std::uint64_t n = last_steps_ - first_steps_;
