@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "gpu/spec.hpp"
 
 namespace gearshift::monitor {
 
@@ -16,6 +17,8 @@ RunEnergy::RunEnergy(unsigned nvml_index) : index_(nvml_index) {
       unavailable_ = "no energy counter (" + e.error().message + ")";
       return;
     }
+    const std::string spec = gpu::spec_name_for_device(g.infos[nvml_index].name);
+    tick_ns_ = gpu::find_spec(spec.empty() ? "h200" : spec).energy_counter_update_ns;
     gpus_ = std::move(g);
   } catch (const gpu::OpenError& e) {
     unavailable_ = e.what();
@@ -56,11 +59,11 @@ std::string RunEnergy::summary() const {
   std::string line = fmt::format("GPU {} energy while live (measured, NVML energy counter): {:.1f} J over {:.2f} s, "
                                  "{:.0f} W, ",
                                  index_, j, s, j / s);
-  const double tick_s = std::chrono::duration<double>(kCounterTick).count();
-  if (s < std::chrono::duration<double>(kMinWindow).count())
+  const double tick_s = static_cast<double>(tick_ns_) * 1e-9;
+  if (tick_s > kMaxTickShare * s)
     return line + fmt::format("{} steps (read where steps started); J per step not said: the counter's {:g} ms tick "
-                              "is {:.0f} % of a window this short (at least {:g} s for 5 %)",
-                              n, tick_s * 1e3, 100 * tick_s / s, std::chrono::duration<double>(kMinWindow).count());
+                              "is {:.0f} % of a window this short (at least {:g} s for {:g} %)",
+                              n, tick_s * 1e3, 100 * tick_s / s, tick_s / kMaxTickShare, 100 * kMaxTickShare);
   return line + fmt::format("{:.2f} J per step over {} steps (read where steps started; within {:.1f} %: the counter's "
                             "{:g} ms tick over the window)",
                             j / static_cast<double>(n), n, 100 * tick_s / s, tick_s * 1e3);

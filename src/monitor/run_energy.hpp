@@ -7,9 +7,11 @@
 // job's exit at idle power) stay out. Before, the window ran from the first live event to the last and was
 // divided by every step counted, which overstates J per step by whatever time without steps the window held
 // (Run.EnergyPerStepLeavesOutWorkAfterTheLastStep: 15.15 J against 10 J).
-// The counter ticks about every kCounterTick: the difference of two reads errs by up to one tick of energy, 1 % over
-// a window of 10 s. J per step is said with that bound, and not said over a window shorter than kMinWindow (more
-// than 5 %): a 0.60 s window read 15.95 J per step for a job of 13.82 J (H200, torch.compile, 2026-12-04).
+// The counter ticks every energy_counter_update_ms of the GPU's spec (data/gpus/*.json: 100 ms, observed on an H200
+// and estimated the same for the others; h200's for a GPU without a spec): the difference of two reads errs by up
+// to one tick of energy, 1 % over a window of 10 s. J per step is said with that bound, and not said over a window
+// of which one tick is more than kMaxTickShare: a 0.60 s window read 15.95 J per step for a job of 13.82 J (H200,
+// torch.compile, 2026-12-04).
 #pragma once
 
 #include <chrono>
@@ -25,9 +27,8 @@ namespace gearshift::monitor {
 class RunEnergy {
  public:
   static constexpr std::chrono::milliseconds kReadPeriod{50};
-  // data/gpus/*.json energy_counter_update_ms: observed on an H200, the same estimated for the other GPUs.
-  static constexpr std::chrono::milliseconds kCounterTick{100};
-  static constexpr std::chrono::milliseconds kMinWindow{2000};  // one tick is 5 % of it
+  // J per step is said only over a window of which one counter tick is at most this share (100 ms ticks: 2 s).
+  static constexpr double kMaxTickShare = 0.05;
 
   // `nvml_index`: the GPU the job runs on. Without NVML or an energy counter every call is a no-op and the
   // summary says why.
@@ -42,7 +43,8 @@ class RunEnergy {
 
   // One line for the exit summary: energy, seconds and mean power from the first to the last read at a step's
   // start, and J per step over the whole steps between them with its bound (one tick over the window); without J
-  // per step and why over a window shorter than kMinWindow; "not measured" and why without two reads.
+  // per step and why over a window of which one tick is more than kMaxTickShare; "not measured" and why without
+  // two reads.
   std::string summary() const;
 
  private:
@@ -51,6 +53,7 @@ class RunEnergy {
   std::optional<gpu::OpenedGpus> gpus_;
   unsigned index_ = 0;
   std::string unavailable_;  // why there is no figure (empty: available)
+  std::int64_t tick_ns_ = 0;  // the counter's update period (the GPU's spec)
   std::uint64_t seen_steps_ = 0;  // the step count at the previous event
   std::int64_t first_ns_ = -1, last_ns_ = -1;
   std::uint64_t first_mj_ = 0, last_mj_ = 0;
