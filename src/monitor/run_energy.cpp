@@ -2,6 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <chrono>
+#include <thread>
+
 #include "gpu/spec.hpp"
 
 namespace gearshift::monitor {
@@ -32,11 +35,31 @@ void RunEnergy::read(std::int64_t steady_ns, std::uint64_t steps) {
   last_ns_ = steady_ns, last_mj_ = e.value(), last_steps_ = steps;
 }
 
-std::optional<double> RunEnergy::counter_j() const {
+std::optional<CounterAtTick> RunEnergy::counter(bool at_tick) const {
   if (!gpus_) return std::nullopt;
-  auto e = gpus_->devices[index_].total_energy_mj();
-  if (!e) return std::nullopt;
-  return static_cast<double>(e.value()) * 1e-3;
+  const gpu::Device& d = gpus_->devices[index_];
+  CounterSource src{[&d]() -> std::optional<std::uint64_t> {
+                      auto e = d.total_energy_mj();
+                      if (!e) return std::nullopt;
+                      return e.value();
+                    },
+                    [] {
+                      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+                    },
+                    [](Ns ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }};
+  if (at_tick) {
+    TickWait w;
+    w.period_ns = tick_ns_;
+    w.gap_ns = kTickReadGap.count();
+    w.max_wait_ns = kTickWaitPeriods * tick_ns_;
+    return read_at_tick(src, w);
+  }
+  const Ns t = src.now_ns();
+  const std::optional<std::uint64_t> mj = src.read_mj();
+  if (!mj) return std::nullopt;
+  return CounterAtTick{t, tick_ns_, static_cast<double>(*mj) * 1e-3, false};
 }
 
 void RunEnergy::on_live_event(std::int64_t steady_ns, std::uint64_t steps) {

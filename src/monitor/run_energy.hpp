@@ -21,12 +21,17 @@
 #include <string>
 
 #include "gpu/open_gpus.hpp"
+#include "monitor/counter_tick.hpp"
 
 namespace gearshift::monitor {
 
 class RunEnergy {
  public:
   static constexpr std::chrono::milliseconds kReadPeriod{50};
+  // Between reads while waiting for a tick: with a read's ≈4 ms (H200) a tick is located within about 10 ms.
+  static constexpr std::chrono::nanoseconds kTickReadGap{2'000'000};
+  // The longest wait for a tick, in counter periods: room to pass over a loosely bracketed one or two.
+  static constexpr std::int64_t kTickWaitPeriods = 3;
   // J per step is said only over a window of which one counter tick is at most this share (100 ms ticks: 2 s).
   static constexpr double kMaxTickShare = 0.05;
 
@@ -38,8 +43,10 @@ class RunEnergy {
   // `steps`: the runtime's step count (LiveRuntime::steps()) as of now.
   void on_live_event(std::int64_t steady_ns, std::uint64_t steps);
 
-  // The counter now, J (read only, no state kept: safe from any thread); nullopt without NVML or on a failed read.
-  std::optional<double> counter_j() const;
+  // The counter, J, read only (safe from any thread): at its next tick when `at_tick` (monitor/counter_tick.hpp;
+  // blocks up to kTickWaitPeriods counter periods, 300 ms on an H200, so never from the feed reader), else now, its time
+  // uncertain by one counter period. nullopt without NVML or on a failed (first) read.
+  std::optional<CounterAtTick> counter(bool at_tick) const;
 
   // One line for the exit summary: energy, seconds and mean power from the first to the last read at a step's
   // start, and J per step over the whole steps between them with its bound (one tick over the window); without J

@@ -82,12 +82,26 @@ struct AutoPlanner::Candidate {
   double launches_per_step = 0;  // in the traced steps (runtime::launches_per_step)
   runtime::UntracedStep meter;
   std::int64_t energy_from_ns = -1;        // when the energy counter was first read after the settle time, ns
-  std::optional<double> energy_from_j;     // that reading, J
+  std::optional<monitor::CounterAtTick> energy_from;  // that reading
   std::uint64_t others_launches = 0;       // launches of other processes on the run's GPU meanwhile
   bool measured_again = false;             // a first window longer than the traced step was measured again
 };
 
 namespace {
+// The job's measured power between two counter reads, and how far it can be off; nullopt over a window shorter
+// than kMinEnergyWindowNs or without energy.
+std::optional<sim::MeasuredPower> power_between(const monitor::CounterAtTick& from, const monitor::CounterAtTick& to,
+                                                const char* what) {
+  const std::optional<monitor::WindowPower> w = monitor::window_power(from, to);
+  if (!w || w->seconds * 1e9 < static_cast<double>(kMinEnergyWindowNs)) return std::nullopt;
+  return sim::MeasuredPower{
+      w->watts,
+      fmt::format("the NVML energy counter over {:.1f} s of {}, {} within {:.1f} %", w->seconds, what,
+                  w->located ? "read at two of its ticks:" : "read between its ticks (it did not step while read):",
+                  100 * w->error),
+      0};
+}
+
 // How long the untraced window may take, ns (AutoOptions::untraced_timeout_ns).
 std::int64_t untraced_wait_limit_ns(const AutoOptions& o, double traced_period_ns) {
   return std::max(o.untraced_timeout_ns,
@@ -194,7 +208,7 @@ void AutoPlanner::loop() {
       cv_.wait_until(g, next, [&] { return stopping_; });
       if (stopping_) return;
       if (state_ == State::measuring) {
-        read_energy = cand_ != nullptr && cand_->energy_from_ns < 0 && o_.energy_j &&
+        read_energy = cand_ != nullptr && cand_->energy_from_ns < 0 && o_.energy &&
                       runtime::monotonic_ns() >= cand_->stop_ns + static_cast<std::int64_t>(o_.untraced.settle_ns);
         const std::int64_t waited_ns = cand_ ? runtime::monotonic_ns() - cand_->stop_ns : 0;
         measured_now = cand_ != nullptr && (cand_->meter.done() ||
@@ -204,10 +218,10 @@ void AutoPlanner::loop() {
       }
     }
     if (read_energy) {  // the untraced window's start (outside the lock: NVML takes some µs)
-      const std::optional<double> e = o_.energy_j();
+      const std::optional<monitor::CounterAtTick> e = o_.energy(true);
       const std::int64_t now = runtime::monotonic_ns();
       std::lock_guard<std::mutex> g(mu_);
-      if (cand_) cand_->energy_from_ns = now, cand_->energy_from_j = e;
+      if (cand_) cand_->energy_from_ns = now, cand_->energy_from = e;
       if (!measured_now) continue;
     }
     if (measured_now) {
@@ -228,10 +242,13 @@ void AutoPlanner::loop() {
       }
     }
     const auto began = std::chrono::steady_clock::now();
-    if (o_.energy_j)  // the traced steps' power, where the untraced step will not be measured
-      if (const std::optional<double> e = o_.energy_j()) {
+    // The traced steps' power, where the untraced step will not be measured: at ticks then; else plain reads
+    // stand by for a step whose untraced length cannot be measured (no launch ids), sparing the warm-up a burst of
+    // reads (≈4 ms each on an H200) every attempt.
+    if (o_.energy)
+      if (const std::optional<monitor::CounterAtTick> e = o_.energy(!o_.measure_untraced)) {
         if (energy_readings_.size() >= kMaxEnergyReadings) energy_readings_.erase(energy_readings_.begin());
-        energy_readings_.emplace_back(runtime::monotonic_ns(), *e);
+        energy_readings_.push_back(*e);
       }
     // Outside the lock: the feed reader keeps adding meanwhile. Of the processes on the run's GPU with enough
     // steps, the busiest is planned.
@@ -383,14 +400,9 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
 
 std::optional<sim::MeasuredPower> AutoPlanner::traced_power(std::int64_t from_ns) const {
   const auto first = std::find_if(energy_readings_.begin(), energy_readings_.end(),
-                                  [from_ns](const auto& r) { return r.first >= from_ns; });
+                                  [from_ns](const monitor::CounterAtTick& r) { return r.t_ns >= from_ns; });
   if (first == energy_readings_.end()) return std::nullopt;
-  const auto& last = energy_readings_.back();
-  const std::int64_t window_ns = last.first - first->first;
-  if (window_ns < kMinEnergyWindowNs || !(last.second > first->second)) return std::nullopt;
-  const double s = static_cast<double>(window_ns) * 1e-9;  // a power is J over s
-  return sim::MeasuredPower{(last.second - first->second) / s,
-                            fmt::format("the NVML energy counter over {:.1f} s of the traced steps", s), 0};
+  return power_between(*first, energy_readings_.back(), "the traced steps");
 }
 
 AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, PlanJobOptions po,
@@ -436,14 +448,9 @@ AutoPlanner::Outcome AutoPlanner::measured() {
   }
   const auto& m = c->meter;
   // The job's measured power over the untraced window: what the plan is calibrated to.
-  if (o_.energy_j && c->energy_from_j) {
-    const std::optional<double> e = o_.energy_j();
-    const std::int64_t window_ns = runtime::monotonic_ns() - c->energy_from_ns;
-    const double s = static_cast<double>(window_ns) * 1e-9;  // a power is J over s
-    if (e && *e > *c->energy_from_j && window_ns >= kMinEnergyWindowNs)
-      c->po.measured_power = sim::MeasuredPower{
-          (*e - *c->energy_from_j) / s, fmt::format("the NVML energy counter over {:.1f} s of the untraced run", s), 0};
-  }
+  if (o_.energy && c->energy_from)
+    if (const std::optional<monitor::CounterAtTick> e = o_.energy(true))
+      c->po.measured_power = power_between(*c->energy_from, *e, "the untraced run");
   const std::optional<sim::MeasuredPower> untraced_power = c->po.measured_power;
   // Another process launching on this GPU now shares its clocks: a plan of one would set them for both.
   if (c->others_launches > 0 && static_cast<double>(c->others_launches) >=
@@ -481,7 +488,7 @@ AutoPlanner::Outcome AutoPlanner::measured() {
     c->stop_ns = runtime::monotonic_ns() - static_cast<std::int64_t>(o_.untraced.settle_ns);  // no settle needed now
     c->meter = runtime::UntracedStep(c->stop_ns, c->launches_per_step, o_.untraced);
     c->energy_from_ns = -1;
-    c->energy_from_j.reset();
+    c->energy_from.reset();
     c->po.measured_power.reset();
     c->others_launches = 0;
     std::lock_guard<std::mutex> g(mu_);
@@ -560,7 +567,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     give_up(fmt::format("no measured power to calibrate the model to ({}): the class priors' power alone modelled "
                         "3-4x the saving of the same job calibrated (H200); no plan. A model file from `gearshift "
                         "calibrate` (--model FILE) plans without it",
-                        o_.energy_j ? "the GPU's NVML energy counter gave no reading over a window of at least "
+                        o_.energy ? "the GPU's NVML energy counter gave no reading over a window of at least "
                                       "0.9 s"
                                     : "no energy counter was read"));
     return Outcome::gave_up;

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "monitor/counter_tick.hpp"
 #include "runtime/clock_plan.hpp"
 #include "runtime/feed.hpp"
 #include "runtime/feed_collector.hpp"
@@ -40,8 +41,9 @@
 namespace gearshift::service {
 
 // The untraced window's energy counter reads calibrate only over at least this long, ns. The counter ticks about
-// every 100 ms on an H200 (data/gpus/h200.json), so the power over the window's 1 s or more errs by up to ~10 %:
-// calibration sets the model's scale from it, far closer than the priors' power (above).
+// every 100 ms on an H200 (data/gpus/h200.json): read at its ticks the power over 1 s errs by about 1 %, by plain
+// reads (a counter that did not step while read) up to ~10 %, which the calibration's source says; either is far
+// closer than the priors' power (above).
 inline constexpr std::int64_t kMinEnergyWindowNs = 900'000'000;
 
 struct AutoOptions {
@@ -68,12 +70,14 @@ struct AutoOptions {
   // Give up when the untraced step is not measured in this long, ns: the larger of this and the settle time plus
   // three times the untraced window's steps at the traced step (a job of 1 s steps needs 16 s of them).
   std::int64_t untraced_timeout_ns = 10'000'000'000;
-  // The run GPU's energy counter, J (NVML, read only; nullopt when it cannot be read); empty: none. Read at the
-  // start and end of the untraced step's window (or, where the untraced step is not measured, at every detection
-  // attempt over the traced steps), it gives the job's measured power that the plan is calibrated to. Without a
-  // measured power (and without `model`) nothing is planned: the priors' power modelled 3-4x the saving of the
-  // same job's calibrated offline plan on idle-heavy jobs (37.7 vs 9.4 %, H200, docs/benchmarks.md).
-  std::function<std::optional<double>()> energy_j;
+  // The run GPU's energy counter (NVML, read only; nullopt when it cannot be read), read at its next tick when
+  // asked (monitor/counter_tick.hpp; blocks up to 3 counter periods); empty: none. Read at ticks at the start
+  // and end of the untraced step's window (or, where the untraced step is not measured, at every detection
+  // attempt over the traced steps; plain reads where they only stand by), it gives the job's measured power that
+  // the plan is calibrated to, within the ticks' few ms over the window instead of one 100 ms tick at each end.
+  // Without a measured power (and without `model`) nothing is planned: the priors' power modelled 3-4x the
+  // saving of the same job's calibrated offline plan on idle-heavy jobs (37.7 vs 9.4 %, H200, docs/benchmarks.md).
+  std::function<std::optional<monitor::CounterAtTick>(bool at_tick)> energy;
   // Other processes on the run GPU that launched at least this share of the planned process's launches while
   // its untraced step was measured: no plan (the clocks would be set for all, the model knows one).
   double max_shared_gpu_share = 0.10;
@@ -170,7 +174,7 @@ class AutoPlanner {
   StopRecording stop_recording_;
   GaveUp gave_up_;
   // The energy counter at each detection attempt while collecting: (CLOCK_MONOTONIC ns, J). Planner thread only.
-  std::vector<std::pair<std::int64_t, double>> energy_readings_;
+  std::vector<monitor::CounterAtTick> energy_readings_;
   static constexpr std::size_t kMaxEnergyReadings = 4096;
   // The step being measured untraced (state measuring): its plan so far and the launch-rate meter (under mu_).
   struct Candidate;

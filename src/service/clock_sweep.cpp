@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <thread>
 
 #include <fmt/core.h>
 
+#include "monitor/counter_tick.hpp"
 #include "runtime/live.hpp"
 #include "trace/graph_units.hpp"
 
@@ -43,38 +45,29 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The energy counter advances in ticks (about every 100 ms on H200, DESIGN.md), so a window from one tick's
-// start to another's holds whole ticks of energy; its length must be known as well as its energy. A tick lies
-// between the start of the last read that showed the old value and the end of the first read that showed the new
-// one: the midpoint is taken, and a tick bracketed more loosely than kMaxTickBracketNs (this thread was
-// descheduled, or a read stalled) is passed over for the next one. Before, the first read that saw the change
-// dated the tick, and on a loaded 2-core CI machine a late read moved a pair's power by several % (2026-12-03).
-constexpr std::int64_t kMaxTickBracketNs = 12'000'000;  // two reads (~4 ms each on H200, DESIGN.md) + the 1 ms poll
-constexpr int kMaxTicksPassedOver = 20;                  // then the loose tick is taken: the power fit's rms shows it
-
-// Polls the energy counter every ms until a tick: its value, mJ, and when, monotonic ns.
+// start to another's holds whole ticks of energy; its length must be known as well as its energy: each edge is
+// read at a tick (monitor/counter_tick.hpp), polling every ms, a loosely bracketed tick passed over.
 bool next_tick(const gpu::Device& dev, std::uint64_t& mj, std::int64_t& at_ns, const std::function<bool()>& stop,
                std::string& error) {
-  std::int64_t before = runtime::monotonic_ns();  // the start of the read that gave `last`
-  auto first = dev.total_energy_mj();
-  if (!first) return error = first.error().what(), false;
-  std::uint64_t last = first.value();
-  for (int passed_over = 0;;) {
-    if (stop()) return error = "the job ended", false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const std::int64_t start = runtime::monotonic_ns();
-    auto now = dev.total_energy_mj();
-    const std::int64_t end = runtime::monotonic_ns();
-    if (!now) return error = now.error().what(), false;
-    if (now.value() != last) {
-      if (end - before <= kMaxTickBracketNs || ++passed_over > kMaxTicksPassedOver) {
-        mj = now.value();
-        at_ns = before + (end - before) / 2;
-        return true;
-      }
-      last = now.value();
-    }
-    before = start;
+  std::string read_error;
+  monitor::CounterSource src{[&dev, &read_error]() -> std::optional<std::uint64_t> {
+                               auto e = dev.total_energy_mj();
+                               if (!e) return read_error = e.error().what(), std::nullopt;
+                               return e.value();
+                             },
+                             [] { return runtime::monotonic_ns(); },
+                             [](monitor::Ns ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }};
+  monitor::TickWait w;  // until a tick: the window waits for it
+  w.stop = stop;
+  const std::optional<monitor::CounterAtTick> t = monitor::read_at_tick(src, w, &error);
+  if (!t) {
+    if (!read_error.empty()) error = read_error;
+    else if (error == "stopped") error = "the job ended";
+    return false;
   }
+  mj = static_cast<std::uint64_t>(std::llround(t->j * 1e3));
+  at_ns = t->t_ns;
+  return true;
 }
 
 // Kernels completed that started at or after `from_ns` (monotonic), counted from index `from_index` on.

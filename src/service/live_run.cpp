@@ -97,7 +97,8 @@ launch::ChildExit LiveRun::run_job() {
   const bool auto_plan = !o_.plan;
   progress_.set_job_env(/*collect_first=*/auto_plan);
   o_.ao.measure_untraced = progress_.may_stop_recording();
-  o_.ao.energy_j = [this] { return energy_.counter_j(); };  // --auto calibrates to the untraced run's power
+  // --auto calibrates to the untraced run's power
+  o_.ao.energy = [this](bool at_tick) { return energy_.counter(at_tick); };
   if (!o_.ao.progress_sink) o_.ao.progress_sink = o_.progress_sink;  // one sink for the run's lines
   set_tracer_env(o_.trace_output, o_.progress_sink);
   // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.
