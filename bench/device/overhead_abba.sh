@@ -26,7 +26,7 @@ run_one() {  # MODE TAG
     giveup) timeout "$T" "$B/gearshift" run --auto --max-slowdown 0.5% --switch-latency-ms 6 \
               --warmup-timeout "${GIVEUP_S:-6}" --dry-run-log "$OUT/$2.dry.jsonl" -- "${J[@]}" > "$OUT/$2.log" 2>&1 ;;
   esac
-  grep -E "^TRAIN |warm-up [0-9]|gave up|untraced step|intended clocks|prediction|runtime feed|turned the launch feed" "$OUT/$2.log"
+  grep -E "^TRAIN |warm-up [0-9]|gave up|untraced step|intended clocks|prediction|runtime feed|turned the launch feed|calibrated to the measured|cannot reproduce|energy while live" "$OUT/$2.log"
   rm -f "$OUT/$2.dry.jsonl"  # not needed here; the logs say what the runs did
 }
 for r in $(seq 1 "$ROUNDS"); do
