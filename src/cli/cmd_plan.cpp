@@ -39,6 +39,7 @@ struct PlanArgs {
   bool no_calibrate = false;
   std::optional<int> device;  // none: the one with most kernels
   bool trust_period = false;
+  bool kernels_only = false;
   std::string model;  // --model: a `gearshift calibrate` model file
 };
 
@@ -60,6 +61,9 @@ void add_common(CLI::App* cmd, PlanArgs& a) {
                   "priors and the calibration to the trace's power (docs/calibrate.md)");
   cmd->add_option("--device", a.device, "CUDA device of the trace to plan (default: the one with most kernels)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--kernels-only", a.kernels_only,
+                "Plan from the trace's kernels alone, leaving its copies and memsets out, as `run --auto` sees the "
+                "job (its launch feed carries kernels only); `replay` of that plan shows what live will follow");
   cmd->add_flag("--trust-period", a.trust_period,
                 "Accept a kernel-stream period without step markers or an optimizer update as the training step "
                 "(docs/step-detection.md)");
@@ -115,6 +119,7 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   }
   o.steps.device = a.device;
   o.steps.trust_period = a.trust_period;
+  o.kernels_only = a.kernels_only;
   PlanJobResult r = run_plan_job(o);
   if (a.json) fmt::print("{}\n", report_json(o, r).dump(2));
   else print_report(o, r);

@@ -31,6 +31,10 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   fmt::print("Iterations    {} detected by {}; {} kernels ({} ops) per step; period {:.2f} ms; confidence {:.3f}\n",
              it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
              it.confidence);
+  if (o.kernels_only)
+    fmt::print("Input         the trace's kernels only (--kernels-only): {} copies and memsets left out, as `run --auto`'s "
+               "launch feed sees the job\n",
+               r.left_out_ops);
   for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
   fmt::print("Replay        {}\n", graph::build_step_graph(r.workload).note);
   for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);

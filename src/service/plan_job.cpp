@@ -148,7 +148,15 @@ PlanJobResult run_plan_job(const PlanJobOptions& o) {
   } catch (const trace::TraceError& e) {
     throw ServiceError(Kind::kBadInput, std::string(e.what()));
   }
-  return plan_trace(o, std::move(t));
+  std::size_t left_out = 0;
+  if (o.kernels_only) {
+    const std::size_t before = t.ops.size();
+    std::erase_if(t.ops, [](const trace::OpRecord& r) { return r.kind != trace::OpKind::kernel; });
+    left_out = before - t.ops.size();
+  }
+  PlanJobResult r = plan_trace(o, std::move(t));
+  r.left_out_ops = left_out;
+  return r;
 }
 
 PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
@@ -288,7 +296,8 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                      {"ops_per_iteration", it.tmpl.ops.size()}, {"period_us", it.tmpl.period_ns / 1e3},
                      {"confidence", it.confidence}, {"method", it.method}, {"device", it.device},
                      {"micro_steps", it.evidence.micro_steps}, {"optimizer_updates_per_step", it.evidence.optimizer_updates},
-                     {"excluded_steps", it.evidence.excluded_steps}, {"evidence", it.evidence.lines}};
+                     {"excluded_steps", it.evidence.excluded_steps}, {"evidence", it.evidence.lines},
+                     {"kernels_only", o.kernels_only}, {"left_out_ops", r.left_out_ops}};
   j["warnings"] = r.warnings;
   {
     const graph::StepGraph g = graph::build_step_graph(r.workload);

@@ -45,6 +45,10 @@ struct PlanJobOptions {
   // the template's idle time to the untraced step): the in-time check replays the trace, whose timing is the
   // traced one, against it. Used only when it has the re-timed template's ops.
   std::optional<trace::IterationTemplate> traced_template;
+  // --kernels-only: plan from the trace's kernels alone (its copies and memsets left out at import), as `run
+  // --auto` sees the job: its launch feed carries kernels only. A plan made so replays as live will follow it
+  // (the MoE's 8-op alternatives of a full trace were never in --auto's plans, docs/benchmarks.md session 18).
+  bool kernels_only = false;
 };
 
 // Reads a model file for --model and refuses an implausible one (sim::implausible_model): ServiceError kBadInput for
@@ -92,6 +96,7 @@ struct PlanJobResult {
   // Everything a user must read before trusting the figures (trace health, step evidence, GPU identity), plain
   // words; printed as "Warning" lines, in the JSON report's "warnings" and in plan.json's provenance.
   std::vector<std::string> warnings;
+  std::size_t left_out_ops = 0;  // copies and memsets left out by PlanJobOptions::kernels_only
 };
 
 // Throws ServiceError (service/error.hpp): kBadArgument, kBadInput, kNoIteration, kModelRefused.

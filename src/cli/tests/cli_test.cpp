@@ -84,6 +84,33 @@ TEST(Cli, DemoTableSaysModelledAndWritesAPlan) {
   EXPECT_NE(r.out.find("Range         phase at L = 6 ms: saving"), std::string::npos) << r.out;
 }
 
+// --kernels-only plans the trace as `run --auto` sees the job: its launch feed carries no copies or memsets, so the
+// step's positions are its 1,532 kernels, not the full trace's 1,952 ops (3 steps x 420 copies and memsets left
+// out), and the output says so.
+TEST(Cli, KernelsOnlyPlansTheStepAsTheLaunchFeedSeesIt) {
+  const std::string plan = tmp("kplan.json");
+  Result r = run("demo --kernels-only -o " + plan);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("1532 kernels (1532 ops) per step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Input         the trace's kernels only (--kernels-only): 1260 copies and memsets left out"),
+            std::string::npos)
+      << r.out;
+  std::ifstream in(plan);
+  auto j = nlohmann::json::parse(in);
+  std::filesystem::remove(plan);
+  EXPECT_EQ(j["positions"].size(), 1532u);
+  Result js = run("demo --kernels-only --json");
+  ASSERT_EQ(js.code, 0) << js.out;
+  auto k = nlohmann::json::parse(js.out);
+  EXPECT_TRUE(k["iterations"]["kernels_only"].get<bool>());
+  EXPECT_EQ(k["iterations"]["left_out_ops"], 1260);
+  EXPECT_EQ(k["iterations"]["ops_per_iteration"], 1532);
+  // Without it, the copies and memsets stay and nothing is said.
+  Result full = run("demo");
+  EXPECT_NE(full.out.find("1532 kernels (1952 ops) per step"), std::string::npos) << full.out;
+  EXPECT_EQ(full.out.find("--kernels-only"), std::string::npos) << full.out;
+}
+
 TEST(Cli, PlanOnTheSharedTraceMatchesTheDemo) {
   const std::string f = std::string(GEARSHIFT_SHARED_DIR) + "/data/traces/gpt3xl_h200_trace.json.gz";
   if (!std::filesystem::exists(f)) GTEST_SKIP() << "../shared absent";
