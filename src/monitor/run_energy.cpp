@@ -64,10 +64,10 @@ std::optional<CounterAtTick> RunEnergy::counter(bool at_tick) const {
 
 void RunEnergy::on_live_event(std::int64_t steady_ns, std::uint64_t steps) {
   if (!gpus_) return;
-  // 0 -> 1 is the first launch placed, anywhere in its step: not a step's start.
-  const bool step_started = seen_steps_ > 0 && steps > seen_steps_;
+  // The first event only sets where the count stands: it may come anywhere in a step.
+  const bool step_ended = seen_steps_ && steps > *seen_steps_;
   seen_steps_ = steps;
-  if (step_started && (last_ns_ < 0 || steady_ns - last_ns_ >= std::chrono::nanoseconds(kReadPeriod).count()))
+  if (step_ended && (last_ns_ < 0 || steady_ns - last_ns_ >= std::chrono::nanoseconds(kReadPeriod).count()))
     read(steady_ns, steps);
 }
 
@@ -84,10 +84,10 @@ std::string RunEnergy::summary() const {
                                  index_, j, s, j / s);
   const double tick_s = static_cast<double>(tick_ns_) * 1e-9;
   if (tick_s > kMaxTickShare * s)
-    return line + fmt::format("{} steps (read where steps started); J per step not said: the counter's {:g} ms tick "
+    return line + fmt::format("{} steps (read where steps ended); J per step not said: the counter's {:g} ms tick "
                               "is {:.0f} % of a window this short (at least {:g} s for {:g} %)",
                               n, tick_s * 1e3, 100 * tick_s / s, tick_s / kMaxTickShare, 100 * kMaxTickShare);
-  return line + fmt::format("{:.2f} J per step over {} steps (read where steps started; within {:.1f} %: the counter's "
+  return line + fmt::format("{:.2f} J per step over {} steps (read where steps ended; within {:.1f} %: the counter's "
                             "{:g} ms tick over the window)",
                             j / static_cast<double>(n), n, 100 * tick_s / s, tick_s * 1e3);
 }

@@ -1,12 +1,14 @@
 // The GPU energy `gearshift run` measures while its runtime follows the job (measured: NVML's total-energy
 // counter, read only): J per step, to set beside a framework's own figure (Megatron-LM's --log-energy) and the
-// plan's modelled one. The counter is read from the feed reader only where a step starts (the first event after
-// the runtime's step count rose), from the runtime's first anchor on (the plan's clocks begin there), and at
-// most every kReadPeriod. The energy between the first and the last read is then that of the whole steps between
-// them: launches before the first step and work after the last one starts (an evaluation, a checkpoint save, the
-// job's exit at idle power) stay out. Before, the window ran from the first live event to the last and was
-// divided by every step counted, which overstates J per step by whatever time without steps the window held
-// (Run.EnergyPerStepLeavesOutWorkAfterTheLastStep: 15.15 J against 10 J).
+// plan's modelled one. The counter is read from the feed reader only where a step ends (the first event after
+// the runtime's count of whole steps rose: LiveRuntime::steps(), RuntimeCore::complete_steps()), from the
+// runtime's first anchor on (the plan's clocks begin there), and at most every kReadPeriod. The energy between the
+// first and the last read is then that of the whole steps between them: launches before the first step and work
+// after the last one (an evaluation, a checkpoint save, the job's exit at idle power) stay out, and work that
+// starts like a step but is none (an evaluation's forward passes) neither moves the count nor is read at. Before,
+// the window ran from the first live event to the last and was divided by every step counted, which overstates J
+// per step by whatever time without steps the window held (Run.EnergyPerStepLeavesOutWorkAfterTheLastStep: 15.15 J
+// against 10 J).
 // The counter ticks every energy_counter_update_ms of the GPU's spec (data/gpus/*.json: 100 ms, observed on an H200
 // and estimated the same for the others; h200's for a GPU without a spec): the difference of two reads errs by up
 // to one tick of energy, 1 % over a window of 10 s. J per step is said with that bound, and not said over a window
@@ -61,7 +63,7 @@ class RunEnergy {
   unsigned index_ = 0;
   std::string unavailable_;  // why there is no figure (empty: available)
   std::int64_t tick_ns_ = 0;  // the counter's update period (the GPU's spec)
-  std::uint64_t seen_steps_ = 0;  // the step count at the previous event
+  std::optional<std::uint64_t> seen_steps_;  // the step count at the previous event
   std::int64_t first_ns_ = -1, last_ns_ = -1;
   std::uint64_t first_mj_ = 0, last_mj_ = 0;
   std::uint64_t first_steps_ = 0, last_steps_ = 0;  // the step count at each read

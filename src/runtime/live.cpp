@@ -62,7 +62,7 @@ void LiveRuntime::handle(Event& e) {
     case Event::Kind::launch: {
       const Alignment a = core_.on_launch(e.name, e.correlation, e.a);
       locked_.store(a.state == PredictorState::locked, std::memory_order_relaxed);
-      steps_.store(core_.steps(), std::memory_order_relaxed);
+      steps_.store(core_.complete_steps(), std::memory_order_relaxed);
       return;
     }
   }

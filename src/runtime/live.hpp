@@ -48,8 +48,9 @@ class LiveRuntime {
   // Whether a sign of GPU progress anchored the runtime, as of its last poll (then a plan of one clock pair has
   // had it requested, if locked): any thread.
   bool anchored() const noexcept { return anchored_.load(std::memory_order_relaxed); }
-  // RuntimeCore::steps() as of the last launch handled: any thread. It rises when a step's first launch is placed,
-  // so a reader that sees it rise stands at a step's start (in launch time).
+  // RuntimeCore::complete_steps() as of the last launch handled: any thread. It rises when the first of a step's
+  // last launches is placed, so a reader that sees it rise stands at the same point of every whole step (in launch
+  // time), and work that is no whole step (an evaluation, a job's exit) never moves it.
   std::uint64_t steps() const noexcept { return steps_.load(std::memory_order_relaxed); }
 
   // Stops the thread after it handled every queued event, restores the default clocks, returns the figures.

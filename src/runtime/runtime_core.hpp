@@ -25,7 +25,7 @@ struct LiveStats {
   std::uint64_t predicted = 0;      // of those, placed at the position the predictor expected next, by name or
                                     // as a same-class variant of the expected kernel (another GEMM tile shape);
                                     // a step variant's block entered or skipped is expected (Alignment::expected)
-  std::uint64_t steps = 0;
+  std::uint64_t steps = 0;           // whole steps: RuntimeCore::complete_steps()
   std::uint64_t changes = 0, dropped = 0, merged = 0, late = 0;
   double kernel_ns = 0, in_time_ns = 0;  // completed kernels after the first step; at the intended clocks
   std::uint64_t losses = 0;
@@ -105,6 +105,13 @@ class RuntimeCore {
   // any launch was placed. It rises by one when a step's first launch is placed (position 0, or the first one
   // placed in that step).
   std::uint64_t steps() const;
+  // Steps the job ran whole, as far as the runtime can tell: steps in which a launch was placed (locked, by name:
+  // not a same-class substitute, not a step variant's insertion) among the last tenth of the step's launches
+  // (launch order; at least its last launch).
+  // It rises when the first such launch of a step is placed. Work that starts like a step and stops short of its
+  // end (an evaluation's forward passes, the kernels of a job's exit) is no step; steps() counted it: the fake job's
+  // 1.5 s of other kernels after its 100 steps made 103 (Run.EnergyPerStepLeavesOutWorkAfterTheLastStep).
+  std::uint64_t complete_steps() const { return complete_steps_; }
   const PositionPredictor& predictor() const { return pred_; }
   // The plan position the next launch is expected at, absolute; -1 while searching.
   std::int64_t next_position() const { return to_plan(pred_.next_position()); }
@@ -131,6 +138,8 @@ class RuntimeCore {
   std::vector<std::pair<double, model::ClockPair>> landings_;
   std::vector<std::pair<std::int64_t, double>> issued_;  // ring: boundary position -> its estimated time (issue)
   std::int64_t first_abs_ = -1, last_abs_ = -1;
+  std::uint64_t complete_steps_ = 0;
+  std::int64_t completed_step_ = -1;  // the latest step counted in complete_steps_ (absolute step index)
   // The in-time guard's current window: from this step, with the kernel and in-time ns as they stood then.
   std::uint64_t window_step_ = 0;
   double window_kernel_ns_ = 0, window_in_time_ns_ = 0;

@@ -282,7 +282,7 @@ TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
   EXPECT_NE(slurp(out).find("dry-run"), std::string::npos);
 }
 
-// J per step is read where steps start: 1.5 s of other kernels after the last step (an evaluation, a checkpoint)
+// J per step is read where steps end: 1.5 s of other kernels after the last step (an evaluation, a checkpoint)
 // stay out. The simulated GPU draws 400 W, so a 25 ms step is 10 J. Reading from the first live event to the last
 // one and dividing by the steps counted gave 400 W x (100 x 25 ms + 1.5 s) / 100 = 16 J.
 TEST(Run, EnergyPerStepLeavesOutWorkAfterTheLastStep) {
@@ -296,7 +296,11 @@ TEST(Run, EnergyPerStepLeavesOutWorkAfterTheLastStep) {
   EXPECT_GT(j_per_step, 9.6) << o;
   EXPECT_LT(j_per_step, 10.8) << o;  // a stretched step (a loaded machine) costs more
   EXPECT_GE(number_after(o, " J per step over ", "energy while live"), 100) << o;
-  EXPECT_NE(o.find(" steps (read where steps started; within "), std::string::npos) << o;
+  EXPECT_LE(number_after(o, " J per step over ", "energy while live"), 119) << o;  // between the 120 steps' ends
+  // The job's own 120 steps: the other kernels after them are no step (counting the steps placed launches
+  // touched said 123).
+  EXPECT_EQ(number_after(o, "  steps "), 120) << o;
+  EXPECT_NE(o.find(" steps (read where steps ended; within "), std::string::npos) << o;
   EXPECT_LT(number_after(o, "; within ", "energy while live"), 4.0) << o;  // 100 ms of a window over 2.5 s
 }
 
@@ -312,7 +316,7 @@ TEST(Run, EnergyPerStepIsNotSaidOverAWindowTooShortForTheCounter) {
   ASSERT_EQ(run(a, s.env, out), 0) << slurp(out);
   const std::string o = slurp(out);
   EXPECT_NE(o.find("GPU 0 energy while live (measured, NVML energy counter): "), std::string::npos) << o;
-  EXPECT_NE(o.find(" steps (read where steps started); J per step not said: the counter's 100 ms tick is "),
+  EXPECT_NE(o.find(" steps (read where steps ended); J per step not said: the counter's 100 ms tick is "),
             std::string::npos)
       << o;
   EXPECT_EQ(o.find(" J per step over "), std::string::npos) << o;
