@@ -53,7 +53,19 @@ void ProgressControl::start_sampling() {
 void ProgressControl::set_plan(const ClockPlan& kernels) {
   template_kernels_ = kernels.size();
   pair_ = kernels.one_pair();
+  fallback_ = kernels.in_time_fallback;
   one_pair_ = pair_.has_value();
+}
+
+bool ProgressControl::fell_back_to_one_pair() {
+  if (one_pair_ || !fallback_) return false;
+  pair_ = fallback_;
+  fell_back_ = true;
+  one_pair_ = true;
+  // The sampled windows measured the in-time fraction of changes inside the step; there are none now. Where the
+  // job is followed by every kernel's activity (no other sign of progress), that stays: it is the anchor.
+  if (sampling_ && !switched_ && !user_sampling_) sampling_stopped_ = send(feed::activity_command(kAuditPeriodNs, 0));
+  return true;
 }
 
 void ProgressControl::stop_markers() {
@@ -139,6 +151,17 @@ std::string ProgressControl::summary() const {
     return fmt::format("GPU progress from every kernel's activity: no other sign of it ({} synchronizes, {} stream "
                        "markers seen; none in {} steps of launches and {:g} s)",
                        syncs_.load(), markers_.load(), kNoSyncFallbackSteps, kNoAnchorFallbackNs * 1e-9) +
+           off;
+  if (one_pair_ && fell_back_)
+    return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers{}; kernel activity "
+                       "sampled ({} of every {} ms) until the in-time guard fell back to one clock pair for the whole "
+                       "step (SM {} MHz, memory {} MHz){}: no change inside the step can be late since",
+                       syncs_.load(), markers_.load(),
+                       markers_stopped_ ? " (markers stopped once the runtime held an anchor after the fall-back)" : "",
+                       kAuditWindowNs / 1'000'000, kAuditPeriodNs / 1'000'000, pair_->sm_mhz, pair_->mem_mhz,
+                       user_sampling_     ? ", and as GEARSHIFT_FEED_ACTIVITY_* say after it"
+                       : sampling_stopped_ ? ", none after it"
+                                           : "") +
            off;
   if (one_pair_ && !user_sampling_)
     return fmt::format("GPU progress from the job's {} synchronizes and {} stream markers{}; no kernel activity "

@@ -85,8 +85,16 @@ class ProgressControl {
   // The plan its runtime follows, over kernel positions (ClockPlan::kernels_only), before that runtime goes live:
   // its kernels per step, and its one clock pair for the whole step where it has one (ClockPlan::one_pair).
   void set_plan(const ClockPlan& kernels);
-  // Whether that plan is one clock pair for the whole step.
+  // Whether that plan is one clock pair for the whole step (from the start, or since the in-time guard fell back).
   bool one_pair() const { return one_pair_.load(); }
+
+  // The runtime's in-time guard sent the plan to its fall-back pair (ClockPlan::in_time_fallback; the reader
+  // thread, once). From then on the plan is one clock pair, as if it had been one from the start: no sampled
+  // activity (it is stopped now), markers stopped once anchored, and the feed turned off once the pair was
+  // followed (turn_feed_off). Before, the job kept its markers, sampled windows and callbacks to its end for a
+  // plan with nothing left to time (H200: Llama and gradient accumulation fell back at steps 58-81 of 137-230,
+  // session 19). Returns whether it changed anything.
+  bool fell_back_to_one_pair();
 
   // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In markers and
   // sync mode the first anchor (synchronize, marker) while live starts the sampled windows; a live job that
@@ -129,7 +137,11 @@ class ProgressControl {
   bool user_markers_ = false;          // the user's GEARSHIFT_FEED_MARKER_US is in force
   std::atomic<bool> switched_{false};
   std::atomic<bool> one_pair_{false};         // the plan changes no clock inside the step
-  std::optional<model::ClockPair> pair_;      // its pair; set before the runtime goes live, read by summary()
+  std::optional<model::ClockPair> pair_;      // its pair; set before the runtime goes live (or at the fall-back,
+                                              // on the reader thread), read by summary() after the run
+  std::optional<model::ClockPair> fallback_;  // the plan's in-time fall-back pair; set with the plan
+  bool fell_back_ = false;                    // the pair is the fall-back's (reader thread, then summary())
+  bool sampling_stopped_ = false;             // the sampled windows were stopped at the fall-back
   std::atomic<bool> markers_stopped_{false};  // the followed job was told to stop its markers
   std::atomic<bool> feed_off_{false};         // ... to turn its launch feed off
   bool feed_off_sent_ = false;                // ... and was (the command reached its connection)

@@ -58,7 +58,10 @@ void LiveRuntime::handle(Event& e) {
     case Event::Kind::anchor_on_completions: core_.set_anchor_on_completions(e.a != 0); return;
     case Event::Kind::sync: core_.on_sync(e.correlation, e.a, e.b); return;
     case Event::Kind::marker: core_.on_marker(e.correlation, e.a, e.b); return;
-    case Event::Kind::complete: core_.on_complete(e.correlation, e.a, e.b); return;
+    case Event::Kind::complete:
+      core_.on_complete(e.correlation, e.a, e.b);
+      fell_back_.store(core_.fell_back(), std::memory_order_relaxed);
+      return;
     case Event::Kind::launch: {
       const Alignment a = core_.on_launch(e.name, e.correlation, e.a);
       locked_.store(a.state == PredictorState::locked, std::memory_order_relaxed);

@@ -52,6 +52,8 @@ class LiveRuntime {
   // last launches is placed, so a reader that sees it rise stands at the same point of every whole step (in launch
   // time), and work that is no whole step (an evaluation, a job's exit) never moves it.
   std::uint64_t steps() const noexcept { return steps_.load(std::memory_order_relaxed); }
+  // RuntimeCore::fell_back() as of the last completion handled: any thread.
+  bool fell_back() const noexcept { return fell_back_.load(std::memory_order_relaxed); }
 
   // Stops the thread after it handled every queued event, restores the default clocks, returns the figures.
   LiveStats stop();
@@ -78,6 +80,7 @@ class LiveRuntime {
   std::atomic<bool> locked_{false};
   std::atomic<bool> anchored_{false};
   std::atomic<std::uint64_t> steps_{0};
+  std::atomic<bool> fell_back_{false};
   bool stopped_ = false;
 };
 

@@ -112,6 +112,8 @@ class RuntimeCore {
   // end (an evaluation's forward passes, the kernels of a job's exit) is no step; steps() counted it: the fake job's
   // 1.5 s of other kernels after its 100 steps made 103 (Run.EnergyPerStepLeavesOutWorkAfterTheLastStep).
   std::uint64_t complete_steps() const { return complete_steps_; }
+  // Whether the in-time guard sent the plan to its one clock pair (LiveStats::fell_back).
+  bool fell_back() const { return stats_.fell_back; }
   const PositionPredictor& predictor() const { return pred_; }
   // The plan position the next launch is expected at, absolute; -1 while searching.
   std::int64_t next_position() const { return to_plan(pred_.next_position()); }

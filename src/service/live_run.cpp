@@ -172,6 +172,8 @@ void LiveRun::on_live_event(const runtime::LiveRuntime& rt) {
   const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   const std::uint64_t steps = rt.steps();
   energy_.on_live_event(now, steps);
+  // The in-time guard's fall-back leaves one clock pair for the whole step: followed as a plan of one pair is.
+  if (rt.fell_back()) progress_.fell_back_to_one_pair();
   if (!progress_.one_pair() || progress_.feed_off() || !o_.trace_output.empty() || !rt.locked()) return;
   if (pair_set_ns_ < 0) {
     pair_set_ns_ = now;
@@ -252,7 +254,9 @@ std::string LiveRun::guard_line(const runtime::LiveStats& st) const {
       st.fell_back_at_step, 100 * st.fell_back_window_in_time, st.fell_back_window_steps, 100 * runtime::kMinInTime,
       c.sm_mhz, c.mem_mhz,
       st.kernel_ns_before_fallback > 0 ? 100 * st.in_time_ns_before_fallback / st.kernel_ns_before_fallback : 0.0,
-      after_k > 0 ? fmt::format("{:.2f} %", 100 * after_t / after_k) : std::string("not measured"));
+      after_k > 0              ? fmt::format("{:.2f} %", 100 * after_t / after_k)
+      : progress_.one_pair() ? std::string("not measured (no change inside the step to be late, no activity sampled)")
+                             : std::string("not measured"));
 }
 
 std::string LiveRun::write_timeline() const {

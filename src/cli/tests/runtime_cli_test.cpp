@@ -1083,6 +1083,32 @@ TEST(RunAuto, ATemplateAFewPercentLongerThanTheUntracedStepIsReTimed) {
   expect_calibrated_to_the_counters_power(o, number_after(o, "model calibrated to the measured "));
 }
 
+// Where the in-time guard falls back to one clock pair, the plan has nothing left to time: the job is followed as
+// one of one pair from then on: its sampled activity stopped at once, its markers at the next anchor, its feed
+// turned off once the pair was followed (--one-pair-follow-s). FAKE_JOB_COMPLETION_SHIFT_US makes every completion
+// say its kernel ran 15 ms later than it did, so the plan's changes land at other kernels than planned. Before,
+// the job kept its markers, sampled windows and callbacks to its end (H200: Llama, accumulation, session 19).
+TEST(RunAuto, AFallBackToOnePairIsFollowedAsAPlanOfOnePair) {
+  AutoEnv s;
+  const fs::path control = s.t.dir / "control.txt";
+  s.env.insert(s.env.end(), {"FAKE_JOB_COMPLETION_SHIFT_US=15000", "FAKE_JOB_CONTROL_LOG=" + control.string()});
+  ASSERT_EQ(s.run_synthetic("200", {"--one-pair-follow-s", "0.5"}), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
+  if (o.find("taken one clock pair for the whole step") != std::string::npos)
+    GTEST_SKIP() << "the plan taken was one pair (a loaded machine jittered the warm-up's steps): no guard to fall back";
+  ASSERT_NE(o.find("in-time guard: FELL BACK at step "), std::string::npos) << o;
+  EXPECT_LT(number_after(o, "in-time guard: FELL BACK at step "), 200) << o;
+  // The window that made it: its kernels 15 ms off their phases (the plan's phases are longer: about 70 %).
+  EXPECT_LT(number_after(o, ": ", "FELL BACK at step "), 95) << o;
+  EXPECT_GT(number_after(o, ": ", "FELL BACK at step "), 0) << o;
+  EXPECT_NE(o.find("until the in-time guard fell back to one clock pair for the whole step"), std::string::npos) << o;
+  EXPECT_NE(o.find(", none after it: no change inside the step can be late since"), std::string::npos) << o;
+  EXPECT_NE(o.find("; the launch feed was turned off at step "), std::string::npos) << o;
+  // Every kernel while collecting, none while the untraced step is measured, markers and sampling once planned;
+  // at the fall-back no sampling, at the next anchor no markers, then the feed off.
+  EXPECT_EQ(slurp(control), "A 5000 0\nM 5000\nA 5000 200\nA 5000 0\nM 0\nO\n") << o;
+}
+
 // The job's own slow stretch right after recording stops (100 µs more per kernel, ~22 %, for the 45 steps the first
 // untraced window spans): that window is longer than the traced step, which recording can only lengthen, so it is
 // measured again, and the plan is made for the job's step, not the stretch. Before, the template was re-timed to

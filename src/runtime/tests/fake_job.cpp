@@ -279,6 +279,12 @@ bool run_steps(int fd, const Step& step_in, long steps) {
   if (const char* v = std::getenv("FAKE_JOB_UNTRACED_SLOW"); v != nullptr && std::strchr(v, ':') != nullptr)
     slow_steps = std::atol(v), slow_gap_ns = std::atoll(std::strchr(v, ':') + 1) * 1000;
   long untraced_steps = 0;
+  // FAKE_JOB_COMPLETION_SHIFT_US=X: while not every kernel is recorded, completions say each kernel ran X µs later
+  // than its markers and synchronizes do: the runtime's changes then land at other kernels than planned, as when
+  // they land late (its in-time guard falls back; the scheduler, anchored by markers and synchronizes, is not
+  // misled). A deterministic stand-in for a live job whose changes miss.
+  const std::int64_t completion_shift_ns =
+      std::getenv("FAKE_JOB_COMPLETION_SHIFT_US") ? std::atoll(std::getenv("FAKE_JOB_COMPLETION_SHIFT_US")) * 1000 : 0;
   // FAKE_JOB_LAUNCH_BOUND=1: each kernel is launched 5 µs before it starts (a launch-bound job), not all of a
   // step's kernels at its start.
   const bool launch_bound = std::getenv("FAKE_JOB_LAUNCH_BOUND") != nullptr;
@@ -313,6 +319,7 @@ bool run_steps(int fd, const Step& step_in, long steps) {
     const std::int64_t t0 = monotonic_ns();
     const std::int64_t first = corr;
     const std::int64_t slow = g_traced ? traced_gap_ns : ++untraced_steps <= slow_steps ? slow_gap_ns : 0;  // per kernel
+    const std::int64_t shown_late = g_traced ? 0 : completion_shift_ns;
     const double scale = g_traced ? traced_scale : 1;
     auto scaled = [scale](std::int64_t ns) { return static_cast<std::int64_t>(static_cast<double>(ns) * scale); };
     auto launch = [&](std::size_t i) {
@@ -342,7 +349,7 @@ bool run_steps(int fd, const Step& step_in, long steps) {
                                      ? " 0 0 " + std::to_string(name_ids[step.kernels[i].name])
                                      : step.completion_suffix + " " + std::to_string(name_ids[step.kernels[i].name]);
       if (!put(fd, "C " + std::to_string(in_graph ? first : first + static_cast<std::int64_t>(i)) + " " +
-                       std::to_string(start) + " " + std::to_string(end) + suffix + "\n"))
+                       std::to_string(start + shown_late) + " " + std::to_string(end + shown_late) + suffix + "\n"))
         return false;
       if (g_marker_ns > 0 && end >= last_marker + g_marker_ns) {
         last_marker = end;
