@@ -567,9 +567,8 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     give_up(fmt::format("no measured power to calibrate the model to ({}): the class priors' power alone modelled "
                         "3-4x the saving of the same job calibrated (H200); no plan. A model file from `gearshift "
                         "calibrate` (--model FILE) plans without it",
-                        o_.energy ? "the GPU's NVML energy counter gave no reading over a window of at least "
-                                      "0.9 s"
-                                    : "no energy counter was read"));
+                        o_.energy ? "the GPU's NVML energy counter gave no reading over a window of at least 0.9 s"
+                                  : "no energy counter was read"));
     return Outcome::gave_up;
   }
   try {
