@@ -853,17 +853,25 @@ struct AutoEnv : SimEnv {
   }
 };
 
-// The power the plan was calibrated to, checked against the simulated GPU's 400 W within the bound its line states
-// (read at the counter's ticks: under 1 % over its ~1-2 s window, a few % where a loaded machine stretched the
-// waits between reads). Before (plain reads at the window's edges) it could be off by up to a tenth, and its line
-// said no bound.
-void expect_calibrated_to_the_counters_power(const std::string& o, double watts) {
+// The power the energy counter measured over the window the plan was calibrated to, checked against the simulated
+// GPU's 400 W within the bound its line states (read at the counter's ticks: under 1 % over its ~1-2 s window, a
+// few % where a loaded machine stretched the waits between reads). Before (plain reads at the window's edges) it
+// could be off by up to a tenth, and its line said no bound. Where the template kept its traced step, the plan is
+// calibrated to that power spread over the template ("N W, ... within E % (M W over the ... untraced step"): M is
+// the counter's.
+void expect_calibrated_to_the_counters_power(const std::string& o) {
   const std::string anchor = "model calibrated to the measured ";
-  EXPECT_NE(o.find("read at two of its ticks: within ", o.find(anchor)), std::string::npos) << o;
-  const double bound = number_after(o, "read at two of its ticks: within ", anchor) / 100;
+  const std::size_t at = o.find(anchor);
+  ASSERT_NE(at, std::string::npos) << o;
+  const std::string line = o.substr(at, o.find('\n', at) - at);
+  EXPECT_NE(line.find("read at two of its ticks: within "), std::string::npos) << o;
+  const double bound = number_after(line, "read at two of its ticks: within ") / 100;
   EXPECT_GE(bound, 0) << o;
   EXPECT_LT(bound, 0.03) << o;
-  EXPECT_NEAR(watts, AutoEnv::kPowerW, AutoEnv::kPowerW * bound + 0.5) << o;  // + the line's rounding to 1 W
+  const double watts = line.find(" W over the ") != std::string::npos ? number_after(line, " % (")
+                                                                       : number_after(line, anchor);
+  // + the roundings of the bound (to 0.1 %) and of the power (to 1 W) in the line
+  EXPECT_NEAR(watts, AutoEnv::kPowerW, AutoEnv::kPowerW * (bound + 0.0005) + 0.5) << o;
 }
 
 TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
@@ -897,10 +905,16 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   // Every kernel's activity while collecting (nothing in the job's environment), none while the untraced step is
   // measured, then markers and sampled activity once planned; for a plan of one pair (see below) markers until it
   // is set and no sampled activity.
-  EXPECT_EQ(slurp(control), o.find("in-time guard: none: the plan is one clock pair") == std::string::npos
-                                ? "A 5000 0\nM 5000\nA 5000 200\n"
-                                : "A 5000 0\nM 5000\nM 0\n")
-      << o;
+  // A loaded machine can make the in-time guard fall back (2-core runs with 3 copies at once: at step 30, 76.9 %):
+  // from then on sampling stops and markers stop at the next anchor, as for a plan of one pair.
+  const std::string c = slurp(control);
+  if (o.find("in-time guard: none: the plan is one clock pair") != std::string::npos)
+    EXPECT_EQ(c, "A 5000 0\nM 5000\nM 0\n") << o;
+  else if (o.find("in-time guard: FELL BACK at step ") == std::string::npos)
+    EXPECT_EQ(c, "A 5000 0\nM 5000\nA 5000 200\n") << o;
+  else
+    EXPECT_TRUE(c == "A 5000 0\nM 5000\nA 5000 200\nA 5000 0\n" || c == "A 5000 0\nM 5000\nA 5000 200\nA 5000 0\nM 0\n")
+        << c << o;
   // The fake job runs as fast untraced (52.43 ms a step): the warm-up's timing holds. Only a machine load that
   // slowed the untraced run itself past the 4 % re-time bound may re-time it (a clean-clone CI run on 2 cores
   // measured 55.46 ms untraced against a 52.87 ms template); a template too short would show an untraced step
@@ -1080,7 +1094,7 @@ TEST(RunAuto, ATemplateAFewPercentLongerThanTheUntracedStepIsReTimed) {
   EXPECT_LT(untraced_ms, 56.0) << o;
   EXPECT_NEAR(j["period_us"].get<double>() / 1e3, untraced_ms, 0.01 * untraced_ms) << o;  // re-timed to it
   // Calibrated to the untraced run's own power over its own step (400 W, read at the counter's ticks).
-  expect_calibrated_to_the_counters_power(o, number_after(o, "model calibrated to the measured "));
+  expect_calibrated_to_the_counters_power(o);
 }
 
 // Where the in-time guard falls back to one clock pair, the plan has nothing left to time: the job is followed as
@@ -1291,7 +1305,9 @@ TEST(RunAuto, CalibratesToTheUntracedRunsMeasuredPower) {
   EXPECT_NE(o.find("W, from the NVML energy counter over "), std::string::npos) << o;
   EXPECT_NE(o.find(" s of the untraced run, read at two of its ticks: within "), std::string::npos) << o;
   auto j = nlohmann::json::parse(slurp(made));
-  expect_calibrated_to_the_counters_power(o, j["model"]["calibrated_to_power_w"].get<double>());
+  expect_calibrated_to_the_counters_power(o);
+  EXPECT_NEAR(j["model"]["calibrated_to_power_w"].get<double>(), number_after(o, "model calibrated to the measured "),
+              0.5);  // the line's figure, rounded to 1 W
   EXPECT_NE(o.find("MODELLED saving"), std::string::npos) << o;
 }
 
@@ -1318,7 +1334,7 @@ TEST(RunAuto, AKeptTemplateIsCalibratedToTheUntracedEnergyPerStep) {
   // The counter's power over the window (400 W, read at its ticks), then spread over the template's step:
   // exactly that power x untraced / traced.
   const double measured = number_after(o, " % (", "of the untraced run, read at two of its ticks: within ");
-  expect_calibrated_to_the_counters_power(o, measured);
+  expect_calibrated_to_the_counters_power(o);
   EXPECT_NEAR(number_after(o, "model calibrated to the measured "), measured * untraced / traced, 1.0) << o;
   EXPECT_NE(o.find(" J per step over the template's "), std::string::npos) << o;
 }
@@ -1349,7 +1365,7 @@ TEST(RunAuto, WithoutAnUntracedStepCalibratesToTheTracedStepsPower) {
   EXPECT_EQ(o.find("untraced step "), std::string::npos) << o;
   // Read at the counter's ticks at every detection attempt, as the untraced window's edges are.
   EXPECT_NE(o.find(" s of the traced steps, read at two of its ticks: within "), std::string::npos) << o;
-  expect_calibrated_to_the_counters_power(o, number_after(o, "model calibrated to the measured "));
+  expect_calibrated_to_the_counters_power(o);
   EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
 }
 
