@@ -1,7 +1,5 @@
 #include "monitor/counter_tick.hpp"
 
-#include <algorithm>
-
 namespace gearshift::monitor {
 
 std::optional<CounterAtTick> read_at_tick(const CounterSource& src, const TickWait& wait, std::string* error) {

@@ -28,38 +28,38 @@ RunEnergy::RunEnergy(unsigned nvml_index) : index_(nvml_index) {
   }
 }
 
-void RunEnergy::read(std::int64_t steady_ns, std::uint64_t steps) {
+std::optional<std::uint64_t> RunEnergy::read_mj() const {
   auto e = gpus_->devices[index_].total_energy_mj();
-  if (!e) return;  // one failed read: the previous one stands
-  if (first_ns_ < 0) first_ns_ = steady_ns, first_mj_ = e.value(), first_steps_ = steps;
-  last_ns_ = steady_ns, last_mj_ = e.value(), last_steps_ = steps;
+  if (!e) return std::nullopt;
+  return e.value();
+}
+
+void RunEnergy::read(std::int64_t steady_ns, std::uint64_t steps) {
+  const std::optional<std::uint64_t> mj = read_mj();
+  if (!mj) return;  // one failed read: the previous one stands
+  if (first_ns_ < 0) first_ns_ = steady_ns, first_mj_ = *mj, first_steps_ = steps;
+  last_ns_ = steady_ns, last_mj_ = *mj, last_steps_ = steps;
 }
 
 std::optional<CounterAtTick> RunEnergy::counter(bool at_tick) const {
   if (!gpus_) return std::nullopt;
-  const gpu::Device& d = gpus_->devices[index_];
-  CounterSource src{[&d]() -> std::optional<std::uint64_t> {
-                      auto e = d.total_energy_mj();
-                      if (!e) return std::nullopt;
-                      return e.value();
-                    },
-                    [] {
-                      return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-                    },
-                    [](Ns ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }};
-  if (at_tick) {
-    TickWait w;
-    w.period_ns = tick_ns_;
-    w.gap_ns = kTickReadGap.count();
-    w.max_wait_ns = kTickWaitPeriods * tick_ns_;
-    return read_at_tick(src, w);
+  auto now = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  if (!at_tick) {
+    const Ns t = now();
+    const std::optional<std::uint64_t> mj = read_mj();
+    if (!mj) return std::nullopt;
+    return CounterAtTick{t, tick_ns_, static_cast<double>(*mj) * 1e-3, false};
   }
-  const Ns t = src.now_ns();
-  const std::optional<std::uint64_t> mj = src.read_mj();
-  if (!mj) return std::nullopt;
-  return CounterAtTick{t, tick_ns_, static_cast<double>(*mj) * 1e-3, false};
+  const CounterSource src{[this] { return read_mj(); }, now,
+                          [](Ns ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }};
+  TickWait w;
+  w.period_ns = tick_ns_;
+  w.gap_ns = kTickReadGap.count();
+  w.max_wait_ns = kTickWaitPeriods * tick_ns_;
+  return read_at_tick(src, w);
 }
 
 void RunEnergy::on_live_event(std::int64_t steady_ns, std::uint64_t steps) {
@@ -74,7 +74,7 @@ void RunEnergy::on_live_event(std::int64_t steady_ns, std::uint64_t steps) {
 std::string RunEnergy::summary() const {
   if (!unavailable_.empty()) return "GPU energy not measured: " + unavailable_;
   if (first_ns_ < 0 || last_ns_ <= first_ns_ || last_mj_ < first_mj_ || last_steps_ <= first_steps_)
-    return fmt::format("GPU energy not measured: the runtime did not follow the job over two step starts at least "
+    return fmt::format("GPU energy not measured: the runtime did not follow the job over two step ends at least "
                        "{} ms apart once anchored (one counter read at each)",
                        kReadPeriod.count());
   const double j = static_cast<double>(last_mj_ - first_mj_) * 1e-3, s = static_cast<double>(last_ns_ - first_ns_) * 1e-9;

@@ -51,12 +51,13 @@ class RunEnergy {
   std::optional<CounterAtTick> counter(bool at_tick) const;
 
   // One line for the exit summary: energy, seconds and mean power from the first to the last read at a step's
-  // start, and J per step over the whole steps between them with its bound (one tick over the window); without J
+  // end, and J per step over the whole steps between them with its bound (one tick over the window); without J
   // per step and why over a window of which one tick is more than kMaxTickShare; "not measured" and why without
   // two reads.
   std::string summary() const;
 
  private:
+  std::optional<std::uint64_t> read_mj() const;  // the counter, mJ; nullopt on a failed read
   void read(std::int64_t steady_ns, std::uint64_t steps);
 
   std::optional<gpu::OpenedGpus> gpus_;

@@ -57,15 +57,14 @@ void ProgressControl::set_plan(const ClockPlan& kernels) {
   one_pair_ = pair_.has_value();
 }
 
-bool ProgressControl::fell_back_to_one_pair() {
-  if (one_pair_ || !fallback_) return false;
+void ProgressControl::fell_back_to_one_pair() {
+  if (one_pair_ || !fallback_) return;
   pair_ = fallback_;
   fell_back_ = true;
   one_pair_ = true;
   // The sampled windows measured the in-time fraction of changes inside the step; there are none now. Where the
   // job is followed by every kernel's activity (no other sign of progress), that stays: it is the anchor.
   if (sampling_ && !switched_ && !user_sampling_) sampling_stopped_ = send(feed::activity_command(kAuditPeriodNs, 0));
-  return true;
 }
 
 void ProgressControl::stop_markers() {

@@ -93,8 +93,8 @@ class ProgressControl {
   // activity (it is stopped now), markers stopped once anchored, and the feed turned off once the pair was
   // followed (turn_feed_off). Before, the job kept its markers, sampled windows and callbacks to its end for a
   // plan with nothing left to time (H200: Llama and gradient accumulation fell back at steps 58-81 of 137-230,
-  // session 19). Returns whether it changed anything.
-  bool fell_back_to_one_pair();
+  // session 19). A no-op after the first call, and for a plan without a fall-back.
+  void fell_back_to_one_pair();
 
   // Every feed event (the reader thread); `rt` is the live runtime or null (not yet planned). In markers and
   // sync mode the first anchor (synchronize, marker) while live starts the sampled windows; a live job that

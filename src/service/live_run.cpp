@@ -165,8 +165,9 @@ void LiveRun::on_event(const runtime::FeedProcess& p, const feed::FeedEvent& e) 
   }
 }
 
-// After each event the runtime took: J per step from the first step start after the plan began (its first anchor;
-// the default clocks ran before), and a plan of one pair's feed turned off once set and followed long enough.
+// After each event the runtime took: J per step from the first step end after the plan began (its first anchor;
+// the default clocks ran before), and a plan of one pair's feed (or the in-time guard's fall-back pair's) turned off
+// once set and followed long enough.
 void LiveRun::on_live_event(const runtime::LiveRuntime& rt) {
   if (!rt.anchored()) return;
   const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -179,7 +180,7 @@ void LiveRun::on_live_event(const runtime::LiveRuntime& rt) {
     pair_set_ns_ = now;
     pair_set_step_ = steps;
   }
-  // Two step starts at least since: a step whole within the energy counter's window.
+  // Two step ends at least since: a step whole within the energy counter's window.
   if (now - pair_set_ns_ >= o_.one_pair_follow_ns && steps >= pair_set_step_ + 2)
     progress_.turn_feed_off(steps, now - pair_set_ns_);
 }
