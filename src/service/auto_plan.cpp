@@ -599,6 +599,8 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
                     r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
                                                     r.calibration_source)
                                       : fmt::format("from {}", r.calibration_source)));  // --model (else refused above)
+    if (!r.activity_reading_note.empty())
+      say(o_.progress_sink, "gearshift run --auto: model: " + r.activity_reading_note);
     if (!o_.plan_output.empty()) {
       try {
         plan::write_plan_file(f, o_.plan_output);

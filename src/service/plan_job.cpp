@@ -85,6 +85,10 @@ gpu::GpuSpec spec_or_exit(const std::string& name) {
 plan::PlanFile plan_file_for(const PlanJobOptions& o, const PlanJobResult& r, const sim::StrategyResult& s);
 // Runs the in-time check on r's trace and takes its plan into r.chosen (service/plan_in_time.hpp).
 void check_plan_in_time(const PlanJobOptions& o, PlanJobResult& r, double switch_latency_ns);
+// Where the calibration put more in memory/uncore power than memory can draw, simulates the chosen plan with
+// that surplus read as SM activity (sim/power_attribution.hpp): a warning with its figures, or kModelRefused
+// when there the plan costs energy or breaks the budget (sim::refusal_in_reading).
+void check_the_other_reading(const PlanJobOptions& o, PlanJobResult& r, double measured_w);
 
 }  // namespace
 
@@ -228,7 +232,9 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                              fmt::format("{}", fmt::join(bound, "; "))));
     // The calibration's memory/uncore power is what is left of the measured power after the priors' SM power: far
     // above what the memory can draw, it stands for power the model misplaced (short gaps drawing more than idle,
-    // docs/benchmarks.md), which an SM-clock plan leaves alone but a memory-clock change would count as saved.
+    // kernels more active than their class priors, docs/benchmarks.md), which an SM-clock plan leaves alone but a
+    // memory-clock change would count as saved. check_the_other_reading simulates the plan with it read as SM
+    // activity.
     const double mem_bound = sim::kMaxMemoryShareOfBoard * spec.max_board_power_w;
     if (r.model->params().memory_w_at_max > mem_bound && spec.mem_clocks_mhz.size() > 1) {
       gpu::GpuSpec pinned = r.model->spec();
@@ -277,6 +283,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     throw ServiceError(Kind::kBadArgument, fmt::format("strategy '{}' was not evaluated (iteration, pass, kernel-local, "
                                                        "kernel-global, phase)", plan::to_string(o.strategy)));
   if (o.check_in_time && o.strategy == plan::Strategy::phase) check_plan_in_time(o, r, chosen_l_ns);
+  if (r.calibrated_to_w) check_the_other_reading(o, r, *r.calibrated_to_w);
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
@@ -317,6 +324,15 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                 {"calibrated_to_power_w", r.calibrated_to_w ? json(*r.calibrated_to_w) : json(nullptr)},
                 {"calibration_source", r.calibration_source}, {"gemm_cap_clock_source", r.gemm_clock_source}, {"low_confidence", !r.model_warnings.empty()},
                 {"warnings", r.model_warnings}};
+  if (r.activity_reading) {
+    const auto& a = *r.activity_reading;
+    json reading = {{"reached", a.reached}, {"memory_w_at_max", a.memory_w}, {"activity_factor", a.activity_factor},
+                    {"baseline_power_w", a.baseline_power_w}};
+    if (r.chosen_in_activity_reading)
+      reading["chosen_plan"] = {{"saving_pct", r.chosen_in_activity_reading->saving_pct},
+                                {"slowdown_pct", r.chosen_in_activity_reading->slowdown_pct}};
+    j["model"]["surplus_as_activity"] = reading;
+  }
   json arr = json::array();
   for (const auto& s : r.evaluation.strategies) {
     json e = {{"name", plan::to_string(s.schedule.strategy)},
@@ -496,6 +512,31 @@ void check_plan_in_time(const PlanJobOptions& o, PlanJobResult& r, double l_ns) 
       first.boundary_errors, taken.label(), taken.plan->sim.clock_changes, taken.plan->saving_pct,
       first.plan->saving_pct));
   r.chosen = taken.plan;
+}
+
+void check_the_other_reading(const PlanJobOptions& o, PlanJobResult& r, double measured_w) {
+  const double bound_w = sim::kMaxMemoryShareOfBoard * r.model->spec().max_board_power_w;
+  if (!(r.model->params().memory_w_at_max > bound_w) || !r.chosen->within_budget) return;
+  model::Workload w = r.workload;
+  model::DvfsModel m = *r.model;
+  const sim::SurplusAsActivity a = sim::place_surplus_as_activity(w, m, measured_w, bound_w);
+  r.activity_reading = a;
+  if (!a.reached) return;  // only the memory reading reproduces the measured power: it stands alone
+  const sim::PlanUnderReading p = sim::plan_under(w, m, r.chosen->schedule, r.chosen->switch_latency_ns);
+  r.chosen_in_activity_reading = p;
+  r.activity_reading_note = fmt::format(
+      "the calibration puts {:.0f} W in memory/uncore power, more than the {:.0f} W memory can draw; read instead "
+      "as SM activity (the non-GEMM kernels {:.2f} times as active as their class priors), the same measured "
+      "{:.0f} W gives the plan a MODELLED saving of {:.2f} % at {:.2f} % step time (in the memory reading, which "
+      "the figures above are: {:.2f} % at {:.2f} %)",
+      r.model->params().memory_w_at_max, bound_w, a.activity_factor, measured_w, p.saving_pct, p.slowdown_pct,
+      r.chosen->saving_pct, r.chosen->slowdown_pct);
+  if (const std::string why = sim::refusal_in_reading(p, o.max_slowdown); !why.empty())
+    throw ServiceError(Kind::kModelRefused,
+                       fmt::format("{}: no plan: one measured power cannot tell which reading is the GPU's, and in "
+                                   "one of them the plan {}: {}",
+                                   o.display_name, why, r.activity_reading_note));
+  r.warnings.push_back(r.activity_reading_note);
 }
 
 }  // namespace

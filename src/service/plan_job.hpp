@@ -14,6 +14,7 @@
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
 #include "service/plan_in_time.hpp"
+#include "sim/power_attribution.hpp"
 #include "sim/saving_range.hpp"
 #include "trace/iteration.hpp"
 #include "trace/step_variants.hpp"
@@ -89,6 +90,14 @@ struct PlanJobResult {
   std::vector<std::string> model_warnings;
   sim::Evaluation evaluation;
   const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
+  // Where the calibration put more in memory/uncore power than memory can draw (sim/power_attribution.hpp): that
+  // surplus read as SM activity instead (`reached` false: that reading cannot reproduce the measured power), the
+  // chosen plan simulated in it when it can, and both in words (also in `warnings`). The plan is the memory
+  // reading's: where that reading is impossible the calibration is refused, never planned in the other one (a
+  // reading made up to fit one number: a light-kernel step at 699 W planned in it saved a MODELLED 27 %).
+  std::optional<sim::SurplusAsActivity> activity_reading;
+  std::optional<sim::PlanUnderReading> chosen_in_activity_reading;
+  std::string activity_reading_note;
   // The chosen plan's error bars: its saving and step time under draws of the class priors' spread.
   sim::SavingRange range;
   // The in-time check's rungs (service/plan_in_time.hpp); `chosen` is its taken rung's plan when it ran.

@@ -1,0 +1,138 @@
+// Where the calibration puts more in memory/uncore power than memory can draw, the plan is also simulated with
+// that surplus read as SM activity (sim/power_attribution.hpp, service/plan_job.cpp).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "service/error.hpp"
+#include "service/plan_job.hpp"
+#include "trace/record.hpp"
+
+namespace gearshift::service {
+namespace {
+
+const std::string kGpt2 = std::string(GEARSHIFT_SHARED_DIR) + "/data/traces/gpt2_h200_trace.json.gz";
+
+PlanJobOptions gpt2_measured_at(double watts) {
+  PlanJobOptions o;
+  o.trace_path = kGpt2;
+  o.display_name = "gpt2";
+  o.gpu = "h200";
+  o.range_samples = 20;
+  o.measured_power = sim::MeasuredPower{watts, "a test's figure", 0};
+  return o;
+}
+
+// Steps of ten blocks, each a dense GEMM and nine kernels that the class priors know little of ("other":
+// activity 0.6, traffic 0.6), every kernel 50 µs, a 100 µs gap after each block, the fused AdamW update at the end:
+// drawing 699 W, the memory reading needs more memory/uncore power than the board holds with its SMs idle
+// (sim/tests/power_attribution_test.cpp has the same step as a workload).
+trace::Trace light_kernels_trace(int steps) {
+  trace::Trace t;
+  t.names = {"nvjet_sm90_gemm_qkv", "gather_scatter_kernel", "multi_tensor_apply_kernel<FusedAdamMathFunctor>"};
+  std::int64_t now = 1'000'000, corr = 1;
+  auto kernel = [&](std::uint32_t name_id, std::int64_t duration_ns) {
+    trace::OpRecord r;
+    r.name_id = name_id;
+    r.start_ns = now;
+    r.duration_ns = duration_ns;
+    r.stream = 7;
+    r.correlation = corr++;
+    r.launch_ns = now - 50'000;
+    t.ops.push_back(r);
+    now += duration_ns;
+  };
+  for (int s = 0; s < steps; ++s) {
+    for (int b = 0; b < 10; ++b) {
+      kernel(0, 50'000);
+      for (int k = 0; k < 9; ++k) kernel(1, 50'000);
+      now += 100'000;
+    }
+    for (int k = 0; k < 4; ++k) kernel(2, 50'000);
+    now += 100'000;
+  }
+  return t;
+}
+
+bool has_warning(const PlanJobResult& r, const std::string& part) {
+  for (const auto& w : r.warnings)
+    if (w.find(part) != std::string::npos) return true;
+  return false;
+}
+
+// 698 W on the GPT-2 trace (its meta says 646 W): the calibration puts 462 W in memory/uncore power. Read as SM
+// activity, the same plan saves more and slows less: the memory reading's figures, shown, are the lower ones.
+TEST(SurplusReading, ThePlanIsAlsoSimulatedWithTheSurplusReadAsSmActivity) {
+  if (!std::filesystem::exists(kGpt2)) GTEST_SKIP() << "../shared absent";
+  const PlanJobOptions o = gpt2_measured_at(698);
+  const PlanJobResult r = run_plan_job(o);
+  EXPECT_NEAR(r.model->params().memory_w_at_max, 462, 2);
+  ASSERT_TRUE(r.activity_reading);
+  EXPECT_TRUE(r.activity_reading->reached);
+  EXPECT_NEAR(r.activity_reading->activity_factor, 2.23, 0.05);
+  ASSERT_TRUE(r.chosen_in_activity_reading);
+  const auto& p = *r.chosen_in_activity_reading;
+  EXPECT_NEAR(r.chosen->saving_pct, 1.14, 0.05);
+  EXPECT_NEAR(p.saving_pct, 1.50, 0.05);
+  EXPECT_NEAR(p.slowdown_pct, 0.16, 0.03);
+  EXPECT_LE(r.chosen->slowdown_pct, 0.5);
+  // The plan and its model stay the memory reading's.
+  EXPECT_NEAR(r.model->params().memory_w_at_max, 462, 2);
+  EXPECT_TRUE(has_warning(r, "read instead as SM activity (the non-GEMM kernels 2.2"));
+  EXPECT_TRUE(has_warning(r, "MODELLED saving of 1.50 % at 0.16 % step time (in the memory reading, which the "
+                             "figures above are: 1.14 % at 0.45 %)"));
+  const nlohmann::json j = report_json(o, r);
+  const auto& a = j.at("model").at("surplus_as_activity");
+  EXPECT_TRUE(a.at("reached").get<bool>());
+  EXPECT_EQ(a.at("memory_w_at_max").get<double>(), 280);
+  EXPECT_NEAR(a.at("chosen_plan").at("saving_pct").get<double>(), p.saving_pct, 1e-12);
+}
+
+// At the trace's own 646 W the calibration's memory/uncore power (268 W) is within what memory draws: no other
+// reading, no warning.
+TEST(SurplusReading, NoneWhereMemoryCanDrawTheCalibratedPower) {
+  if (!std::filesystem::exists(kGpt2)) GTEST_SKIP() << "../shared absent";
+  const PlanJobOptions o = gpt2_measured_at(646);
+  const PlanJobResult r = run_plan_job(o);
+  EXPECT_LT(r.model->params().memory_w_at_max, 280);
+  EXPECT_FALSE(r.activity_reading);
+  EXPECT_FALSE(has_warning(r, "read instead as SM activity"));
+  EXPECT_FALSE(report_json(o, r).at("model").contains("surplus_as_activity"));
+}
+
+// Where the memory reading is impossible the calibration is refused, even when the other reading reaches the
+// measured power: a plan made in that reading alone (non-GEMM kernels 3 times as active as their priors, to fit
+// one number) saved a MODELLED 27 % on this step.
+TEST(SurplusReading, AnImpossibleMemoryReadingIsRefusedNotPlannedInTheOther) {
+  PlanJobOptions o = gpt2_measured_at(699);
+  o.trace_path.clear();
+  o.display_name = "light";
+  try {
+    plan_trace(o, light_kernels_trace(8));
+    FAIL() << "planned";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::Kind::kModelRefused);
+    EXPECT_NE(std::string(e.what()).find("light: no plan: the model cannot reproduce the measured power (699 W from a "
+                                         "test's figure): implausible: memory/uncore power 580 W"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Above the 700 W power limit neither reading reaches the power: refused as before.
+TEST(SurplusReading, APowerAboveTheLimitIsRefused) {
+  if (!std::filesystem::exists(kGpt2)) GTEST_SKIP() << "../shared absent";
+  EXPECT_THROW(run_plan_job(gpt2_measured_at(708)), ServiceError);
+}
+
+TEST(RefusalInReading, RefusesAPlanThatCostsEnergyOrBreaksTheBudgetThere) {
+  EXPECT_EQ(sim::refusal_in_reading({1.2, 0.50, 1e8}, 0.005), "");
+  EXPECT_EQ(sim::refusal_in_reading({1.2, 0.549, 1e8}, 0.005), "");  // within the 0.05 % tolerance
+  EXPECT_EQ(sim::refusal_in_reading({1.2, 0.56, 1e8}, 0.005), "breaks the step-time budget (0.56 % against 0.50 %)");
+  EXPECT_EQ(sim::refusal_in_reading({0.0, 0.1, 1e8}, 0.005), "costs energy (MODELLED saving 0.00 %)");
+  EXPECT_EQ(sim::refusal_in_reading({-0.3, 0.1, 1e8}, 0.005), "costs energy (MODELLED saving -0.30 %)");
+}
+
+}  // namespace
+}  // namespace gearshift::service

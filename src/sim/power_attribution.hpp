@@ -1,0 +1,58 @@
+// The other reading of power that the calibration could not place.
+//
+// calibrate_to_measured_power (sim/evaluate.hpp) reproduces one measured average power by moving the memory/
+// uncore term: what the class priors' SM power leaves of the measurement lands there. When that term is more
+// than memory can draw (kMaxMemoryShareOfBoard, sim/measurement.hpp), the surplus is power the model could not
+// place. It may follow the SM clock (kernels more active than their class priors say: torch.compile's fused
+// Triton kernels, H200 session 23) or not (uncore, short gaps). An SM-clock plan's saving and slowdown depend
+// on which, and one measured power cannot tell them apart. So the plan is also simulated with the surplus read
+// as SM activity: memory/uncore at the bound, the non-GEMM kernels' activity scaled by one factor (none above
+// a dense GEMM's, which the GEMM clock sag at the power cap fixes, as in sim/saving_range.hpp) until the
+// baseline reproduces the measured power again. A plan that keeps its budget under both readings is shown
+// with both savings; one that does not is refused (service/plan_job.cpp). Where the memory reading is
+// impossible (sim::implausible_calibration) the calibration is refused: no plan is made in the other reading alone,
+// a reading made up to fit one number (a step of light kernels at 699 W planned in it saved a MODELLED 27 %).
+#pragma once
+
+#include <string>
+
+#include "model/dvfs_model.hpp"
+#include "model/workload.hpp"
+#include "plan/schedule.hpp"
+
+namespace gearshift::sim {
+
+struct SurplusAsActivity {
+  bool reached = false;         // the scaled activities reproduce the measured power within 1 %
+  double memory_w = 0;          // memory/uncore power at full traffic in this reading, W (the bound)
+  double activity_factor = 0;   // factor on the non-GEMM kernels' activity (each capped at a dense GEMM's)
+  double baseline_power_w = 0;  // the reading's simulated baseline power at default clocks, W
+};
+
+// Rewrites `w` (non-GEMM activities, unsampled reference clocks) and `m` (power parameters: memory/uncore at
+// `memory_w` W, activity scale 1) into the reading where the power the calibrated `m` put above `memory_w` is
+// SM activity, so that the baseline reproduces `measured_w` W. `reached` is false when even every non-GEMM
+// kernel at a dense GEMM's activity stays below it (the power is not SM activity either). Throws
+// std::invalid_argument for a non-positive `measured_w` or a negative `memory_w`.
+SurplusAsActivity place_surplus_as_activity(model::Workload& w, model::DvfsModel& m, double measured_w,
+                                            double memory_w);
+
+struct PlanUnderReading {
+  double saving_pct = 0;    // (baseline energy - plan energy) / baseline energy · 100, both in the reading
+  double slowdown_pct = 0;  // (plan step time - baseline step time) / baseline step time · 100
+  double baseline_step_ns = 0;
+};
+
+// A plan in the other reading may slow the step a little more than the budget where a cap's discrete clocks move
+// its baseline: 0.05 % of step time, a tenth of the 0.5 % budget the device checks run at (docs/benchmarks.md).
+inline constexpr double kReadingSlowdownTolerance = 0.0005;
+
+// Why a plan must be refused for its figures in the other reading `p`: it costs energy there (saving <= 0) or
+// slows the step by more than `max_slowdown` (fraction) plus kReadingSlowdownTolerance. Empty when neither.
+std::string refusal_in_reading(const PlanUnderReading& p, double max_slowdown);
+
+// The plan `s` simulated at latency `switch_latency_ns` against the default clocks, both in the model (`w`, `m`).
+PlanUnderReading plan_under(const model::Workload& w, const model::DvfsModel& m, const plan::Schedule& s,
+                            double switch_latency_ns);
+
+}  // namespace gearshift::sim
