@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <map>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace gearshift::runtime {
 
@@ -27,13 +30,47 @@ std::optional<double> launches_per_step(const trace::Trace& t, const trace::Iter
   return static_cast<double>(launches.size()) / static_cast<double>(an.iterations.size() - 1);
 }
 
-UntracedStep::UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o)
-    : from_ns_(stop_ns + static_cast<std::int64_t>(o.settle_ns)), per_step_(launches_per_step), o_(o) {
+std::optional<std::string> step_anchor_name(const trace::Trace& t, const trace::IterationAnalysis& an) {
+  if (an.iterations.size() < 2) return std::nullopt;
+  // Per name: its launches in each whole step; a name that misses a step or repeats in one is out.
+  std::unordered_map<std::uint32_t, std::size_t> seen_in_step, steps_once;
+  std::unordered_set<std::uint32_t> out;
+  auto first = t.ops.begin();
+  for (const trace::Iteration& it : an.iterations) {
+    first = std::lower_bound(first, t.ops.end(), it.start_ns,
+                             [](const trace::OpRecord& r, std::int64_t s) { return r.start_ns < s; });
+    seen_in_step.clear();
+    for (auto r = first; r != t.ops.end() && r->start_ns < it.end_ns; ++r)
+      if (r->device == an.device && r->kind == trace::OpKind::kernel && r->graph_id == 0) ++seen_in_step[r->name_id];
+    for (const auto& [name, n] : seen_in_step)
+      if (n == 1) ++steps_once[name];
+      else out.insert(name);
+  }
+  std::optional<std::string> last;
+  std::int64_t last_start = -1;
+  const trace::Iteration& step = an.iterations.back();
+  for (auto r = std::lower_bound(t.ops.begin(), t.ops.end(), step.start_ns,
+                                 [](const trace::OpRecord& o, std::int64_t s) { return o.start_ns < s; });
+       r != t.ops.end() && r->start_ns < step.end_ns; ++r) {
+    const auto once = steps_once.find(r->name_id);
+    if (r->device != an.device || r->kind != trace::OpKind::kernel || r->graph_id != 0 || out.count(r->name_id) ||
+        once == steps_once.end() || once->second != an.iterations.size() || r->start_ns < last_start)
+      continue;
+    last = t.names[r->name_id];
+    last_start = r->start_ns;
+  }
+  return last;
+}
+
+UntracedStep::UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o, bool anchored)
+    : from_ns_(stop_ns + static_cast<std::int64_t>(o.settle_ns)), per_step_(launches_per_step), o_(o),
+      anchored_(anchored) {
   if (!(launches_per_step > 0)) throw std::invalid_argument("UntracedStep: launches per step must be positive");
 }
 
-void UntracedStep::add_launch(std::int64_t cpu_ns) {
+void UntracedStep::add_launch(std::int64_t cpu_ns, bool step_anchor) {
   if (cpu_ns < from_ns_ || times_.size() >= kMaxLaunches) return;  // memory stays bounded however long it waits
+  if (anchored_ && step_anchor) anchor_times_.push_back(cpu_ns);
   if (times_.empty() || cpu_ns < first_) first_ = cpu_ns;
   if (times_.empty() || cpu_ns > last_) last_ = cpu_ns;
   times_.push_back(cpu_ns);
@@ -43,12 +80,24 @@ void UntracedStep::add_sync(std::int64_t exit_ns) {
   if (exit_ns >= from_ns_ && syncs_.size() < kMaxLaunches) syncs_.push_back(exit_ns);
 }
 
+bool UntracedStep::anchored() const {
+  if (!anchored_) return false;
+  const double launches = static_cast<double>(times_.size());
+  if (launches < per_step_ * static_cast<double>(o_.min_steps)) return true;  // too early to judge
+  // Variants move launches per step by a tenth (Megatron-LM: 2,806 or 3,098); an anchor launched far less often
+  // or far more than once a step here is not this window's step.
+  const double per_anchor = launches / static_cast<double>(std::max<std::size_t>(1, anchor_times_.size()));
+  return per_anchor >= per_step_ / kAnchorSlack && per_anchor <= per_step_ * kAnchorSlack;
+}
+
 bool UntracedStep::done() const {
+  if (anchored()) return anchor_times_.size() > o_.min_steps && window_ns() >= o_.min_window_ns;
   return times_.size() > 1 && window_ns() >= o_.min_window_ns &&
          static_cast<double>(times_.size() - 1) >= per_step_ * static_cast<double>(o_.min_steps);
 }
 
 double UntracedStep::period_ns() const {
+  if (anchored()) return period_by_anchors_ns();
   const std::size_t k = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(per_step_)));
   if (times_.size() <= k) return 0;
   // The feed sends each launching thread's launches in batches (PyTorch launches the backward pass from its
@@ -96,6 +145,67 @@ double UntracedStep::period_ns() const {
   spans.reserve(t.size() - span);
   for (std::size_t i = 0; i + span < t.size(); ++i) spans.push_back(t[i + span] - t[i]);
   return static_cast<double>(median_of(spans)) * per_step_ / static_cast<double>(span);
+}
+
+double UntracedStep::period_by_anchors_ns() const {
+  // In time order, each launch marked when it is the anchor's; the window's last tenth left out as above.
+  std::vector<std::pair<std::int64_t, bool>> t;
+  t.reserve(times_.size());
+  {
+    std::vector<std::int64_t> a = anchor_times_;
+    std::sort(a.begin(), a.end());
+    std::vector<std::int64_t> all = times_;
+    std::sort(all.begin(), all.end());
+    auto next = a.begin();
+    for (const std::int64_t x : all) {
+      const bool anchor = next != a.end() && *next == x;
+      if (anchor) ++next;
+      t.emplace_back(x, anchor);
+    }
+  }
+  const std::int64_t cut = last_ - (last_ - first_) / 10;
+  t.erase(std::upper_bound(t.begin(), t.end(), std::make_pair(cut, true)), t.end());
+  std::vector<std::int64_t> anchors;
+  std::vector<std::size_t> steps_before(t.size() + 1, 0), since_anchor(t.size(), 0);
+  std::size_t last_anchor = t.size();  // none yet
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    steps_before[i] = anchors.size();
+    since_anchor[i] = last_anchor == t.size() ? 0 : i - last_anchor;
+    if (t[i].second) anchors.push_back(t[i].first), last_anchor = i;
+  }
+  if (anchors.size() < 3) return 0;
+  const double per_step = static_cast<double>(t.size()) / static_cast<double>(anchors.size());
+  const auto tol = static_cast<std::size_t>(std::max(1.0, 0.005 * per_step));
+  // Launches right after a synchronize, as above; two at the same place in their steps (launches since the
+  // anchor launch before each) are whole steps apart whatever variants the steps between ran.
+  std::vector<std::int64_t> y = syncs_;
+  std::sort(y.begin(), y.end());
+  std::map<std::size_t, std::size_t> earliest;  // launches since the anchor -> the earliest such point (index)
+  std::size_t best_m = 0;
+  std::vector<double> periods;
+  std::size_t prev = t.size();
+  for (const std::int64_t s : y) {
+    const auto b = static_cast<std::size_t>(
+        std::upper_bound(t.begin(), t.end(), std::make_pair(s, true)) - t.begin());
+    if (b >= t.size() || b == prev || steps_before[b] == 0) continue;
+    prev = b;
+    const std::size_t off = since_anchor[b];
+    for (auto it = earliest.lower_bound(off > tol ? off - tol : 0); it != earliest.end() && it->first <= off + tol;
+         ++it) {
+      const std::size_t a = it->second, m = steps_before[b] - steps_before[a];
+      if (m < 2 || m < best_m) continue;
+      if (m > best_m) best_m = m, periods.clear();
+      periods.push_back(static_cast<double>(t[b].first - t[a].first) / static_cast<double>(m));
+    }
+    earliest.emplace(off, b);  // kept only when the first at this place
+  }
+  if (best_m >= 2) return median_of(periods);
+  // No whole steps between synchronizes: spans of half the window's anchor launches.
+  const std::size_t k = std::max<std::size_t>(1, (anchors.size() - 1) / 2);
+  std::vector<double> spans;
+  for (std::size_t i = 0; i + k < anchors.size(); ++i)
+    spans.push_back(static_cast<double>(anchors[i + k] - anchors[i]) / static_cast<double>(k));
+  return median_of(spans);
 }
 
 }  // namespace gearshift::runtime

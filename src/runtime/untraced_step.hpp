@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "trace/iteration.hpp"
@@ -25,6 +26,14 @@ namespace gearshift::runtime {
 // start to the last step's start, over the steps between; a CUDA graph launch counts once). nullopt with fewer
 // than two steps or no op with a correlation id.
 std::optional<double> launches_per_step(const trace::Trace& t, const trace::IterationAnalysis& an);
+
+// A kernel that marks the job's steps by its launches: one launched exactly once in every detected whole step
+// of `an` (on its device; not a CUDA graph's kernel, whose launch names the graph), the last such in the step;
+// its name as the launch feed names it. nullopt when no kernel is. Launches per step vary where the steps come
+// in variants (trace/step_variants.hpp): Megatron-LM's iterations launch 2,806 kernels, or 3,098 when they
+// clip their gradients, which its early iterations do more often. Counted by launches per step, the untraced
+// window's clipping iterations measured 247.9 ms against Megatron's own 263-270 ms (H200, session 24).
+std::optional<std::string> step_anchor_name(const trace::Trace& t, const trace::IterationAnalysis& an);
 
 struct UntracedStepOptions {
   double settle_ns = 300e6;      // launches this soon after recording was asked to stop are not counted, ns
@@ -41,15 +50,18 @@ class UntracedStep {
   static constexpr std::size_t kMaxLaunches = std::size_t{1} << 22;  // launches kept at most (32 MiB)
   // `stop_ns`: when the job was asked to stop recording (the launch clock, CLOCK_MONOTONIC ns);
   // `launches_per_step` > 0.
-  UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o = {});
+  // `anchored`: the caller marks each launch of the step's anchor kernel (step_anchor_name), and steps are
+  // counted by those launches, not by `launches_per_step`.
+  UntracedStep(std::int64_t stop_ns, double launches_per_step, UntracedStepOptions o = {}, bool anchored = false);
 
-  void add_launch(std::int64_t cpu_ns);
+  // `step_anchor`: the launch is of the step's anchor kernel (only read when anchored).
+  void add_launch(std::int64_t cpu_ns, bool step_anchor = false);
   // A synchronize of the job returned at `exit_ns`: the launch after it finds the CPU caught up with the GPU.
   // A job whose CPU runs ahead launches several steps in a burst and then waits in its synchronize (measured:
   // torch.compile's CUDA-graph steps launched at 7 ms per 20.8 ms step, loss.item() every 10 steps), so its
   // launch rate is its step rate only between such points that are whole steps apart.
   void add_sync(std::int64_t exit_ns);
-  // Whether enough launches were counted for period_ns().
+  // Whether enough launches (anchored: steps of anchor launches) were counted for period_ns().
   bool done() const;
   // The untraced step, ns. Between two launches right after synchronizes that lie a whole number m >= 2 of
   // steps of launches apart (the widest m; median over its pairs): their time over m. Whole steps matter: a step
@@ -57,8 +69,16 @@ class UntracedStep {
   // the first and last of its 444 synchronizes per step, wherever they fell in it, measured 237.8 ms for a
   // 265 ms iteration (H200, docs/benchmarks.md). Otherwise the median span of half the window's steps of
   // launches in time order. The window's last tenth is left out either way (another thread's launches may not
-  // have arrived); 0 before enough launches were counted.
+  // have arrived); 0 before enough launches were counted. Anchored, "whole steps apart" is two such launches at
+  // the same number of launches (within 0.5 % of a step's) after the anchor launch before each, m the anchor
+  // launches between them; else the median span of half the window's anchor launches over their count.
   double period_ns() const;
+  // Whether steps are counted by the anchor kernel: it was asked for, and once a window's worth of steps was
+  // launched, the launches per anchor launch are within kAnchorSlack times the traced launches per step (else
+  // the anchor is not once a step here, and the launches count the steps).
+  bool anchored() const;
+  static constexpr double kAnchorSlack = 1.5;
+  std::size_t anchors() const { return anchor_times_.size(); }
   std::uint64_t counted() const { return times_.size(); }
   double window_ns() const { return times_.size() > 1 ? static_cast<double>(last_ - first_) : 0; }
 
@@ -69,6 +89,9 @@ class UntracedStep {
   std::vector<std::int64_t> times_;  // launch times counted, arrival order (not time order: several threads)
   std::int64_t first_ = 0, last_ = 0;  // earliest and latest of them
   std::vector<std::int64_t> syncs_;     // synchronize returns after the settle time
+  bool anchored_ = false;
+  std::vector<std::int64_t> anchor_times_;  // the anchor kernel's launch times among times_
+  double period_by_anchors_ns() const;
 };
 
 }  // namespace gearshift::runtime

@@ -65,6 +65,11 @@ std::string in_time_guard_line(const sim::StrategyResult* one, const model::Cloc
           : std::string("the default clocks: no one-pair plan fits the budget"));
 }
 
+// A kernel's name for one line of output: its first 60 characters (templated names run to thousands).
+std::string short_kernel_name(const std::string& name) {
+  return name.size() <= 60 ? name : name.substr(0, 57) + "...";
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -80,6 +85,7 @@ struct AutoPlanner::Candidate {
   double traced_period_ns = 0;  // the template's step (what the runtime's offsets time), ns
   std::int64_t stop_ns = 0;     // when the job was asked to stop recording (CLOCK_MONOTONIC), ns
   double launches_per_step = 0;  // in the traced steps (runtime::launches_per_step)
+  std::string anchor;            // the kernel whose launches count the steps (runtime::step_anchor_name); "": none
   runtime::UntracedStep meter;
   std::int64_t energy_from_ns = -1;        // when the energy counter was first read after the settle time, ns
   std::optional<monitor::CounterAtTick> energy_from;  // that reading
@@ -127,7 +133,8 @@ void AutoPlanner::add(std::uint32_t source, const feed::FeedEvent& e) {
   std::lock_guard<std::mutex> g(mu_);
   if (state_ == State::measuring) {
     if (cand_ && source == cand_->source) {
-      if (e.kind == feed::FeedEvent::Kind::launch) cand_->meter.add_launch(e.cpu_ns);
+      if (e.kind == feed::FeedEvent::Kind::launch)
+        cand_->meter.add_launch(e.cpu_ns, !cand_->anchor.empty() && e.name == cand_->anchor);
       if (e.kind == feed::FeedEvent::Kind::sync) cand_->meter.add_sync(e.gpu_end_ns);
     } else if (cand_ && e.kind == feed::FeedEvent::Kind::launch && on_run_gpu_(source)) {
       ++cand_->others_launches;
@@ -427,9 +434,13 @@ AutoPlanner::Outcome AutoPlanner::measure(std::unique_ptr<PlanJobResult> r, Plan
     }
   }
   const std::int64_t stop = runtime::monotonic_ns();
+  // Steps are counted by a kernel launched once in each, where one is: launches per step vary with the steps'
+  // variants (runtime/untraced_step.hpp).
+  std::string anchor = runtime::step_anchor_name(r->trace, r->iterations).value_or("");
+  const bool anchored = !anchor.empty();
   auto c = std::unique_ptr<Candidate>(
-      new Candidate{std::move(r), po, source, traced_period_ns, stop, *per_step,
-                    runtime::UntracedStep(stop, *per_step, o_.untraced), -1, std::nullopt, 0});
+      new Candidate{std::move(r), po, source, traced_period_ns, stop, *per_step, std::move(anchor),
+                    runtime::UntracedStep(stop, *per_step, o_.untraced, anchored), -1, std::nullopt, 0});
   {
     std::lock_guard<std::mutex> g(mu_);
     cand_ = std::move(c);
@@ -471,9 +482,13 @@ AutoPlanner::Outcome AutoPlanner::measured() {
   const double pu = m.period_ns(), pt = c->traced_period_ns;
   const double off = pu / pt - 1;
   const std::string line =
-      fmt::format("untraced step {:.2f} ms ({} launches in {:.2f} s after recording stopped), traced template "
-                  "{:.2f} ms ({:+.1f} %)",
-                  pu / 1e6, m.counted(), m.window_ns() * 1e-9, pt / 1e6, 100 * off);
+      fmt::format("untraced step {:.2f} ms ({} launches in {:.2f} s after recording stopped, {}), traced "
+                  "template {:.2f} ms ({:+.1f} %)",
+                  pu / 1e6, m.counted(), m.window_ns() * 1e-9,
+                  m.anchored() ? fmt::format("steps counted by the {} launches of {}, once in each traced step",
+                                             m.anchors(), short_kernel_name(c->anchor))
+                               : fmt::format("steps counted as {:.0f} launches each, as traced", c->launches_per_step),
+                  pt / 1e6, 100 * off);
   // Recording every kernel can only slow a job, so an untraced step longer than the traced one is the job's own
   // slow stretch (H200, gradient checkpointing: 172.3 ms untraced against 154.5 ms traced and the job's own
   // 155-158 ms; re-timed to it, its phases missed: 85 % in time). Measured once more; a second window as long
@@ -486,7 +501,7 @@ AutoPlanner::Outcome AutoPlanner::measured() {
                                       line));
     c->measured_again = true;
     c->stop_ns = runtime::monotonic_ns() - static_cast<std::int64_t>(o_.untraced.settle_ns);  // no settle needed now
-    c->meter = runtime::UntracedStep(c->stop_ns, c->launches_per_step, o_.untraced);
+    c->meter = runtime::UntracedStep(c->stop_ns, c->launches_per_step, o_.untraced, !c->anchor.empty());
     c->energy_from_ns = -1;
     c->energy_from.reset();
     c->po.measured_power.reset();

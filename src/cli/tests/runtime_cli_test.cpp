@@ -1050,6 +1050,8 @@ TEST(RunAuto, PlansForTheUntracedStepWhenRecordingSlowedTheWarmUp) {
   const double traced = number_after(o, "live check passed: modelled step ");
   EXPECT_NEAR(traced, 52.43 + 22.6, 2.0) << o;  // ms: 113 kernels x 0.2 ms more
   EXPECT_NEAR(number_after(o, "untraced step "), 52.43, 3.0) << o;  // a loaded 2-core machine slows the fake job by up to ~1.5 ms
+  // Counted by the launches of the fake job's one loss kernel per step (runtime::step_anchor_name).
+  EXPECT_NE(o.find(" launches of cross_entropy_loss_kernel, once in each traced step), traced template"), std::string::npos) << o;
   EXPECT_NE(o.find(": the template's idle time re-timed by 0."), std::string::npos) << o;
   EXPECT_NEAR(number_after(o, "re-timed template: modelled step "), 52.43, 3.0) << o;
   auto j = nlohmann::json::parse(slurp(made));

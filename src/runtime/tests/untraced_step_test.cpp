@@ -92,18 +92,21 @@ TEST(UntracedStep, ManySynchronizesPerUnevenStepCountWholeSteps) {
   o.settle_ns = 0;
   o.min_window_ns = 0;
   o.min_steps = 1;
-  UntracedStep u(0, 100, o);
   auto launch_time = [](int s, int k) -> std::int64_t {
     return s * 1000 + (k < 20 ? k * 45 : 900 + (k - 20) * 100 / 80);  // 20 launches in 900 ns, 80 in 100 ns
   };
-  for (int s = 0; s < 9; ++s)
-    for (int k = 0; k < 100; ++k) {
-      u.add_launch(launch_time(s, k));
-      if (k % 10 == 9) u.add_sync(launch_time(s, k) + 1);
-    }
-  for (int k = 0; k < 60; ++k) u.add_launch(9000 + (k < 20 ? k * 45 : 900 + (k - 20) * 100 / 80));
-  u.add_launch(10'200);  // the window's last tenth, cut
-  EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
+  for (const bool anchored : {false, true}) {  // anchored: the step's last launch is its anchor kernel
+    UntracedStep u(0, 100, o, anchored);
+    for (int s = 0; s < 9; ++s)
+      for (int k = 0; k < 100; ++k) {
+        u.add_launch(launch_time(s, k), k == 99);
+        if (k % 10 == 9) u.add_sync(launch_time(s, k) + 1);
+      }
+    for (int k = 0; k < 60; ++k) u.add_launch(9000 + (k < 20 ? k * 45 : 900 + (k - 20) * 100 / 80));
+    u.add_launch(10'200);  // the window's last tenth, cut
+    EXPECT_EQ(u.anchored(), anchored);
+    EXPECT_DOUBLE_EQ(u.period_ns(), 1000) << anchored;
+  }
 }
 
 // Megatron-LM on an H200 logs every 10th iteration, which takes longer; a window of 8 steps measured 248.7 ms
@@ -174,6 +177,128 @@ TEST(UntracedStep, LaunchesPerStepCountsGraphLaunchesOnce) {
   EXPECT_DOUBLE_EQ(*n, 3);
   an.iterations.resize(1);
   EXPECT_FALSE(launches_per_step(t, an).has_value());
+}
+
+// Megatron-LM's iterations launch 2,806 kernels, or 3,098 when they clip their gradients (H200, session 24): the
+// traced steps' launches per step were not the untraced window's. Here: 1000 ns steps of 100 launches, every
+// other one with a block of 30 more in its middle, a synchronize at each step's end, 100 launches per step
+// counted in the traced steps. By launches the step measures 100/115 of itself; by the anchor kernel (the
+// step's last launch), the step.
+TEST(UntracedStep, StepsCountedByTheirAnchorKernelWhateverVariantsTheyRun) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 0;
+  o.min_steps = 16;
+  auto measure = [&](bool anchored) {
+    UntracedStep u(0, 100, o, anchored);
+    for (int s = 0; !u.done() || s < 24; ++s) {
+      const int n = s % 2 ? 130 : 100;
+      for (int k = 0; k < n; ++k) u.add_launch(s * 1000 + k * 900 / n, k == n - 1);
+      u.add_sync(s * 1000 + 950);
+    }
+    return u.period_ns();
+  };
+  EXPECT_DOUBLE_EQ(measure(true), 1000);
+  EXPECT_LT(measure(false), 900);
+}
+
+TEST(UntracedStep, AnchoredNeedsEnoughAnchorLaunches) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 0;
+  o.min_steps = 4;
+  UntracedStep u(0, 10, o, true);
+  EXPECT_TRUE(u.anchored());
+  for (int i = 0; i < 30; ++i) u.add_launch(i * 100, i % 10 == 9);  // three steps of launches
+  EXPECT_FALSE(u.done());  // 3 anchors: 2 steps between them
+  EXPECT_EQ(u.period_ns(), 0);
+  for (int i = 30; i < 50; ++i) u.add_launch(i * 100, i % 10 == 9);
+  EXPECT_TRUE(u.done());
+  EXPECT_TRUE(u.anchored());
+  EXPECT_EQ(u.anchors(), 5u);
+  EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
+}
+
+// An anchor kernel that this window does not launch once a step (never, here) gives way to counting launches:
+// not waiting for anchors that do not come.
+TEST(UntracedStep, AnAnchorNotLaunchedOnceAStepGivesWayToLaunches) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 0;
+  o.min_steps = 4;
+  UntracedStep u(0, 10, o, true);
+  for (int i = 0; i < 39; ++i) u.add_launch(i * 100, false);
+  EXPECT_TRUE(u.anchored());  // fewer than 4 steps of launches: too early to judge
+  EXPECT_FALSE(u.done());
+  for (int i = 39; i < 81; ++i) u.add_launch(i * 100, false);
+  EXPECT_FALSE(u.anchored());
+  EXPECT_TRUE(u.done());
+  EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
+  // Twice a step is as far off.
+  UntracedStep v(0, 10, o, true);
+  for (int i = 0; i < 81; ++i) v.add_launch(i * 100, i % 5 == 4);
+  EXPECT_FALSE(v.anchored());
+  EXPECT_DOUBLE_EQ(v.period_ns(), 1000);
+}
+
+// CUDA graphs' run-ahead (as in ACpuThatRunsAheadCountsOverWholeSynchronizeCycles), counted by anchors: whole
+// synchronize cycles give the GPU's step; without synchronizes, spans of half the window's anchor launches.
+TEST(UntracedStep, AnchoredCpuThatRunsAhead) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 0;
+  o.min_steps = 1;
+  UntracedStep u(0, 5, o, true), v(0, 5, o, true);
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    const std::int64_t t0 = cycle * 10'000;
+    for (int s = 0; s < 10; ++s)
+      for (int k = 0; k < 5; ++k) {
+        u.add_launch(t0 + s * 50 + k * 10, k == 4);
+        v.add_launch(t0 + s * 50 + k * 10, k == 4);
+      }
+    u.add_sync(t0 + 9'990);
+  }
+  u.add_launch(80'000);
+  v.add_launch(80'000);
+  EXPECT_DOUBLE_EQ(u.period_ns(), 1000);
+  EXPECT_NEAR(v.period_ns(), 1000, 150);
+}
+
+trace::OpRecord kernel(std::uint32_t name, std::int64_t start) {
+  trace::OpRecord op;
+  op.name_id = name;
+  op.start_ns = start;
+  op.duration_ns = 5;
+  return op;
+}
+
+// Steps of: A, B, B, C, D (D missing in the second step), E launched in a graph, F; F is the step's last kernel
+// launched once in every step, so it is the anchor. A variant's block that repeats F in one step rules F out.
+TEST(StepAnchorName, TheLastKernelLaunchedOnceInEveryStep) {
+  trace::Trace t;
+  t.names = {"A", "B", "C", "D", "E", "F"};
+  trace::IterationAnalysis an;
+  for (int s = 0; s < 3; ++s) {
+    const std::int64_t b = s * 100;
+    t.ops.push_back(kernel(0, b));
+    t.ops.push_back(kernel(1, b + 10));
+    t.ops.push_back(kernel(1, b + 20));
+    t.ops.push_back(kernel(2, b + 30));
+    if (s != 1) t.ops.push_back(kernel(3, b + 40));
+    trace::OpRecord e = kernel(4, b + 50);
+    e.graph_id = 3;
+    t.ops.push_back(e);
+    t.ops.push_back(kernel(5, b + 60));
+    trace::Iteration it;
+    it.start_ns = b;
+    it.end_ns = b + 100;
+    an.iterations.push_back(it);
+  }
+  EXPECT_EQ(step_anchor_name(t, an), "F");
+  t.ops.insert(t.ops.begin() + 8, kernel(5, 105));  // the second step runs F twice
+  EXPECT_EQ(step_anchor_name(t, an), "C");
+  an.iterations.resize(1);
+  EXPECT_EQ(step_anchor_name(t, an), std::nullopt);
 }
 
 }  // namespace
