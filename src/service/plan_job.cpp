@@ -85,6 +85,11 @@ gpu::GpuSpec spec_or_exit(const std::string& name) {
 plan::PlanFile plan_file_for(const PlanJobOptions& o, const PlanJobResult& r, const sim::StrategyResult& s);
 // Runs the in-time check on r's trace and takes its plan into r.chosen (service/plan_in_time.hpp).
 void check_plan_in_time(const PlanJobOptions& o, PlanJobResult& r, double switch_latency_ns);
+// The calibration's memory reading is impossible (`why`): where the surplus above `memory_bound_w`, read as SM
+// activity, reproduces `measured_w` with the non-GEMM kernels' activity within the class priors' measured spread,
+// r's workload and model become that reading's and `why` is cleared; else `why` says why not.
+void plan_in_activity_reading(PlanJobResult& r, double measured_w, double memory_bound_w,
+                              std::vector<std::string>& why);
 // Where the calibration put more in memory/uncore power than memory can draw, simulates the chosen plan with
 // that surplus read as SM activity (sim/power_attribution.hpp): a warning with its figures, or kModelRefused
 // when there the plan costs energy or breaks the budget (sim::refusal_in_reading).
@@ -218,11 +223,21 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     sim::calibrate_to_measured_power(r.workload, *r.model, measured->average_power_w);
     r.calibrated_to_w = measured->average_power_w;
     r.calibration_source = measured->source;
+    // The calibration's memory/uncore power is what is left of the measured power after the priors' SM power: far
+    // above what the memory can draw, it stands for power the model misplaced (short gaps drawing more than idle,
+    // kernels more active than their class priors, docs/benchmarks.md), which an SM-clock plan leaves alone but a
+    // memory-clock change would count as saved. check_the_other_reading simulates the plan with it read as SM
+    // activity; where the memory reading is impossible, the plan is made in that other reading when it fits
+    // (plan_in_activity_reading).
+    const double mem_bound = sim::kMaxMemoryShareOfBoard * spec.max_board_power_w;
+    const double fitted_mem_w = r.model->params().memory_w_at_max;
+    auto bound = sim::calibration_bound_warnings(*r.model);
+    for (auto& why : sim::implausible_calibration(*r.model)) bound.push_back("implausible: " + why);
+    if (!bound.empty() && fitted_mem_w > mem_bound)
+      plan_in_activity_reading(r, measured->average_power_w, mem_bound, bound);
     // A fit that ends at its bound means no parameter of the model reproduces the measured power: every energy
     // figure after it would be the bound's, not the job's (measured: a traced step 69 % longer than the untraced
     // run it was calibrated to). Refuse rather than print savings of a model that does not fit.
-    auto bound = sim::calibration_bound_warnings(*r.model);
-    for (auto& why : sim::implausible_calibration(*r.model)) bound.push_back("implausible: " + why);
     if (!bound.empty())
       throw ServiceError(Kind::kModelRefused,
                  fmt::format("{}: no plan: the model cannot reproduce the measured power ({} from {}): {}. Where the "
@@ -230,13 +245,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                              "it with `gearshift trace`; --no-calibrate plans with the uncalibrated class priors",
                              o.display_name, fmt::format("{:.0f} W", measured->average_power_w), measured->source,
                              fmt::format("{}", fmt::join(bound, "; "))));
-    // The calibration's memory/uncore power is what is left of the measured power after the priors' SM power: far
-    // above what the memory can draw, it stands for power the model misplaced (short gaps drawing more than idle,
-    // kernels more active than their class priors, docs/benchmarks.md), which an SM-clock plan leaves alone but a
-    // memory-clock change would count as saved. check_the_other_reading simulates the plan with it read as SM
-    // activity.
-    const double mem_bound = sim::kMaxMemoryShareOfBoard * spec.max_board_power_w;
-    if (r.model->params().memory_w_at_max > mem_bound && spec.mem_clocks_mhz.size() > 1) {
+    if (fitted_mem_w > mem_bound && spec.mem_clocks_mhz.size() > 1) {
       gpu::GpuSpec pinned = r.model->spec();
       pinned.mem_clocks_mhz = {pinned.default_mem_clock_mhz};
       const model::PowerParams p = r.model->params();
@@ -246,7 +255,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
           "memory clock kept at its default {} MHz: the calibration puts {:.0f} W in memory/uncore power, more than "
           "the {:.0f} W ({:.0f} % of the board) memory can draw, so a memory-clock saving would rest on power the "
           "model cannot place",
-          pinned.default_mem_clock_mhz, p.memory_w_at_max, mem_bound, 100 * sim::kMaxMemoryShareOfBoard));
+          pinned.default_mem_clock_mhz, fitted_mem_w, mem_bound, 100 * sim::kMaxMemoryShareOfBoard));
     }
   } else if (!no_power.empty()) {
     r.calibration_source = "uncalibrated: " + no_power;
@@ -326,8 +335,8 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                 {"warnings", r.model_warnings}};
   if (r.activity_reading) {
     const auto& a = *r.activity_reading;
-    json reading = {{"reached", a.reached}, {"memory_w_at_max", a.memory_w}, {"activity_factor", a.activity_factor},
-                    {"baseline_power_w", a.baseline_power_w}};
+    json reading = {{"reached", a.reached}, {"memory_w_at_max", a.memory_w}, {"sigmas", a.sigmas},
+                    {"baseline_power_w", a.baseline_power_w}, {"planned_in", r.planned_in_activity_reading}};
     if (r.chosen_in_activity_reading)
       reading["chosen_plan"] = {{"saving_pct", r.chosen_in_activity_reading->saving_pct},
                                 {"slowdown_pct", r.chosen_in_activity_reading->slowdown_pct}};
@@ -514,9 +523,40 @@ void check_plan_in_time(const PlanJobOptions& o, PlanJobResult& r, double l_ns) 
   r.chosen = taken.plan;
 }
 
+void plan_in_activity_reading(PlanJobResult& r, double measured_w, double memory_bound_w,
+                              std::vector<std::string>& why) {
+  model::Workload w = r.workload;
+  model::DvfsModel m = *r.model;
+  const sim::SurplusAsActivity a = sim::place_surplus_as_activity(w, m, measured_w, memory_bound_w);
+  r.activity_reading = a;
+  std::vector<std::string> still = sim::calibration_bound_warnings(m);
+  for (auto& s : sim::implausible_calibration(m)) still.push_back("implausible: " + s);
+  if (!a.reached || !still.empty()) {
+    why.push_back(
+        !a.reached
+            ? fmt::format("nor is it reached with that power read as SM activity (memory/uncore at the {:.0f} W memory "
+                          "can draw): the non-GEMM kernels' activity raised by {:g} standard deviations of their class "
+                          "priors' measured error gives {:.0f} W",
+                          memory_bound_w, sim::kMaxReadingSigmas, a.baseline_power_w)
+            : fmt::format("read as SM activity instead: {}", fmt::join(still, "; ")));
+    return;
+  }
+  r.activity_reading_note = fmt::format(
+      "the calibration's reading of the measured {:.0f} W is impossible ({}); planned in the other reading: "
+      "memory/uncore power {:.0f} W (the most memory can draw), the non-GEMM kernels' activity raised by {:.2f} "
+      "standard deviations of their class priors' measured error (at most {:g}; none above a dense GEMM's)",
+      measured_w, fmt::join(why, "; "), memory_bound_w, a.sigmas, sim::kMaxReadingSigmas);
+  r.warnings.push_back(r.activity_reading_note);
+  r.planned_in_activity_reading = true;
+  r.workload = std::move(w);
+  r.model.emplace(std::move(m));
+  why.clear();
+}
+
 void check_the_other_reading(const PlanJobOptions& o, PlanJobResult& r, double measured_w) {
   const double bound_w = sim::kMaxMemoryShareOfBoard * r.model->spec().max_board_power_w;
-  if (!(r.model->params().memory_w_at_max > bound_w) || !r.chosen->within_budget) return;
+  if (r.planned_in_activity_reading || !(r.model->params().memory_w_at_max > bound_w) || !r.chosen->within_budget)
+    return;
   model::Workload w = r.workload;
   model::DvfsModel m = *r.model;
   const sim::SurplusAsActivity a = sim::place_surplus_as_activity(w, m, measured_w, bound_w);
@@ -526,10 +566,11 @@ void check_the_other_reading(const PlanJobOptions& o, PlanJobResult& r, double m
   r.chosen_in_activity_reading = p;
   r.activity_reading_note = fmt::format(
       "the calibration puts {:.0f} W in memory/uncore power, more than the {:.0f} W memory can draw; read instead "
-      "as SM activity (the non-GEMM kernels {:.2f} times as active as their class priors), the same measured "
+      "as SM activity (the non-GEMM kernels' activity raised by {:.2f} standard deviations of their class priors' "
+      "measured error), the same measured "
       "{:.0f} W gives the plan a MODELLED saving of {:.2f} % at {:.2f} % step time (in the memory reading, which "
       "the figures above are: {:.2f} % at {:.2f} %)",
-      r.model->params().memory_w_at_max, bound_w, a.activity_factor, measured_w, p.saving_pct, p.slowdown_pct,
+      r.model->params().memory_w_at_max, bound_w, a.sigmas, measured_w, p.saving_pct, p.slowdown_pct,
       r.chosen->saving_pct, r.chosen->slowdown_pct);
   if (const std::string why = sim::refusal_in_reading(p, o.max_slowdown); !why.empty())
     throw ServiceError(Kind::kModelRefused,

@@ -91,11 +91,12 @@ struct PlanJobResult {
   sim::Evaluation evaluation;
   const sim::StrategyResult* chosen = nullptr;  // the plan for plan.json
   // Where the calibration put more in memory/uncore power than memory can draw (sim/power_attribution.hpp): that
-  // surplus read as SM activity instead (`reached` false: that reading cannot reproduce the measured power), the
-  // chosen plan simulated in it when it can, and both in words (also in `warnings`). The plan is the memory
-  // reading's: where that reading is impossible the calibration is refused, never planned in the other one (a
-  // reading made up to fit one number: a light-kernel step at 699 W planned in it saved a MODELLED 27 %).
+  // surplus read as SM activity instead (`reached` false: that reading cannot reproduce the measured power), and in
+  // words (also in `warnings`). `planned_in_activity_reading`: the memory reading was impossible
+  // (sim::implausible_calibration), the plan was made in this one; else the plan is the memory reading's and
+  // `chosen_in_activity_reading` is it simulated in this one.
   std::optional<sim::SurplusAsActivity> activity_reading;
+  bool planned_in_activity_reading = false;
   std::optional<sim::PlanUnderReading> chosen_in_activity_reading;
   std::string activity_reading_note;
   // The chosen plan's error bars: its saving and step time under draws of the class priors' spread.

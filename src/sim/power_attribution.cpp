@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "model/kernel_class.hpp"
+#include "model/prior_spread.hpp"
 #include "sim/simulator.hpp"
 
 namespace gearshift::sim {
@@ -28,34 +29,41 @@ SurplusAsActivity place_surplus_as_activity(model::Workload& w, model::DvfsModel
   r.memory_w = memory_w;
   m.set_params(model::power_params_for(m.spec(), memory_w));
   const double gemm_activity = model::class_prior(model::KernelClass::gemm).activity;
-  std::vector<double> own(w.ops.size());
-  double most = 1;  // the factor that brings every non-GEMM kernel to a dense GEMM's activity
+  std::vector<double> own(w.ops.size()), sd(w.ops.size());
   for (std::size_t k = 0; k < w.ops.size(); ++k) {
     own[k] = w.ops[k].coeffs.activity;
-    if (w.ops[k].cls != model::KernelClass::gemm && own[k] > 0) most = std::max(most, gemm_activity / own[k]);
+    sd[k] = w.ops[k].cls == model::KernelClass::gemm ? 0 : model::prior_spread(w.ops[k].cls).activity_log_sd;
   }
   const plan::Schedule base = default_schedule(w, m);
-  auto power_at = [&](double g) {
+  auto power_at = [&](double z) {
     for (std::size_t k = 0; k < w.ops.size(); ++k)
-      if (w.ops[k].cls != model::KernelClass::gemm)
-        w.ops[k].coeffs.activity = std::min(own[k] * g, std::max(own[k], gemm_activity));
+      if (sd[k] > 0) w.ops[k].coeffs.activity = std::min(own[k] * std::exp(z * sd[k]), std::max(own[k], gemm_activity));
     model::refresh_reference_clocks(w, m);
     return simulate(w, m, base, 0).average_power_w;
   };
-  // The surplus is power above what the priors draw, so the factor is at least 1; the power rises with it
-  // (more slowly once kernels cap), so bisection on ln g between 1 and `most` finds the level.
-  double lo = 0, hi = std::log(most);
-  if (power_at(most) < measured_w * (1 - kLevelTolerance)) {
-    r.activity_factor = most;
-    r.baseline_power_w = power_at(most);
+  // The surplus is power above what the priors draw, so z >= 0; the power rises with z (more slowly once kernels
+  // cap), so bisection between 0 and the bound finds the level.
+  double lo = 0, hi = kMaxReadingSigmas;
+  if (power_at(hi) < measured_w * (1 - kLevelTolerance)) {
+    r.sigmas = hi;
+    r.baseline_power_w = power_at(hi);
     return r;
   }
   for (int i = 0; i < kBisections; ++i) {
     const double mid = 0.5 * (lo + hi);
-    (power_at(std::exp(mid)) < measured_w ? lo : hi) = mid;
+    (power_at(mid) < measured_w ? lo : hi) = mid;
   }
-  r.activity_factor = std::exp(hi);
-  r.baseline_power_w = power_at(r.activity_factor);
+  // Where the power levels off just below the measurement (every kernel capped), the least z within the
+  // tolerance, not the bound the bisection ran to.
+  if (power_at(hi) < measured_w) {
+    lo = 0;
+    for (int i = 0; i < kBisections; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      (power_at(mid) < measured_w * (1 - kLevelTolerance) ? lo : hi) = mid;
+    }
+  }
+  r.sigmas = hi;
+  r.baseline_power_w = power_at(hi);
   r.reached = std::fabs(r.baseline_power_w / measured_w - 1) <= kLevelTolerance;
   return r;
 }

@@ -6,12 +6,16 @@
 // place. It may follow the SM clock (kernels more active than their class priors say: torch.compile's fused
 // Triton kernels, H200 session 23) or not (uncore, short gaps). An SM-clock plan's saving and slowdown depend
 // on which, and one measured power cannot tell them apart. So the plan is also simulated with the surplus read
-// as SM activity: memory/uncore at the bound, the non-GEMM kernels' activity scaled by one factor (none above
-// a dense GEMM's, which the GEMM clock sag at the power cap fixes, as in sim/saving_range.hpp) until the
-// baseline reproduces the measured power again. A plan that keeps its budget under both readings is shown
+// as SM activity: memory/uncore at the bound, each non-GEMM kernel's activity raised by the same number z of
+// standard deviations of its class prior's measured error (ln activity, model/prior_spread.hpp: a copy's by
+// little, an unclassified kernel's by much; none above a dense GEMM's, which the GEMM clock sag at the power cap
+// fixes, as in sim/saving_range.hpp) until the baseline reproduces the measured power again, z at most
+// kMaxReadingSigmas. A plan that keeps its budget under both readings is shown
 // with both savings; one that does not is refused (service/plan_job.cpp). Where the memory reading is
-// impossible (sim::implausible_calibration) the calibration is refused: no plan is made in the other reading alone,
-// a reading made up to fit one number (a step of light kernels at 699 W planned in it saved a MODELLED 27 %).
+// impossible (sim::implausible_calibration: memory/uncore power the board cannot draw with its SMs idle) and this
+// one reproduces the power, the plan is made in this one, the
+// memory clock held at its default either way (Megatron-LM on an H200, session 24: 647 W over its true step needs
+// 603 W of memory/uncore power).
 #pragma once
 
 #include <string>
@@ -22,18 +26,22 @@
 
 namespace gearshift::sim {
 
+// The most standard deviations of the priors' error the activity reading may ask of every class at once: 2 (a
+// 95 % two-sided interval of one class; several classes all off by that much is rarer still).
+inline constexpr double kMaxReadingSigmas = 2.0;
+
 struct SurplusAsActivity {
-  bool reached = false;         // the scaled activities reproduce the measured power within 1 %
+  bool reached = false;         // the raised activities reproduce the measured power within 1 %, z <= kMaxReadingSigmas
   double memory_w = 0;          // memory/uncore power at full traffic in this reading, W (the bound)
-  double activity_factor = 0;   // factor on the non-GEMM kernels' activity (each capped at a dense GEMM's)
+  double sigmas = 0;            // z: standard deviations of each class prior's activity error (at most the bound)
   double baseline_power_w = 0;  // the reading's simulated baseline power at default clocks, W
 };
 
 // Rewrites `w` (non-GEMM activities, unsampled reference clocks) and `m` (power parameters: memory/uncore at
 // `memory_w` W, activity scale 1) into the reading where the power the calibrated `m` put above `memory_w` is
-// SM activity, so that the baseline reproduces `measured_w` W. `reached` is false when even every non-GEMM
-// kernel at a dense GEMM's activity stays below it (the power is not SM activity either). Throws
-// std::invalid_argument for a non-positive `measured_w` or a negative `memory_w`.
+// SM activity, so that the baseline reproduces `measured_w` W. `reached` is false when even kMaxReadingSigmas
+// stay below it (`w` and `m` are then left at that bound). Throws std::invalid_argument for a non-positive
+// `measured_w` or a negative `memory_w`.
 SurplusAsActivity place_surplus_as_activity(model::Workload& w, model::DvfsModel& m, double measured_w,
                                             double memory_w);
 
