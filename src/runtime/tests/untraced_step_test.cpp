@@ -5,6 +5,15 @@
 namespace gearshift::runtime {
 namespace {
 
+// Options that count from the first launch (no settle time, no minimum window) over at least `min_steps` steps.
+UntracedStepOptions counting_at_once(std::size_t min_steps) {
+  UntracedStepOptions o;
+  o.settle_ns = 0;
+  o.min_window_ns = 0;
+  o.min_steps = min_steps;
+  return o;
+}
+
 TEST(UntracedStep, PeriodIsLaunchesPerStepOverTheLaunchRate) {
   UntracedStepOptions o;
   o.settle_ns = 100;
@@ -25,10 +34,7 @@ TEST(UntracedStep, PeriodIsLaunchesPerStepOverTheLaunchRate) {
 // Each step's 10 launches in a 1 ns burst, steps 1000 ns apart: the launch rate over a window that ends in a
 // burst is 10 % off (9 step spans hold 10 bursts); the span of one step's launches is not.
 TEST(UntracedStep, BurstsOfLaunchesDoNotBiasIt) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 9;
+  const UntracedStepOptions o = counting_at_once(9);
   UntracedStep u(0, 10, o);
   for (int s = 0; s < 10; ++s)
     for (int k = 0; k < 10; ++k) u.add_launch(s * 1000 + k / 10);
@@ -40,10 +46,7 @@ TEST(UntracedStep, BurstsOfLaunchesDoNotBiasIt) {
 // thread) reach the feed in per-thread batches; in arrival order the median span of one step's worth of
 // launches was a quarter of the step (5.5 ms of 20.8 ms).
 TEST(UntracedStep, LaunchesOfTwoThreadsArrivingInBatches) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 1;
+  const UntracedStepOptions o = counting_at_once(1);
   UntracedStep u(0, 8, o);
   // Steps of 1000 ns: 4 forward launches (thread A) at 0-30, 4 backward launches (thread B) at 500-530; the feed
   // delivers thread A's at once and thread B's three steps at a time.
@@ -60,10 +63,7 @@ TEST(UntracedStep, LaunchesOfTwoThreadsArrivingInBatches) {
 // ran them (10 x 1000 ns). Spans of one step's launches are the CPU's speed; whole synchronize cycles
 // are the GPU's.
 TEST(UntracedStep, ACpuThatRunsAheadCountsOverWholeSynchronizeCycles) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 1;
+  const UntracedStepOptions o = counting_at_once(1);
   UntracedStep u(0, 5, o);
   for (int cycle = 0; cycle < 8; ++cycle) {
     const std::int64_t t0 = cycle * 10'000;
@@ -88,10 +88,7 @@ TEST(UntracedStep, ACpuThatRunsAheadCountsOverWholeSynchronizeCycles) {
 // 100 launches, 80 of them in its last 100 ns, a synchronize after every 10th launch; the window ends inside
 // a step's dense part. Only whole steps between synchronizes give the step.
 TEST(UntracedStep, ManySynchronizesPerUnevenStepCountWholeSteps) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 1;
+  const UntracedStepOptions o = counting_at_once(1);
   auto launch_time = [](int s, int k) -> std::int64_t {
     return s * 1000 + (k < 20 ? k * 45 : 900 + (k - 20) * 100 / 80);  // 20 launches in 900 ns, 80 in 100 ns
   };
@@ -185,10 +182,7 @@ TEST(UntracedStep, LaunchesPerStepCountsGraphLaunchesOnce) {
 // counted in the traced steps. By launches the step measures 100/115 of itself; by the anchor kernel (the
 // step's last launch), the step.
 TEST(UntracedStep, StepsCountedByTheirAnchorKernelWhateverVariantsTheyRun) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 16;
+  const UntracedStepOptions o = counting_at_once(16);
   auto measure = [&](bool anchored) {
     UntracedStep u(0, 100, o, anchored);
     for (int s = 0; !u.done() || s < 24; ++s) {
@@ -203,10 +197,7 @@ TEST(UntracedStep, StepsCountedByTheirAnchorKernelWhateverVariantsTheyRun) {
 }
 
 TEST(UntracedStep, AnchoredNeedsEnoughAnchorLaunches) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 4;
+  const UntracedStepOptions o = counting_at_once(4);
   UntracedStep u(0, 10, o, true);
   EXPECT_TRUE(u.anchored());
   for (int i = 0; i < 30; ++i) u.add_launch(i * 100, i % 10 == 9);  // three steps of launches
@@ -222,10 +213,7 @@ TEST(UntracedStep, AnchoredNeedsEnoughAnchorLaunches) {
 // An anchor kernel that this window does not launch once a step (never, here) gives way to counting launches:
 // not waiting for anchors that do not come.
 TEST(UntracedStep, AnAnchorNotLaunchedOnceAStepGivesWayToLaunches) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 4;
+  const UntracedStepOptions o = counting_at_once(4);
   UntracedStep u(0, 10, o, true);
   for (int i = 0; i < 39; ++i) u.add_launch(i * 100, false);
   EXPECT_TRUE(u.anchored());  // fewer than 4 steps of launches: too early to judge
@@ -244,10 +232,7 @@ TEST(UntracedStep, AnAnchorNotLaunchedOnceAStepGivesWayToLaunches) {
 // CUDA graphs' run-ahead (as in ACpuThatRunsAheadCountsOverWholeSynchronizeCycles), counted by anchors: whole
 // synchronize cycles give the GPU's step; without synchronizes, spans of half the window's anchor launches.
 TEST(UntracedStep, AnchoredCpuThatRunsAhead) {
-  UntracedStepOptions o;
-  o.settle_ns = 0;
-  o.min_window_ns = 0;
-  o.min_steps = 1;
+  const UntracedStepOptions o = counting_at_once(1);
   UntracedStep u(0, 5, o, true), v(0, 5, o, true);
   for (int cycle = 0; cycle < 8; ++cycle) {
     const std::int64_t t0 = cycle * 10'000;

@@ -11,6 +11,7 @@
 #include "runtime/replay.hpp"
 #include "service/plan_in_time.hpp"
 #include "service/plan_job.hpp"
+#include "service/tests/kernel_sequence.hpp"
 #include "trace/record.hpp"
 
 namespace gearshift::service {
@@ -28,25 +29,14 @@ trace::Trace blocks_trace(int steps, double jitter_ms, unsigned seed = 3) {
              "multi_tensor_apply_kernel<FusedAdamMathFunctor>"};
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> gap(0, jitter_ms * 1e6);
-  std::int64_t now = 1'000'000, corr = 1;
-  auto kernel = [&](std::uint32_t name_id, std::int64_t duration_ns) {
-    trace::OpRecord r;
-    r.name_id = name_id;
-    r.start_ns = now;
-    r.duration_ns = duration_ns;
-    r.stream = 7;
-    r.correlation = corr++;
-    r.launch_ns = now - 50'000;
-    t.ops.push_back(r);
-    now += duration_ns + 1'000;
-  };
+  testing::KernelSequence seq(t);
   for (int s = 0; s < steps; ++s) {
     for (std::uint32_t b = 0; b < 6; ++b) {
-      now += static_cast<std::int64_t>(gap(rng)) + 1'000;
-      for (int k = 0; k < 40; ++k) kernel(b, 200'000);
+      seq.idle(static_cast<std::int64_t>(gap(rng)) + 1'000);
+      for (int k = 0; k < 40; ++k) seq.kernel(b, 200'000, 1'000);
     }
-    for (int k = 0; k < 4; ++k) kernel(6, 100'000);
-    now += 2'000'000;  // the next batch
+    for (int k = 0; k < 4; ++k) seq.kernel(6, 100'000, 1'000);
+    seq.idle(2'000'000);  // the next batch
   }
   return t;
 }

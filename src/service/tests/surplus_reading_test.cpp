@@ -7,6 +7,7 @@
 
 #include "service/error.hpp"
 #include "service/plan_job.hpp"
+#include "service/tests/kernel_sequence.hpp"
 #include "trace/record.hpp"
 
 namespace gearshift::service {
@@ -31,26 +32,15 @@ PlanJobOptions gpt2_measured_at(double watts) {
 trace::Trace light_kernels_trace(int steps, const std::string& light) {
   trace::Trace t;
   t.names = {"nvjet_sm90_gemm_qkv", light, "multi_tensor_apply_kernel<FusedAdamMathFunctor>"};
-  std::int64_t now = 1'000'000, corr = 1;
-  auto kernel = [&](std::uint32_t name_id, std::int64_t duration_ns) {
-    trace::OpRecord r;
-    r.name_id = name_id;
-    r.start_ns = now;
-    r.duration_ns = duration_ns;
-    r.stream = 7;
-    r.correlation = corr++;
-    r.launch_ns = now - 50'000;
-    t.ops.push_back(r);
-    now += duration_ns;
-  };
+  testing::KernelSequence seq(t);
   for (int s = 0; s < steps; ++s) {
     for (int b = 0; b < 10; ++b) {
-      kernel(0, 50'000);
-      for (int k = 0; k < 9; ++k) kernel(1, 50'000);
-      now += 100'000;
+      seq.kernel(0, 50'000);
+      for (int k = 0; k < 9; ++k) seq.kernel(1, 50'000);
+      seq.idle(100'000);
     }
-    for (int k = 0; k < 4; ++k) kernel(2, 50'000);
-    now += 100'000;
+    for (int k = 0; k < 4; ++k) seq.kernel(2, 50'000);
+    seq.idle(100'000);
   }
   return t;
 }
