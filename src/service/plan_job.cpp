@@ -230,10 +230,10 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     // activity; where the memory reading is impossible, the plan is made in that other reading when it fits
     // (plan_in_activity_reading).
     const double mem_bound = sim::kMaxMemoryShareOfBoard * spec.max_board_power_w;
-    const double fitted_mem_w = r.model->params().memory_w_at_max;
+    const model::DvfsModel calibrated = *r.model;
     auto bound = sim::calibration_bound_warnings(*r.model);
     for (auto& why : sim::implausible_calibration(*r.model)) bound.push_back("implausible: " + why);
-    if (!bound.empty() && fitted_mem_w > mem_bound)
+    if (!bound.empty() && calibrated.params().memory_w_at_max > mem_bound)
       plan_in_activity_reading(r, measured->average_power_w, mem_bound, bound);
     // A fit that ends at its bound means no parameter of the model reproduces the measured power: every energy
     // figure after it would be the bound's, not the job's (measured: a traced step 69 % longer than the untraced
@@ -245,17 +245,11 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                              "it with `gearshift trace`; --no-calibrate plans with the uncalibrated class priors",
                              o.display_name, fmt::format("{:.0f} W", measured->average_power_w), measured->source,
                              fmt::format("{}", fmt::join(bound, "; "))));
-    if (fitted_mem_w > mem_bound && spec.mem_clocks_mhz.size() > 1) {
-      gpu::GpuSpec pinned = r.model->spec();
-      pinned.mem_clocks_mhz = {pinned.default_mem_clock_mhz};
-      const model::PowerParams p = r.model->params();
-      r.model.emplace(pinned, p);
+    // Held by the calibration's figure, whichever reading the plan is made in.
+    if (std::optional<sim::MemoryClockHeld> held = sim::hold_memory_clock(calibrated)) {
+      r.model.emplace(held->model.spec(), r.model->params());
       model::refresh_reference_clocks(r.workload, *r.model);
-      r.warnings.push_back(fmt::format(
-          "memory clock kept at its default {} MHz: the calibration puts {:.0f} W in memory/uncore power, more than "
-          "the {:.0f} W ({:.0f} % of the board) memory can draw, so a memory-clock saving would rest on power the "
-          "model cannot place",
-          pinned.default_mem_clock_mhz, fitted_mem_w, mem_bound, 100 * sim::kMaxMemoryShareOfBoard));
+      r.warnings.push_back(std::move(held->warning));
     }
   } else if (!no_power.empty()) {
     r.calibration_source = "uncalibrated: " + no_power;

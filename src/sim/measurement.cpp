@@ -79,6 +79,21 @@ std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m) {
   return w;
 }
 
+std::optional<MemoryClockHeld> hold_memory_clock(const model::DvfsModel& m) {
+  const gpu::GpuSpec& spec = m.spec();
+  const double bound_w = kMaxMemoryShareOfBoard * spec.max_board_power_w;
+  const double memory_w = m.params().memory_w_at_max;
+  if (!(memory_w > bound_w) || spec.mem_clocks_mhz.size() <= 1) return std::nullopt;
+  gpu::GpuSpec held = spec;
+  held.mem_clocks_mhz = {held.default_mem_clock_mhz};
+  return MemoryClockHeld{
+      model::DvfsModel(held, m.params()),
+      fmt::format("memory clock kept at its default {} MHz: the calibration puts {:.0f} W in memory/uncore power, more "
+                  "than the {:.0f} W ({:.0f} % of the board) memory can draw, so a memory-clock saving would rest on "
+                  "power the model cannot place",
+                  held.default_mem_clock_mhz, memory_w, bound_w, 100 * kMaxMemoryShareOfBoard)};
+}
+
 std::vector<std::string> implausible_calibration(const model::DvfsModel& m) {
   std::vector<std::string> why;
   const auto& p = m.params();

@@ -62,6 +62,16 @@ std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m);
 // memory-clock change would count it as saved.
 inline constexpr double kMaxMemoryShareOfBoard = 0.40;
 
+// Where a calibration put more memory/uncore power in `m` than memory can draw (kMaxMemoryShareOfBoard of the
+// board), `m` with the memory clock held at the spec's default (the planners then leave that power alone: a
+// memory-clock change would count it as saved), and the warning that says so. nullopt where the memory power is
+// within the bound or the GPU has one memory clock. Callers refresh their workload's reference clocks with it.
+struct MemoryClockHeld {
+  model::DvfsModel model;
+  std::string warning;
+};
+std::optional<MemoryClockHeld> hold_memory_clock(const model::DvfsModel& m);
+
 // Reasons why calibrated board parameters are physically impossible (right or refused: a model that reproduces
 // a measured power with such figures is not the GPU's): a negative or non-finite power; memory/uncore power at
 // full traffic that with the idle power exceeds the board's max_board_power_w (the SMs idle); an idle power at

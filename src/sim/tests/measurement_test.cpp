@@ -213,3 +213,27 @@ TEST(Measurement, PowerAboveWhatKernelsCappedOneByOneReachCalibratesWithTheAvera
 
 }  // namespace
 }  // namespace gearshift::sim
+
+namespace gearshift::sim {
+namespace {
+
+// The memory clock is held at its default where the calibration's memory/uncore power is more than memory can
+// draw (the shipped GPT-3 XL trace calibrates to 317 W), and not otherwise or where the GPU has one memory clock.
+TEST(HoldMemoryClock, WhereTheCalibrationPutsMoreInMemoryThanItCanDraw) {
+  const gpu::GpuSpec h200 = gpu::find_spec("h200");
+  ASSERT_GT(h200.mem_clocks_mhz.size(), 1u);
+  const auto held = hold_memory_clock(model::DvfsModel(h200, model::power_params_for(h200, 317)));
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->model.spec().mem_clocks_mhz, std::vector<int>{h200.default_mem_clock_mhz});
+  EXPECT_EQ(held->model.params().memory_w_at_max, 317);
+  EXPECT_EQ(held->warning, "memory clock kept at its default 3201 MHz: the calibration puts 317 W in memory/uncore "
+                           "power, more than the 280 W (40 % of the board) memory can draw, so a memory-clock saving "
+                           "would rest on power the model cannot place");
+  EXPECT_FALSE(hold_memory_clock(model::DvfsModel(h200, model::power_params_for(h200, 280))));
+  gpu::GpuSpec one = h200;
+  one.mem_clocks_mhz = {h200.default_mem_clock_mhz};
+  EXPECT_FALSE(hold_memory_clock(model::DvfsModel(one, model::power_params_for(one, 317))));
+}
+
+}  // namespace
+}  // namespace gearshift::sim
