@@ -174,7 +174,7 @@ std::string plan_ranks(const std::vector<std::string>& traces, const std::string
   nlohmann::json plans = nlohmann::json::array();
   for (std::size_t i = 0; i < inputs.size(); ++i)
     plans.push_back(gearshift::service::rank_plan_file_json(inputs[i], r, i, &gpus.at(i)));
-  return nlohmann::json{{"report", gearshift::service::plan_ranks_report_json(traces, r, gpus)}, {"plans", plans}}.dump();
+  return nlohmann::json{{"report", gearshift::service::plan_ranks_report_json(traces, r, gpus, inputs)}, {"plans", plans}}.dump();
 }
 
 // gearshift pipeline, in process: {"summary": ..., "schedules": ...} as JSON text (modelled, Perseus-style).

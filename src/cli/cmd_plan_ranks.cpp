@@ -58,17 +58,16 @@ void execute(Args a) {
     }
   }
   if (a.json) {
-    fmt::print("{}\n", plan_ranks_report_json(a.traces, r, gpus).dump(2));
+    fmt::print("{}\n", plan_ranks_report_json(a.traces, r, gpus, inputs).dump(2));
     return;
   }
   fmt::print("gearshift plan-ranks: {} data-parallel ranks; all figures MODELLED (DVFS model + simulator)\n",
              r.ranks.size());
-  // One GPU line when every rank has the same, else one per rank; then each rank's GPU warning.
+  // One GPU line when every rank has the same, else one per rank; then each rank's warnings.
   bool same = std::all_of(gpus.begin(), gpus.end(), [&](const GpuChoice& g) { return g.line() == gpus[0].line(); });
   for (std::size_t i = 0; i < gpus.size() && !(same && i > 0); ++i)
     fmt::print("GPU           {}{}\n", same ? "" : fmt::format("rank {}: ", i), gpus[i].line());
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    if (!gpus[i].warning.empty()) fmt::print("Warning       rank {}: {}\n", i, gpus[i].warning);
+  for (const std::string& w : rank_warnings(gpus, inputs)) fmt::print("Warning       {}\n", w);
   fmt::print("Deadline      {:.4f} s per step, set by rank {} (the straggler); job step {:.4f} s -> {:.4f} s{}\n",
              r.deadline_ns * 1e-9, r.straggler, r.job_step_time_before_ns * 1e-9, r.job_step_time_after_ns * 1e-9,
              r.collectives_replayed ? " (ranks replayed together: each collective ends with the slowest rank's)" : "");

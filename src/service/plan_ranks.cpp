@@ -45,6 +45,12 @@ service::RankInput rank_input(trace::Trace t, const std::string& spec, const std
     throw ServiceError(Kind::kModelRefused, fmt::format("{}: no plan: {}; --no-calibrate plans every rank with the "
                                                         "uncalibrated class priors",
                                                         path, why));
+  // As `gearshift plan` holds it: a memory-clock change would count the power the model could not place as saved.
+  if (std::optional<sim::MemoryClockHeld> held = sim::hold_memory_clock(in.model)) {
+    in.model = std::move(held->model);
+    model::refresh_reference_clocks(in.workload, in.model);
+    in.warnings.push_back(std::move(held->warning));
+  }
   return in;
 }
 
@@ -87,12 +93,12 @@ service::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, 
 }
 
 nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const service::SyncSlackResult& r,
-                                      const std::vector<GpuChoice>& gpus) {
+                                      const std::vector<GpuChoice>& gpus,
+                                      const std::vector<service::RankInput>& inputs) {
   using nlohmann::json;
   json ranks = json::array();
   json warnings = json::array();
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    if (!gpus[i].warning.empty()) warnings.push_back(fmt::format("rank {}: {}", i, gpus[i].warning));
+  for (const std::string& w : rank_warnings(gpus, inputs)) warnings.push_back(w);
   for (const auto& p : r.ranks)
     ranks.push_back({{"rank", p.rank},
                      {"gpu_selection",
@@ -120,6 +126,17 @@ nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, co
           {"job_energy_after_j", r.job_energy_after_j},
           {"warnings", warnings},
           {"ranks", ranks}};
+}
+
+std::vector<std::string> rank_warnings(const std::vector<GpuChoice>& gpus,
+                                       const std::vector<service::RankInput>& inputs) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < std::max(gpus.size(), inputs.size()); ++i) {
+    if (i < gpus.size() && !gpus[i].warning.empty()) out.push_back(fmt::format("rank {}: {}", i, gpus[i].warning));
+    if (i < inputs.size())
+      for (const auto& w : inputs[i].warnings) out.push_back(fmt::format("rank {}: {}", i, w));
+  }
+  return out;
 }
 
 plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,
@@ -153,6 +170,7 @@ plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncS
   plan::PlanFileProvenance v;
   v.input = in.source;
   if (gpu && !gpu->warning.empty()) v.warnings.push_back(gpu->warning);
+  for (const auto& warning : in.warnings) v.warnings.push_back(warning);
   std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

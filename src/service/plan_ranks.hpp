@@ -14,10 +14,17 @@
 
 namespace gearshift::service {
 
+// Each rank's warnings, "rank N: ...": its GPU choice's (`gpus`), then its input's (`inputs`; run_plan_ranks
+// gives both, one per rank).
+std::vector<std::string> rank_warnings(const std::vector<GpuChoice>& gpus,
+                                       const std::vector<service::RankInput>& inputs);
+
 // The report: deadline, straggler, job step time and energy before/after, and per rank its figures (s, J, %);
-// with `gpus` (one per rank, from run_plan_ranks) each rank's "gpu_selection" and the GPU "warnings".
+// with `gpus` and `inputs` (one per rank, from run_plan_ranks) each rank's "gpu_selection" and the "warnings"
+// (rank_warnings).
 nlohmann::json plan_ranks_report_json(const std::vector<std::string>& traces, const service::SyncSlackResult& r,
-                                      const std::vector<GpuChoice>& gpus = {});
+                                      const std::vector<GpuChoice>& gpus = {},
+                                      const std::vector<service::RankInput>& inputs = {});
 
 // Rank r's plan as plan.json (plan/plan_file.hpp), for `gearshift run --plan`; rank_plan_file_json is its JSON.
 plan::PlanFile rank_plan_file(const service::RankInput& in, const service::SyncSlackResult& r, std::size_t rank,

@@ -34,7 +34,7 @@ RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::str
   const auto& ms = t.measured;
   return RankInput{
       std::move(w), std::move(m), label, ms.step_time_s.value_or(0) * 1e9, ms.energy_per_step_j.value_or(0),
-      std::move(p)};
+      std::move(p), {}};
 }
 
 RankInput load_rank(const std::string& trace_path, const std::string& gpu) {

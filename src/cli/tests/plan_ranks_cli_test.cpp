@@ -114,6 +114,32 @@ TEST(PlanRanksCli, RefusesAnImplausibleCalibrationAsPlanDoes) {
 }
 
 // Issue 13 part 3: each rank's trace's GPU, as `gearshift plan`.
+// The embedded GPT-3 XL trace calibrates to 317 W of memory/uncore power, more than memory can draw: each rank keeps
+// the memory clock at its default and says so, as `gearshift plan` does (before, plan-ranks offered every memory
+// clock with no word of it).
+TEST(PlanRanksCli, EachRankHoldsTheMemoryClockWhereItsCalibrationCannotPlaceThePower) {
+  const std::string t = std::string(GEARSHIFT_DATA_DIR) + "/traces/gpt3xl_h200_trace.json.gz";
+  auto prefix = std::filesystem::temp_directory_path() / ("gs_plan_ranks_mem_" + std::to_string(getpid()) + "_");
+  Result r = run("plan-ranks " + t + " " + t + " --json -o " + prefix.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::string held = "memory clock kept at its default 3201 MHz: the calibration puts 317 W in memory/uncore "
+                           "power, more than the 280 W (40 % of the board) memory can draw";
+  ASSERT_EQ(j["warnings"].size(), 2u) << j["warnings"].dump();
+  EXPECT_EQ(j["warnings"][0].get<std::string>().rfind("rank 0: " + held, 0), 0u);
+  EXPECT_EQ(j["warnings"][1].get<std::string>().rfind("rank 1: " + held, 0), 0u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string path = prefix.string() + std::to_string(rank) + ".json";
+    std::ifstream in(path);
+    const auto f = nlohmann::json::parse(in);
+    for (const auto& p : f["positions"]) EXPECT_EQ(p["mem_clock_mhz"].get<int>(), 3201);
+    EXPECT_NE(f["provenance"]["warnings"].dump().find(held), std::string::npos) << f["provenance"].dump();
+    std::filesystem::remove(path);
+  }
+  Result text = run("plan-ranks " + t + " " + t);
+  EXPECT_NE(text.out.find("Warning       rank 1: " + held), std::string::npos) << text.out;
+}
+
 TEST(PlanRanksCli, EachRankPlansItsTracesGpu) {
   if (!std::filesystem::exists(kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz")) GTEST_SKIP() << "no ../shared";
   const std::string ranks = kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz " + kDir + "ddp2_gpt2m_rank1_h200_trace.json.gz";

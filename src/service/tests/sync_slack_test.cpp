@@ -30,7 +30,7 @@ RankInput synthetic(double gemm_ms, double comm_ms, double gap_ms) {
   c.ref_time_ns = comm_ms * 1e6;
   c.gap_before_ns = gap_ms * 1e6;
   w.ops = {g, c};
-  return RankInput{w, m, "synthetic", 0, 0, std::nullopt};
+  return RankInput{w, m, "synthetic", 0, 0, std::nullopt, {}};
 }
 
 TEST(SyncSlack, FastRankSlowsToTheStragglerAndTheJobDoesNotGrow) {
