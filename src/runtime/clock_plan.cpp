@@ -42,6 +42,12 @@ std::optional<model::ClockPair> ClockPlan::one_pair() const {
   return positions.front().clocks;
 }
 
+double ClockPlan::kernel_ns_per_step() const {
+  double ns = 0;
+  for (const auto& p : positions) ns += p.duration_ns;
+  return ns;
+}
+
 ClockPlan ClockPlan::kernels_only() const {
   ClockPlan p = *this;
   p.positions.clear();

@@ -62,6 +62,8 @@ struct ClockPlan {
   // iteration strategy, or any plan that happens to hold one pair); none for a plan with a change or no position.
   // Such a plan needs no sign of GPU progress once its pair is set (runtime/gpu_progress.hpp).
   std::optional<model::ClockPair> one_pair() const;
+  // The plan's kernel time per step: its positions' mean durations summed, ns (the in-time guard's unit).
+  double kernel_ns_per_step() const;
   // The plan over kernel positions only, what a live launch stream of kernel launches (the CUPTI feed) can
   // be matched against: memcpy/memset ops are not kernel launches and would read as missing on every step.
   // Offsets, durations and clocks of the kept positions are unchanged; variants are renumbered and keep their

@@ -73,9 +73,8 @@ RuntimeCore::RuntimeCore(const ClockPlan& plan, SchedulerOptions options, Predic
       latency_ns_(options.switch_latency_ns),
       corr_pos_(kRing),
       landings_{{-std::numeric_limits<double>::infinity(), plan_.default_clocks}},
-      issued_(kRing, {-1, 0.0}) {
-  for (const auto& p : plan_.positions) plan_kernel_ns_ += p.duration_ns;
-}
+      issued_(kRing, {-1, 0.0}),
+      plan_kernel_ns_(plan_.kernel_ns_per_step()) {}
 
 std::int64_t RuntimeCore::to_plan(std::int64_t abs) const {
   if (abs < 0) return abs;

@@ -149,7 +149,7 @@ class RuntimeCore {
   // next poll, ns; +inf until then). Activity records arrive in batches, so kernels reported after the decision
   // may have run long before it, at the phase plan's clocks: they are judged against those.
   std::vector<model::ClockPair> phase_clocks_;
-  double plan_kernel_ns_ = 0;  // the plan's kernel time per step: its positions' durations summed, ns
+  double plan_kernel_ns_ = 0;  // ClockPlan::kernel_ns_per_step, ns
   double fallback_from_ns_ = std::numeric_limits<double>::infinity();
   LiveStats stats_;
 };

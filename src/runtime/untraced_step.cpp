@@ -32,33 +32,26 @@ std::optional<double> launches_per_step(const trace::Trace& t, const trace::Iter
 
 std::optional<std::string> step_anchor_name(const trace::Trace& t, const trace::IterationAnalysis& an) {
   if (an.iterations.size() < 2) return std::nullopt;
-  // Per name: its launches in each whole step; a name that misses a step or repeats in one is out.
-  std::unordered_map<std::uint32_t, std::size_t> seen_in_step, steps_once;
-  std::unordered_set<std::uint32_t> out;
-  auto first = t.ops.begin();
+  auto counts = [&](const trace::OpRecord& r) {
+    return r.device == an.device && r.kind == trace::OpKind::kernel && r.graph_id == 0;
+  };
+  auto first_of = [&](const trace::Iteration& it) {
+    return std::lower_bound(t.ops.begin(), t.ops.end(), it.start_ns,
+                            [](const trace::OpRecord& r, std::int64_t s) { return r.start_ns < s; });
+  };
+  // Per name, the steps that launched it exactly once: a name that misses a step or repeats in one falls short.
+  std::unordered_map<std::uint32_t, std::size_t> in_step, steps_once;
   for (const trace::Iteration& it : an.iterations) {
-    first = std::lower_bound(first, t.ops.end(), it.start_ns,
-                             [](const trace::OpRecord& r, std::int64_t s) { return r.start_ns < s; });
-    seen_in_step.clear();
-    for (auto r = first; r != t.ops.end() && r->start_ns < it.end_ns; ++r)
-      if (r->device == an.device && r->kind == trace::OpKind::kernel && r->graph_id == 0) ++seen_in_step[r->name_id];
-    for (const auto& [name, n] : seen_in_step)
-      if (n == 1) ++steps_once[name];
-      else out.insert(name);
+    in_step.clear();
+    for (auto r = first_of(it); r != t.ops.end() && r->start_ns < it.end_ns; ++r)
+      if (counts(*r)) ++in_step[r->name_id];
+    for (const auto& [name, n] : in_step) steps_once[name] += n == 1;
   }
+  // The last such kernel of a step (ops are in start order).
   std::optional<std::string> last;
-  std::int64_t last_start = -1;
   const trace::Iteration& step = an.iterations.back();
-  for (auto r = std::lower_bound(t.ops.begin(), t.ops.end(), step.start_ns,
-                                 [](const trace::OpRecord& o, std::int64_t s) { return o.start_ns < s; });
-       r != t.ops.end() && r->start_ns < step.end_ns; ++r) {
-    const auto once = steps_once.find(r->name_id);
-    if (r->device != an.device || r->kind != trace::OpKind::kernel || r->graph_id != 0 || out.count(r->name_id) ||
-        once == steps_once.end() || once->second != an.iterations.size() || r->start_ns < last_start)
-      continue;
-    last = t.names[r->name_id];
-    last_start = r->start_ns;
-  }
+  for (auto r = first_of(step); r != t.ops.end() && r->start_ns < step.end_ns; ++r)
+    if (counts(*r) && steps_once[r->name_id] == an.iterations.size()) last = t.names[r->name_id];
   return last;
 }
 
@@ -70,10 +63,11 @@ UntracedStep::UntracedStep(std::int64_t stop_ns, double launches_per_step, Untra
 
 void UntracedStep::add_launch(std::int64_t cpu_ns, bool step_anchor) {
   if (cpu_ns < from_ns_ || times_.size() >= kMaxLaunches) return;  // memory stays bounded however long it waits
-  if (anchored_ && step_anchor) anchor_times_.push_back(cpu_ns);
+  if (anchored_ && step_anchor) ++anchors_;
   if (times_.empty() || cpu_ns < first_) first_ = cpu_ns;
   if (times_.empty() || cpu_ns > last_) last_ = cpu_ns;
   times_.push_back(cpu_ns);
+  if (anchored_) is_anchor_.push_back(step_anchor);
 }
 
 void UntracedStep::add_sync(std::int64_t exit_ns) {
@@ -86,12 +80,12 @@ bool UntracedStep::anchored() const {
   if (launches < per_step_ * static_cast<double>(o_.min_steps)) return true;  // too early to judge
   // Variants move launches per step by a tenth (Megatron-LM: 2,806 or 3,098); an anchor launched far less often
   // or far more than once a step here is not this window's step.
-  const double per_anchor = launches / static_cast<double>(std::max<std::size_t>(1, anchor_times_.size()));
+  const double per_anchor = launches / static_cast<double>(std::max<std::size_t>(1, anchors_));
   return per_anchor >= per_step_ / kAnchorSlack && per_anchor <= per_step_ * kAnchorSlack;
 }
 
 bool UntracedStep::done() const {
-  if (anchored()) return anchor_times_.size() > o_.min_steps && window_ns() >= o_.min_window_ns;
+  if (anchored()) return anchors_ > o_.min_steps && window_ns() >= o_.min_window_ns;
   return times_.size() > 1 && window_ns() >= o_.min_window_ns &&
          static_cast<double>(times_.size() - 1) >= per_step_ * static_cast<double>(o_.min_steps);
 }
@@ -151,22 +145,12 @@ double UntracedStep::period_by_anchors_ns() const {
   // In time order, each launch marked when it is the anchor's; the window's last tenth left out as above.
   std::vector<std::pair<std::int64_t, bool>> t;
   t.reserve(times_.size());
-  {
-    std::vector<std::int64_t> a = anchor_times_;
-    std::sort(a.begin(), a.end());
-    std::vector<std::int64_t> all = times_;
-    std::sort(all.begin(), all.end());
-    auto next = a.begin();
-    for (const std::int64_t x : all) {
-      const bool anchor = next != a.end() && *next == x;
-      if (anchor) ++next;
-      t.emplace_back(x, anchor);
-    }
-  }
+  for (std::size_t i = 0; i < times_.size(); ++i) t.emplace_back(times_[i], is_anchor_[i]);
+  std::sort(t.begin(), t.end());
   const std::int64_t cut = last_ - (last_ - first_) / 10;
   t.erase(std::upper_bound(t.begin(), t.end(), std::make_pair(cut, true)), t.end());
   std::vector<std::int64_t> anchors;
-  std::vector<std::size_t> steps_before(t.size() + 1, 0), since_anchor(t.size(), 0);
+  std::vector<std::size_t> steps_before(t.size(), 0), since_anchor(t.size(), 0);
   std::size_t last_anchor = t.size();  // none yet
   for (std::size_t i = 0; i < t.size(); ++i) {
     steps_before[i] = anchors.size();

@@ -78,7 +78,7 @@ class UntracedStep {
   // the anchor is not once a step here, and the launches count the steps).
   bool anchored() const;
   static constexpr double kAnchorSlack = 1.5;
-  std::size_t anchors() const { return anchor_times_.size(); }
+  std::size_t anchors() const { return anchors_; }
   std::uint64_t counted() const { return times_.size(); }
   double window_ns() const { return times_.size() > 1 ? static_cast<double>(last_ - first_) : 0; }
 
@@ -90,7 +90,8 @@ class UntracedStep {
   std::int64_t first_ = 0, last_ = 0;  // earliest and latest of them
   std::vector<std::int64_t> syncs_;     // synchronize returns after the settle time
   bool anchored_ = false;
-  std::vector<std::int64_t> anchor_times_;  // the anchor kernel's launch times among times_
+  std::vector<bool> is_anchor_;  // anchored: whether each of times_ is a launch of the anchor kernel
+  std::size_t anchors_ = 0;       // how many are
   double period_by_anchors_ns() const;
 };
 

@@ -249,8 +249,7 @@ std::string LiveRun::guard_line(const runtime::LiveStats& st) const {
   // Kernel time sampled after the fall-back is said only when it holds as much as a guard window needs: the
   // windows in flight when sampling stopped hold a fraction of a step, the change to the pair landing in it
   // (H200, session 24: "81.07 % after" on Megatron-LM, "41.59 %" on the MoE).
-  double plan_kernel_ns = 0;
-  for (const auto& p : o_.plan->positions) plan_kernel_ns += p.duration_ns;
+  const double plan_kernel_ns = o_.plan->kernel_ns_per_step();
   const bool after_enough = after_k > 0 && after_k >= runtime::kGuardMinKernelSteps * plan_kernel_ns;
   const double after_t = st.in_time_ns - st.in_time_ns_before_fallback;
   return fmt::format(

@@ -229,7 +229,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     // memory-clock change would count as saved. check_the_other_reading simulates the plan with it read as SM
     // activity; where the memory reading is impossible, the plan is made in that other reading when it fits
     // (plan_in_activity_reading).
-    const double mem_bound = sim::kMaxMemoryShareOfBoard * spec.max_board_power_w;
+    const double mem_bound = sim::max_memory_power_w(spec);
     const model::DvfsModel calibrated = *r.model;
     auto bound = sim::calibration_bound_warnings(*r.model);
     for (auto& why : sim::implausible_calibration(*r.model)) bound.push_back("implausible: " + why);
@@ -548,7 +548,7 @@ void plan_in_activity_reading(PlanJobResult& r, double measured_w, double memory
 }
 
 void check_the_other_reading(const PlanJobOptions& o, PlanJobResult& r, double measured_w) {
-  const double bound_w = sim::kMaxMemoryShareOfBoard * r.model->spec().max_board_power_w;
+  const double bound_w = sim::max_memory_power_w(r.model->spec());
   if (r.planned_in_activity_reading || !(r.model->params().memory_w_at_max > bound_w) || !r.chosen->within_budget)
     return;
   model::Workload w = r.workload;

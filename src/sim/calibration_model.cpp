@@ -237,7 +237,7 @@ std::vector<std::string> implausible_model(const CalibratedModel& m, const gpu::
   const model::DvfsModel dm(spec, model_power_params(m, spec));
   for (auto& w : implausible_calibration(dm)) why.push_back(std::move(w));
   // The fitted memory power follows the memory clock across the pairs: DRAM bounds it (measurement.hpp).
-  if (const double mem_max = kMaxMemoryShareOfBoard * spec.max_board_power_w; m.memory_w_at_max > mem_max)
+  if (const double mem_max = max_memory_power_w(spec); m.memory_w_at_max > mem_max)
     why.push_back(fmt::format("memory power {:.0f} W at full traffic, above {:.0f} W ({:.0f} % of the {:.0f} W board "
                               "power; DRAM access energy puts it near 20 %, the spec estimates {:.0f} W)",
                               m.memory_w_at_max, mem_max, 100 * kMaxMemoryShareOfBoard, spec.max_board_power_w,

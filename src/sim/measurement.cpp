@@ -81,7 +81,7 @@ std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m) {
 
 std::optional<MemoryClockHeld> hold_memory_clock(const model::DvfsModel& m) {
   const gpu::GpuSpec& spec = m.spec();
-  const double bound_w = kMaxMemoryShareOfBoard * spec.max_board_power_w;
+  const double bound_w = max_memory_power_w(spec);
   const double memory_w = m.params().memory_w_at_max;
   if (!(memory_w > bound_w) || spec.mem_clocks_mhz.size() <= 1) return std::nullopt;
   gpu::GpuSpec held = spec;

@@ -61,6 +61,8 @@ std::vector<std::string> calibration_bound_warnings(const model::DvfsModel& m);
 // plan keeps the memory clock at its default (service/plan_job.cpp): an SM-clock plan leaves that power alone, a
 // memory-clock change would count it as saved.
 inline constexpr double kMaxMemoryShareOfBoard = 0.40;
+// That share of `spec`'s board power, W: the most memory/uncore power a calibration may place in memory.
+inline double max_memory_power_w(const gpu::GpuSpec& spec) { return kMaxMemoryShareOfBoard * spec.max_board_power_w; }
 
 // Where a calibration put more memory/uncore power in `m` than memory can draw (kMaxMemoryShareOfBoard of the
 // board), `m` with the memory clock held at the spec's default (the planners then leave that power alone: a
