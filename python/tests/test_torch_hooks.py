@@ -82,6 +82,8 @@ def test_enable_dry_run_follows_a_fed_launch_stream(tmp_path):
     assert rt.feed_line("S 999 2 1") is False  # returned before it was entered
     assert rt.feed_line("M 5 10 20") is True  # a stream marker line
     assert rt.feed_line("M 5 20 10") is False  # seen before its previous poll
+    assert rt.feed_line("Y 6 10 20 7 0 64 c Memcpy DtoD (Device -> Device)") is True  # a copy: for planning only
+    assert rt.feed_line("Y 6 20 10 7 0 64 c Memcpy") is False  # ended before it started
     assert rt.feed_line("garbage") is False
     stats = gt.disable()
     assert not gt.enabled()

@@ -62,8 +62,8 @@ void add_common(CLI::App* cmd, PlanArgs& a) {
   cmd->add_option("--device", a.device, "CUDA device of the trace to plan (default: the one with most kernels)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--kernels-only", a.kernels_only,
-                "Plan from the trace's kernels alone, leaving its copies and memsets out, as `run --auto` sees the "
-                "job (its launch feed carries kernels only); `replay` of that plan shows what live will follow");
+                "Plan from the trace's kernels alone, leaving its copies and memsets out, as `run --auto` sees a "
+                "job whose CUPTI refuses copy activity (its launch feed then carries kernels only)");
   cmd->add_flag("--trust-period", a.trust_period,
                 "Accept a kernel-stream period without step markers or an optimizer update as the training step "
                 "(docs/step-detection.md)");

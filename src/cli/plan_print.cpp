@@ -32,8 +32,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
              it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
              it.confidence);
   if (o.kernels_only)
-    fmt::print("Input         the trace's kernels only (--kernels-only): {} copies and memsets left out, as `run --auto`'s "
-               "launch feed sees the job\n",
+    fmt::print("Input         the trace's kernels only (--kernels-only): {} copies and memsets left out, as `run --auto` "
+               "sees a job whose CUPTI refuses copy activity\n",
                r.left_out_ops);
   for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
   fmt::print("Replay        {}\n", graph::build_step_graph(r.workload).note);

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dlfcn.h>
@@ -201,6 +202,9 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
                                       g->graph_id != 0 || s->launches.lookup(g->correlation) == LaunchApi::graph
                                           ? g->name
                                           : std::string_view{});
+        else if (s->feed)  // a copy or memset: the template's (FeedCollector)
+          s->feed->on_copy_complete(g->correlation, g->start_ns, g->end_ns, g->stream, g->device, g->bytes,
+                                    g->kind == trace::OpKind::memset, g->name);
       } else if (const auto* m = std::get_if<MarkerActivity>(&d)) {
         if (s->tracer) s->tracer->add(*m);
       }
@@ -293,7 +297,8 @@ void stop_tracing(State& s, const std::string& reason, bool complete, bool every
         FeedStats fs = s.feed->stats();
         if (!s.config.quiet || fs.dropped_launches > 0)
           say("note", "runtime feed: " + std::to_string(fs.launches) + " launches, " + std::to_string(fs.completions) +
-                          " completed kernels, " + std::to_string(fs.syncs) + " synchronizations sent, " +
+                          " completed kernels, " + std::to_string(fs.copies) + " copies and memsets, " +
+                          std::to_string(fs.syncs) + " synchronizations sent, " +
                           std::to_string(fs.dropped_launches) + " launches dropped (queue full)" +
                           (fs.broken ? ", closed early by the runtime" : "") + sampled_note(s) + markers_note(s));
       }
@@ -506,14 +511,23 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
   };
   if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS)
     return fail("CUPTI refused activity buffers", "cuptiActivityRegisterCallbacks failed: " + api.describe(r));
-  // A trace records every kernel, copy and memset; the feed alone needs completed kernels only, and with
-  // sampled activity the controller turns them on and off (window 0: never on).
+  // A trace records every kernel, copy and memset. The feed alone records them while kernel activity is on: with
+  // sampled activity the controller turns them on and off together (window 0: never on). The feed's copies are
+  // for planning only (`run --auto`'s template): CUPTI refusing them costs the template its copies, not the run.
   const ActivityWindows windows = feed_windows(cfg, s->tracer != nullptr);
+  bool copies_refused = false;
   for (CUpti_ActivityKind k : kRequiredKinds) {
-    if (!s->tracer && (k != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || windows.sampled())) continue;
-    if (CUptiResult r = api.activity_enable(k); r != CUPTI_SUCCESS)
+    if (!s->tracer && windows.sampled()) continue;
+    if (CUptiResult r = api.activity_enable(k); r != CUPTI_SUCCESS) {
+      if (!s->tracer && k != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        if (!std::exchange(copies_refused, true))
+          say("note", "CUPTI refused copy/memset activity (" + api.describe(r) +
+                          "); the runtime's template will take the job's copies as idle time");
+        continue;
+      }
       return fail("CUPTI refused activity kind " + std::to_string(static_cast<int>(k)),
                   "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + api.describe(r));
+    }
   }
   // NVTX ranges need NVTX_INJECTION64_PATH (gearshift trace sets it); without it the kind still enables.
   s->marker_enabled = s->tracer && api.activity_enable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
@@ -551,9 +565,11 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
                         [st](const std::string& reason) { stop_tracing(*st, reason, true, false); },
                         /*flush_after_stop=*/static_cast<bool>(st->feed)};
   if (!st->tracer) {  // the feed alone: its kernel activity may be sampled, from the start or on command
-    hooks.kernel_activity = [st](bool on) {
-      if (on) st->api->activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-      else st->api->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    hooks.kernel_activity = [st](bool on) {  // copies and memsets with the kernels (kRequiredKinds)
+      for (CUpti_ActivityKind k : kRequiredKinds) {
+        if (on) st->api->activity_enable(k);
+        else st->api->activity_disable(k);
+      }
     };
     if (st->control) {
       hooks.control = [st]() -> ControlPoll {

@@ -81,6 +81,21 @@ void RuntimeFeed::on_kernel_complete(std::uint32_t correlation, std::int64_t sta
   }
 }
 
+void RuntimeFeed::on_copy_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                                   std::uint32_t stream, std::uint32_t device, std::int64_t bytes, bool memset,
+                                   std::string_view label) noexcept {
+  try {
+    std::lock_guard lock(mu_);
+    if (stop_ || stats_.broken) return;
+    // Labels come from a few enums (copy kind, memory kinds): a linear search beats a map here.
+    std::uint32_t id = 0;
+    while (id < labels_.size() && labels_[id] != label) ++id;
+    if (id == labels_.size()) labels_.emplace_back(label);
+    copies_.push_back(CopyDone{correlation, stream, device, start_ns, end_ns, bytes, memset, id});
+  } catch (...) {  // out of memory: planning copes with a missing copy
+  }
+}
+
 const std::string& RuntimeFeed::name_of(const char* symbol) {
   // CUPTI's symbol pointer is stable while the kernel's module is loaded, and the same kernel keeps it:
   // demangle once per kernel, not once per launch.
@@ -93,11 +108,15 @@ void RuntimeFeed::drain(std::string& batch) {
   // Completions first, then launches: a kernel's launch is queued before it can complete, so every C line
   // taken here has its L line in the same batch or an earlier one.
   std::vector<Completion> done;
+  std::vector<CopyDone> copies;
   std::vector<std::pair<std::int64_t, std::string>> names;
+  std::vector<std::string> labels;
   {
     std::lock_guard lock(mu_);
     done.swap(completions_);
+    copies.swap(copies_);
     names.swap(new_names_);
+    if (!copies.empty()) labels = labels_;  // a few short strings
   }
   // The marker before the launches: its launch was queued before it was issued, so once seen here its L line is
   // in the queue drained below (polled after the drain, a marker issued and written in between would go first).
@@ -128,6 +147,9 @@ void RuntimeFeed::drain(std::string& batch) {
   for (const Completion& c : done)
     feed::append_completion_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device,
                                  c.name_id);
+  for (const CopyDone& c : copies)
+    feed::append_copy_line(batch, c.correlation, c.start_ns + offset_ns_, c.end_ns + offset_ns_, c.stream, c.device,
+                           c.bytes, c.memset, labels[c.label]);
   std::uint64_t markers = 0;
   if (seen) {
     feed::append_marker_line(batch, seen->correlation, seen->not_before_ns + offset_ns_, seen->seen_ns + offset_ns_);
@@ -138,6 +160,7 @@ void RuntimeFeed::drain(std::string& batch) {
   stats_.syncs += syncs;
   stats_.markers += markers;
   stats_.completions += done.size();
+  stats_.copies += copies.size();
 }
 
 void RuntimeFeed::write_all(const std::string& batch) {

@@ -34,6 +34,7 @@ struct FeedStats {
   std::uint64_t completions = 0;      // C lines written
   std::uint64_t syncs = 0;            // S lines written
   std::uint64_t markers = 0;          // M lines written
+  std::uint64_t copies = 0;           // Y lines written (copies and memsets)
   std::uint64_t dropped_launches = 0;  // queue full (launches and synchronizes)
   bool broken = false;                // the pipe was closed or failed: the feed is off
 };
@@ -62,6 +63,11 @@ class RuntimeFeed {
   void on_kernel_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
                           std::uint32_t device, std::string_view graph_kernel_name = {}) noexcept;
 
+  // CUPTI's buffer thread: one completed copy or memset (CUPTI clock), its correlation (the copy call's, or the
+  // graph launch's) and size; `label` as the tracer names it (memcpy_label, memset_label).
+  void on_copy_complete(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
+                        std::uint32_t device, std::int64_t bytes, bool memset, std::string_view label) noexcept;
+
   // Writes what is queued, stops the thread, ends our side of a socket (shutdown: the reader sees the end even
   // while the control reader holds a duplicate) and closes the descriptor. Idempotent.
   void stop() noexcept;
@@ -72,6 +78,12 @@ class RuntimeFeed {
     std::uint32_t correlation, stream, device;
     std::int64_t start_ns, end_ns;
     std::int64_t name_id;  // -1: its L line names it
+  };
+  struct CopyDone {
+    std::uint32_t correlation, stream, device;
+    std::int64_t start_ns, end_ns, bytes;
+    bool memset;
+    std::uint32_t label;  // index into labels_
   };
   struct NameHash {
     using is_transparent = void;
@@ -89,6 +101,8 @@ class RuntimeFeed {
   mutable std::mutex mu_;  // completions_, stop_, stats_
   std::condition_variable cv_;
   std::vector<Completion> completions_;
+  std::vector<CopyDone> copies_;
+  std::vector<std::string> labels_;  // copies' labels, interned (a handful of kinds); under mu_
   // Graph kernels' names by content -> id, and the (mangled) names not sent yet, in id order.
   std::unordered_map<std::string, std::int64_t, NameHash, std::equal_to<>> graph_names_;
   std::vector<std::pair<std::int64_t, std::string>> new_names_;

@@ -80,6 +80,19 @@ std::optional<FeedEvent> parse_feed_line(std::string_view line) {
     e.name = line.substr(1);
     return e;
   }
+  if (kind == 'Y') {
+    e.kind = FeedEvent::Kind::copy;
+    if (!number(line, e.correlation) || !number(line, e.gpu_start_ns) || !number(line, e.gpu_end_ns) ||
+        e.gpu_end_ns < e.gpu_start_ns || !small_id(line, e.stream) || !small_id(line, e.device) ||
+        !number(line, e.bytes) || e.bytes < 0)
+      return std::nullopt;
+    // " c label" or " s label"
+    if (line.size() < 4 || line[0] != ' ' || (line[1] != 'c' && line[1] != 's') || line[2] != ' ') return std::nullopt;
+    e.memset = line[1] == 's';
+    e.name = line.substr(3);
+    if (only_spaces(e.name)) return std::nullopt;
+    return e;
+  }
   if (kind == 'S' || kind == 'M') {
     e.kind = kind == 'S' ? FeedEvent::Kind::sync : FeedEvent::Kind::marker;
     if (!number(line, e.correlation) || !number(line, e.gpu_start_ns) || !number(line, e.gpu_end_ns) ||
@@ -122,6 +135,15 @@ void append_sync_line(std::string& out, std::int64_t correlation, std::int64_t e
 void append_marker_line(std::string& out, std::int64_t correlation, std::int64_t not_before_ns,
                         std::int64_t seen_ns) {
   append_fields(out, 'M', correlation, not_before_ns, seen_ns);
+  out += '\n';
+}
+
+void append_copy_line(std::string& out, std::int64_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                      std::uint32_t stream, std::uint32_t device, std::int64_t bytes, bool memset,
+                      std::string_view label) {
+  append_fields(out, 'Y', correlation, start_ns, end_ns, stream, device, bytes);
+  out += memset ? " s " : " c ";
+  append_one_line(out, label.empty() ? std::string_view(memset ? "Memset" : "Memcpy") : label);
   out += '\n';
 }
 

@@ -11,6 +11,7 @@
 //   N <name_id> <kernel name to the end of the line>
 //   S <correlation> <enter_ns> <exit_ns>
 //   M <correlation> <not_before_ns> <seen_ns>
+//   Y <correlation> <gpu_start_ns> <gpu_end_ns> <stream> <device> <bytes> <c|s> <label to the end of the line>
 // H names the process: version is kHelloVersion; rank, local rank and world size as the launcher gave them
 // (RANK/LOCAL_RANK/WORLD_SIZE, else SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS, else OMPI_COMM_WORLD_RANK/
 // _LOCAL_RANK/_SIZE; -1 when absent); <visible> is "-" when CUDA_VISIBLE_DEVICES is unset, else "=" and its
@@ -25,6 +26,11 @@
 // synchronize the job called (entered, returned): every kernel launched before it had finished by exit_ns. M is a
 // stream marker (cupti/stream_marker.hpp) written by the GPU after the kernel launched with that correlation:
 // not written yet at not_before_ns, written by seen_ns (the two polls around it), so the kernel ended between.
+// Y is a copy (c) or memset (s) the GPU ran, sent while kernel activity is recorded: it has no L line (its
+// correlation is the copy call's, or the graph launch's for a copy inside a CUDA graph), <bytes> its size and
+// <label> CUPTI's kinds as torch.profiler writes them ("Memcpy HtoD (Pageable -> Device)"). Planning from the
+// feed needs them: a step's copies are not idle time (Megatron-LM runs ~1,360 a step; taken as idle, its
+// calibration put 569 W instead of 422 W in memory/uncore power, H200, docs/benchmarks.md).
 // Correlation ids are unique within one process only (CUPTI's are 32-bit): a reader of several processes
 // namespaces them (namespaced_correlation) before they meet; N lines' name ids likewise.
 //
@@ -48,7 +54,7 @@
 namespace gearshift::feed {
 
 struct FeedEvent {
-  enum class Kind { launch, complete, sync, marker, name };
+  enum class Kind { launch, complete, sync, marker, name, copy };
   Kind kind = Kind::launch;
   std::int64_t correlation = 0;
   std::int64_t cpu_ns = 0;        // launch: CPU time of the launch call
@@ -57,12 +63,15 @@ struct FeedEvent {
   std::int32_t stream = 0;        // complete: CUDA stream id (0 when the line omits it)
   std::int32_t device = 0;        // complete: CUDA device ordinal (0 when the line omits it)
   std::int64_t name_id = -1;      // complete: the kernel's own name (N line), -1: its launch names it; name: the id
-  std::string_view name;          // launch, name: the kernel name, a view into the parsed line
+  std::string_view name;          // launch, name: the kernel name; copy: its label (a view into the parsed line)
+  std::int64_t bytes = 0;         // copy: its size, bytes
+  bool memset = false;            // copy: a memset (s), not a memcpy (c)
 };
 
 // One event line (without its '\n'); nullopt when it is not a valid event: unknown kind (H included), a missing
 // or non-numeric field, a negative or out-of-range stream/device, text after the last field of a C, S or M line,
-// or an S or M line whose second time is before its first.
+// an S or M line whose second time is before its first, or a Y line whose end is before its start, whose bytes
+// are negative, whose kind is not c or s, or that has no label.
 std::optional<FeedEvent> parse_feed_line(std::string_view line);
 
 // The writers: each appends one line and its '\n'. A kernel name's newlines (never seen in real symbols) become
@@ -74,6 +83,9 @@ void append_completion_line(std::string& out, std::int64_t correlation, std::int
 void append_name_line(std::string& out, std::int64_t name_id, std::string_view name);
 void append_sync_line(std::string& out, std::int64_t correlation, std::int64_t enter_ns, std::int64_t exit_ns);
 void append_marker_line(std::string& out, std::int64_t correlation, std::int64_t not_before_ns, std::int64_t seen_ns);
+void append_copy_line(std::string& out, std::int64_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                      std::uint32_t stream, std::uint32_t device, std::int64_t bytes, bool memset,
+                      std::string_view label);
 
 inline constexpr int kHelloVersion = 1;
 

@@ -10,6 +10,7 @@ void feed_event(const feed::FeedEvent& e, LiveRuntime& rt) {
     case Kind::sync: rt.on_sync(e.correlation, e.gpu_start_ns, e.gpu_end_ns); break;
     case Kind::marker: rt.on_marker(e.correlation, e.gpu_start_ns, e.gpu_end_ns); break;
     case Kind::name: break;  // the runtime counts launch units; a graph kernel's own name is for planning
+    case Kind::copy: break;  // no launch of its own: for planning (the template's copies and memsets)
   }
 }
 

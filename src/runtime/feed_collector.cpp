@@ -45,6 +45,23 @@ void FeedCollector::add(const feed::FeedEvent& e) {
     return;
   }
   if (e.kind == feed::FeedEvent::Kind::marker) return;  // no kernel of its own
+  if (e.kind == feed::FeedEvent::Kind::copy) {
+    if (full() || e.gpu_end_ns < e.gpu_start_ns) return;
+    trace::OpRecord r;
+    r.kind = e.memset ? trace::OpKind::memset : trace::OpKind::memcpy;
+    r.name_id = intern(e.name);
+    r.start_ns = e.gpu_start_ns;
+    r.duration_ns = e.gpu_end_ns - e.gpu_start_ns;
+    r.device = e.device;
+    r.stream = e.stream;
+    r.correlation = e.correlation;
+    r.bytes = e.bytes;
+    if (auto it = pending_.find(e.correlation); it != pending_.end() && it->second.graph)
+      r.graph_id = it->second.graph_id;
+    ops_.push_back(r);
+    ++copies_;
+    return;
+  }
   auto it = pending_.find(e.correlation);
   if (it == pending_.end()) {
     ++unmatched_;

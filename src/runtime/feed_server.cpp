@@ -178,6 +178,7 @@ void FeedServer::on_line(std::size_t i, std::string_view line) {
         break;
       case feed::FeedEvent::Kind::sync: ++p.syncs; break;
       case feed::FeedEvent::Kind::marker: ++p.markers; break;
+      case feed::FeedEvent::Kind::copy: ++p.copies; break;
       case feed::FeedEvent::Kind::name: break;
     }
   }

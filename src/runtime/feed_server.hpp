@@ -24,7 +24,7 @@ namespace gearshift::runtime {
 struct FeedProcess {
   std::uint32_t index = 0;  // connection number, in order of connection: the namespace of its correlation ids
   feed::Hello hello;
-  std::uint64_t launches = 0, completions = 0, syncs = 0, markers = 0, bad_lines = 0;
+  std::uint64_t launches = 0, completions = 0, syncs = 0, markers = 0, copies = 0, bad_lines = 0;
   std::optional<unsigned> gpu;  // NVML index of the GPU it runs on; nullopt: unknown
   bool gpu_assumed = true;      // from its hello alone (no completed kernel named its device yet)
   bool followed = false;

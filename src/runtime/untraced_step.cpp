@@ -25,7 +25,9 @@ std::optional<double> launches_per_step(const trace::Trace& t, const trace::Iter
   const std::int64_t from = an.iterations.front().start_ns, to = an.iterations.back().start_ns;
   std::unordered_set<std::int64_t> launches;
   for (const auto& op : t.ops)
-    if (op.correlation >= 0 && op.start_ns >= from && op.start_ns < to) launches.insert(op.correlation);
+    // Kernels only: a copy's correlation is its copy call's, which the launch feed sends no L line for.
+    if (op.kind == trace::OpKind::kernel && op.correlation >= 0 && op.start_ns >= from && op.start_ns < to)
+      launches.insert(op.correlation);
   if (launches.empty()) return std::nullopt;
   return static_cast<double>(launches.size()) / static_cast<double>(an.iterations.size() - 1);
 }

@@ -22,9 +22,10 @@
 
 namespace gearshift::runtime {
 
-// Launch calls per step in `t`'s detected steps `an` (distinct correlation ids of the ops from the first step's
-// start to the last step's start, over the steps between; a CUDA graph launch counts once). nullopt with fewer
-// than two steps or no op with a correlation id.
+// Launch calls per step in `t`'s detected steps `an` (distinct correlation ids of the kernels from the first step's
+// start to the last step's start, over the steps between; a CUDA graph launch counts once; copies and memsets not
+// at all: the launch feed's L lines are kernel launches). nullopt with fewer than two steps or no kernel with a
+// correlation id.
 std::optional<double> launches_per_step(const trace::Trace& t, const trace::IterationAnalysis& an);
 
 // A kernel that marks the job's steps by its launches: one launched exactly once in every detected whole step

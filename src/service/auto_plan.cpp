@@ -144,14 +144,16 @@ void AutoPlanner::add(std::uint32_t source, const feed::FeedEvent& e) {
   if (state_ != State::collecting) return;
   auto it = sources_.find(source);
   if (it == sources_.end()) it = sources_.emplace(source, Source{runtime::FeedCollector(o_.max_kernels), {}}).first;
-  // The cap holds for all processes together: a full collection stops keeping kernels, not counting launches.
-  if (collected() >= o_.max_kernels && e.kind == feed::FeedEvent::Kind::complete) return;
+  // The cap holds for all processes together: a full collection stops keeping ops, not counting launches.
+  if (collected() >= o_.max_kernels &&
+      (e.kind == feed::FeedEvent::Kind::complete || e.kind == feed::FeedEvent::Kind::copy))
+    return;
   it->second.collector.add(e);
 }
 
 std::size_t AutoPlanner::collected() const {
   std::size_t n = 0;
-  for (const auto& [id, s] : sources_) n += s.collector.kernels();
+  for (const auto& [id, s] : sources_) n += s.collector.ops();
   return n;
 }
 
@@ -167,7 +169,9 @@ AutoPlanner::Attempt AutoPlanner::best() const {
 
 AutoPlanner::Attempt AutoPlanner::detect(const trace::Trace& t, std::optional<trace::IterationAnalysis>* an) const {
   Attempt a;
-  a.kernels = t.ops.size();
+  a.copies = static_cast<std::size_t>(std::count_if(
+      t.ops.begin(), t.ops.end(), [](const trace::OpRecord& r) { return r.kind != trace::OpKind::kernel; }));
+  a.kernels = t.ops.size() - a.copies;
   if (t.ops.empty()) return a;
   try {
     trace::IterationAnalysis found = trace::detect_iterations(t);
@@ -180,7 +184,8 @@ AutoPlanner::Attempt AutoPlanner::detect(const trace::Trace& t, std::optional<tr
 }
 
 std::string AutoPlanner::collected_line(const Attempt& a) {
-  std::string s = fmt::format("{} kernels collected", a.kernels);
+  std::string s = a.copies > 0 ? fmt::format("{} kernels (and {} copies and memsets) collected", a.kernels, a.copies)
+                               : fmt::format("{} kernels collected", a.kernels);
   // A launch still running when the snapshot was taken is not collected yet: only a gap of more than 1 % says
   // that completions went missing (e.g. a launch path the feed does not name).
   if (a.launches > a.kernels + a.kernels / 100 || a.unmatched > 0)
@@ -240,7 +245,7 @@ void AutoPlanner::loop() {
       full = collected() >= o_.max_kernels;
       timed_out = ns_since(t0_) >= o_.timeout_ns;
       for (const auto& [id, src] : sources_)
-        if (src.collector.kernels() != src.last.kernels)
+        if (src.collector.ops() != src.last.kernels + src.last.copies)
           changed.push_back({id, src.collector.snapshot(), src.collector.sync_exits(), src.collector.launches(),
                              src.collector.unmatched()});
       if (changed.empty() && !timed_out) {
@@ -300,13 +305,13 @@ void AutoPlanner::loop() {
         }
         give_up(fmt::format(
             "gave up after {}: {}",
-            full ? fmt::format("{} kernels", o_.max_kernels)
+            full ? fmt::format("{} kernels and copies", o_.max_kernels)
                  : fmt::format("{:g} s of warm-up (--warmup-timeout)", static_cast<double>(o_.timeout_ns) * 1e-9),
             failed));
         return;
       }
     } else if (full || timed_out) {
-      std::string why = full ? fmt::format("gave up after {} kernels without enough steps", o_.max_kernels)
+      std::string why = full ? fmt::format("gave up after {} kernels and copies without enough steps", o_.max_kernels)
                              : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)",
                                            static_cast<double>(o_.timeout_ns) * 1e-9);
       Attempt b;
@@ -375,8 +380,12 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
         runtime::check_live_step(all, r.evaluation.baseline.step_time_ns, std::move(syncs),
                                  it.iterations.size() < all.iterations.size() ? it.iterations.size() : 0);
     const std::string found =
-        fmt::format("{} steps detected by {} ({} kernels, {:.2f} ms per step{}, confidence {:.2f})",
-                    all.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.period_ns / 1e6,
+        fmt::format("{} steps detected by {} ({} kernels{}, {:.2f} ms per step{}, confidence {:.2f})",
+                    all.iterations.size(), it.method, it.tmpl.kernels,
+                    it.tmpl.ops.size() > it.tmpl.kernels
+                        ? fmt::format(" and {} copies and memsets", it.tmpl.ops.size() - it.tmpl.kernels)
+                        : std::string(),
+                    it.tmpl.period_ns / 1e6,
                     it.iterations.size() < all.iterations.size() ? fmt::format(" in the latest {}", it.iterations.size())
                                                                  : std::string(),
                     it.confidence);
@@ -662,7 +671,7 @@ std::string AutoPlanner::finish() {
     for (auto& [id, src] : sources_) {
       src.last.launches = src.collector.launches();
       src.last.unmatched = src.collector.unmatched();
-      if (src.collector.kernels() != src.last.kernels) changed.emplace_back(id, src.collector.snapshot());
+      if (src.collector.ops() != src.last.kernels + src.last.copies) changed.emplace_back(id, src.collector.snapshot());
     }
   }
   // Still warming up when the job ended: one last look at what came, for the report.

@@ -54,7 +54,7 @@ struct AutoOptions {
   std::string plan_output;                  // write plan.json here too (empty: no)
   std::string job_name;                     // how to name the input in the plan's provenance
   std::int64_t timeout_ns = 600'000'000'000;  // give up after this much warm-up, ns
-  std::size_t max_kernels = 1'000'000;      // and after this many kernels collected, all processes (bounds memory)
+  std::size_t max_kernels = 1'000'000;      // and after this many ops (kernels, copies) collected, all processes (bounds memory)
   std::chrono::milliseconds attempt_period{1000};  // how often detection is tried
   // Measure the untraced step before planning (off: the job keeps recording every kernel, e.g. --gpu-progress
   // activity, so the traced step is its step).
@@ -117,7 +117,7 @@ class AutoPlanner {
   enum class State { collecting, measuring, planned, gave_up };
   enum class Outcome { planned, measuring, gave_up, keep_learning };
   struct Attempt {
-    std::size_t kernels = 0, steps = 0;
+    std::size_t kernels = 0, copies = 0, steps = 0;  // copies: copies and memsets (the feed's Y lines)
     std::uint64_t launches = 0, unmatched = 0;  // the feed's launch lines; completions without one
     std::string why;  // detection's message when it found nothing
   };
@@ -152,7 +152,7 @@ class AutoPlanner {
   std::string progress(const Attempt& a) const;
   // The attempt to report: of the processes on the run's GPU, the one with most steps, then kernels. Under mu_.
   Attempt best() const;
-  std::size_t collected() const;  // kernels kept, all processes; under mu_
+  std::size_t collected() const;  // ops kept (kernels, copies, memsets), all processes; under mu_
   // "N kernels collected" and, where they differ, of how many launched and how many completions lacked a launch.
   static std::string collected_line(const Attempt& a);
 

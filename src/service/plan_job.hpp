@@ -47,8 +47,8 @@ struct PlanJobOptions {
   // traced one, against it. Used only when it has the re-timed template's ops.
   std::optional<trace::IterationTemplate> traced_template;
   // --kernels-only: plan from the trace's kernels alone (its copies and memsets left out at import), as `run
-  // --auto` sees the job: its launch feed carries kernels only. A plan made so replays as live will follow it
-  // (the MoE's 8-op alternatives of a full trace were never in --auto's plans, docs/benchmarks.md session 18).
+  // --auto` sees a job whose CUPTI refuses copy activity (its launch feed then carries kernels only; it carried
+  // nothing else before session 25, docs/runtime.md).
   bool kernels_only = false;
 };
 

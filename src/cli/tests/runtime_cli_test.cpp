@@ -980,6 +980,32 @@ TEST(RunAuto, FollowsTheStepVariantsItSawInTheWarmUp) {
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
 }
 
+// The job's copies reach the template (the feed's Y lines): the plan holds them as memcpy positions, which the
+// model prices as copies, not idle time, while the runtime follows the kernels alone. Before, the feed carried
+// kernels only: Megatron-LM's ~1,360 copies a step were idle time to the calibration, which put 569 instead of
+// 422 W in memory/uncore power and refused the job (H200, session 24).
+TEST(RunAuto, TheJobsCopiesAreInTheTemplateAndThePlan) {
+  AutoEnv s;
+  s.env.push_back("FAKE_JOB_COPIES=10");
+  ASSERT_EQ(s.run_synthetic("120"), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
+  EXPECT_NE(o.find("live check passed"), std::string::npos) << o;
+  EXPECT_EQ(number_after(o, " (", "steps detected by"), 113) << o;  // kernels per step, as before
+  EXPECT_NE(o.find(" copies and memsets) collected"), std::string::npos) << o;
+  auto j = nlohmann::json::parse(slurp(s.made));
+  ASSERT_EQ(j["positions"].size(), 123u) << o;
+  std::size_t copies = 0;
+  for (const auto& p : j["positions"]) {
+    if (p["kind"] != "memcpy") continue;
+    ++copies;
+    EXPECT_EQ(p["name"], "Memcpy HtoD (Pinned -> Device)");
+    EXPECT_NEAR(p["duration_us"].get<double>(), 300, 1);
+  }
+  EXPECT_EQ(copies, 10u);
+  EXPECT_NE(o.find(" (113 kernels and 10 copies and memsets, "), std::string::npos) << o;
+  EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
+}
+
 // A job whose step is one CUDA graph launch plus its optimizer (torch.compile reduce-overhead): the graph's kernels
 // keep their own names and classes in the plan (the feed names them on their C lines), and no clock change falls
 // inside the graph. Before, every graph kernel was named after the launch and classed "other", and the plan's

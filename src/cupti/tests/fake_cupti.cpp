@@ -1,6 +1,6 @@
 // A stand-in libcupti for CI (no GPU, no driver): the functions the tracer resolves, with behaviour chosen by
 // $FAKE_CUPTI_MODE ("ok", "multiple": another subscriber already holds CUPTI, "old": API version 10, "cuda12":
-// callback ids newer than CUDA 12 refused), plus
+// callback ids newer than CUDA 12 refused, "nocopy": copy and memset activity refused), plus
 // helpers that play the driver: fire a launch callback, queue activity records, complete buffers on flush.
 #include <cupti.h>
 
@@ -24,6 +24,7 @@ std::vector<std::vector<std::uint8_t>> g_pending;
 std::deque<std::string> g_names;  // keeps names alive (and in place) like CUPTI does
 std::atomic<std::uint64_t> g_now{1'000'000};  // read by the tracer's controller thread too
 int g_enabled_callbacks = 0;
+std::atomic<unsigned> g_enabled_kinds{0};  // bit k: activity kind k enabled (kinds below 32)
 
 std::string mode() {
   const char* m = std::getenv("FAKE_CUPTI_MODE");
@@ -63,8 +64,16 @@ FAKE_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHan
   g_enabled_callbacks += enable != 0 ? 1 : -1;
   return CUPTI_SUCCESS;
 }
-FAKE_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
-FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+FAKE_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
+  if (mode() == "nocopy" && (k == CUPTI_ACTIVITY_KIND_MEMCPY || k == CUPTI_ACTIVITY_KIND_MEMSET))
+    return CUPTI_ERROR_NOT_COMPATIBLE;
+  if (k < 32) g_enabled_kinds |= 1u << k;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
+  if (k < 32) g_enabled_kinds &= ~(1u << k);
+  return CUPTI_SUCCESS;
+}
 FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
                                                        CUpti_BuffersCallbackCompleteFunc c) {
   g_request = r;
@@ -111,6 +120,7 @@ FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
 
 // --- helpers for the tests (the driver's side) ---
 FAKE_EXPORT int fake_cupti_enabled_callbacks() { return g_enabled_callbacks; }
+FAKE_EXPORT int fake_cupti_activity_enabled(int kind) { return kind < 32 && (g_enabled_kinds >> kind & 1u) ? 1 : 0; }
 FAKE_EXPORT int fake_cupti_subscribed() { return g_callback.load() != nullptr ? 1 : 0; }
 FAKE_EXPORT void fake_cupti_launch(uint32_t cbid, uint32_t correlation) {
   CUpti_CallbackData d{};
@@ -209,6 +219,36 @@ FAKE_EXPORT void fake_cupti_add_kernel(const char* name, uint64_t start, uint64_
 FAKE_EXPORT void fake_cupti_add_kernel_on(const char* name, uint64_t start, uint64_t end, uint32_t correlation,
                                           uint32_t device) {
   add_kernel(name, start, end, correlation, device);
+}
+// A copy (memset != 0: a memset) of `bytes` on stream 7 of device 0, device memory to device memory.
+FAKE_EXPORT void fake_cupti_add_copy(uint64_t start, uint64_t end, uint32_t correlation, uint64_t bytes, int memset) {
+  std::lock_guard lock(g_mu);
+  std::vector<std::uint8_t> rec;
+  if (memset != 0) {
+    CUpti_ActivityMemset4 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    m.bytes = bytes;
+    m.start = start;
+    m.end = end;
+    m.streamId = 7;
+    m.correlationId = correlation;
+    m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    rec.resize(sizeof m);
+    std::memcpy(rec.data(), &m, sizeof m);
+  } else {
+    CUpti_ActivityMemcpy6 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+    m.srcKind = m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.bytes = bytes;
+    m.start = start;
+    m.end = end;
+    m.streamId = 7;
+    m.correlationId = correlation;
+    rec.resize(sizeof m);
+    std::memcpy(rec.data(), &m, sizeof m);
+  }
+  g_pending.push_back(std::move(rec));
 }
 FAKE_EXPORT void fake_cupti_add_range(const char* name, uint32_t id, uint64_t start, uint64_t end) {
   std::lock_guard lock(g_mu);

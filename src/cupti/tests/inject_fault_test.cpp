@@ -461,6 +461,8 @@ struct Feed {
   void (*kernel)(const char*, uint64_t, uint64_t, uint32_t) = nullptr;
   int (*enabled)() = nullptr;
   void (*sync)(uint32_t, int, int) = nullptr;
+  void (*copy)(uint64_t, uint64_t, uint32_t, uint64_t, int) = nullptr;
+  int (*activity_enabled)(int) = nullptr;
 };
 
 // In the child: the injection library loaded by the program itself (no InitializeInjection: the driver was not
@@ -482,7 +484,10 @@ bool load_for_attach(const std::string& mode, Feed& f) {
       reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t)>(dlsym(fake, "fake_cupti_add_kernel"));
   f.enabled = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_enabled_callbacks"));
   f.sync = reinterpret_cast<void (*)(uint32_t, int, int)>(dlsym(fake, "fake_cupti_sync"));
-  return f.attach && f.detach && f.error && f.launch && f.kernel && f.enabled && f.sync;
+  f.copy = reinterpret_cast<void (*)(uint64_t, uint64_t, uint32_t, uint64_t, int)>(dlsym(fake, "fake_cupti_add_copy"));
+  f.activity_enabled = reinterpret_cast<int (*)(int)>(dlsym(fake, "fake_cupti_activity_enabled"));
+  return f.attach && f.detach && f.error && f.launch && f.kernel && f.enabled && f.sync && f.copy &&
+         f.activity_enabled;
 }
 
 }  // namespace
@@ -541,10 +546,55 @@ TEST(FeedAttach, SeesLaunchesAfterAttachAndDetachWritesTheRestAndCloses) {
   EXPECT_EQ(syncs, 2);
   EXPECT_EQ(all.find("before"), std::string::npos);
   EXPECT_EQ(all.find("after"), std::string::npos);
-  EXPECT_NE(r.stderr_text.find("runtime feed: 3 launches, 3 completed kernels, 2 synchronizations sent"),
+  EXPECT_NE(r.stderr_text.find("runtime feed: 3 launches, 3 completed kernels, 0 copies and memsets, 2 synchronizations sent"),
             std::string::npos)
       << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+}
+
+// The feed sends the job's copies and memsets (Y lines) while it records kernel activity: `run --auto`'s template
+// needs them (taken as idle time, Megatron-LM's calibration put 569 instead of 422 W in memory/uncore power and
+// was refused, H200 session 24). A CUPTI that refuses their activity costs a note, not the feed.
+TEST(FeedAttach, SendsCopiesAndMemsetsWhileKernelActivityIsRecorded) {
+  PipeRun run = with_pipes(1, [](const std::vector<int>& fd) {
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    if (f.attach(fd[0]) != 0) return 3;
+    if (!f.activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY) || !f.activity_enabled(CUPTI_ACTIVITY_KIND_MEMSET) ||
+        !f.activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+      return 4;
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z4geluPf");
+    f.kernel("_Z4geluPf", 10'000'000, 10'000'700, 2);
+    f.copy(10'001'000, 10'003'000, 3, 1 << 20, 0);
+    f.copy(10'003'000, 10'003'100, 4, 4096, 1);
+    if (f.detach() != 1) return 5;
+    return f.activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY) ? 6 : 0;  // off again
+  });
+  ASSERT_EQ(run.child.exit_code, 0) << run.child.stderr_text;
+  const std::string& all = run.text[0];
+  EXPECT_NE(all.find(" 1048576 c Memcpy DtoD (Device -> Device)\n"), std::string::npos) << all;
+  EXPECT_NE(all.find(" 4096 s Memset (Device)\n"), std::string::npos) << all;
+  for (const auto& l : lines_of(all)) {
+    if (!l.starts_with("Y ")) continue;
+    long corr = 0, start = 0, end = 0;
+    ASSERT_EQ(std::sscanf(l.c_str(), "Y %ld %ld %ld", &corr, &start, &end), 3) << l;
+    EXPECT_EQ(end - start, corr == 3 ? 2000 : 100) << l;
+  }
+  EXPECT_NE(run.child.stderr_text.find("1 completed kernels, 2 copies and memsets"), std::string::npos)
+      << run.child.stderr_text;
+
+  PipeRun refused = with_pipes(1, [](const std::vector<int>& fd) {
+    Feed f;
+    if (!load_for_attach("nocopy", f)) return 2;
+    if (f.attach(fd[0]) != 0) return 3;
+    f.launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z4geluPf");
+    return f.detach() == 1 ? 0 : 5;
+  });
+  ASSERT_EQ(refused.child.exit_code, 0) << refused.child.stderr_text;
+  EXPECT_NE(refused.child.stderr_text.find("CUPTI refused copy/memset activity"), std::string::npos)
+      << refused.child.stderr_text;
+  EXPECT_EQ(refused.child.stderr_text.find("warning"), std::string::npos) << refused.child.stderr_text;
+  EXPECT_TRUE(refused.text[0].starts_with("L ")) << refused.text[0];
 }
 
 // A CUPTI that does not know a synchronize callback id (CUDA 12's, without cuCtxSynchronize_v2): one note, the

@@ -120,6 +120,45 @@ TEST(RuntimeFeed, NamesAGraphsKernelsOnceAndEachOfItsCompletions) {
   }
 }
 
+TEST(RuntimeFeed, WritesCopiesAndMemsetsWithTheirLabelsInMonotonicTime) {
+  // Y lines: the template needs a step's copies (taken as idle, they were read as memory/uncore power).
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  std::int64_t t0 = cupti_clock();
+  {
+    RuntimeFeed feed(p[1], &cupti_clock, 200'000);
+    std::string label = "Memcpy DtoD (Device -> Device)";  // the decoder's scratch buffer: reused per record
+    feed.on_copy_complete(21, t0 + 100, t0 + 900, 7, 1, 1 << 20, false, label);
+    label = "Memset (Device)";
+    feed.on_copy_complete(22, t0 + 900, t0 + 950, 7, 1, 4096, true, label);
+    label = "Memcpy DtoD (Device -> Device)";
+    feed.on_copy_complete(23, t0 + 950, t0 + 1950, 8, 1, 2 << 20, false, label);
+    feed.stop();
+    EXPECT_EQ(feed.stats().copies, 3u);
+    EXPECT_EQ(feed.stats().completions, 0u);
+  }
+  std::vector<std::string> lines = read_lines(p[0]);
+  close(p[0]);
+  ASSERT_EQ(lines.size(), 3u);
+  std::int64_t corr = 0, start = 0, end = 0, stream = 0, device = 0, bytes = 0;
+  char kind = 0;
+  char label[64] = {};
+  ASSERT_EQ(std::sscanf(lines[0].c_str(), "Y %ld %ld %ld %ld %ld %ld %c %63[^\n]", &corr, &start, &end, &stream,
+                        &device, &bytes, &kind, label),
+            8)
+      << lines[0];
+  EXPECT_EQ(corr, 21);
+  EXPECT_NEAR(static_cast<double>(start - t0), static_cast<double>(kSkew + 100), 1000.0);
+  EXPECT_EQ(end - start, 800);
+  EXPECT_EQ(stream, 7);
+  EXPECT_EQ(device, 1);
+  EXPECT_EQ(bytes, 1 << 20);
+  EXPECT_EQ(kind, 'c');
+  EXPECT_STREQ(label, "Memcpy DtoD (Device -> Device)");
+  EXPECT_TRUE(lines[1].ends_with(" 4096 s Memset (Device)")) << lines[1];
+  EXPECT_TRUE(lines[2].ends_with(" c Memcpy DtoD (Device -> Device)")) << lines[2];
+}
+
 TEST(RuntimeFeed, ClosedPipeTurnsTheFeedOffWithoutKillingTheProgram) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);

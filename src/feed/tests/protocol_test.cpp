@@ -72,6 +72,30 @@ TEST(FeedRoundTrip, EveryEventKind) {
   EXPECT_EQ(e->correlation, 11);
   EXPECT_EQ(e->gpu_start_ns, 5000);
   EXPECT_EQ(e->gpu_end_ns, 5100);
+
+  std::string y;
+  append_copy_line(y, 13, 6000, 6800, 7, 1, 4096, false, "Memcpy HtoD (Pageable -> Device)");
+  EXPECT_EQ(y, "Y 13 6000 6800 7 1 4096 c Memcpy HtoD (Pageable -> Device)\n");
+  const std::string copy = one_line(y);
+  e = parse_feed_line(copy);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, FeedEvent::Kind::copy);
+  EXPECT_EQ(e->correlation, 13);
+  EXPECT_EQ(e->gpu_start_ns, 6000);
+  EXPECT_EQ(e->gpu_end_ns, 6800);
+  EXPECT_EQ(e->stream, 7);
+  EXPECT_EQ(e->device, 1);
+  EXPECT_EQ(e->bytes, 4096);
+  EXPECT_FALSE(e->memset);
+  EXPECT_EQ(e->name, "Memcpy HtoD (Pageable -> Device)");
+
+  std::string z;
+  append_copy_line(z, 14, 7000, 7000, 0, 0, 0, true, "");  // no label: the kind's own word
+  const std::string set = one_line(z);
+  e = parse_feed_line(set);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->memset);
+  EXPECT_EQ(e->name, "Memset");
 }
 
 TEST(FeedWrite, TheLinesAsWritten) {
@@ -144,6 +168,18 @@ TEST(FeedParse, SyncAndMarkerLines) {
   EXPECT_FALSE(parse_feed_line("M 12 1000"));
   EXPECT_FALSE(parse_feed_line("M 12 1000 1400 1"));
   EXPECT_FALSE(parse_feed_line("H 1 540 0 0 1 -"));  // a hello is no event
+}
+
+TEST(FeedParse, CopyLine) {
+  EXPECT_TRUE(parse_feed_line("Y 5 100 200 3 0 64 s Memset (Device)"));
+  EXPECT_FALSE(parse_feed_line("Y 5 100 200 3 0 64 c"));       // no label
+  EXPECT_FALSE(parse_feed_line("Y 5 100 200 3 0 64 c "));
+  EXPECT_FALSE(parse_feed_line("Y 5 100 200 3 0 64 x Memcpy"));  // neither c nor s
+  EXPECT_FALSE(parse_feed_line("Y 5 100 200 3 0 64 cMemcpy"));
+  EXPECT_FALSE(parse_feed_line("Y 5 200 100 3 0 64 c Memcpy"));  // ends before it starts
+  EXPECT_FALSE(parse_feed_line("Y 5 100 200 3 0 -1 c Memcpy"));  // negative size
+  EXPECT_FALSE(parse_feed_line("Y 5 100 200 -3 0 64 c Memcpy"));  // negative stream
+  EXPECT_FALSE(parse_feed_line("Y 5 100 200 3 0 c Memcpy"));     // no size
 }
 
 TEST(FeedHello, RoundTripsEveryForm) {

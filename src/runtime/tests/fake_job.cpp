@@ -244,6 +244,8 @@ void log_control() {
 // FAKE_JOB_VARIANT=K:N:AFTER: every K-th step (s % K == K - 1) launches N more kernels "clip_scale_kernel" (20 µs each, 2 µs
 // apart) after kernel AFTER, the rest of the step later by as much (Megatron-LM's gradient clipping, run only in
 // the steps whose gradient norm exceeds the clip: a step variant, trace/step_variants.hpp).
+// FAKE_JOB_COPIES=N: after each step's synchronize, N copies of 300 µs (10 µs apart) in its idle gap, sent as Y
+// lines while every kernel's activity is recorded.
 Step with_block(const Step& step, std::size_t after, long n) {
   constexpr std::int64_t kDur = 20'000, kEach = 22'000;
   Step out = step;
@@ -295,6 +297,7 @@ bool run_steps(int fd, const Step& step_in, long steps) {
       std::getenv("FAKE_JOB_SYNC_DRIFT_US") ? std::atoll(std::getenv("FAKE_JOB_SYNC_DRIFT_US")) * 1000 : 0;
   load_truth();
   const bool graph = std::getenv("FAKE_JOB_GRAPH") != nullptr;
+  const long copies = std::getenv("FAKE_JOB_COPIES") ? std::atol(std::getenv("FAKE_JOB_COPIES")) : 0;
   std::map<std::string, std::int64_t> name_ids;
   if (graph) {
     std::string names;
@@ -369,6 +372,17 @@ bool run_steps(int fd, const Step& step_in, long steps) {
         if (!put(fd, "S " + std::to_string(corr++) + " " + std::to_string(returned + 1'000 * (2 * extra + 1)) + " " +
                          std::to_string(returned + 1'000 * (2 * extra + 2)) + "\n"))
           return false;
+    }
+    // Copies in the idle gap after the step's synchronize (the next batch's host-to-device copy): Y lines, sent
+    // as the injection library sends them, only while kernel activity is recorded.
+    const std::int64_t step_end = step.kernels.empty() ? t0 : t0 + scaled(step.kernels.back().start_offset_ns +
+                                                                           step.kernels.back().duration_ns);
+    for (long c = 0; c < copies; ++c) {
+      const std::int64_t start = step_end + slow * static_cast<std::int64_t>(step.kernels.size()) + 20'000 + c * 310'000;
+      sleep_until(start + 300'000);
+      if (g_traced && !put(fd, "Y " + std::to_string(corr++) + " " + std::to_string(start) + " " +
+                                   std::to_string(start + 300'000) + " 7 0 8388608 c Memcpy HtoD (Pinned -> Device)\n"))
+        return false;
     }
     log_control();
     sleep_until(t0 + scaled(step.period_ns) + slow * static_cast<std::int64_t>(step.kernels.size()));

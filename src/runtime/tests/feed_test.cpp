@@ -141,14 +141,61 @@ TEST(FeedCollector, NamesAGraphsKernelsByTheirOwnNameLines) {
   EXPECT_EQ(unit0, 4u);
 }
 
+// Copies and memsets (Y lines) are the template's memcpy and memset ops: without them a step's copies were idle
+// time to the model (Megatron-LM: ~1,360 a step; its calibration put 569 W instead of 422 W in memory/uncore
+// power and `run --auto` refused it, H200 session 24). They have no launch: not counted as launches, no launch
+// time; one with a pending graph launch's correlation ran in that graph.
+TEST(FeedCollector, KeepsCopiesAndMemsetsAsTheirOwnOps) {
+  FeedCollector c(1000);
+  std::int64_t corr = 0;
+  for (int step = 0; step < 6; ++step) {
+    const std::int64_t t0 = step * 1'000'000;
+    const std::int64_t gemm = corr++, copy = corr++, set = corr++, adam = corr++;
+    c.add(*parse_feed_line("L " + std::to_string(t0) + " " + std::to_string(gemm) + " gemm_a"));
+    c.add(*parse_feed_line("L " + std::to_string(t0 + 10) + " " + std::to_string(adam) + " adam_b"));
+    c.add(*parse_feed_line("C " + std::to_string(gemm) + " " + std::to_string(t0) + " " + std::to_string(t0 + 300'000) + " 5 0"));
+    c.add(*parse_feed_line("Y " + std::to_string(copy) + " " + std::to_string(t0 + 300'000) + " " +
+                           std::to_string(t0 + 500'000) + " 5 0 1048576 c Memcpy DtoD (Device -> Device)"));
+    c.add(*parse_feed_line("Y " + std::to_string(set) + " " + std::to_string(t0 + 500'000) + " " +
+                           std::to_string(t0 + 550'000) + " 5 0 4096 s Memset (Device)"));
+    c.add(*parse_feed_line("C " + std::to_string(adam) + " " + std::to_string(t0 + 550'000) + " " + std::to_string(t0 + 700'000) + " 5 0"));
+  }
+  c.add(*parse_feed_line("L 7000000 90 cudaGraphLaunch graph=4"));
+  c.add(*parse_feed_line("Y 90 7000000 7000100 5 0 64 c Memcpy DtoD (Device -> Device)"));  // a graph's copy node
+  EXPECT_EQ(c.launches(), 13u);
+  EXPECT_EQ(c.kernels(), 12u);
+  EXPECT_EQ(c.copies(), 13u);
+  EXPECT_EQ(c.ops(), 25u);
+  EXPECT_EQ(c.unmatched(), 0u);  // a copy needs no launch
+  trace::Trace t = c.to_trace();
+  ASSERT_EQ(t.ops.size(), 25u);
+  EXPECT_EQ(t.ops[1].kind, trace::OpKind::memcpy);
+  EXPECT_EQ(t.name_of(t.ops[1]), "Memcpy DtoD (Device -> Device)");
+  EXPECT_EQ(t.ops[1].duration_ns, 200'000);
+  EXPECT_EQ(t.ops[1].bytes, 1'048'576);
+  EXPECT_EQ(t.ops[1].launch_ns, -1);
+  EXPECT_EQ(t.ops[1].graph_id, 0u);
+  EXPECT_EQ(t.ops[2].kind, trace::OpKind::memset);
+  EXPECT_EQ(t.ops[2].bytes, 4096);
+  EXPECT_EQ(t.ops[24].graph_id, 4u);
+  // The steps hold their copies: 2 kernels and 4 ops per step.
+  t.ops.pop_back();
+  auto it = trace::detect_iterations(t);
+  EXPECT_GE(it.iterations.size(), 5u);
+  EXPECT_EQ(it.tmpl.kernels, 2u);
+  EXPECT_EQ(it.tmpl.ops.size(), 4u);
+}
+
 TEST(FeedCollector, KeepsAtMostMaxKernels) {
   FeedCollector c(2);
   for (int i = 0; i < 5; ++i) {
     c.add(*parse_feed_line("L 1 " + std::to_string(i) + " k"));
     c.add(*parse_feed_line("C " + std::to_string(i) + " 10 20"));
   }
+  c.add(*parse_feed_line("Y 9 30 40 0 0 8 c Memcpy"));  // a full collection keeps no copy either
   EXPECT_EQ(c.launches(), 5u);
   EXPECT_EQ(c.kernels(), 2u);
+  EXPECT_EQ(c.copies(), 0u);
   EXPECT_TRUE(c.full());
   EXPECT_EQ(c.to_trace().ops.size(), 2u);
 }

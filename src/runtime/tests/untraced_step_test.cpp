@@ -1,5 +1,7 @@
 #include "runtime/untraced_step.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace gearshift::runtime {
@@ -143,7 +145,7 @@ TEST(UntracedStep, NeedsEnoughSteps) {
   EXPECT_THROW(UntracedStep(0, 0), std::invalid_argument);
 }
 
-TEST(UntracedStep, LaunchesPerStepCountsGraphLaunchesOnce) {
+TEST(UntracedStep, LaunchesPerStepCountsGraphLaunchesOnceAndCopiesNot) {
   trace::Trace t;
   trace::IterationAnalysis an;
   // Steps at 0, 100, 200; each: two kernels of their own and one graph launch of three kernels.
@@ -164,14 +166,21 @@ TEST(UntracedStep, LaunchesPerStepCountsGraphLaunchesOnce) {
       t.ops.push_back(op);
     }
     ++corr;
+    trace::OpRecord copy;  // a copy (the feed's Y line) has its copy call's correlation and no L line
+    copy.kind = trace::OpKind::memcpy;
+    copy.start_ns = base + 25;
+    copy.correlation = corr++;
+    t.ops.push_back(copy);
     trace::Iteration it;
     it.start_ns = base;
     it.end_ns = base + 60;
     an.iterations.push_back(it);
   }
+  std::stable_sort(t.ops.begin(), t.ops.end(),
+                   [](const trace::OpRecord& a, const trace::OpRecord& b) { return a.start_ns < b.start_ns; });
   const auto n = launches_per_step(t, an);
   ASSERT_TRUE(n.has_value());
-  EXPECT_DOUBLE_EQ(*n, 3);
+  EXPECT_DOUBLE_EQ(*n, 3);  // 2 kernels and 1 graph launch; the copy is no launch (4 before it was left out)
   an.iterations.resize(1);
   EXPECT_FALSE(launches_per_step(t, an).has_value());
 }
