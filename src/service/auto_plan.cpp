@@ -124,6 +124,7 @@ AutoPlanner::AutoPlanner(AutoOptions options, StartLive start, OnRunGpu on_run_g
       t0_(std::chrono::steady_clock::now()),
       stop_recording_(std::move(stop_recording)),
       gave_up_(std::move(gave_up)) {
+  if (o_.clocks) clocks_ = std::make_unique<WarmupClocks>(o_.clocks);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -274,6 +275,9 @@ void AutoPlanner::loop() {
     std::vector<Tried> tried;
     for (auto& c : changed) {
       runtime::FeedCollector::sort_by_start(c.t);
+      // Before detection: the template's ops take their clocks from the trace's. Only a process on the run's GPU
+      // is ever planned, and only that GPU's clocks are sampled.
+      if (clocks_ && on_run_gpu_(c.source)) clocks_->attach(c.t);
       std::optional<trace::IterationAnalysis> an;
       Attempt a = detect(c.t, &an);
       a.launches = c.launches;
@@ -329,6 +333,7 @@ void AutoPlanner::loop() {
 }
 
 void AutoPlanner::give_up(const std::string& why) {
+  if (clocks_) clocks_->stop();
   {
     std::lock_guard<std::mutex> g(mu_);
     state_ = State::gave_up;
@@ -402,6 +407,12 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
       return Outcome::keep_learning;
     }
     const std::string warmup = fmt::format("warm-up {:.1f} s, {}, {}", seconds, collected_line(a), found);
+    template_kernels_ = clock_sampled_kernels_ = 0;
+    for (const auto& op : r.iterations.tmpl.ops) {
+      if (op.kind != trace::OpKind::kernel) continue;
+      ++template_kernels_;
+      clock_sampled_kernels_ += op.sm_clock_mhz > 0;
+    }
     say(o_.progress_sink, fmt::format("gearshift run --auto: {}", warmup));
     say(o_.progress_sink, fmt::format("gearshift run --auto: live check passed: {}", check.evidence));
     syncs_per_step_ = static_cast<double>(check.syncs_in_steps) / static_cast<double>(all.iterations.size());
@@ -618,11 +629,18 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
                                     : std::string("no plan fits the budget: default clocks, no changes")));
     if (const std::string c = cpu_wait_caution(r.workload, syncs_per_step_); !c.empty() && s.within_budget)
       say(o_.progress_sink, c);
+    const std::string clocks =
+        !clocks_ ? std::string()
+                 : fmt::format("; SM clock sampled (NVML, every {} ms) on {} of the template's {} kernels{}",
+                               WarmupClocks::kPeriodNs / 1'000'000, clock_sampled_kernels_, template_kernels_,
+                               r.gemm_clock_source.empty() ? std::string()
+                                                           : ", dense GEMMs capped at " + r.gemm_clock_source);
     say(o_.progress_sink,
-        fmt::format("gearshift run --auto: model {}",
+        fmt::format("gearshift run --auto: model {}{}",
                     r.calibrated_to_w ? fmt::format("calibrated to the measured {:.0f} W, from {}", *r.calibrated_to_w,
                                                     r.calibration_source)
-                                      : fmt::format("from {}", r.calibration_source)));  // --model (else refused above)
+                                      : fmt::format("from {}", r.calibration_source),  // --model (else refused above)
+                    clocks));
     if (!r.activity_reading_note.empty())
       say(o_.progress_sink, "gearshift run --auto: model: " + r.activity_reading_note);
     if (!o_.plan_output.empty()) {
@@ -646,6 +664,7 @@ AutoPlanner::Outcome AutoPlanner::apply(const PlanJobResult& r, const PlanJobOpt
     give_up(std::string("planning failed: ") + e.what());
     return Outcome::gave_up;
   }
+  if (clocks_) clocks_->stop();
   std::lock_guard<std::mutex> g(mu_);
   state_ = State::planned;
   sources_.clear();
@@ -659,6 +678,7 @@ std::string AutoPlanner::finish() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (clocks_) clocks_->stop();
   std::vector<std::pair<std::uint32_t, trace::Trace>> changed;
   {
     std::lock_guard<std::mutex> g(mu_);

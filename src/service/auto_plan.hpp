@@ -34,6 +34,7 @@
 #include "runtime/feed_collector.hpp"
 #include "runtime/untraced_step.hpp"
 #include "service/progress.hpp"
+#include "service/warmup_clocks.hpp"
 #include "sim/calibration_model.hpp"
 #include "sim/measurement.hpp"
 #include "trace/iteration.hpp"
@@ -81,6 +82,9 @@ struct AutoOptions {
   // Other processes on the run GPU that launched at least this share of the planned process's launches while
   // its untraced step was measured: no plan (the clocks would be set for all, the model knows one).
   double max_shared_gpu_share = 0.10;
+  // The run GPU's SM and memory clocks (NVML, read only), sampled every WarmupClocks::kPeriodNs while collecting,
+  // so that the template's kernels carry the clocks they ran at (service/warmup_clocks.hpp); empty: none.
+  ReadClocks clocks;
   std::optional<sim::CalibratedModel> model;  // --model: plan with it (PlanJobOptions::model)
   std::string model_path;
   ProgressSink progress_sink;  // the warm-up's and the plan's lines (service/progress.hpp); empty: none
@@ -176,6 +180,10 @@ class AutoPlanner {
   // The energy counter at each detection attempt while collecting: (CLOCK_MONOTONIC ns, J). Planner thread only.
   std::vector<monitor::CounterAtTick> energy_readings_;
   static constexpr std::size_t kMaxEnergyReadings = 4096;
+  // The clocks sampled while collecting (null without AutoOptions::clocks); stopped once collecting ends.
+  std::unique_ptr<WarmupClocks> clocks_;
+  std::size_t clock_sampled_kernels_ = 0;  // planner thread only: the planned template's kernels that got a sample
+  std::size_t template_kernels_ = 0;       // planner thread only: its kernels
   // The step being measured untraced (state measuring): its plan so far and the launch-rate meter (under mu_).
   struct Candidate;
   std::unique_ptr<Candidate> cand_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdlib>
 #include <utility>
 
@@ -10,6 +11,7 @@
 
 #include "cupti/config.hpp"
 #include "feed/socket.hpp"
+#include "gpu/open_gpus.hpp"
 #include "gpu/spec.hpp"
 #include "launch/inject_library.hpp"
 #include "runtime/live.hpp"
@@ -69,6 +71,25 @@ void set_tracer_env(const std::string& trace_output, const ProgressSink& sink) {
   launch::set_trace_output_env(trace_output);
 }
 
+// The run GPU's clocks for --auto's warm-up (service/warmup_clocks.hpp): NVML opened once, read only; empty where
+// NVML or that GPU cannot be opened (the template then takes the spec's clocks, as before).
+ReadClocks run_gpu_clocks(unsigned nvml_index) {
+  std::shared_ptr<gpu::OpenedGpus> g;
+  try {
+    g = std::make_shared<gpu::OpenedGpus>(gpu::open_gpus(false));
+  } catch (const gpu::OpenError&) {
+    return {};
+  }
+  if (nvml_index >= g->devices.size()) return {};
+  return [g, nvml_index]() -> std::optional<ClockReading> {
+    const gpu::Device& d = g->devices[nvml_index];
+    auto sm = d.sm_clock_mhz();
+    if (!sm) return std::nullopt;
+    auto mem = d.mem_clock_mhz();
+    return ClockReading{static_cast<int>(sm.value()), mem ? static_cast<int>(mem.value()) : 0};
+  };
+}
+
 }  // namespace
 
 LiveRun::LiveRun(LiveRunOptions o, runtime::Session& session, std::vector<gpu::DeviceInfo> infos)
@@ -99,6 +120,7 @@ launch::ChildExit LiveRun::run_job() {
   o_.ao.measure_untraced = progress_.may_stop_recording();
   // --auto calibrates to the untraced run's power
   o_.ao.energy = [this](bool at_tick) { return energy_.counter(at_tick); };
+  if (auto_plan) o_.ao.clocks = run_gpu_clocks(o_.gpu);
   if (!o_.ao.progress_sink) o_.ao.progress_sink = o_.progress_sink;  // one sink for the run's lines
   set_tracer_env(o_.trace_output, o_.progress_sink);
   // The threads below inherit the blocked signals, so that run_child's wait takes every forwarded signal.

@@ -60,7 +60,7 @@ void rescale_idle(IterationTemplate& t, double step_ns) {
   const double idle_ns = t.period_ns - busy_ns;
   if (step_ns < busy_ns)
     throw std::invalid_argument(fmt::format(
-        "a step of {:.2f} ms is shorter than the {:.2f} ms its kernels are busy in the template", step_ns / 1e6,
+        "a step of {:.2f} ms is shorter than the {:.2f} ms its kernels and copies are busy in the template", step_ns / 1e6,
         busy_ns / 1e6));
   if (idle_ns <= 0) {
     if (step_ns == t.period_ns) return;

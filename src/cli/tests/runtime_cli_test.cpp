@@ -1006,6 +1006,24 @@ TEST(RunAuto, TheJobsCopiesAreInTheTemplateAndThePlan) {
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
 }
 
+// The warm-up's kernels carry the SM clock the GPU ran them at, sampled from NVML beside the feed, as a `gearshift
+// trace` file's do: the model's GEMMs are capped at the clock the GPU sagged to, not the spec's. Before, --auto had
+// no clock samples: an H200 ran Megatron-LM's GEMMs at 1965 MHz where the spec says 1875 MHz.
+TEST(RunAuto, TheTemplatesKernelsCarryTheClocksTheGpuRanThemAt) {
+  AutoEnv s;
+  s.env.push_back("GEARSHIFT_SIMGPU_SM_CLOCK_MHZ=1935");
+  ASSERT_EQ(s.run_synthetic("110"), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
+  EXPECT_NE(o.find("live check passed"), std::string::npos) << o;
+  const double sampled = number_after(o, "SM clock sampled (NVML, every 10 ms) on ");
+  EXPECT_GE(sampled, 100) << o;  // a kernel farther than 50 ms from every sample has none
+  EXPECT_LE(sampled, 113) << o;
+  EXPECT_NE(o.find(" of the template's 113 kernels, dense GEMMs capped at 1935 MHz, the median SM clock the trace "
+                   "sampled on its GEMMs"),
+            std::string::npos)
+      << o;
+}
+
 // A job whose step is one CUDA graph launch plus its optimizer (torch.compile reduce-overhead): the graph's kernels
 // keep their own names and classes in the plan (the feed names them on their C lines), and no clock change falls
 // inside the graph. Before, every graph kernel was named after the launch and classed "other", and the plan's

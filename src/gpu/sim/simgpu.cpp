@@ -3,6 +3,8 @@
 //   GEARSHIFT_SIMGPU_SPEC     GPU spec name (gpu::find_spec), default "h200"
 //   GEARSHIFT_SIMGPU_COUNT    number of GPUs, default 1
 //   GEARSHIFT_SIMGPU_POWER_W  constant board power, W; default the spec's idle power at its default SM clock
+//   GEARSHIFT_SIMGPU_SM_CLOCK_MHZ  the SM clock read while none is locked (a GPU that sags under its power
+//                             limit); default the spec's default SM clock
 //   GEARSHIFT_SIMGPU_STATE    file holding state shared by processes (energy-counter epoch, locked clocks);
 //                             clock writes are appended to "<state>.clocklog" (format in docs/monitor.md)
 //   GEARSHIFT_SIMGPU_POWER_TABLE  file of "SM_MHZ MEM_MHZ WATTS" lines ('#' comments): the board power while those
@@ -54,6 +56,7 @@ struct Sim {
   GpuSpec spec;
   int count = 1;
   double power_w = 0;
+  unsigned unlocked_sm_mhz = 0;  // GEARSHIFT_SIMGPU_SM_CLOCK_MHZ; 0: the spec's default
   std::string state_path;
   bool fault_no_permission = false, fault_no_counter = false, fault_wrap = false;
   double lost_after_s = -1;
@@ -241,7 +244,8 @@ unsigned long long counter_mj(const Sim& s, int gpu) {
 
 unsigned current_sm_mhz(const Sim& s, int gpu) {
   const Lock& l = s.locks[gpu];
-  return l.sm_max ? l.sm_max : static_cast<unsigned>(s.spec.default_sm_clock_mhz);
+  if (l.sm_max) return l.sm_max;
+  return s.unlocked_sm_mhz > 0 ? s.unlocked_sm_mhz : static_cast<unsigned>(s.spec.default_sm_clock_mhz);
 }
 
 unsigned current_mem_mhz(const Sim& s, int gpu) {
@@ -306,6 +310,16 @@ bool parse_config(Sim& s) {
       s.init_error = std::string("simulated GPU: GEARSHIFT_SIMGPU_POWER_W='") + p + "' is not a power in W";
       return false;
     }
+  }
+  s.unlocked_sm_mhz = 0;
+  if (const char* c = std::getenv("GEARSHIFT_SIMGPU_SM_CLOCK_MHZ"); c && *c) {
+    char* end = nullptr;
+    const long v = std::strtol(c, &end, 10);
+    if (end == c || *end != '\0' || v <= 0 || v > 5000) {
+      s.init_error = std::string("simulated GPU: GEARSHIFT_SIMGPU_SM_CLOCK_MHZ='") + c + "' is not a clock in MHz";
+      return false;
+    }
+    s.unlocked_sm_mhz = static_cast<unsigned>(v);
   }
   s.power_table.clear();
   if (const char* t = std::getenv("GEARSHIFT_SIMGPU_POWER_TABLE"); t && *t && !parse_power_table(s, t)) return false;

@@ -85,7 +85,7 @@ TEST(IdleRescale, RefusesAStepShorterThanItsKernels) {
     rescale_idle(t, 39);
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("shorter than the 0.00 ms its kernels are busy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shorter than the 0.00 ms its kernels and copies are busy"), std::string::npos) << e.what();
   }
   EXPECT_DOUBLE_EQ(t.period_ns, 70);  // untouched
   EXPECT_THROW(rescale_idle(t, 0), std::invalid_argument);
