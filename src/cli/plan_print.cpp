@@ -69,10 +69,14 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   const auto& g = r.range;
   fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
              "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
-             "the class priors' measured spread, docs/model-validation.md)\nIn time       {}\n",
+             "the class priors' measured spread, docs/model-validation.md{})\nIn time       {}\n",
              plan::to_string(r.chosen->schedule.strategy), latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
              g.saving_high_pct, g.time_expected_ns * 1e-9, g.time_low_ns * 1e-9, g.time_high_ns * 1e-9,
-             100 * g.p_over_budget, 100 * g.low_quantile, 100 * g.high_quantile, g.samples, r.in_time.summary());
+             100 * g.p_over_budget, 100 * g.low_quantile, 100 * g.high_quantile, g.samples,
+             g.other_reading_saving_pct
+                 ? fmt::format("; the saving's range holds the other reading's {:.2f} %", *g.other_reading_saving_pct)
+                 : std::string(),
+             r.in_time.summary());
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
   if (!r.evaluation.frontier.empty()) {

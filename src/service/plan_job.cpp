@@ -290,6 +290,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
+  if (r.chosen_in_activity_reading) sim::include_other_reading(r.range, r.chosen_in_activity_reading->saving_pct);
   return r;
 }
 
@@ -361,6 +362,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"time_expected_s", g.time_expected_ns * 1e-9},
                        {"time_high_s", g.time_high_ns * 1e-9},
                        {"slowdown_high_pct", g.slowdown_high_pct},
+                       {"other_reading_saving_pct", g.other_reading_saving_pct ? json(*g.other_reading_saving_pct) : json()},
                        {"p_over_budget", g.p_over_budget},
                        {"samples", g.samples},
                        {"draws_rejected", g.draws_rejected},

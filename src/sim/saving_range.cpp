@@ -147,4 +147,10 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
   return r;
 }
 
+void include_other_reading(SavingRange& r, double saving_pct) {
+  r.other_reading_saving_pct = saving_pct;
+  r.saving_low_pct = std::min(r.saving_low_pct, saving_pct);
+  r.saving_high_pct = std::max(r.saving_high_pct, saving_pct);
+}
+
 }  // namespace gearshift::sim

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
@@ -42,7 +43,15 @@ struct SavingRange {
   // Share of the kept draws that save less than the expected figure, 0..1: near 1, the expected saving is the
   // optimistic end of the range (the plan is tuned to the unperturbed priors).
   double share_below_expected = 0;
+  // The plan's saving in the other reading of power the calibration cannot place (sim/power_attribution.hpp),
+  // where one was reached: the range [low, high] is widened to hold it (include_other_reading).
+  std::optional<double> other_reading_saving_pct;
 };
+
+// Widens `r`'s saving range to hold `saving_pct`, the plan's saving in the other reading: one measured power
+// cannot say which reading is the GPU's, so either figure is as likely as the priors' spread (GPT-2 at 680 W: 1.56 %
+// in the memory reading, 1.18 % in the other, below the 5th percentile of the priors' draws).
+void include_other_reading(SavingRange& r, double saving_pct);
 
 // `expected` is the unperturbed model's figure (what the plan's table shows). Throws std::invalid_argument for
 // samples <= 0 or quantiles outside 0 <= low <= high <= 1.

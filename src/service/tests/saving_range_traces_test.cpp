@@ -46,10 +46,12 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
   // 9.50 / 11.29 / 11.48 on input_bound (accum4 unchanged). Since the in-time check (service/plan_in_time.hpp)
   // input_bound's plan is its one clock pair: its 4-change phase plan (9.51 / 11.29 / 11.56 before) lands 95.1 %
   // of its kernel time in time when replayed on its own steps, its 2-change one 96.5 %, below the 97 % needed.
+  // Since session 25 the range also holds the plan's saving in the other reading of power the calibration cannot
+  // place (sim::include_other_reading): gpt3xl's 2.15 % (1.90 before) and input_bound's 3.73 % (3.39 before).
   const std::map<std::string, Figures> documented = {
-      {"gpt3xl_h200_trace.json.gz", {0.20, 1.80, 1.90}},
+      {"gpt3xl_h200_trace.json.gz", {0.20, 1.80, 2.15}},
       {"accum4_gpt2s.json.gz", {3.62, 4.40, 5.38}},
-      {"input_bound_gpt2s_8steps.trace.jsonl.gz", {2.01, 3.38, 3.39}},
+      {"input_bound_gpt2s_8steps.trace.jsonl.gz", {2.01, 3.38, 3.73}},
   };
   int planned = 0;
   for (const auto& path : shipped_traces()) {

@@ -80,6 +80,13 @@ TEST(SurplusReading, ThePlanIsAlsoSimulatedWithTheSurplusReadAsSmActivity) {
   EXPECT_FALSE(a.at("planned_in").get<bool>());
   EXPECT_EQ(a.at("memory_w_at_max").get<double>(), 280);
   EXPECT_NEAR(a.at("chosen_plan").at("saving_pct").get<double>(), p.saving_pct, 1e-12);
+  // The saving's range holds the other reading's figure: one measured power cannot say which is the GPU's. Before,
+  // the range was the priors' spread alone and its low end lay above 1.18 %.
+  ASSERT_TRUE(r.range.other_reading_saving_pct);
+  EXPECT_NEAR(*r.range.other_reading_saving_pct, p.saving_pct, 1e-12);
+  EXPECT_LE(r.range.saving_low_pct, p.saving_pct);
+  EXPECT_NEAR(j.at("saving_range").at("other_reading_saving_pct").get<double>(), p.saving_pct, 1e-12);
+  EXPECT_NEAR(j.at("saving_range").at("saving_low_pct").get<double>(), r.range.saving_low_pct, 1e-12);
 }
 
 // At 698 W (462 W of memory/uncore power, possible on the board) the other reading is not reached within two
@@ -93,6 +100,7 @@ TEST(SurplusReading, AnOtherReadingNotReachedLeavesTheMemoryReadingAlone) {
   EXPECT_NEAR(r.model->params().memory_w_at_max, 462, 2);
   EXPECT_FALSE(has_warning(r, "read instead as SM activity"));
   EXPECT_TRUE(has_warning(r, "memory clock kept at its default 3201 MHz"));
+  EXPECT_FALSE(r.range.other_reading_saving_pct);
 }
 
 // At the trace's own 646 W the calibration's memory/uncore power (268 W) is within what memory draws: no other
