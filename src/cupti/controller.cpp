@@ -90,7 +90,7 @@ void Controller::loop() {
           if (windows_.window_ns == 0) next_toggle = far;
         }
         if (want != activity_on_) {
-          hooks_.kernel_activity(want);
+          hooks_.kernel_activity(want, !windows_.sampled());
           activity_on_ = want;
           if (want) windows_opened_.fetch_add(1, std::memory_order_relaxed);
         }

@@ -24,7 +24,9 @@ struct ControllerHooks {
   std::function<void()> flush;                      // cuptiActivityFlushAll(0); may be empty
   std::function<void(const std::string&)> stop;     // stop tracing with this reason; called at most once
   bool flush_after_stop = false;  // keep flushing after the stop (the runtime feed still needs activity)
-  std::function<void(bool)> kernel_activity = {};   // kernel activity records on/off; may be empty
+  // Kernel activity records on/off; `every_kernel`: on for every kernel (the windows are not sampled), so that
+  // the feed records copies and memsets too (for planning only, not for sampled GPU progress). May be empty.
+  std::function<void(bool on, bool every_kernel)> kernel_activity = {};
   // The runtime's commands (feed_control.hpp), polled every tick; may be empty.
   std::function<struct ControlPoll()> control = {};
   // The runtime turned the feed off: called once, on the controller's thread, which then ends; may be empty.

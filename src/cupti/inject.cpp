@@ -511,9 +511,10 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
   };
   if (CUptiResult r = api.activity_register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS)
     return fail("CUPTI refused activity buffers", "cuptiActivityRegisterCallbacks failed: " + api.describe(r));
-  // A trace records every kernel, copy and memset. The feed alone records them while kernel activity is on: with
-  // sampled activity the controller turns them on and off together (window 0: never on). The feed's copies are
-  // for planning only (`run --auto`'s template): CUPTI refusing them costs the template its copies, not the run.
+  // A trace records every kernel, copy and memset. The feed alone records them while every kernel's activity is
+  // recorded; with sampled activity the controller turns kernel activity on and off (window 0: never on), copies
+  // and memsets off. The feed's copies are for planning only (`run --auto`'s template): CUPTI refusing them costs
+  // the template its copies, not the run.
   const ActivityWindows windows = feed_windows(cfg, s->tracer != nullptr);
   bool copies_refused = false;
   for (CUpti_ActivityKind k : kRequiredKinds) {
@@ -565,9 +566,11 @@ std::optional<StartError> start(const TracerConfig& cfg, int feed_fd, int contro
                         [st](const std::string& reason) { stop_tracing(*st, reason, true, false); },
                         /*flush_after_stop=*/static_cast<bool>(st->feed)};
   if (!st->tracer) {  // the feed alone: its kernel activity may be sampled, from the start or on command
-    hooks.kernel_activity = [st](bool on) {  // copies and memsets with the kernels (kRequiredKinds)
+    // Copies and memsets only while every kernel is recorded (the warm-up `run --auto` plans from): sampled
+    // windows are for GPU progress, which needs none of them.
+    hooks.kernel_activity = [st](bool on, bool every_kernel) {
       for (CUpti_ActivityKind k : kRequiredKinds) {
-        if (on) st->api->activity_enable(k);
+        if (on && (every_kernel || k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) st->api->activity_enable(k);
         else st->api->activity_disable(k);
       }
     };

@@ -99,13 +99,14 @@ TEST(Controller, StopsWhenTheTracerAsks) {
 // runtime (the control hook) replaces the windows: "every kernel" turns activity on for good.
 TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
   std::mutex mu;
-  std::vector<bool> toggles;
+  std::vector<bool> toggles, every;
   std::vector<std::chrono::steady_clock::time_point> at;
   std::atomic<bool> send{false};
   ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
-  hooks.kernel_activity = [&](bool on) {
+  hooks.kernel_activity = [&](bool on, bool every_kernel) {
     std::lock_guard lock(mu);
     toggles.push_back(on);
+    every.push_back(every_kernel);
     at.push_back(std::chrono::steady_clock::now());
   };
   hooks.control = [&]() -> ControlPoll {
@@ -121,6 +122,7 @@ TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
   {
     std::lock_guard lock(mu);
     for (std::size_t i = 0; i < toggles.size(); ++i) EXPECT_EQ(toggles[i], i % 2 == 0) << i;  // on, off, on, ...
+    for (std::size_t i = 0; i < every.size(); ++i) EXPECT_FALSE(every[i]) << i;  // sampled: kernels, no copies
     // On for the 5 ms window, off for the other 15 ms of each period (summed over the first windows, so that
     // a late wake-up of this loaded test machine does not decide it).
     std::chrono::steady_clock::duration on{}, off{};
@@ -140,11 +142,44 @@ TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
   ctl.shutdown();
 }
 
+// From no activity to every kernel's (`run --auto` collecting after a window-0 start): on, for every kernel, so
+// that the feed records copies and memsets too; sampled windows (above) turn kernels on without them.
+TEST(Controller, EveryKernelsActivityIsSaidSo) {
+  std::mutex mu;
+  std::vector<std::pair<bool, bool>> toggles;
+  std::atomic<bool> send{false};
+  ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
+  hooks.kernel_activity = [&](bool on, bool every_kernel) {
+    std::lock_guard lock(mu);
+    toggles.emplace_back(on, every_kernel);
+  };
+  hooks.control = [&]() -> ControlPoll {
+    if (send.exchange(false)) return ControlPoll{ActivityWindows{0, 0}};
+    return {};
+  };
+  Controller ctl(nullptr, nullptr, hooks, 1'000'000, 0, 0, ActivityWindows{10'000'000, 0}, /*activity_on=*/false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(toggles.empty());  // window 0 and off already: nothing to toggle
+  }
+  send = true;
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return !toggles.empty();
+  }));
+  ctl.shutdown();
+  std::lock_guard lock(mu);
+  ASSERT_EQ(toggles.size(), 1u);
+  EXPECT_TRUE(toggles[0].first);
+  EXPECT_TRUE(toggles[0].second);
+}
+
 // Window 0: kernel activity off for good (the launch callbacks alone).
 TEST(Controller, WindowZeroTurnsActivityOffOnce) {
   std::atomic<int> on{0}, off{0};
   ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
-  hooks.kernel_activity = [&](bool v) { ++(v ? on : off); };
+  hooks.kernel_activity = [&](bool v, bool) { ++(v ? on : off); };
   Controller ctl(nullptr, nullptr, hooks, 1'000'000, 0, 0, ActivityWindows{10'000'000, 0}, /*activity_on=*/true);
   ASSERT_TRUE(eventually([&] { return off.load() == 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -159,7 +194,7 @@ TEST(Controller, TheFeedOffEndsTheThreadAfterItsHook) {
   std::atomic<int> on{0}, off_calls{0}, flushes{0}, flushes_at_off{-1};
   std::atomic<bool> send{false};
   ControllerHooks hooks{[] { return std::int64_t{0}; }, [&] { ++flushes; }, {}};
-  hooks.kernel_activity = [&](bool v) { on += v ? 1 : 0; };
+  hooks.kernel_activity = [&](bool v, bool) { on += v ? 1 : 0; };
   hooks.control = [&]() -> ControlPoll { return ControlPoll{std::nullopt, send.load()}; };
   hooks.off = [&] {
     flushes_at_off = flushes.load();

@@ -583,6 +583,20 @@ TEST(FeedAttach, SendsCopiesAndMemsetsWhileKernelActivityIsRecorded) {
   EXPECT_NE(run.child.stderr_text.find("1 completed kernels, 2 copies and memsets"), std::string::npos)
       << run.child.stderr_text;
 
+  // Sampled windows (GPU progress while a plan is followed): kernels in each window, no copies.
+  PipeRun sampled = with_pipes(1, [](const std::vector<int>& fd) {
+    Feed f;
+    if (!load_for_attach("ok", f)) return 2;
+    setenv("GEARSHIFT_FEED_ACTIVITY_PERIOD_MS", "5000", 1);
+    setenv("GEARSHIFT_FEED_ACTIVITY_WINDOW_MS", "1000", 1);
+    if (f.attach(fd[0]) != 0) return 3;
+    for (int i = 0; i < 500 && !f.activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); ++i) usleep(1000);
+    if (!f.activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return 4;  // the first window opened
+    if (f.activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY) || f.activity_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return 5;
+    return f.detach() == 1 ? 0 : 6;
+  });
+  EXPECT_EQ(sampled.child.exit_code, 0) << sampled.child.stderr_text;
+
   PipeRun refused = with_pipes(1, [](const std::vector<int>& fd) {
     Feed f;
     if (!load_for_attach("nocopy", f)) return 2;
