@@ -17,6 +17,7 @@ Controller::Controller(Tracer* tracer, ClockSource* clocks, ControllerHooks hook
       duration_ns_(duration_ns),
       windows_(windows),
       activity_on_(activity_on),
+      activity_every_(!windows.sampled()),
       start_ns_(hooks_.now_ns ? hooks_.now_ns() : 0) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -89,10 +90,14 @@ void Controller::loop() {
           next_toggle = want ? period_start + ns(windows_.window_ns) : period_start + period;
           if (windows_.window_ns == 0) next_toggle = far;
         }
-        if (want != activity_on_) {
-          hooks_.kernel_activity(want, !windows_.sampled());
+        // Also when only `every` changes while on (a sampled window open when every kernel is asked for, or the
+        // reverse): copies and memsets follow every_kernel, not just `want`.
+        const bool every = !windows_.sampled();
+        if (want != activity_on_ || (want && every != activity_every_)) {
+          hooks_.kernel_activity(want, every);
+          if (want && !activity_on_) windows_opened_.fetch_add(1, std::memory_order_relaxed);
+          activity_every_ = every;
           activity_on_ = want;
-          if (want) windows_opened_.fetch_add(1, std::memory_order_relaxed);
         }
       }
       if (sample_ns_ > 0 && now >= next_sample && !stopped_) {

@@ -80,6 +80,7 @@ class Controller {
   std::int64_t sample_ns_, flush_ns_, duration_ns_;
   ActivityWindows windows_;  // guarded by mu_ for windows(); written by the controller thread only
   bool activity_on_;
+  bool activity_every_;  // the last kernel_activity call's every_kernel (at construction: the windows not sampled)
   std::int64_t start_ns_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -26,10 +26,10 @@
 // synchronize the job called (entered, returned): every kernel launched before it had finished by exit_ns. M is a
 // stream marker (cupti/stream_marker.hpp) written by the GPU after the kernel launched with that correlation:
 // not written yet at not_before_ns, written by seen_ns (the two polls around it), so the kernel ended between.
-// Y is a copy (c) or memset (s) the GPU ran, sent while kernel activity is recorded: it has no L line (its
+// Y is a copy (c) or memset (s) the GPU ran, sent while every kernel's activity is recorded: no L line (its
 // correlation is the copy call's, or the graph launch's for a copy inside a CUDA graph), <bytes> its size and
 // <label> CUPTI's kinds as torch.profiler writes them ("Memcpy HtoD (Pageable -> Device)"). Planning from the
-// feed needs them: a step's copies are not idle time (Megatron-LM runs ~1,360 a step; taken as idle, its
+// feed needs them: a step's copies are not idle time (Megatron-LM runs ~1,330 a step; taken as idle, its
 // calibration put 569 W instead of 422 W in memory/uncore power, H200, docs/benchmarks.md).
 // Correlation ids are unique within one process only (CUPTI's are 32-bit): a reader of several processes
 // namespaces them (namespaced_correlation) before they meet; N lines' name ids likewise.

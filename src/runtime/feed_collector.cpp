@@ -56,8 +56,10 @@ void FeedCollector::add(const feed::FeedEvent& e) {
     r.stream = e.stream;
     r.correlation = e.correlation;
     r.bytes = e.bytes;
-    if (auto it = pending_.find(e.correlation); it != pending_.end() && it->second.graph)
-      r.graph_id = it->second.graph_id;
+    if (auto it = pending_.find(e.correlation); it != pending_.end() && it->second.graph) {
+      r.graph_id = it->second.graph_id;  // a graph's copy node: launched with its graph, as the tracer records it
+      r.launch_ns = it->second.cpu_ns;
+    }
     ops_.push_back(r);
     ++copies_;
     return;

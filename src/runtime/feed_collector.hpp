@@ -6,7 +6,7 @@
 // (its kernels complete long before; the bound keeps memory flat); any other launch until its one completion.
 // Copies and memsets (Y lines) are kept as the trace's memcpy and memset ops, with no launch time (as the CUPTI
 // tracer records them): the template needs them, or its calibration reads their time as idle. One that carries a
-// pending graph launch's correlation ran inside that graph.
+// pending graph launch's correlation ran inside that graph: its graph id and launch time are the launch's.
 // Not thread-safe: the caller serialises add() and to_trace().
 #pragma once
 

@@ -71,7 +71,9 @@ std::string FeedProcess::describe() const {
     who += " (no rank)";
   }
   const std::string where = gpu ? fmt::format("GPU {}{}", *gpu, gpu_assumed ? " (assumed)" : "") : "GPU unknown";
-  return fmt::format("{}, {}: {} kernels launched, {}", who, where, launches, followed ? "followed" : "not followed");
+  return fmt::format("{}, {}: {} kernels launched{}, {}", who, where, launches,
+                     copies > 0 ? fmt::format(" ({} copies and memsets recorded)", copies) : std::string(),
+                     followed ? "followed" : "not followed");
 }
 
 int assumed_ordinal(const feed::Hello& hello) {

@@ -289,7 +289,9 @@ void AutoPlanner::loop() {
       std::lock_guard<std::mutex> g(mu_);
       for (auto& x : tried) {
         sources_.at(x.source).last = x.a;
-        if (x.a.steps >= o_.warmup_steps && on_run_gpu_(x.source) && (pick == nullptr || x.a.kernels > pick->a.kernels))
+        // Kernels are what the runtime follows: a process of copies alone has steps but nothing to plan.
+        if (x.a.steps >= o_.warmup_steps && x.a.kernels > 0 && on_run_gpu_(x.source) &&
+            (pick == nullptr || x.a.kernels > pick->a.kernels))
           pick = &x;
       }
     }

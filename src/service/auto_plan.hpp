@@ -180,7 +180,7 @@ class AutoPlanner {
   // The energy counter at each detection attempt while collecting: (CLOCK_MONOTONIC ns, J). Planner thread only.
   std::vector<monitor::CounterAtTick> energy_readings_;
   static constexpr std::size_t kMaxEnergyReadings = 4096;
-  // The clocks sampled while collecting (null without AutoOptions::clocks); stopped once collecting ends.
+  // The clocks sampled while collecting (null without AutoOptions::clocks); stopped once planned or given up.
   std::unique_ptr<WarmupClocks> clocks_;
   std::size_t clock_sampled_kernels_ = 0;  // planner thread only: the planned template's kernels that got a sample
   std::size_t template_kernels_ = 0;       // planner thread only: its kernels

@@ -55,7 +55,9 @@ struct SweepKernel {
 // What the feed reader shares with the sweep thread.
 struct SweepFeed {
   std::mutex mu;
-  runtime::FeedCollector warmup{2'000'000};   // the followed process's kernels, for step detection
+  // The followed process's kernels (and copies and memsets, the feed's Y lines), for step detection and the
+  // board-power fit, as a traced file's ops are.
+  runtime::FeedCollector warmup{2'000'000};
   std::unordered_map<std::int64_t, std::string> pending;  // correlation -> name of a launch not completed
   std::unordered_map<std::int64_t, std::string> graph_names;  // N lines: a graph kernel's name id -> name
   std::vector<SweepKernel> done;                           // completed kernels, arrival order

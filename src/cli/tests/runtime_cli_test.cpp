@@ -982,7 +982,7 @@ TEST(RunAuto, FollowsTheStepVariantsItSawInTheWarmUp) {
 
 // The job's copies reach the template (the feed's Y lines): the plan holds them as memcpy positions, which the
 // model prices as copies, not idle time, while the runtime follows the kernels alone. Before, the feed carried
-// kernels only: Megatron-LM's ~1,360 copies a step were idle time to the calibration, which put 569 instead of
+// kernels only: Megatron-LM's ~1,330 copies a step were idle time to the calibration, which put 569 instead of
 // 422 W in memory/uncore power and refused the job (H200, session 24).
 TEST(RunAuto, TheJobsCopiesAreInTheTemplateAndThePlan) {
   AutoEnv s;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <mutex>
+#include <utility>
 #include <vector>
 #include <thread>
 
@@ -173,6 +174,42 @@ TEST(Controller, EveryKernelsActivityIsSaidSo) {
   ASSERT_EQ(toggles.size(), 1u);
   EXPECT_TRUE(toggles[0].first);
   EXPECT_TRUE(toggles[0].second);
+}
+
+// A sampled window open when every kernel is asked for: activity stays on, and the hook is told it is now for every
+// kernel (copies and memsets on). Before, nothing was called (activity was on already): the copies stayed off, or
+// on, by timing.
+TEST(Controller, AnOpenWindowTurnedToEveryKernelIsSaidSo) {
+  std::mutex mu;
+  std::vector<std::pair<bool, bool>> toggles;
+  std::atomic<bool> send{false};
+  ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
+  hooks.kernel_activity = [&](bool on, bool every_kernel) {
+    std::lock_guard lock(mu);
+    toggles.emplace_back(on, every_kernel);
+  };
+  hooks.control = [&]() -> ControlPoll {
+    if (send.exchange(false)) return ControlPoll{ActivityWindows{0, 0}};
+    return {};
+  };
+  // A 5 s window of every 10 s: open from the start, for the whole test.
+  Controller ctl(nullptr, nullptr, hooks, 1'000'000, 0, 0, ActivityWindows{10'000'000'000, 5'000'000'000},
+                 /*activity_on=*/false);
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return !toggles.empty();
+  }));
+  send = true;
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return toggles.size() >= 2;
+  }));
+  ctl.shutdown();
+  std::lock_guard lock(mu);
+  ASSERT_EQ(toggles.size(), 2u);
+  EXPECT_EQ(toggles[0], std::make_pair(true, false));  // the window: kernels only
+  EXPECT_EQ(toggles[1], std::make_pair(true, true));   // every kernel: copies and memsets too
+  EXPECT_EQ(ctl.windows_opened(), 1u);                 // still the one window
 }
 
 // Window 0: kernel activity off for good (the launch callbacks alone).

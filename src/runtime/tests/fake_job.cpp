@@ -374,7 +374,7 @@ bool run_steps(int fd, const Step& step_in, long steps) {
           return false;
     }
     // Copies in the idle gap after the step's synchronize (the next batch's host-to-device copy): Y lines, sent
-    // as the injection library sends them, only while kernel activity is recorded.
+    // as the injection library sends them, only while every kernel's activity is recorded.
     const std::int64_t step_end = step.kernels.empty() ? t0 : t0 + scaled(step.kernels.back().start_offset_ns +
                                                                            step.kernels.back().duration_ns);
     for (long c = 0; c < copies; ++c) {

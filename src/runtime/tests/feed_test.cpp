@@ -142,7 +142,7 @@ TEST(FeedCollector, NamesAGraphsKernelsByTheirOwnNameLines) {
 }
 
 // Copies and memsets (Y lines) are the template's memcpy and memset ops: without them a step's copies were idle
-// time to the model (Megatron-LM: ~1,360 a step; its calibration put 569 W instead of 422 W in memory/uncore
+// time to the model (Megatron-LM: ~1,330 a step; its calibration put 569 W instead of 422 W in memory/uncore
 // power and `run --auto` refused it, H200 session 24). They have no launch: not counted as launches, no launch
 // time; one with a pending graph launch's correlation ran in that graph.
 TEST(FeedCollector, KeepsCopiesAndMemsetsAsTheirOwnOps) {
@@ -178,6 +178,7 @@ TEST(FeedCollector, KeepsCopiesAndMemsetsAsTheirOwnOps) {
   EXPECT_EQ(t.ops[2].kind, trace::OpKind::memset);
   EXPECT_EQ(t.ops[2].bytes, 4096);
   EXPECT_EQ(t.ops[24].graph_id, 4u);
+  EXPECT_EQ(t.ops[24].launch_ns, 7'000'000);  // its graph launch's
   // The steps hold their copies: 2 kernels and 4 ops per step.
   t.ops.pop_back();
   auto it = trace::detect_iterations(t);

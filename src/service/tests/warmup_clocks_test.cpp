@@ -47,10 +47,19 @@ TEST(WarmupClocks, KernelsGetTheClocksReadWhileTheyRan) {
 }
 
 TEST(WarmupClocks, FailedReadsAndNoReaderGiveNoSamples) {
-  WarmupClocks failing([]() -> std::optional<ClockReading> { return std::nullopt; }, 1'000'000);
-  WarmupClocks throwing([]() -> std::optional<ClockReading> { throw std::runtime_error("NVML gone"); }, 1'000'000);
+  std::atomic<int> failed{0}, thrown{0};
+  WarmupClocks failing([&]() -> std::optional<ClockReading> {
+    ++failed;
+    return std::nullopt;
+  }, 1'000'000);
+  WarmupClocks throwing([&]() -> std::optional<ClockReading> {
+    ++thrown;
+    throw std::runtime_error("NVML gone");
+  }, 1'000'000);
   WarmupClocks none(ReadClocks{});
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 2000 && (failed < 3 || thrown < 3); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(failed.load(), 3);  // read again and again, and kept nothing
+  EXPECT_GE(thrown.load(), 3);  // a reader that throws does not end the sampler
   EXPECT_EQ(failing.samples(), 0u);
   EXPECT_EQ(throwing.samples(), 0u);
   EXPECT_EQ(none.samples(), 0u);
