@@ -12,6 +12,7 @@
 #include "gpu/spec.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
+#include "sim/power_attribution.hpp"
 #include "sim/simulator.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
@@ -54,6 +55,40 @@ service::RankInput rank_input(trace::Trace t, const std::string& spec, const std
   return in;
 }
 
+// As `gearshift plan` checks its plan (service/plan_job.cpp, check_the_other_reading): where rank r's calibration
+// puts more memory/uncore power than memory can draw, its plan is simulated with that surplus read as SM activity;
+// a warning gives both readings' figures, and a plan that costs energy or misses the deadline there is refused.
+void check_the_other_reading(std::vector<service::RankInput>& ranks, const service::SyncSlackResult& res,
+                             std::size_t r) {
+  service::RankInput& in = ranks[r];
+  if (!in.calibrated_to) return;
+  const double bound_w = sim::max_memory_power_w(in.model.spec());
+  const double memory_w = in.model.params().memory_w_at_max;
+  if (!(memory_w > bound_w)) return;
+  model::Workload w = in.workload;
+  model::DvfsModel m = in.model;
+  const double measured_w = in.calibrated_to->average_power_w;
+  const sim::SurplusAsActivity a = sim::place_surplus_as_activity(w, m, measured_w, bound_w);
+  if (!a.reached) return;  // only the memory reading reproduces the measured power
+  const service::RankPlanInReading p = service::rank_plan_in_reading(ranks, res, r, w, m);
+  const service::RankPlan& plan = res.ranks[r];
+  const std::string note = fmt::format(
+      "the calibration puts {:.0f} W in memory/uncore power, more than the {:.0f} W memory can draw; read instead as "
+      "SM activity (the non-GEMM kernels' activity raised by {:.2f} standard deviations of their class priors' "
+      "measured error), the same measured {:.0f} W gives this rank's plan a MODELLED saving of {:.2f} % with its "
+      "step at {:.2f} ms against the {:.2f} ms deadline (in the memory reading: {:.2f} %, {:.2f} ms)",
+      memory_w, bound_w, a.sigmas, measured_w, p.saving_pct, p.planned_step_time_ns * 1e-6, res.deadline_ns * 1e-6,
+      plan.saving_pct, plan.planned_step_time_ns * 1e-6);
+  const bool costs = plan.saving_pct > 0 && p.saving_pct <= 0;
+  const bool late = p.planned_step_time_ns > res.deadline_ns * (1 + sim::kReadingSlowdownTolerance);
+  if (costs || late)
+    throw ServiceError(Kind::kModelRefused,
+                       fmt::format("{}: no plan: one measured power cannot tell which reading is the GPU's, and in "
+                                   "one of them the rank's plan {}: {}",
+                                   in.source, costs ? "costs energy" : "misses the deadline", note));
+  in.warnings.push_back(note);
+}
+
 }  // namespace
 
 service::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, const std::optional<std::string>& gpu,
@@ -88,6 +123,7 @@ service::SyncSlackResult run_plan_ranks(const std::vector<std::string>& traces, 
   } catch (const std::invalid_argument& e) {
     throw ServiceError(Kind::kBadInput, e.what());
   }
+  for (std::size_t i = 0; i < ranks.size(); ++i) check_the_other_reading(ranks, r, i);
   if (inputs) *inputs = std::move(ranks);
   return r;
 }

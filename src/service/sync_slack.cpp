@@ -192,4 +192,19 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   return res;
 }
 
+RankPlanInReading rank_plan_in_reading(const std::vector<RankInput>& ranks, const SyncSlackResult& res,
+                                       std::size_t rank, const model::Workload& w, const model::DvfsModel& m) {
+  double min_comm = 1e300;
+  for (const auto& r : ranks) min_comm = std::min(min_comm, comm_time_ns(r.workload));
+  const model::Workload intr = wait_free(w, min_comm);
+  const graph::StepGraph g = graph::build_step_graph(w);
+  const plan::Schedule def = default_schedule(intr, m);
+  const plan::Schedule& planned = res.ranks.at(rank).schedule;
+  const SimResult base = simulate(intr, g, m, def, 0);
+  const SimResult sim = simulate(intr, g, m, planned, res.switch_latency_ns);
+  const double before = energy_to_deadline(intr, m, base, def, res.deadline_ns);
+  const double after = energy_to_deadline(intr, m, sim, planned, res.deadline_ns);
+  return {100 * (before - after) / before, sim.step_time_ns};
+}
+
 }  // namespace gearshift::service

@@ -96,4 +96,14 @@ struct SyncSlackResult {
 // or an unknown strategy.
 SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncSlackOptions& options = {});
 
+// Rank `rank`'s plan in `res` (planned from `ranks`) simulated on another reading of that rank's power: `w` and
+// `m` are its traced workload and model in that reading (sim/power_attribution.hpp). Accounted as
+// plan_sync_slack accounts it: the wait-free template, the wait until the deadline at the clocks the step ends on.
+struct RankPlanInReading {
+  double saving_pct = 0;            // against the default clocks in the same reading, %
+  double planned_step_time_ns = 0;  // ns; over res.deadline_ns: the plan misses the deadline in this reading
+};
+RankPlanInReading rank_plan_in_reading(const std::vector<RankInput>& ranks, const SyncSlackResult& res,
+                                       std::size_t rank, const model::Workload& w, const model::DvfsModel& m);
+
 }  // namespace gearshift::service
