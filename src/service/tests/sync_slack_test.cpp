@@ -53,6 +53,26 @@ TEST(SyncSlack, FastRankSlowsToTheStragglerAndTheJobDoesNotGrow) {
   EXPECT_LT(r.ranks[0].saving_pct, r.ranks[1].saving_pct);
 }
 
+// A rank's plan re-simulated in a reading of its power (plan-ranks' check of the other reading): in the rank's own
+// reading it gives the plan's own figures, accounted as plan_sync_slack accounts them; with the GEMMs twice as
+// active the same plan's figure moves with the reading (44.05 -> 23.79 %, the simulator's figures).
+TEST(SyncSlack, ARanksPlanInAnotherReadingIsAccountedAsItsOwn) {
+  std::vector<RankInput> ranks{synthetic(30, 2, 0), synthetic(20, 12, 0)};
+  SyncSlackOptions o;
+  o.strategy = plan::Strategy::kernel_global;
+  const auto r = plan_sync_slack(ranks, o);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const RankPlanInReading same = rank_plan_in_reading(ranks, r, i, ranks[i].workload, ranks[i].model);
+    EXPECT_NEAR(same.saving_pct, r.ranks[i].saving_pct, 1e-9) << i;
+    EXPECT_NEAR(same.planned_step_time_ns, r.ranks[i].planned_step_time_ns, 1e-3) << i;
+  }
+  model::Workload busier = ranks[1].workload;
+  busier.ops[0].coeffs.activity *= 2;
+  const RankPlanInReading other = rank_plan_in_reading(ranks, r, 1, busier, ranks[1].model);
+  EXPECT_NEAR(r.ranks[1].saving_pct, 44.05, 0.01);
+  EXPECT_NEAR(other.saving_pct, 23.79, 0.01);
+}
+
 // The same step with launch events (the GEMM launched 5 µs before it starts, the all-reduce early; 0.1 ms of CPU
 // time before the next step): the dependency replay, and the ranks replayed together.
 RankInput with_launches(double gemm_ms, double comm_ms) {
