@@ -143,73 +143,62 @@ TEST(Controller, OpensActivityWindowsAndFollowsTheRuntimesCommand) {
   ctl.shutdown();
 }
 
+// The kernel_activity calls a controller makes, and an "every kernel" command (A 0 0) to send it on request.
+struct ActivityLog {
+  std::mutex mu;
+  std::vector<std::pair<bool, bool>> toggles;  // (on, every_kernel)
+  std::atomic<bool> send{false};
+  ControllerHooks hooks() {
+    ControllerHooks h{[] { return std::int64_t{0}; }, {}, {}};
+    h.kernel_activity = [this](bool on, bool every_kernel) {
+      std::lock_guard lock(mu);
+      toggles.emplace_back(on, every_kernel);
+    };
+    h.control = [this]() -> ControlPoll {
+      if (send.exchange(false)) return ControlPoll{ActivityWindows{0, 0}};
+      return {};
+    };
+    return h;
+  }
+  std::vector<std::pair<bool, bool>> seen() {
+    std::lock_guard lock(mu);
+    return toggles;
+  }
+};
+
 // From no activity to every kernel's (`run --auto` collecting after a window-0 start): on, for every kernel, so
 // that the feed records copies and memsets too; sampled windows (above) turn kernels on without them.
 TEST(Controller, EveryKernelsActivityIsSaidSo) {
-  std::mutex mu;
-  std::vector<std::pair<bool, bool>> toggles;
-  std::atomic<bool> send{false};
-  ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
-  hooks.kernel_activity = [&](bool on, bool every_kernel) {
-    std::lock_guard lock(mu);
-    toggles.emplace_back(on, every_kernel);
-  };
-  hooks.control = [&]() -> ControlPoll {
-    if (send.exchange(false)) return ControlPoll{ActivityWindows{0, 0}};
-    return {};
-  };
-  Controller ctl(nullptr, nullptr, hooks, 1'000'000, 0, 0, ActivityWindows{10'000'000, 0}, /*activity_on=*/false);
+  ActivityLog log;
+  Controller ctl(nullptr, nullptr, log.hooks(), 1'000'000, 0, 0, ActivityWindows{10'000'000, 0},
+                 /*activity_on=*/false);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  {
-    std::lock_guard lock(mu);
-    EXPECT_TRUE(toggles.empty());  // window 0 and off already: nothing to toggle
-  }
-  send = true;
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(mu);
-    return !toggles.empty();
-  }));
+  EXPECT_TRUE(log.seen().empty());  // window 0 and off already: nothing to toggle
+  log.send = true;
+  ASSERT_TRUE(eventually([&] { return !log.seen().empty(); }));
   ctl.shutdown();
-  std::lock_guard lock(mu);
-  ASSERT_EQ(toggles.size(), 1u);
-  EXPECT_TRUE(toggles[0].first);
-  EXPECT_TRUE(toggles[0].second);
+  const auto t = log.seen();
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0], std::make_pair(true, true));
 }
 
 // A sampled window open when every kernel is asked for: activity stays on, and the hook is told it is now for every
 // kernel (copies and memsets on). Before, nothing was called (activity was on already): the copies stayed off, or
 // on, by timing.
 TEST(Controller, AnOpenWindowTurnedToEveryKernelIsSaidSo) {
-  std::mutex mu;
-  std::vector<std::pair<bool, bool>> toggles;
-  std::atomic<bool> send{false};
-  ControllerHooks hooks{[] { return std::int64_t{0}; }, {}, {}};
-  hooks.kernel_activity = [&](bool on, bool every_kernel) {
-    std::lock_guard lock(mu);
-    toggles.emplace_back(on, every_kernel);
-  };
-  hooks.control = [&]() -> ControlPoll {
-    if (send.exchange(false)) return ControlPoll{ActivityWindows{0, 0}};
-    return {};
-  };
+  ActivityLog log;
   // A 5 s window of every 10 s: open from the start, for the whole test.
-  Controller ctl(nullptr, nullptr, hooks, 1'000'000, 0, 0, ActivityWindows{10'000'000'000, 5'000'000'000},
+  Controller ctl(nullptr, nullptr, log.hooks(), 1'000'000, 0, 0, ActivityWindows{10'000'000'000, 5'000'000'000},
                  /*activity_on=*/false);
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(mu);
-    return !toggles.empty();
-  }));
-  send = true;
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(mu);
-    return toggles.size() >= 2;
-  }));
+  ASSERT_TRUE(eventually([&] { return !log.seen().empty(); }));
+  log.send = true;
+  ASSERT_TRUE(eventually([&] { return log.seen().size() >= 2; }));
   ctl.shutdown();
-  std::lock_guard lock(mu);
-  ASSERT_EQ(toggles.size(), 2u);
-  EXPECT_EQ(toggles[0], std::make_pair(true, false));  // the window: kernels only
-  EXPECT_EQ(toggles[1], std::make_pair(true, true));   // every kernel: copies and memsets too
-  EXPECT_EQ(ctl.windows_opened(), 1u);                 // still the one window
+  const auto t = log.seen();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0], std::make_pair(true, false));  // the window: kernels only
+  EXPECT_EQ(t[1], std::make_pair(true, true));   // every kernel: copies and memsets too
+  EXPECT_EQ(ctl.windows_opened(), 1u);           // still the one window
 }
 
 // Window 0: kernel activity off for good (the launch callbacks alone).
