@@ -73,9 +73,10 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
              plan::to_string(r.chosen->schedule.strategy), latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
              g.saving_high_pct, g.time_expected_ns * 1e-9, g.time_low_ns * 1e-9, g.time_high_ns * 1e-9,
              100 * g.p_over_budget, 100 * g.low_quantile, 100 * g.high_quantile, g.samples,
-             g.other_reading_saving_pct
-                 ? fmt::format("; the saving's range holds the other reading's {:.2f} %", *g.other_reading_saving_pct)
-                 : std::string(),
+             std::string(g.level_normalised ? "" : "; no measured power: the draws are not held to one") +
+                 (g.other_reading_saving_pct
+                      ? fmt::format("; the saving's range holds the other reading's {:.2f} %", *g.other_reading_saving_pct)
+                      : std::string()),
              r.in_time.summary());
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");

@@ -289,6 +289,8 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   if (r.calibrated_to_w) check_the_other_reading(o, r, *r.calibrated_to_w);
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
+  // Draws are held to a measured power (the calibration's, or the --model's fit); with none, nothing holds them.
+  ro.level_normalised = r.calibrated_to_w.has_value() || static_cast<bool>(o.model);
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
   if (r.chosen_in_activity_reading) sim::include_other_reading(r.range, r.chosen_in_activity_reading->saving_pct);
   return r;
@@ -362,6 +364,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"time_expected_s", g.time_expected_ns * 1e-9},
                        {"time_high_s", g.time_high_ns * 1e-9},
                        {"slowdown_high_pct", g.slowdown_high_pct},
+                       {"held_to_measured_power", g.level_normalised},
                        {"other_reading_saving_pct", g.other_reading_saving_pct ? json(*g.other_reading_saving_pct) : json()},
                        {"p_over_budget", g.p_over_budget},
                        {"samples", g.samples},

@@ -34,6 +34,7 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
     throw std::invalid_argument("saving_range: quantiles must satisfy 0 <= low <= high <= 1");
   SavingRange r;
   r.samples = o.samples;
+  r.level_normalised = o.level_normalised;
   r.low_quantile = o.low_quantile;
   r.high_quantile = o.high_quantile;
   const plan::Schedule base_schedule = default_schedule(w, m);
