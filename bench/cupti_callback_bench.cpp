@@ -4,6 +4,7 @@
 
 #include <cupti.h>
 
+#include <fcntl.h>
 #include <time.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include "cupti/callback_handler.hpp"
 #include "cupti/launch_queue.hpp"
 #include "cupti/launch_table.hpp"
+#include "cupti/runtime_feed.hpp"
 
 namespace {
 
@@ -97,6 +99,35 @@ void BM_LaunchTableLookup(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LaunchTableLookup);
+
+// What a copy or memset costs CUPTI's buffer thread (not the launch path) since the feed sends them (Y lines,
+// session 25): one RuntimeFeed::on_copy_complete per activity record, while the feed's writer thread formats and
+// writes the batches to /dev/null every 500 µs. CUPTI's own cost of recording the copy needs a GPU.
+void BM_CopyCompleteToFeed(benchmark::State& state) {
+  const int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    state.SkipWithError("cannot open /dev/null");
+    return;
+  }
+  auto now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  };
+  gearshift::cupti::RuntimeFeed feed(fd, now);  // owns fd: closed by stop()
+  const char* labels[] = {"Memcpy DtoD (Device -> Device)", "Memset (Device)", "Memcpy HtoD (Pinned -> Device)"};
+  std::uint32_t corr = 0;
+  std::int64_t t = 1'000'000'000;
+  for (auto _ : state) {
+    ++corr;
+    feed.on_copy_complete(corr, t, t + 2000, 7, 0, 1 << 20, corr % 3 == 1, labels[corr % 3]);
+    t += 3000;
+  }
+  feed.stop();
+  state.SetItemsProcessed(state.iterations());
+  state.counters["lines_written"] = static_cast<double>(feed.stats().copies);
+}
+BENCHMARK(BM_CopyCompleteToFeed);
 
 }  // namespace
 
