@@ -563,14 +563,11 @@ void check_the_other_reading(const PlanJobOptions& o, PlanJobResult& r, double m
   if (!a.reached) return;  // only the memory reading reproduces the measured power: it stands alone
   const sim::PlanUnderReading p = sim::plan_under(w, m, r.chosen->schedule, r.chosen->switch_latency_ns);
   r.chosen_in_activity_reading = p;
-  r.activity_reading_note = fmt::format(
-      "the calibration puts {:.0f} W in memory/uncore power, more than the {:.0f} W memory can draw; read instead "
-      "as SM activity (the non-GEMM kernels' activity raised by {:.2f} standard deviations of their class priors' "
-      "measured error), the same measured "
-      "{:.0f} W gives the plan a MODELLED saving of {:.2f} % at {:.2f} % step time (in the memory reading, which "
-      "the figures above are: {:.2f} % at {:.2f} %)",
-      r.model->params().memory_w_at_max, bound_w, a.sigmas, measured_w, p.saving_pct, p.slowdown_pct,
-      r.chosen->saving_pct, r.chosen->slowdown_pct);
+  r.activity_reading_note =
+      sim::other_reading_intro(r.model->params().memory_w_at_max, bound_w, a.sigmas, measured_w) +
+      fmt::format(" the plan a MODELLED saving of {:.2f} % at {:.2f} % step time (in the memory reading, which the "
+                  "figures above are: {:.2f} % at {:.2f} %)",
+                  p.saving_pct, p.slowdown_pct, r.chosen->saving_pct, r.chosen->slowdown_pct);
   if (const std::string why = sim::refusal_in_reading(p, o.max_slowdown); !why.empty())
     throw ServiceError(Kind::kModelRefused,
                        fmt::format("{}: no plan: one measured power cannot tell which reading is the GPU's, and in "

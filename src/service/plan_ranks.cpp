@@ -72,13 +72,12 @@ void check_the_other_reading(std::vector<service::RankInput>& ranks, const servi
   if (!a.reached) return;  // only the memory reading reproduces the measured power
   const service::RankPlanInReading p = service::rank_plan_in_reading(ranks, res, r, w, m);
   const service::RankPlan& plan = res.ranks[r];
-  const std::string note = fmt::format(
-      "the calibration puts {:.0f} W in memory/uncore power, more than the {:.0f} W memory can draw; read instead as "
-      "SM activity (the non-GEMM kernels' activity raised by {:.2f} standard deviations of their class priors' "
-      "measured error), the same measured {:.0f} W gives this rank's plan a MODELLED saving of {:.2f} % with its "
-      "step at {:.2f} ms against the {:.2f} ms deadline (in the memory reading: {:.2f} %, {:.2f} ms)",
-      memory_w, bound_w, a.sigmas, measured_w, p.saving_pct, p.planned_step_time_ns * 1e-6, res.deadline_ns * 1e-6,
-      plan.saving_pct, plan.planned_step_time_ns * 1e-6);
+  const std::string note =
+      sim::other_reading_intro(memory_w, bound_w, a.sigmas, measured_w) +
+      fmt::format(" this rank's plan a MODELLED saving of {:.2f} % with its step at {:.2f} ms against the {:.2f} ms "
+                  "deadline (in the memory reading: {:.2f} %, {:.2f} ms)",
+                  p.saving_pct, p.planned_step_time_ns * 1e-6, res.deadline_ns * 1e-6, plan.saving_pct,
+                  plan.planned_step_time_ns * 1e-6);
   const bool costs = plan.saving_pct > 0 && p.saving_pct <= 0;
   const bool late = p.planned_step_time_ns > res.deadline_ns * (1 + sim::kReadingSlowdownTolerance);
   if (costs || late)

@@ -2,12 +2,24 @@
 
 #include <algorithm>
 #include <chrono>
-#include <vector>
 
 #include "runtime/live.hpp"
-#include "trace/clock_samples.hpp"
 
 namespace gearshift::service {
+
+std::size_t attach_clocks(trace::Trace& t, const cupti::ClockTimeline& clocks, std::int64_t max_distance_ns) {
+  std::size_t set = 0;
+  for (trace::OpRecord& op : t.ops) {
+    if (op.sm_clock_mhz > 0) continue;
+    const std::int64_t mid = op.start_ns + op.duration_ns / 2;
+    const std::optional<trace::DeviceSample> s = clocks.nearest(0, mid);
+    if (!s || s->sm_clock_mhz <= 0 || std::max(s->time_ns - mid, mid - s->time_ns) > max_distance_ns) continue;
+    op.sm_clock_mhz = s->sm_clock_mhz;
+    op.mem_clock_mhz = s->mem_clock_mhz;
+    ++set;
+  }
+  return set;
+}
 
 WarmupClocks::WarmupClocks(ReadClocks read, std::int64_t period_ns)
     : read_(std::move(read)), period_ns_(std::max<std::int64_t>(period_ns, 1'000'000)) {
@@ -34,32 +46,13 @@ void WarmupClocks::loop() {
       r = read_();
     } catch (...) {  // a reader that throws reads nothing; the warm-up goes on without its clocks
     }
-    const std::int64_t now = runtime::monotonic_ns();
-    lock.lock();
     if (r && r->sm_mhz > 0) {
-      trace::DeviceSample s;
-      s.time_ns = now;
-      s.sm_clock_mhz = r->sm_mhz;
-      s.mem_clock_mhz = r->mem_mhz;
-      samples_.push_back(s);
-      if (samples_.size() > kMaxSamples) samples_.pop_front();
+      timeline_.add(trace::DeviceSample{0, runtime::monotonic_ns(), r->sm_mhz, r->mem_mhz, -1});
+      ++taken_;
     }
+    lock.lock();
     cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_), [this] { return stop_; });
   }
-}
-
-std::size_t WarmupClocks::attach(trace::Trace& t) const {
-  std::vector<trace::DeviceSample> s;
-  {
-    std::lock_guard lock(mu_);
-    s.assign(samples_.begin(), samples_.end());
-  }
-  return trace::attach_clock_samples(t, s, kMaxDistanceNs);
-}
-
-std::size_t WarmupClocks::samples() const {
-  std::lock_guard lock(mu_);
-  return samples_.size();
 }
 
 }  // namespace gearshift::service

@@ -68,6 +68,13 @@ SurplusAsActivity place_surplus_as_activity(model::Workload& w, model::DvfsModel
   return r;
 }
 
+std::string other_reading_intro(double memory_w, double bound_w, double sigmas, double measured_w) {
+  return fmt::format("the calibration puts {:.0f} W in memory/uncore power, more than the {:.0f} W memory can draw; "
+                     "read instead as SM activity (the non-GEMM kernels' activity raised by {:.2f} standard deviations "
+                     "of their class priors' measured error), the same measured {:.0f} W gives",
+                     memory_w, bound_w, sigmas, measured_w);
+}
+
 std::string refusal_in_reading(const PlanUnderReading& p, double max_slowdown) {
   if (!(p.saving_pct > 0)) return fmt::format("costs energy (MODELLED saving {:.2f} %)", p.saving_pct);
   if (p.slowdown_pct > 100 * (max_slowdown + kReadingSlowdownTolerance))

@@ -45,6 +45,11 @@ struct SurplusAsActivity {
 SurplusAsActivity place_surplus_as_activity(model::Workload& w, model::DvfsModel& m, double measured_w,
                                             double memory_w);
 
+// "the calibration puts M W in memory/uncore power, more than the B W memory can draw; read instead as SM activity
+// (...z... standard deviations ...), the same measured P W gives": how `plan` and `plan-ranks` begin a plan's
+// figures in the other reading (`memory_w`: the calibration's, `bound_w`: what memory can draw).
+std::string other_reading_intro(double memory_w, double bound_w, double sigmas, double measured_w);
+
 struct PlanUnderReading {
   double saving_pct = 0;    // (baseline energy - plan energy) / baseline energy · 100, both in the reading
   double slowdown_pct = 0;  // (plan step time - baseline step time) / baseline step time · 100
