@@ -76,7 +76,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
              std::string(g.level_normalised ? "" : "; no measured power: the draws are not held to one") +
                  (g.other_reading_saving_pct
                       ? fmt::format("; the saving's range holds the other reading's {:.2f} %", *g.other_reading_saving_pct)
-                      : std::string()),
+                      : std::string()) +
+                 (sim::expected_outside_range(g).empty() ? std::string() : "; " + sim::expected_outside_range(g)),
              r.in_time.summary());
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");

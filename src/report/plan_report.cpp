@@ -260,7 +260,11 @@ json plan_report_data(const PlanReportInput& in) {
                                   {"time_high_s", in.range->time_high_ns * 1e-9},
                                   {"slowdown_low_pct", in.range->slowdown_low_pct},
                                   {"slowdown_high_pct", in.range->slowdown_high_pct},
-                                  {"p_over_budget", in.range->p_over_budget}}},
+                                  {"p_over_budget", in.range->p_over_budget},
+                                  {"saving_median_pct", in.range->saving_median_pct},
+                                  {"expected_outside_range", sim::expected_outside_range(*in.range).empty()
+                                                                 ? json(nullptr)
+                                                                 : json(sim::expected_outside_range(*in.range))}}},
       {"baseline",
        {{"time_s", b.step_time_ns * 1e-9},
         {"energy_j", b.energy_j},

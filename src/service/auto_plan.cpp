@@ -41,8 +41,9 @@ std::string cpu_wait_caution(const model::Workload& w, double syncs_per_step) {
 // 65 % of the draws over). plan.json has it too (predicted.p_over_budget). Empty without draws.
 std::string over_budget_note(const sim::SavingRange& g) {
   if (g.samples <= 0) return {};
-  return fmt::format(" (P(step time over the budget) {:.0f} %, {} draws of the class priors' spread)",
-                     100 * g.p_over_budget, g.samples);
+  const std::string outside = sim::expected_outside_range(g);
+  return fmt::format(" (P(step time over the budget) {:.0f} %, {} draws of the class priors' spread{})",
+                     100 * g.p_over_budget, g.samples, outside.empty() ? "" : "; " + outside);
 }
 
 // The one-pair ("iteration") plan of the same evaluation, when it fits the budget: what the in-time guard

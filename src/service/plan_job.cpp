@@ -370,6 +370,9 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"samples", g.samples},
                        {"draws_rejected", g.draws_rejected},
                        {"share_below_expected", g.share_below_expected},
+                       {"saving_median_pct", g.saving_median_pct},
+                       {"expected_outside_range",
+                        sim::expected_outside_range(g).empty() ? json(nullptr) : json(sim::expected_outside_range(g))},
                        {"quantiles", {g.low_quantile, g.high_quantile}}};
   {  // The in-time check (service/plan_in_time.hpp): every rung replayed, the last one taken.
     const InTimeCheck& c = r.in_time;

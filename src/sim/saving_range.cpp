@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "model/prior_spread.hpp"
 #include "sim/simulator.hpp"
 
@@ -135,10 +137,12 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
     // No draw reproduces the measured power: the range would rest on nothing. The expected figures stand alone.
     r.saving_low_pct = r.saving_high_pct = r.saving_expected_pct;
     r.time_low_ns = r.time_high_ns = r.time_expected_ns;
+    r.saving_median_pct = r.saving_expected_pct;
     return r;
   }
   r.saving_low_pct = quantile(saving, o.low_quantile);
   r.saving_high_pct = quantile(saving, o.high_quantile);
+  r.saving_median_pct = quantile(saving, 0.5);
   r.time_low_ns = quantile(time, o.low_quantile);
   r.time_high_ns = quantile(time, o.high_quantile);
   r.slowdown_low_pct = quantile(slowdown, o.low_quantile);
@@ -146,6 +150,15 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
   r.p_over_budget = static_cast<double>(over) / static_cast<double>(saving.size());
   r.share_below_expected = static_cast<double>(below) / static_cast<double>(saving.size());
   return r;
+}
+
+std::string expected_outside_range(const SavingRange& r) {
+  const bool above = r.saving_expected_pct > r.saving_high_pct, below = r.saving_expected_pct < r.saving_low_pct;
+  if (r.samples <= 0 || !(above || below)) return {};
+  return fmt::format("the expected {:.2f} % lies {} the range: {:.0f} % of the draws save less, their median {:.2f} %; "
+                     "read it as {} figure",
+                     r.saving_expected_pct, above ? "above" : "below", 100 * r.share_below_expected,
+                     r.saving_median_pct, above ? "an upper" : "a lower");
 }
 
 void include_other_reading(SavingRange& r, double saving_pct) {

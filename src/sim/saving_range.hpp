@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
@@ -47,6 +48,7 @@ struct SavingRange {
   // Share of the kept draws that save less than the expected figure, 0..1: near 1, the expected saving is the
   // optimistic end of the range (the plan is tuned to the unperturbed priors).
   double share_below_expected = 0;
+  double saving_median_pct = 0;  // the kept draws' median saving, % (the expected figure where no draw is kept)
   // The plan's saving in the other reading of power the calibration cannot place (sim/power_attribution.hpp),
   // where one was reached: the range [low, high] is widened to hold it (include_other_reading).
   std::optional<double> other_reading_saving_pct;
@@ -56,6 +58,12 @@ struct SavingRange {
 // cannot say which reading is the GPU's, so either figure is as likely as the priors' spread (GPT-2 at 680 W: 1.56 %
 // in the memory reading, 1.18 % in the other, below the 5th percentile of the priors' draws).
 void include_other_reading(SavingRange& r, double saving_pct);
+
+// Where the expected saving lies outside the range [low, high] (the plan is tuned to the unperturbed priors, so on
+// GEMM-heavy steps nearly every draw saves less: Megatron-LM's recorded iteration, 2.50 % expected, 0.05-2.31 %),
+// a clause saying so with the draws' median, e.g. "the expected 2.50 % lies above the range: 98 % of the draws save
+// less, their median 1.23 %; read it as an upper figure"; empty where the range holds it.
+std::string expected_outside_range(const SavingRange& r);
 
 // `expected` is the unperturbed model's figure (what the plan's table shows). Throws std::invalid_argument for
 // samples <= 0 or quantiles outside 0 <= low <= high <= 1.

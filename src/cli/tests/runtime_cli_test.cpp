@@ -1006,6 +1006,64 @@ TEST(RunAuto, TheJobsCopiesAreInTheTemplateAndThePlan) {
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
 }
 
+// A rehearsal of Megatron-LM's recorded iteration (data/step_traces/megatron_excerpt_3steps.trace.jsonl.gz, H200):
+// the stand-in job launches its 3,098 kernels and 1,362 copies and memsets step after step (bench/rehearse_auto.sh)
+// on a simulated GPU drawing the 647 W the H200 measured untraced, its SM clock read as the 1965 MHz the trace
+// sampled on its GEMMs. --auto learns the iteration with its copies and plans it. The same step without its copies,
+// as the launch feed carried it until session 25, is refused at calibration: the refusal the H200 gave live
+// (session 24: 646 W needing 603 W of memory/uncore power), here without a GPU.
+TEST(RunAuto, RehearsesMegatronsRecordedStep) {
+  SimEnv s;
+  s.env.push_back("GEARSHIFT_SIMGPU_POWER_W=647");
+  s.env.push_back("GEARSHIFT_SIMGPU_SM_CLOCK_MHZ=1965");
+  const fs::path step = s.t.dir / "megatron.plan.json", out = s.t.dir / "out.txt", made = s.t.dir / "auto.json";
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "plan", std::string(GEARSHIFT_DATA_DIR) + "/step_traces/megatron_excerpt_3steps.trace.jsonl.gz",
+                 "--switch-latency-ms", "6", "-o", step.string()},
+                {}, out),
+            0)
+      << slurp(out);
+  auto rehearse = [&](const fs::path& plan) {
+    return run(auto_argv({"--max-slowdown", "0.5%", "--switch-latency-ms", "6", "--plan-output", made.string(),
+                          "--dry-run-log", s.log.string()},
+                         {plan.string(), "50"}),
+               s.env, out);
+  };
+  ASSERT_EQ(rehearse(step), 0) << slurp(out);
+  std::string o = slurp(out);
+  EXPECT_NE(o.find(" steps detected by kernel-stream period (3098 kernels and 1362 copies and memsets, "),
+            std::string::npos)
+      << o;
+  EXPECT_NE(o.find("gearshift run --auto: plan for h200"), std::string::npos) << o;
+  EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
+  EXPECT_NE(o.find("dense GEMMs capped at 1965 MHz, the median SM clock the trace sampled on its GEMMs"),
+            std::string::npos)
+      << o;
+  auto j = nlohmann::json::parse(slurp(made));
+  EXPECT_EQ(j["positions"].size(), 4460u);
+
+  // The kernels alone: the plan's copies and memsets left out, its clocks one pair.
+  auto k = nlohmann::json::parse(slurp(step));
+  nlohmann::json kernels = nlohmann::json::array();
+  for (auto p : k["positions"])
+    if (p["kind"] == "kernel") kernels.push_back(p);
+  for (auto& p : kernels) p["sm_clock_mhz"] = 1980, p["mem_clock_mhz"] = 3201;
+  ASSERT_EQ(kernels.size(), 3098u);
+  k["positions"] = kernels;
+  k["variants"] = nlohmann::json::array();
+  k["phases"] = {{{"first_op", kernels[0]["name"]}, {"first_position", 0}, {"last_position", 3097},
+                  {"sm_clock_mhz", 1980}, {"mem_clock_mhz", 3201}}};
+  const fs::path alone = s.t.dir / "kernels-alone.plan.json";
+  std::ofstream(alone) << k.dump();
+  fs::remove(made);
+  ASSERT_EQ(rehearse(alone), 0) << slurp(out);
+  o = slurp(out);
+  EXPECT_NE(o.find("(3098 kernels, "), std::string::npos) << o;
+  EXPECT_NEAR(number_after(o, "no plan: the model cannot reproduce the measured power ("), 647, 1) << o;
+  EXPECT_NE(o.find(" W from the NVML energy counter over "), std::string::npos) << o;
+  EXPECT_NE(o.find("implausible: memory/uncore power "), std::string::npos) << o;
+  EXPECT_FALSE(fs::exists(made));
+}
+
 // The warm-up's kernels carry the SM clock the GPU ran them at, sampled from NVML beside the feed, as a `gearshift
 // trace` file's do: the model's GEMMs are capped at the clock the GPU sagged to, not the spec's. Before, --auto had
 // no clock samples: an H200 ran Megatron-LM's GEMMs at 1965 MHz where the spec says 1875 MHz.

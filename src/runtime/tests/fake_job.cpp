@@ -2,7 +2,8 @@
 // (GEARSHIFT_RUNTIME_SOCKET), says hello, and launches a step's kernels step after step through the feed, with the
 // GPU simulated by sleeping through the kernels' durations.
 // Usage:
-//   runtime_fake_job PLAN STEPS [PIDFILE]      the plan's template step (STEPS < 0: until the feed closes)
+//   runtime_fake_job PLAN STEPS [PIDFILE]      the plan's template step (STEPS < 0: until the feed closes); its
+//                                              memcpy/memset positions sent as copies (Y lines) while traced
 //   runtime_fake_job --synthetic STEPS [CODE]  a toy transformer step (~51 ms: forward, backward, a memory-bound
 //                                              Adam phase, an idle gap); completions carry stream 7, device 0;
 //                                              exits with CODE (default 0)
@@ -59,8 +60,16 @@ struct Kernel {
   std::int64_t start_offset_ns, duration_ns;
 };
 
+// A copy or memset of the step (a plan position of kind memcpy/memset), sent as a Y line.
+struct Copy {
+  std::string name;
+  std::int64_t start_offset_ns, duration_ns;
+  bool memset;
+};
+
 struct Step {
   std::vector<Kernel> kernels;
+  std::vector<Copy> copies;
   std::int64_t period_ns = 0;
   std::string completion_suffix;  // "" (the protocol's first form) or " <stream> <device>"
 };
@@ -68,8 +77,13 @@ struct Step {
 Step from_plan(const char* path) {
   auto plan = gearshift::runtime::load_plan(path);
   Step s;
-  for (const auto& p : plan.positions)
-    s.kernels.push_back({p.name, static_cast<std::int64_t>(p.start_offset_ns), static_cast<std::int64_t>(p.duration_ns)});
+  for (const auto& p : plan.positions) {
+    const auto start = static_cast<std::int64_t>(p.start_offset_ns), duration = static_cast<std::int64_t>(p.duration_ns);
+    if (p.kernel)
+      s.kernels.push_back({p.name, start, duration});
+    else
+      s.copies.push_back({p.name, start, duration, p.name.starts_with("Memset")});
+  }
   s.period_ns = static_cast<std::int64_t>(plan.period_ns);
   return s;
 }
@@ -382,6 +396,16 @@ bool run_steps(int fd, const Step& step_in, long steps) {
       sleep_until(start + 300'000);
       if (g_traced && !put(fd, "Y " + std::to_string(corr++) + " " + std::to_string(start) + " " +
                                    std::to_string(start + 300'000) + " 7 0 8388608 c Memcpy HtoD (Pinned -> Device)\n"))
+        return false;
+    }
+    // The plan's own copies and memsets (a plan of a traced job), sent after its kernels as CUPTI's buffer
+    // thread would, with their times in the step.
+    for (const Copy& c : step.copies) {
+      const std::int64_t start = t0 + scaled(c.start_offset_ns);
+      sleep_until(start + scaled(c.duration_ns));  // one after the step's last kernel ends there
+      if (g_traced && !put(fd, "Y " + std::to_string(corr++) + " " + std::to_string(start) + " " +
+                                   std::to_string(start + scaled(c.duration_ns)) + " 7 0 0 " + (c.memset ? "s " : "c ") +
+                                   c.name + "\n"))
         return false;
     }
     log_control();

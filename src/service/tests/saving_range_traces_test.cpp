@@ -34,6 +34,7 @@ std::vector<std::string> shipped_traces() {
 
 struct Figures {
   double low, expected, high;
+  bool expected_above = false;  // the expected saving lies above the range, and the plan says so
 };
 
 TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
@@ -49,8 +50,12 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
   // of its kernel time in time when replayed on its own steps, its 2-change one 96.5 %, below the 97 % needed.
   // Since session 25 the range also holds the plan's saving in the other reading of power the calibration cannot
   // place (sim::include_other_reading): gpt3xl's 2.15 % (1.90 before) and input_bound's 3.73 % (3.39 before).
+  // Megatron-LM's recorded iteration (session 26) is the exception the plan states: 96.5 % of the draws save less
+  // than the expected 2.50 % (median 1.42 %), so the expected figure lies above the range; before, the plan printed
+  // the range beside it without a word (sim::expected_outside_range).
   const std::map<std::string, Figures> documented = {
       {"gpt3xl_h200_trace.json.gz", {0.20, 1.80, 2.15}},
+      {"megatron_excerpt_3steps.trace.jsonl.gz", {0.05, 2.50, 2.31, true}},
       {"accum4_gpt2s.json.gz", {3.62, 4.40, 5.38}},
       {"input_bound_gpt2s_8steps.trace.jsonl.gz", {2.01, 3.38, 3.73}},
   };
@@ -71,16 +76,30 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
     }
     ++planned;
     const sim::SavingRange& g = r.range;
-    EXPECT_LE(g.saving_low_pct, g.saving_expected_pct) << o.display_name;
-    EXPECT_GE(g.saving_high_pct, g.saving_expected_pct) << o.display_name;
+    const auto it = documented.find(o.display_name);
+    const std::string outside = sim::expected_outside_range(g);
+    if (it != documented.end() && it->second.expected_above) {
+      EXPECT_GT(g.saving_expected_pct, g.saving_high_pct) << o.display_name;
+      EXPECT_NEAR(g.share_below_expected, 0.965, 1e-9) << o.display_name;
+      EXPECT_NEAR(g.saving_median_pct, 1.42, 0.006) << o.display_name;
+      EXPECT_EQ(outside, "the expected 2.50 % lies above the range: 96 % of the draws save less, their median 1.42 %; "
+                         "read it as an upper figure")
+          << o.display_name;
+      EXPECT_EQ(report_json(o, r).at("saving_range").at("expected_outside_range"), outside) << o.display_name;
+    } else {
+      EXPECT_LE(g.saving_low_pct, g.saving_expected_pct) << o.display_name;
+      EXPECT_GE(g.saving_high_pct, g.saving_expected_pct) << o.display_name;
+      EXPECT_EQ(outside, "") << o.display_name;
+      EXPECT_TRUE(report_json(o, r).at("saving_range").at("expected_outside_range").is_null()) << o.display_name;
+    }
     EXPECT_LE(g.draws_rejected, g.samples / 50) << o.display_name;  // ≤ 2 % of the draws ruled out by the power
-    if (auto it = documented.find(o.display_name); it != documented.end()) {
+    if (it != documented.end()) {
       EXPECT_NEAR(g.saving_low_pct, it->second.low, 0.006) << o.display_name;
       EXPECT_NEAR(g.saving_expected_pct, it->second.expected, 0.006) << o.display_name;
       EXPECT_NEAR(g.saving_high_pct, it->second.high, 0.006) << o.display_name;
     }
   }
-  EXPECT_GE(planned, 3);
+  EXPECT_GE(planned, 4);
 }
 
 // A plan with no measured power (here --no-calibrate on the embedded GPT-3 XL trace) has nothing to hold the

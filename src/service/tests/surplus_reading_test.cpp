@@ -163,6 +163,35 @@ TEST(SurplusReading, AnImpossibleMemoryReadingIsRefusedWhereTheOtherIsNotReached
   }
 }
 
+// Megatron-LM's recorded iteration (data/step_traces, 643 W while traced): with its 1,362 copies and memsets in
+// the model it plans in the memory reading (433 W of memory/uncore power); with its kernels alone (as `run --auto`
+// collected them until session 25) the same power needs 593 W there and is refused, as the H200 refused it live
+// (646 W needing 603 W, session 24).
+TEST(SurplusReading, MegatronsIterationIsPlacedWithItsCopiesAndRefusedWithoutThem) {
+  PlanJobOptions o;
+  o.trace_path = std::string(GEARSHIFT_DATA_DIR) + "/step_traces/megatron_excerpt_3steps.trace.jsonl.gz";
+  o.display_name = "megatron";
+  o.range_samples = 20;
+  const PlanJobResult r = run_plan_job(o);
+  ASSERT_TRUE(r.calibrated_to_w);
+  EXPECT_NEAR(*r.calibrated_to_w, 643, 0.5);
+  EXPECT_NEAR(r.model->params().memory_w_at_max, 432.5, 0.5);
+  EXPECT_EQ(r.iterations.tmpl.kernels, 3098u);
+  EXPECT_EQ(r.iterations.tmpl.ops.size(), 4460u);
+  EXPECT_TRUE(has_warning(r, "memory clock kept at its default 3201 MHz"));
+  o.kernels_only = true;
+  try {
+    run_plan_job(o);
+    FAIL() << "planned with its kernels alone";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::Kind::kModelRefused);
+    EXPECT_NE(std::string(e.what()).find("implausible: memory/uncore power 593 W at full traffic plus the 122 W idle "
+                                         "power exceed the 700 W board power"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Above the 700 W power limit neither reading reaches the power: refused as before.
 TEST(SurplusReading, APowerAboveTheLimitIsRefused) {
   if (!std::filesystem::exists(kGpt2)) GTEST_SKIP() << "../shared absent";

@@ -128,5 +128,26 @@ TEST(PriorSpread, PerturbKeepsSharesInRange) {
   EXPECT_NEAR(s2 / 20000, 1, 0.05);
 }
 
+// The expected saving outside its own range is said, with the draws' median; inside it, nothing is added.
+TEST(SavingRange, SaysWhenTheExpectedSavingLiesOutsideTheRange) {
+  SavingRange r;
+  r.samples = 200;
+  r.saving_low_pct = 0.05, r.saving_expected_pct = 2.50, r.saving_high_pct = 2.31;
+  r.share_below_expected = 0.97, r.saving_median_pct = 1.42;
+  EXPECT_EQ(expected_outside_range(r), "the expected 2.50 % lies above the range: 97 % of the draws save less, their "
+                                       "median 1.42 %; read it as an upper figure");
+  r.saving_expected_pct = 0.01, r.share_below_expected = 0.02;
+  EXPECT_EQ(expected_outside_range(r), "the expected 0.01 % lies below the range: 2 % of the draws save less, their "
+                                       "median 1.42 %; read it as a lower figure");
+  r.saving_expected_pct = 2.31;  // on the edge: held
+  EXPECT_EQ(expected_outside_range(r), "");
+  r.saving_expected_pct = 9, r.samples = 0;  // no draws: no range to lie outside
+  EXPECT_EQ(expected_outside_range(r), "");
+  // The other reading widens the range until it holds the expected figure: then nothing is said.
+  r.samples = 200, r.saving_expected_pct = 2.50;
+  include_other_reading(r, 2.60);
+  EXPECT_EQ(expected_outside_range(r), "");
+}
+
 }  // namespace
 }  // namespace gearshift::sim

@@ -221,7 +221,8 @@ TEST(StepContract, RecordedH200TracesGiveTheTrueStepOrARefusal) {
   const Recorded cases[] = {{"accum4_gpt2s.json.gz", 1662},       {"accum4_gpt2s_kernels.json.gz", 1662},
                             {"llama_3steps.json.gz", 1008},       {"ckpt_3steps.json.gz", 1296},
                             {"llama_1step_kernels.json.gz", 0},   {"gpt2s_1p5steps.json.gz", 0},
-                            {"llama_infer_1fwd.json.gz", 0},      {"llama_decode_8tok.json.gz", 0}};
+                            {"llama_infer_1fwd.json.gz", 0},      {"llama_decode_8tok.json.gz", 0},
+                            {"megatron_excerpt_3steps.trace.jsonl.gz", 3098}};
   for (const auto& c : cases) {
     Trace t = import_trace(test::data_path(std::string("step_traces/") + c.file));
     if (c.kernels == 0) {
