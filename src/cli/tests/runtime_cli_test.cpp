@@ -555,7 +555,9 @@ TEST(Run, KillNineOfGearshiftRestoresThroughTheWatchdog) {
   ASSERT_TRUE(s.wait_for_set(10000)) << slurp(out);
   ASSERT_EQ(kill(g, SIGKILL), 0);
   EXPECT_EQ(wait_exit(g), 137);
-  EXPECT_TRUE(s.reset_within(1000)) << slurp(out);
+  // The watchdog resets at once on its pipe's end, but it may still be starting (exec, NVML opened) when its owner
+  // dies: on a loaded 2-core machine that took over 1 s once (session 26), so it has 5.
+  EXPECT_TRUE(s.reset_within(5000)) << slurp(out);
   EXPECT_NE(slurp(out).find("watchdog: owner died"), std::string::npos) << slurp(out);
   // The orphaned job ends by itself when its feed breaks.
   pid_t job = std::stoi(slurp(pidfile));

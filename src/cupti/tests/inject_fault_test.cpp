@@ -34,11 +34,20 @@ struct ChildResult {
 };
 
 // Runs `body` in a forked child with stderr captured; the child's exit code is body's return value.
-ChildResult in_child(const std::function<int()>& body) {
-  std::string err_path = (fs::path(::testing::TempDir()) / ("inject_stderr_" + std::to_string(getpid()))).string();
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(err_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+// A forked child running `body`, its stderr to a file. Fork it before the test starts any thread of its own:
+// ThreadSanitizer does not support a fork from a multi-threaded process ("starting new threads after
+// multi-threaded fork is not supported"), and the child would inherit a copy of a running thread's locks.
+struct Child {
+  pid_t pid = -1;
+  std::string err_path;
+};
+
+Child start_child(const std::function<int()>& body) {
+  Child c;
+  c.err_path = (fs::path(::testing::TempDir()) / ("inject_stderr_" + std::to_string(getpid()))).string();
+  c.pid = fork();
+  if (c.pid == 0) {
+    int fd = open(c.err_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
     dup2(fd, 2);
     int rc = 99;
     try {
@@ -48,16 +57,22 @@ ChildResult in_child(const std::function<int()>& body) {
     std::fflush(nullptr);
     _exit(rc);
   }
+  return c;
+}
+
+ChildResult wait_child(const Child& c) {
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(c.pid, &status, 0);
   ChildResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream f(err_path);
+  std::ifstream f(c.err_path);
   std::stringstream ss;
   ss << f.rdbuf();
   r.stderr_text = ss.str();
   return r;
 }
+
+ChildResult in_child(const std::function<int()>& body) { return wait_child(start_child(body)); }
 
 int count_lines(const std::string& s) {
   int n = 0;
@@ -299,6 +314,21 @@ TEST(Injection, FeedOnlyModeWritesLaunchesAndCompletionsToTheSocket) {
 TEST(Injection, TheRuntimesOffCommandUnsubscribesAndClosesTheFeed) {
   gearshift::feed::Listener l;
   std::string text;
+  const Child child = start_child([&] {  // forked before the runtime's thread starts (start_child)
+    setenv("GEARSHIFT_RUNTIME_SOCKET", l.path().c_str(), 1);
+    void* fake = nullptr;
+    if (int rc = start_feed_only(fake)) return rc;
+    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
+    auto subscribed = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_subscribed"));
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z4geluPf");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (subscribed() != 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (subscribed() != 0) return 4;  // the command never took effect
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, "_Z4geluPf");  // after the feed is off: nobody hears it
+    std::exit(0);
+  });
   std::thread runtime([&] {  // `gearshift run`'s side: after two launch lines, the feed off
     int fd = -1;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -316,21 +346,7 @@ TEST(Injection, TheRuntimesOffCommandUnsubscribesAndClosesTheFeed) {
     }
     close(fd);
   });
-  ChildResult r = in_child([&] {
-    setenv("GEARSHIFT_RUNTIME_SOCKET", l.path().c_str(), 1);
-    void* fake = nullptr;
-    if (int rc = start_feed_only(fake)) return rc;
-    auto launch = reinterpret_cast<void (*)(uint32_t, uint32_t, const char*)>(dlsym(fake, "fake_cupti_launch_named"));
-    auto subscribed = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_subscribed"));
-    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, "_Z4geluPf");
-    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, "_Z4geluPf");
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    while (subscribed() != 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    if (subscribed() != 0) return 4;  // the command never took effect
-    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, "_Z4geluPf");  // after the feed is off: nobody hears it
-    std::exit(0);
-  });
+  const ChildResult r = wait_child(child);
   runtime.join();
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text << text;
   std::size_t launches = 0;
