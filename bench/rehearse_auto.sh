@@ -6,6 +6,9 @@
 # one a device run's `--auto` wrote. What --auto decides on the GPU's measured power is then reproducible here:
 # whether it plans, at what MODELLED saving, or why it refuses (docs/benchmarks.md, "Rehearsals of --auto").
 # Usage: bench/rehearse_auto.sh BUILD_DIR PLAN WATTS STEPS OUT_DIR [SM_MHZ] [-- extra `gearshift run` options]
+# Always passed: --max-slowdown 0.5% --switch-latency-ms 6 (issue 15's checks); extra options come after them.
+# Not replayed: the job's own synchronizes (the stand-in makes one a step), step variants, jitter, CUPTI's cost,
+# CUDA graph launches (the stand-in exits 2 on such a plan).
 # Writes OUT_DIR/auto.log (gearshift's output), OUT_DIR/auto.plan.json, OUT_DIR/dry.jsonl; prints auto.log.
 set -euo pipefail
 if [[ $# -lt 5 ]]; then

@@ -67,6 +67,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
   }
   const auto& g = r.range;
+  const std::string outside = sim::expected_outside_range(g);
   fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
              "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
              "the class priors' measured spread, docs/model-validation.md{})\nIn time       {}\n",
@@ -77,7 +78,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                  (g.other_reading_saving_pct
                       ? fmt::format("; the saving's range holds the other reading's {:.2f} %", *g.other_reading_saving_pct)
                       : std::string()) +
-                 (sim::expected_outside_range(g).empty() ? std::string() : "; " + sim::expected_outside_range(g)),
+                 (outside.empty() ? std::string() : "; " + outside),
              r.in_time.summary());
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");

@@ -169,6 +169,12 @@ json energy_data(const PlanReportInput& in) {
   return {{"classes", classes}, {"baseline_j", bj}, {"plan_j", pj}, {"plan", strategy_label(in.chosen)}};
 }
 
+// The sentence saying the expected saving lies outside its range (sim::expected_outside_range); null where it does not.
+json outside_range(const sim::SavingRange* g) {
+  const std::string outside = g == nullptr ? std::string() : sim::expected_outside_range(*g);
+  return outside.empty() ? json(nullptr) : json(outside);
+}
+
 json strategy_row(const sim::StrategyResult& s) {
   return {{"label", strategy_label(s)},
           {"name", plan::to_string(s.schedule.strategy)},
@@ -262,9 +268,7 @@ json plan_report_data(const PlanReportInput& in) {
                                   {"slowdown_high_pct", in.range->slowdown_high_pct},
                                   {"p_over_budget", in.range->p_over_budget},
                                   {"saving_median_pct", in.range->saving_median_pct},
-                                  {"expected_outside_range", sim::expected_outside_range(*in.range).empty()
-                                                                 ? json(nullptr)
-                                                                 : json(sim::expected_outside_range(*in.range))}}},
+                                  {"expected_outside_range", outside_range(in.range)}}},
       {"baseline",
        {{"time_s", b.step_time_ns * 1e-9},
         {"energy_j", b.energy_j},

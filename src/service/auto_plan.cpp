@@ -42,7 +42,7 @@ std::string cpu_wait_caution(const model::Workload& w, double syncs_per_step) {
 std::string over_budget_note(const sim::SavingRange& g) {
   if (g.samples <= 0) return {};
   const std::string outside = sim::expected_outside_range(g);
-  return fmt::format(" (P(step time over the budget) {:.0f} %, {} draws of the class priors' spread{})",
+  return fmt::format(" (P(step time over the budget) {:.0f} %, {} draws of the class priors' spread){}",
                      100 * g.p_over_budget, g.samples, outside.empty() ? "" : "; " + outside);
 }
 

@@ -355,6 +355,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
   }
   j["strategies"] = arr;
   const auto& g = r.range;
+  const std::string outside = sim::expected_outside_range(g);
   j["saving_range"] = {{"strategy", plan::to_string(r.chosen->schedule.strategy)},
                        {"switch_latency_us", r.chosen->switch_latency_ns / 1e3},
                        {"saving_low_pct", g.saving_low_pct},
@@ -371,8 +372,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"draws_rejected", g.draws_rejected},
                        {"share_below_expected", g.share_below_expected},
                        {"saving_median_pct", g.saving_median_pct},
-                       {"expected_outside_range",
-                        sim::expected_outside_range(g).empty() ? json(nullptr) : json(sim::expected_outside_range(g))},
+                       {"expected_outside_range", outside.empty() ? json(nullptr) : json(outside)},
                        {"quantiles", {g.low_quantile, g.high_quantile}}};
   {  // The in-time check (service/plan_in_time.hpp): every rung replayed, the last one taken.
     const InTimeCheck& c = r.in_time;

@@ -155,7 +155,7 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
 std::string expected_outside_range(const SavingRange& r) {
   const bool above = r.saving_expected_pct > r.saving_high_pct, below = r.saving_expected_pct < r.saving_low_pct;
   if (r.samples <= 0 || !(above || below)) return {};
-  return fmt::format("the expected {:.2f} % lies {} the range: {:.0f} % of the draws save less, their median {:.2f} %; "
+  return fmt::format("the expected {:.2f} % lies {} the range: {:.1f} % of the draws save less, their median {:.2f} %; "
                      "read it as {} figure",
                      r.saving_expected_pct, above ? "above" : "below", 100 * r.share_below_expected,
                      r.saving_median_pct, above ? "an upper" : "a lower");

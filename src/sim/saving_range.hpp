@@ -61,8 +61,8 @@ void include_other_reading(SavingRange& r, double saving_pct);
 
 // Where the expected saving lies outside the range [low, high] (the plan is tuned to the unperturbed priors, so on
 // GEMM-heavy steps nearly every draw saves less: Megatron-LM's recorded iteration, 2.50 % expected, 0.05-2.31 %),
-// a clause saying so with the draws' median, e.g. "the expected 2.50 % lies above the range: 98 % of the draws save
-// less, their median 1.23 %; read it as an upper figure"; empty where the range holds it.
+// a clause saying so with the draws' median, e.g. "the expected 2.50 % lies above the range: 96.5 % of the draws save
+// less, their median 1.42 %; read it as an upper figure"; empty where the range holds it or there are no draws.
 std::string expected_outside_range(const SavingRange& r);
 
 // `expected` is the unperturbed model's figure (what the plan's table shows). Throws std::invalid_argument for

@@ -33,7 +33,6 @@ struct ChildResult {
   std::string stderr_text;
 };
 
-// Runs `body` in a forked child with stderr captured; the child's exit code is body's return value.
 // A forked child running `body`, its stderr to a file. Fork it before the test starts any thread of its own:
 // ThreadSanitizer does not support a fork from a multi-threaded process ("starting new threads after
 // multi-threaded fork is not supported"), and the child would inherit a copy of a running thread's locks.
@@ -72,6 +71,7 @@ ChildResult wait_child(const Child& c) {
   return r;
 }
 
+// Runs `body` in a forked child with stderr captured; the child's exit code is body's return value.
 ChildResult in_child(const std::function<int()>& body) { return wait_child(start_child(body)); }
 
 int count_lines(const std::string& s) {

@@ -55,6 +55,24 @@ double sum(const nlohmann::json& a) {
   return s;
 }
 
+// The saving range's block: its median, and the sentence when the expected saving lies outside it (the page's
+// caption adds it); null where the range holds it, and no block without a range.
+TEST(PlanReport, SavingRangeSaysWhenTheExpectedSavingLiesOutsideIt) {
+  PlanReportInput in = shipped().input();
+  EXPECT_TRUE(plan_report_data(in)["saving_range"].is_null());
+  sim::SavingRange g;
+  g.samples = 200, g.low_quantile = 0.05, g.high_quantile = 0.95;
+  g.saving_low_pct = 0.05, g.saving_expected_pct = 2.50, g.saving_high_pct = 2.31;
+  g.share_below_expected = 0.965, g.saving_median_pct = 1.42;
+  in.range = &g;
+  nlohmann::json r = plan_report_data(in)["saving_range"];
+  EXPECT_EQ(r["saving_median_pct"], 1.42);
+  EXPECT_EQ(r["expected_outside_range"], "the expected 2.50 % lies above the range: 96.5 % of the draws save less, "
+                                         "their median 1.42 %; read it as an upper figure");
+  g.saving_high_pct = 2.60;
+  EXPECT_TRUE(plan_report_data(in)["saving_range"]["expected_outside_range"].is_null());
+}
+
 TEST(PlanReport, EnergyPerClassAddsUpToTheSimulatedEnergies) {
   const auto& p = shipped();
   ASSERT_NE(p.chosen, nullptr);

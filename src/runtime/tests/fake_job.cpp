@@ -25,6 +25,7 @@
 #include <sys/file.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -36,7 +37,7 @@
 
 #include "feed/protocol.hpp"
 #include "feed/socket.hpp"
-#include "runtime/clock_plan.hpp"
+#include "plan/plan_file.hpp"
 #include "runtime/live.hpp"
 
 namespace {
@@ -58,6 +59,7 @@ void sleep_until(std::int64_t t) {
 struct Kernel {
   std::string name;
   std::int64_t start_offset_ns, duration_ns;
+  int stream = -1;  // a plan position's stream: its completion line says it (-1: the step's completion_suffix)
 };
 
 // A copy or memset of the step (a plan position of kind memcpy/memset), sent as a Y line.
@@ -65,6 +67,7 @@ struct Copy {
   std::string name;
   std::int64_t start_offset_ns, duration_ns;
   bool memset;
+  int stream;
 };
 
 struct Step {
@@ -74,21 +77,23 @@ struct Step {
   std::string completion_suffix;  // "" (the protocol's first form) or " <stream> <device>"
 };
 
+// The plan file's positions (plan/plan_file.hpp): its kernels, and its copies and memsets, each on its stream.
 Step from_plan(const char* path) {
-  auto plan = gearshift::runtime::load_plan(path);
+  const gearshift::plan::PlanFile plan = gearshift::plan::read_plan_file(path);
   Step s;
   for (const auto& p : plan.positions) {
-    if (p.ops > 1) {  // a graph launch's kernels are not in the runtime's positions: nothing to replay them from
+    if (p.graph_launch >= 0) {  // a graph launch is one launch of many kernels: not what this job replays
       std::fprintf(stderr, "runtime_fake_job: %s holds CUDA graph launches; the stand-in replays eager steps only\n", path);
       std::exit(2);
     }
-    const auto start = static_cast<std::int64_t>(p.start_offset_ns), duration = static_cast<std::int64_t>(p.duration_ns);
-    if (p.kernel)
-      s.kernels.push_back({p.name, start, duration});
+    const auto start = std::llround(p.start_offset_us * 1e3), duration = std::llround(p.duration_us * 1e3);
+    const int stream = p.stream.value_or(-1);
+    if (p.kind == gearshift::trace::OpKind::kernel)
+      s.kernels.push_back({p.name, start, duration, stream});
     else
-      s.copies.push_back({p.name, start, duration, p.name.starts_with("Memset")});
+      s.copies.push_back({p.name, start, duration, p.kind == gearshift::trace::OpKind::memset, std::max(stream, 0)});
   }
-  s.period_ns = static_cast<std::int64_t>(plan.period_ns);
+  s.period_ns = std::llround(plan.period_us * 1e3);
   return s;
 }
 
@@ -365,7 +370,9 @@ bool run_steps(int fd, const Step& step_in, long steps) {
       }
       sleep_until(end);
       const bool in_graph = i < graph_kernels;
-      const std::string suffix = !in_graph ? step.completion_suffix
+      const std::string suffix = !in_graph ? (step.kernels[i].stream >= 0
+                                                   ? " " + std::to_string(step.kernels[i].stream) + " 0"
+                                                   : step.completion_suffix)
                                  : step.completion_suffix.empty()
                                      ? " 0 0 " + std::to_string(name_ids[step.kernels[i].name])
                                      : step.completion_suffix + " " + std::to_string(name_ids[step.kernels[i].name]);
@@ -398,19 +405,22 @@ bool run_steps(int fd, const Step& step_in, long steps) {
     for (long c = 0; c < copies; ++c) {
       const std::int64_t start = step_end + slow * static_cast<std::int64_t>(step.kernels.size()) + 20'000 + c * 310'000;
       sleep_until(start + 300'000);
-      if (g_traced && !put(fd, "Y " + std::to_string(corr++) + " " + std::to_string(start) + " " +
-                                   std::to_string(start + 300'000) + " 7 0 8388608 c Memcpy HtoD (Pinned -> Device)\n"))
-        return false;
+      std::string line;
+      gearshift::feed::append_copy_line(line, corr++, start, start + 300'000, 7, 0, 8'388'608, false,
+                                        "Memcpy HtoD (Pinned -> Device)");
+      if (g_traced && !put(fd, line)) return false;
     }
     // The plan's own copies and memsets (a plan of a traced job), sent after its kernels as CUPTI's buffer
-    // thread would, with their times in the step.
+    // thread would, with their times in the step; one that ends after the step's last kernel is sent at its end.
+    // They keep the plan's times: the options that move the kernels (FAKE_JOB_TRUTH, _VARIANT, _TRACED_GAP_US,
+    // _UNTRACED_SLOW) leave them where they are.
     for (const Copy& c : step.copies) {
-      const std::int64_t start = t0 + scaled(c.start_offset_ns);
-      sleep_until(start + scaled(c.duration_ns));  // one after the step's last kernel ends there
-      if (g_traced && !put(fd, "Y " + std::to_string(corr++) + " " + std::to_string(start) + " " +
-                                   std::to_string(start + scaled(c.duration_ns)) + " 7 0 0 " + (c.memset ? "s " : "c ") +
-                                   c.name + "\n"))
-        return false;
+      const std::int64_t start = t0 + scaled(c.start_offset_ns), end = start + scaled(c.duration_ns);
+      sleep_until(std::min(end, t0 + scaled(step.period_ns)));
+      std::string line;
+      gearshift::feed::append_copy_line(line, corr++, start, end, static_cast<std::uint32_t>(c.stream), 0, 0, c.memset,
+                                        c.name);
+      if (g_traced && !put(fd, line)) return false;
     }
     log_control();
     sleep_until(t0 + scaled(step.period_ns) + slow * static_cast<std::int64_t>(step.kernels.size()));

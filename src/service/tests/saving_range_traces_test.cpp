@@ -82,7 +82,7 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
       EXPECT_GT(g.saving_expected_pct, g.saving_high_pct) << o.display_name;
       EXPECT_NEAR(g.share_below_expected, 0.965, 1e-9) << o.display_name;
       EXPECT_NEAR(g.saving_median_pct, 1.42, 0.006) << o.display_name;
-      EXPECT_EQ(outside, "the expected 2.50 % lies above the range: 96 % of the draws save less, their median 1.42 %; "
+      EXPECT_EQ(outside, "the expected 2.50 % lies above the range: 96.5 % of the draws save less, their median 1.42 %; "
                          "read it as an upper figure")
           << o.display_name;
       EXPECT_EQ(report_json(o, r).at("saving_range").at("expected_outside_range"), outside) << o.display_name;

@@ -134,10 +134,10 @@ TEST(SavingRange, SaysWhenTheExpectedSavingLiesOutsideTheRange) {
   r.samples = 200;
   r.saving_low_pct = 0.05, r.saving_expected_pct = 2.50, r.saving_high_pct = 2.31;
   r.share_below_expected = 0.97, r.saving_median_pct = 1.42;
-  EXPECT_EQ(expected_outside_range(r), "the expected 2.50 % lies above the range: 97 % of the draws save less, their "
+  EXPECT_EQ(expected_outside_range(r), "the expected 2.50 % lies above the range: 97.0 % of the draws save less, their "
                                        "median 1.42 %; read it as an upper figure");
   r.saving_expected_pct = 0.01, r.share_below_expected = 0.02;
-  EXPECT_EQ(expected_outside_range(r), "the expected 0.01 % lies below the range: 2 % of the draws save less, their "
+  EXPECT_EQ(expected_outside_range(r), "the expected 0.01 % lies below the range: 2.0 % of the draws save less, their "
                                        "median 1.42 %; read it as a lower figure");
   r.saving_expected_pct = 2.31;  // on the edge: held
   EXPECT_EQ(expected_outside_range(r), "");
