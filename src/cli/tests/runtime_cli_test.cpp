@@ -1069,6 +1069,36 @@ TEST(RunAuto, RehearsesMegatronsRecordedStep) {
   EXPECT_FALSE(fs::exists(made));
 }
 
+// The same recorded iterations as the job ran them (runtime_fake_job --trace): every launch at its CPU time, every
+// kernel, copy and memset on its stream, and Megatron-LM's ~313 synchronizes an iteration, over and over. --auto
+// learns the iteration among them, plans it, and the runtime follows the real launch stream (dry run). This is
+// what the H200 run of issue 15 checks, without the GPU: before session 26 only a GPU run showed it.
+TEST(RunAuto, FollowsMegatronsRecordedLaunchStream) {
+  SimEnv s;
+  s.env.push_back("GEARSHIFT_SIMGPU_POWER_W=647");
+  s.env.push_back("GEARSHIFT_SIMGPU_SM_CLOCK_MHZ=1965");
+  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto.json";
+  ASSERT_EQ(run(auto_argv({"--max-slowdown", "0.5%", "--switch-latency-ms", "6", "--warmup-steps", "10",
+                           "--plan-output", made.string(), "--dry-run-log", s.log.string()},
+                          {"--trace", std::string(GEARSHIFT_DATA_DIR) + "/step_traces/megatron_excerpt_3steps.trace.jsonl.gz",
+                           "70"}),
+                s.env, out),
+            0)
+      << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find(" detected by kernel-stream period (3098 kernels and 1362 copies and memsets, "), std::string::npos)
+      << o;
+  EXPECT_GE(number_before(o, " synchronizes per step"), 300) << o;  // the job's own, not one a step
+  EXPECT_NE(o.find("gearshift run --auto: plan for h200"), std::string::npos) << o;
+  EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
+  EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
+  EXPECT_GT(number_after(o, "GPU progress from the job's "), 1000) << o;
+  auto j = nlohmann::json::parse(slurp(made));
+  std::set<int> streams;
+  for (const auto& p : j["positions"]) streams.insert(p["stream"].get<int>());
+  EXPECT_EQ(streams, (std::set<int>{7, 20})) << o;
+}
+
 // The warm-up's kernels carry the SM clock the GPU ran them at, sampled from NVML beside the feed, as a `gearshift
 // trace` file's do: the model's GEMMs are capped at the clock the GPU sagged to, not the spec's. Before, --auto had
 // no clock samples: an H200 ran Megatron-LM's GEMMs at 1965 MHz where the spec says 1875 MHz.

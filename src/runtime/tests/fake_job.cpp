@@ -10,6 +10,11 @@
 //   runtime_fake_job --noise SECONDS           1 ms kernels, each with a new name: nothing repeats
 //   runtime_fake_job --step FILE STEPS         the step FILE describes: a line "period NS", then one line
 //                                              "NAME START_OFFSET_NS DURATION_NS" per kernel (at default clocks)
+//   runtime_fake_job --trace TRACE STEPS       the steps a gearshift trace recorded (`gearshift trace`), replayed
+//                                              over and over as the job ran them: every launch at its CPU time,
+//                                              every kernel, copy, memset and synchronize at its recorded times,
+//                                              on its stream; STEPS steps in all (FAKE_JOB_NO_COPIES=1: its
+//                                              copies and memsets never sent, as the feed was before session 25)
 // FAKE_JOB_TRUTH=FILE: kernel durations follow the clocks the simulated GPU has locked (read from its
 // GEARSHIFT_SIMGPU_STATE file at each step's start), by a hidden truth: a line "ref SM_MHZ MEM_MHZ" (the clocks
 // the step's durations are at) and per kernel "NAME A B": t(f, m) = t_ref·(A·f_ref/f + B·m_ref/m + 1 − A − B)
@@ -36,6 +41,8 @@
 #include <vector>
 
 #include "feed/protocol.hpp"
+#include "trace/gearshift_format.hpp"
+#include "trace/iteration.hpp"
 #include "feed/socket.hpp"
 #include "plan/plan_file.hpp"
 #include "runtime/live.hpp"
@@ -430,6 +437,136 @@ bool run_steps(int fd, const Step& step_in, long steps) {
   return true;
 }
 
+// One feed line of a recorded step, `at` ns after its replay's base (what each kind sends: run_recorded).
+struct Recorded {
+  enum Kind : std::uint8_t { launch, kernel_end, copy_end, sync_return } kind;
+  std::int64_t at;
+  std::size_t index;  // into the trace's ops (launch, kernel_end, copy_end) or syncs (sync_return)
+};
+
+// The trace's detected steps, first to last, as one block of feed lines relative to the first step's GPU start
+// (launches before it are at negative times), and the block's length: the steps' mean period times their count.
+std::vector<Recorded> recorded_block(const gearshift::trace::Trace& t, std::int64_t& span_ns, std::int64_t& lead_ns) {
+  const auto a = gearshift::trace::detect_iterations(t);
+  const auto& its = a.iterations;
+  const std::int64_t s0 = its.front().start_ns;
+  const std::int64_t period = its.size() > 1 ? (its.back().start_ns - s0) / static_cast<std::int64_t>(its.size() - 1)
+                                             : its.front().end_ns - s0;
+  span_ns = period * static_cast<std::int64_t>(its.size());
+  std::vector<Recorded> out;
+  std::int64_t first_launch = s0;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const auto& op = t.ops[i];
+    if (op.start_ns < s0 || op.start_ns >= s0 + span_ns || op.device != t.ops.front().device) continue;
+    if (op.graph_id != 0) {  // a graph launch is one launch of many kernels: not what this job replays
+      std::fprintf(stderr, "runtime_fake_job: the trace holds CUDA graph launches; the stand-in replays eager steps only\n");
+      std::exit(2);
+    }
+    if (op.kind != gearshift::trace::OpKind::kernel) {
+      out.push_back({Recorded::copy_end, op.end_ns() - s0, i});
+      continue;
+    }
+    const std::int64_t launch = op.launch_ns >= 0 ? op.launch_ns : op.start_ns - 5'000;
+    first_launch = std::min(first_launch, launch);
+    out.push_back({Recorded::launch, launch - s0, i});
+    out.push_back({Recorded::kernel_end, op.end_ns() - s0, i});
+  }
+  for (std::size_t i = 0; i < t.syncs.size(); ++i) {
+    const auto& y = t.syncs[i];
+    if (y.enter_ns >= first_launch && y.enter_ns < first_launch + span_ns && y.correlation >= 0)
+      out.push_back({Recorded::sync_return, y.exit_ns() - s0, i});
+  }
+  lead_ns = s0 - first_launch;
+  std::stable_sort(out.begin(), out.end(), [](const Recorded& x, const Recorded& y) { return x.at < y.at; });
+  return out;
+}
+
+// Replays the trace's steps (recorded_block) block after block until `steps` steps ran: L lines at the launches'
+// CPU times, C lines as kernels end (their stream and device), Y lines as copies end (while every kernel is
+// recorded), S lines as synchronizes return; correlations the trace's, raised by a block's worth each time so that
+// they keep increasing in launch order. The GPU does not slow at other clocks: no FAKE_JOB_TRUTH here.
+bool run_recorded(int fd, const char* path, long steps) {
+  using gearshift::trace::Trace;
+  Trace t;
+  try {
+    t = gearshift::trace::import_trace(path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "runtime_fake_job: %s\n", e.what());
+    std::exit(2);
+  }
+  std::int64_t span = 0, lead = 0;
+  const std::vector<Recorded> block = recorded_block(t, span, lead);
+  const long per_block = static_cast<long>(gearshift::trace::detect_iterations(t).iterations.size());
+  std::int64_t corr_step = 1;
+  for (const auto& op : t.ops) corr_step = std::max(corr_step, op.correlation + 1);
+  for (const auto& y : t.syncs) corr_step = std::max(corr_step, y.correlation + 1);
+  const bool copies = std::getenv("FAKE_JOB_NO_COPIES") == nullptr;
+  if (const char* m = std::getenv("GEARSHIFT_FEED_MARKER_US")) g_marker_ns = std::atoll(m) * 1000;
+  if (const char* a = std::getenv("GEARSHIFT_FEED_ACTIVITY_PERIOD_MS")) g_traced = std::atoll(a) == 0;
+  const std::int64_t s0 = monotonic_ns() + lead + 1'000'000;
+  std::int64_t last_marker = 0, next_control = 0;
+  std::string pending;
+  const long blocks = (steps + per_block - 1) / per_block;
+  // Block b's lines at s0 + b·span + at; a block's early launches run while the previous block's GPU work ends.
+  std::vector<std::pair<std::int64_t, const Recorded*>> timeline;
+  for (long b = 0; b < blocks; ++b)
+    for (const Recorded& r : block) timeline.push_back({b * span + r.at, &r});
+  std::stable_sort(timeline.begin(), timeline.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [rel, r] : timeline) {
+    const std::int64_t base = s0 + (rel - r->at);              // this block's base: s0 + b·span
+    const std::int64_t shift = (rel - r->at) / span * corr_step;  // b·corr_step
+    if (s0 + rel > monotonic_ns() + 100'000) {  // lines due now go out together: one write, not one per line
+      if (!put(fd, pending)) return false;
+      pending.clear();
+      sleep_until(s0 + rel);
+    }
+    std::string line;
+    switch (r->kind) {
+      case Recorded::launch: {
+        const auto& op = t.ops[r->index];
+        line = "L " + std::to_string(monotonic_ns()) + " " + std::to_string(op.correlation + shift) + " " +
+               t.names[op.name_id] + "\n";
+        break;
+      }
+      case Recorded::kernel_end: {
+        const auto& op = t.ops[r->index];
+        const std::int64_t end = base + r->at, start = end - op.duration_ns;
+        line = "C " + std::to_string(op.correlation + shift) + " " + std::to_string(start) + " " + std::to_string(end) +
+               " " + std::to_string(op.stream) + " " + std::to_string(op.device) + "\n";
+        if (g_marker_ns > 0 && end >= last_marker + g_marker_ns) {
+          last_marker = end;
+          line += "M " + std::to_string(op.correlation + shift) + " " + std::to_string(last_marker) + " " +
+                  std::to_string(last_marker) + "\n";
+        }
+        break;
+      }
+      case Recorded::copy_end: {
+        const auto& op = t.ops[r->index];
+        if (!copies || !g_traced) continue;
+        const std::int64_t end = base + r->at;
+        gearshift::feed::append_copy_line(line, op.correlation + shift, end - op.duration_ns, end,
+                                          static_cast<std::uint32_t>(op.stream), static_cast<std::uint32_t>(op.device),
+                                          op.bytes, op.kind == gearshift::trace::OpKind::memset, t.names[op.name_id]);
+        break;
+      }
+      case Recorded::sync_return: {
+        const auto& y = t.syncs[r->index];
+        const std::int64_t ret = base + r->at;
+        line = "S " + std::to_string(y.correlation + shift) + " " + std::to_string(ret - y.duration_ns) + " " +
+               std::to_string(ret) + "\n";
+        break;
+      }
+    }
+    pending += line;
+    if (monotonic_ns() >= next_control) {
+      log_control();
+      next_control = monotonic_ns() + 10'000'000;
+    }
+  }
+  return put(fd, pending);
+}
+
 bool run_noise(int fd, double seconds, std::int64_t first_corr) {
   const std::int64_t until = monotonic_ns() + static_cast<std::int64_t>(seconds * 1e9);
   for (std::int64_t corr = first_corr; monotonic_ns() < until; ++corr) {
@@ -468,6 +605,11 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "--step") == 0) {
     if (argc < 4) return 2;
     run_steps(fd, from_step_file(argv[2]), std::atol(argv[3]));
+    return 0;
+  }
+  if (std::strcmp(argv[1], "--trace") == 0) {
+    if (argc < 4) return 2;
+    run_recorded(fd, argv[2], std::atol(argv[3]));
     return 0;
   }
   if (std::strcmp(argv[1], "--synthetic") == 0) {
