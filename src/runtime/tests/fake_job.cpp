@@ -525,7 +525,9 @@ bool run_recorded(int fd, const char* path, long steps) {
     switch (r->kind) {
       case Recorded::launch: {
         const auto& op = t.ops[r->index];
-        line = "L " + std::to_string(monotonic_ns()) + " " + std::to_string(op.correlation + shift) + " " +
+        // Stamped with its recorded CPU time, as the injection library stamps a launch when its callback runs (the
+        // line itself may leave a little later, with the others due).
+        line = "L " + std::to_string(s0 + rel) + " " + std::to_string(op.correlation + shift) + " " +
                t.names[op.name_id] + "\n";
         break;
       }
