@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rehearses `gearshift run --auto` on a recorded step without a GPU: the stand-in job (runtime_fake_job) launches
 # PLAN's positions step after step through the launch feed (its kernels as L/C lines, its memcpy/memset positions
-# as Y lines while recorded), or, given a gearshift trace (*.jsonl.gz), the steps it recorded over and over as the
+# as Y lines while recorded), or, given a trace (*.gz: gearshift's or torch.profiler's), the steps it recorded over and over as the
 # job ran them (launches at their CPU times, every op and synchronize at its recorded times: `--trace` mode), on the simulated GPU drawing WATTS (GEARSHIFT_SIMGPU_POWER_W) with its SM clock read
 # as SM_MHZ while none is locked. PLAN is any plan.json: one `gearshift plan` made from a device run's trace, or the
 # one a device run's `--auto` wrote. What --auto decides on the GPU's measured power is then reproducible here:
@@ -27,7 +27,7 @@ env=(GEARSHIFT_NVML_LIBRARY="$build/src/gpu/libgearshift_simgpu.so" GEARSHIFT_SI
      GEARSHIFT_LOCK_DIR="$out/locks" GEARSHIFT_SIMGPU_POWER_W="$watts")
 [[ -n $sm ]] && env+=(GEARSHIFT_SIMGPU_SM_CLOCK_MHZ="$sm")
 mode=()
-[[ $plan == *.jsonl.gz ]] && mode=(--trace)
+[[ $plan == *.gz ]] && mode=(--trace)  # a trace (gearshift's .jsonl.gz, torch.profiler's .json.gz); else a plan
 rc=0
 env "${env[@]}" "$build/src/cli/gearshift" run --auto --max-slowdown 0.5% --switch-latency-ms 6 \
   --plan-output "$out/auto.plan.json" --dry-run-log "$out/dry.jsonl" "$@" \

@@ -86,7 +86,13 @@ struct Step {
 
 // The plan file's positions (plan/plan_file.hpp): its kernels, and its copies and memsets, each on its stream.
 Step from_plan(const char* path) {
-  const gearshift::plan::PlanFile plan = gearshift::plan::read_plan_file(path);
+  gearshift::plan::PlanFile plan;
+  try {
+    plan = gearshift::plan::read_plan_file(path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "runtime_fake_job: %s\n", e.what());
+    std::exit(2);
+  }
   Step s;
   for (const auto& p : plan.positions) {
     if (p.graph_launch >= 0) {  // a graph launch is one launch of many kernels: not what this job replays
