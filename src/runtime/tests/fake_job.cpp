@@ -494,15 +494,17 @@ std::vector<Recorded> recorded_block(const gearshift::trace::Trace& t, std::int6
 bool run_recorded(int fd, const char* path, long steps) {
   using gearshift::trace::Trace;
   Trace t;
-  try {
+  std::int64_t span = 0, lead = 0;
+  std::vector<Recorded> block;
+  long per_block = 0;
+  try {  // a trace that does not load, or holds no steps: said, exit 2
     t = gearshift::trace::import_trace(path);
+    block = recorded_block(t, span, lead);
+    per_block = static_cast<long>(gearshift::trace::detect_iterations(t).iterations.size());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "runtime_fake_job: %s\n", e.what());
+    std::fprintf(stderr, "runtime_fake_job: %s: %s\n", path, e.what());
     std::exit(2);
   }
-  std::int64_t span = 0, lead = 0;
-  const std::vector<Recorded> block = recorded_block(t, span, lead);
-  const long per_block = static_cast<long>(gearshift::trace::detect_iterations(t).iterations.size());
   std::int64_t corr_step = 1;
   for (const auto& op : t.ops) corr_step = std::max(corr_step, op.correlation + 1);
   for (const auto& y : t.syncs) corr_step = std::max(corr_step, y.correlation + 1);
