@@ -35,7 +35,7 @@ void FeedCollector::add(const feed::FeedEvent& e) {
     return;
   }
   if (e.kind == feed::FeedEvent::Kind::sync) {
-    if (syncs_.size() < max_kernels_) {
+    if (syncs_.size() < max_ops_) {
       trace::SyncRecord y;
       y.correlation = e.correlation;
       y.enter_ns = e.gpu_start_ns;

@@ -25,7 +25,7 @@ namespace gearshift::runtime {
 class FeedCollector {
  public:
   // Ops (kernels, copies, memsets) completed beyond `max_ops` are counted but not kept (a bound on memory).
-  explicit FeedCollector(std::size_t max_ops) : max_kernels_(max_ops) {}
+  explicit FeedCollector(std::size_t max_ops) : max_ops_(max_ops) {}
 
   void add(const feed::FeedEvent& e);
 
@@ -34,10 +34,10 @@ class FeedCollector {
   std::size_t copies() const { return copies_; }             // copies and memsets kept
   std::uint64_t launches() const { return launches_; }       // launch events seen
   std::uint64_t unmatched() const { return unmatched_; }     // completions whose launch was not seen
-  // Return times of the job's synchronizes (CLOCK_MONOTONIC ns, arrival order; at most max_kernels kept): the
+  // Return times of the job's synchronizes (CLOCK_MONOTONIC ns, arrival order; at most max_ops kept): the
   // live step check (runtime/step_check.hpp) reads where they fall in the steps.
   std::vector<std::int64_t> sync_exits() const;
-  bool full() const { return ops_.size() >= max_kernels_; }
+  bool full() const { return ops_.size() >= max_ops_; }
 
   // The kept ops as a trace, sorted by GPU start (what trace::detect_iterations and planning read), with the
   // job's synchronizes (device scope: an S line does not say which stream; syncs_recorded when the feed sent any,
@@ -56,7 +56,7 @@ class FeedCollector {
     std::uint32_t graph_id;  // 0: a kernel launch
     bool graph;
   };
-  std::size_t max_kernels_;
+  std::size_t max_ops_;
   std::uint32_t intern(std::string_view name);
   StringMap<std::uint32_t> ids_;
   std::vector<std::string> names_;

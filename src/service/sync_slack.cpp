@@ -64,6 +64,13 @@ double comm_time_ns(const model::Workload& w) {
   return ns;
 }
 
+// The least communication time of the ranks' steps, ns: the collectives' own time, the rest being the wait.
+double min_comm_time_ns(const std::vector<RankInput>& ranks) {
+  double ns = 1e300;
+  for (const auto& r : ranks) ns = std::min(ns, comm_time_ns(r.workload));
+  return ns;
+}
+
 // Power of a GPU spinning inside an NCCL kernel at clocks c, W: the longest communication op of the template
 // stands for the wait; without one, the idle power.
 double wait_power_w(const model::Workload& w, const model::DvfsModel& m, model::ClockPair c) {
@@ -92,13 +99,9 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
   if (o.switch_latency_ns && !(*o.switch_latency_ns >= 0 && std::isfinite(*o.switch_latency_ns)))
     throw std::invalid_argument("sync-slack switch latency " + std::to_string(*o.switch_latency_ns * 1e-6) +
                                 " ms (a number of ms >= 0)");
-  double min_comm = 1e300;
+  const double min_comm = min_comm_time_ns(ranks);
   int communicating = 0;
-  for (const auto& r : ranks) {
-    double c = comm_time_ns(r.workload);
-    min_comm = std::min(min_comm, c);
-    communicating += c > 0;
-  }
+  for (const auto& r : ranks) communicating += comm_time_ns(r.workload) > 0;
   if (communicating != 0 && communicating != static_cast<int>(ranks.size()))
     throw std::invalid_argument("only " + std::to_string(communicating) + " of " + std::to_string(ranks.size()) +
                                 " ranks' traces hold NCCL kernels: sync-aware slack needs the data-parallel ranks "
@@ -194,9 +197,7 @@ SyncSlackResult plan_sync_slack(const std::vector<RankInput>& ranks, const SyncS
 
 RankPlanInReading rank_plan_in_reading(const std::vector<RankInput>& ranks, const SyncSlackResult& res,
                                        std::size_t rank, const model::Workload& w, const model::DvfsModel& m) {
-  double min_comm = 1e300;
-  for (const auto& r : ranks) min_comm = std::min(min_comm, comm_time_ns(r.workload));
-  const model::Workload intr = wait_free(w, min_comm);
+  const model::Workload intr = wait_free(w, min_comm_time_ns(ranks));
   const graph::StepGraph g = graph::build_step_graph(w);
   const plan::Schedule def = default_schedule(intr, m);
   const plan::Schedule& planned = res.ranks.at(rank).schedule;

@@ -1008,32 +1008,39 @@ TEST(RunAuto, TheJobsCopiesAreInTheTemplateAndThePlan) {
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
 }
 
-// A rehearsal of Megatron-LM's recorded iteration (data/step_traces/megatron_excerpt_3steps.trace.jsonl.gz, H200):
-// the stand-in job launches its 3,098 kernels and 1,362 copies and memsets step after step (bench/rehearse_auto.sh)
-// on a simulated GPU drawing the 647 W the H200 measured untraced, its SM clock read as the 1965 MHz the trace
-// sampled on its GEMMs. --auto learns the iteration with its copies and plans it. The same step without its copies,
-// as the launch feed carried it until session 25, is refused at calibration: the refusal the H200 gave live
-// (session 24: 646 W needing 603 W of memory/uncore power), here without a GPU.
-TEST(RunAuto, RehearsesMegatronsRecordedStep) {
-  SimEnv s;
-  s.env.push_back("GEARSHIFT_SIMGPU_POWER_W=647");
-  s.env.push_back("GEARSHIFT_SIMGPU_SM_CLOCK_MHZ=1965");
-  const fs::path step = s.t.dir / "megatron.plan.json", out = s.t.dir / "out.txt", made = s.t.dir / "auto.json";
-  ASSERT_EQ(run({GEARSHIFT_BINARY, "plan", std::string(GEARSHIFT_DATA_DIR) + "/step_traces/megatron_excerpt_3steps.trace.jsonl.gz",
-                 "--switch-latency-ms", "6", "-o", step.string()},
-                {}, out),
-            0)
-      << slurp(out);
-  auto rehearse = [&](const fs::path& plan) {
-    // 10 warm-up steps, then the untraced window (16 steps or 2 s) and planning: 70 steps of ~278 ms leave room
-    // on a loaded machine (the plan or the refusal comes after about 30).
+// Megatron-LM's recorded iterations (data/step_traces/megatron_excerpt_3steps.trace.jsonl.gz, H200) rehearsed
+// through the stand-in job (bench/rehearse_auto.sh) on a simulated GPU drawing the 647 W the H200 measured
+// untraced, its SM clock read as the 1965 MHz the trace sampled on its GEMMs.
+struct MegatronRehearsal : SimEnv {
+  const std::string trace = std::string(GEARSHIFT_DATA_DIR) + "/step_traces/megatron_excerpt_3steps.trace.jsonl.gz";
+  fs::path out = t.dir / "out.txt", made = t.dir / "auto.json";
+  MegatronRehearsal() {
+    env.push_back("GEARSHIFT_SIMGPU_POWER_W=647");
+    env.push_back("GEARSHIFT_SIMGPU_SM_CLOCK_MHZ=1965");
+  }
+  // `gearshift run --auto` at issue 15's settings on the stand-in job `job` of 70 steps: 10 warm-up steps, then the
+  // untraced window (16 steps or 2 s) and planning leave room on a loaded machine (the plan or the refusal comes
+  // after about 30 steps of ~278 ms). The exit code; the output in `out`.
+  int rehearse(std::vector<std::string> job) {
+    job.push_back("70");
     return run(auto_argv({"--max-slowdown", "0.5%", "--switch-latency-ms", "6", "--warmup-steps", "10",
-                          "--plan-output", made.string(), "--dry-run-log", s.log.string()},
-                         {plan.string(), "70"}),
-               s.env, out);
-  };
-  ASSERT_EQ(rehearse(step), 0) << slurp(out);
-  std::string o = slurp(out);
+                          "--plan-output", made.string(), "--dry-run-log", log.string()},
+                         job),
+               env, out);
+  }
+};
+
+// The iteration's mean step, from `gearshift plan`'s plan of the excerpt: the stand-in launches its 3,098 kernels
+// and 1,362 copies and memsets step after step. --auto learns the iteration with its copies and plans it. The same
+// step without its copies (FAKE_JOB_NO_COPIES), as the launch feed carried it until session 25, is refused at
+// calibration: the refusal the H200 gave live (session 24: 646 W needing 603 W of memory/uncore power).
+TEST(RunAuto, RehearsesMegatronsRecordedStep) {
+  MegatronRehearsal s;
+  const fs::path step = s.t.dir / "megatron.plan.json";
+  ASSERT_EQ(run({GEARSHIFT_BINARY, "plan", s.trace, "--switch-latency-ms", "6", "-o", step.string()}, {}, s.out), 0)
+      << slurp(s.out);
+  ASSERT_EQ(s.rehearse({step.string()}), 0) << slurp(s.out);
+  std::string o = slurp(s.out);
   EXPECT_NE(o.find(" detected by kernel-stream period (3098 kernels and 1362 copies and memsets, "),
             std::string::npos)
       << o;
@@ -1042,31 +1049,20 @@ TEST(RunAuto, RehearsesMegatronsRecordedStep) {
   EXPECT_NE(o.find("dense GEMMs capped at 1965 MHz, the median SM clock the trace sampled on its GEMMs"),
             std::string::npos)
       << o;
-  auto j = nlohmann::json::parse(slurp(made));
+  auto j = nlohmann::json::parse(slurp(s.made));
   EXPECT_EQ(j["positions"].size(), 4460u);
 
-  // The kernels alone: the plan's copies and memsets left out, its clocks one pair.
-  auto k = nlohmann::json::parse(slurp(step));
-  nlohmann::json kernels = nlohmann::json::array();
-  for (auto p : k["positions"])
-    if (p["kind"] == "kernel") kernels.push_back(p);
-  for (auto& p : kernels) p["sm_clock_mhz"] = 1980, p["mem_clock_mhz"] = 3201;
-  ASSERT_EQ(kernels.size(), 3098u);
-  k["positions"] = kernels;
-  k["variants"] = nlohmann::json::array();
-  k["phases"] = {{{"first_op", kernels[0]["name"]}, {"first_position", 0}, {"last_position", 3097},
-                  {"sm_clock_mhz", 1980}, {"mem_clock_mhz", 3201}}};
-  const fs::path alone = s.t.dir / "kernels-alone.plan.json";
-  std::ofstream(alone) << k.dump();
-  fs::remove(made);
-  ASSERT_EQ(rehearse(alone), 0) << slurp(out);
-  o = slurp(out);
+  // The kernels alone.
+  fs::remove(s.made);
+  s.env.push_back("FAKE_JOB_NO_COPIES=1");
+  ASSERT_EQ(s.rehearse({step.string()}), 0) << slurp(s.out);
+  o = slurp(s.out);
   EXPECT_NE(o.find("(3098 kernels, "), std::string::npos) << o;
   // The energy counter's reading: within 1 %, a few % on a loaded machine (expect_calibrated_to_the_counters_power).
   EXPECT_NEAR(number_after(o, "no plan: the model cannot reproduce the measured power ("), 647, 647 * 0.03) << o;
   EXPECT_NE(o.find(" W from the NVML energy counter over "), std::string::npos) << o;
   EXPECT_NE(o.find("implausible: memory/uncore power "), std::string::npos) << o;
-  EXPECT_FALSE(fs::exists(made));
+  EXPECT_FALSE(fs::exists(s.made));
 }
 
 // The same recorded iterations as the job ran them (runtime_fake_job --trace): every launch at its CPU time, every
@@ -1074,18 +1070,9 @@ TEST(RunAuto, RehearsesMegatronsRecordedStep) {
 // learns the iteration among them, plans it, and the runtime follows the real launch stream (dry run). This is
 // what the H200 run of issue 15 checks, without the GPU: before session 26 only a GPU run showed it.
 TEST(RunAuto, FollowsMegatronsRecordedLaunchStream) {
-  SimEnv s;
-  s.env.push_back("GEARSHIFT_SIMGPU_POWER_W=647");
-  s.env.push_back("GEARSHIFT_SIMGPU_SM_CLOCK_MHZ=1965");
-  const fs::path out = s.t.dir / "out.txt", made = s.t.dir / "auto.json";
-  ASSERT_EQ(run(auto_argv({"--max-slowdown", "0.5%", "--switch-latency-ms", "6", "--warmup-steps", "10",
-                           "--plan-output", made.string(), "--dry-run-log", s.log.string()},
-                          {"--trace", std::string(GEARSHIFT_DATA_DIR) + "/step_traces/megatron_excerpt_3steps.trace.jsonl.gz",
-                           "70"}),
-                s.env, out),
-            0)
-      << slurp(out);
-  const std::string o = slurp(out);
+  MegatronRehearsal s;
+  ASSERT_EQ(s.rehearse({"--trace", s.trace}), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
   EXPECT_NE(o.find(" detected by kernel-stream period (3098 kernels and 1362 copies and memsets, "), std::string::npos)
       << o;
   EXPECT_GE(number_before(o, " synchronizes per step"), 300) << o;  // the job's own, not one a step
@@ -1093,7 +1080,7 @@ TEST(RunAuto, FollowsMegatronsRecordedLaunchStream) {
   EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
   EXPECT_GT(number_after(o, "GPU progress from the job's "), 1000) << o;
-  auto j = nlohmann::json::parse(slurp(made));
+  auto j = nlohmann::json::parse(slurp(s.made));
   std::set<int> streams;
   for (const auto& p : j["positions"]) streams.insert(p["stream"].get<int>());
   EXPECT_EQ(streams, (std::set<int>{7, 20})) << o;

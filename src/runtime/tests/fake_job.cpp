@@ -13,8 +13,8 @@
 //   runtime_fake_job --trace TRACE STEPS       the steps a gearshift trace recorded (`gearshift trace`), replayed
 //                                              over and over as the job ran them: every launch at its CPU time,
 //                                              every kernel, copy, memset and synchronize at its recorded times,
-//                                              on its stream; STEPS steps in all (FAKE_JOB_NO_COPIES=1: its
-//                                              copies and memsets never sent, as the feed was before session 25)
+//                                              on its stream; STEPS steps in all
+// FAKE_JOB_NO_COPIES=1: a plan's or a trace's copies and memsets are never sent (the feed before session 25).
 // FAKE_JOB_TRUTH=FILE: kernel durations follow the clocks the simulated GPU has locked (read from its
 // GEARSHIFT_SIMGPU_STATE file at each step's start), by a hidden truth: a line "ref SM_MHZ MEM_MHZ" (the clocks
 // the step's durations are at) and per kernel "NAME A B": t(f, m) = t_ref·(A·f_ref/f + B·m_ref/m + 1 − A − B)
@@ -103,7 +103,7 @@ Step from_plan(const char* path) {
     const int stream = p.stream.value_or(-1);
     if (p.kind == gearshift::trace::OpKind::kernel)
       s.kernels.push_back({p.name, start, duration, stream});
-    else
+    else if (std::getenv("FAKE_JOB_NO_COPIES") == nullptr)
       s.copies.push_back({p.name, start, duration, p.kind == gearshift::trace::OpKind::memset, std::max(stream, 0)});
   }
   s.period_ns = std::llround(plan.period_us * 1e3);
@@ -451,10 +451,13 @@ struct Recorded {
 };
 
 // The trace's detected steps, first to last, as one block of feed lines relative to the first step's GPU start
-// (launches before it are at negative times), and the block's length: the steps' mean period times their count.
-std::vector<Recorded> recorded_block(const gearshift::trace::Trace& t, std::int64_t& span_ns, std::int64_t& lead_ns) {
+// (launches before it are at negative times), the block's length (the steps' mean period times their count) and
+// its steps.
+std::vector<Recorded> recorded_block(const gearshift::trace::Trace& t, std::int64_t& span_ns, std::int64_t& lead_ns,
+                                     long& steps) {
   const auto a = gearshift::trace::detect_iterations(t);
   const auto& its = a.iterations;
+  steps = static_cast<long>(its.size());
   const std::int64_t s0 = its.front().start_ns;
   const std::int64_t period = its.size() > 1 ? (its.back().start_ns - s0) / static_cast<std::int64_t>(its.size() - 1)
                                              : its.front().end_ns - s0;
@@ -499,8 +502,7 @@ bool run_recorded(int fd, const char* path, long steps) {
   long per_block = 0;
   try {  // a trace that does not load, or holds no steps: said, exit 2
     t = gearshift::trace::import_trace(path);
-    block = recorded_block(t, span, lead);
-    per_block = static_cast<long>(gearshift::trace::detect_iterations(t).iterations.size());
+    block = recorded_block(t, span, lead, per_block);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "runtime_fake_job: %s: %s\n", path, e.what());
     std::exit(2);
