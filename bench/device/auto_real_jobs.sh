@@ -8,7 +8,8 @@
 #   torchrun on GPU 0 / on the CPU). ONLY_TRACE=1: the traces alone, no run --auto.
 #   FAMILY_ARGS: arguments for every train_families.py job; ARGS_<job>: for that job only.
 # For each job: `gearshift run --auto --max-slowdown $SLOWDOWN --switch-latency-ms 6` (OUT/JOB.auto.log, its plan,
-# its dry-run log); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it;
+# its dry-run log); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it,
+# and the live --auto plan replayed on that trace beside its live figures;
 # with PAIRS=N (default 0; only for the jobs in PAIRS_JOBS when that is set) N alternating rounds of the plain job and the job under `run --auto` for the step-time
 # overhead (the job's own TRAIN/iteration-time lines and each --auto run's live figures in OUT/JOB.pairs.log; its
 # whole log in OUT/JOB.pairN.log).
@@ -83,6 +84,12 @@ for j in "${JOBS[@]}"; do
     if [[ -n $tr ]]; then
       "$GS" plan "$tr" --max-slowdown "$SLOWDOWN" --switch-latency-ms 6 -o "$OUT/$j.offline.plan.json" 2>&1 | tail -30
       "$GS" replay "$tr" --plan "$OUT/$j.offline.plan.json" 2>&1 | tail -8
+      # Replay beside live (issue 15): the plan `--auto` took live, replayed on this trace, next to its live figures.
+      if [[ -f $OUT/$j.auto.plan.json ]]; then
+        echo "   replay of the live --auto plan (live: $(grep -hE 'prediction accuracy|intended clocks' "$OUT/$j.auto.log" |
+          sed 's/^ *//' | tr '\n' ';'))"
+        "$GS" replay "$tr" --plan "$OUT/$j.auto.plan.json" 2>&1 | tail -6
+      fi
     fi
   fi
   pairs=${PAIRS:-0}
