@@ -88,7 +88,9 @@ for j in "${JOBS[@]}"; do
       if [[ -f $OUT/$j.auto.plan.json ]]; then
         echo "   replay of the live --auto plan (live: $(grep -hE 'prediction accuracy|intended clocks' "$OUT/$j.auto.log" |
           sed 's/^ *//' | tr '\n' ';'))"
-        "$GS" replay "$tr" --plan "$OUT/$j.auto.plan.json" 2>&1 | tail -6
+        "$GS" replay "$tr" --plan "$OUT/$j.auto.plan.json" --gpu-progress markers --activity-period-ms 5000 \
+          --activity-window-ms 200 2>&1 | tail -6  # followed as live follows; the trace's first steps, which live
+        # never follows (its plan comes after the warm-up), count too: cut them with trace_excerpt.py to compare
       fi
     fi
   fi
