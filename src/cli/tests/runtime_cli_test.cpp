@@ -264,6 +264,13 @@ TEST(Run, AppliesThePlanAndRestoresAtExit) {
   EXPECT_NE(o.find("applied (NVML)"), std::string::npos) << o;
   EXPECT_NE(o.find("prediction accuracy after the first step 100.0000 %"), std::string::npos) << o;
   EXPECT_EQ(o.find("too few to judge the predictor"), std::string::npos) << o;
+  // The in-time fraction says how much kernel time it rests on: here every kernel of the 11 steps after the
+  // first (the simulated GPU reports each one).
+  const std::size_t at = o.find("kernel time at the intended clocks");
+  ASSERT_NE(at, std::string::npos) << o;
+  const std::string line = o.substr(at, o.find('\n', at) - at);
+  EXPECT_NEAR(number_after(line, "(of "), 11.0, 1.0) << line;
+  EXPECT_EQ(line.find("too little to judge"), std::string::npos) << line;
 }
 
 TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
@@ -285,6 +292,21 @@ TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
   // 6 steps: the predictor's figure is said with its few steps (it read "100.0000 %" alone; on the H200 a MoE job
   // ended 3 steps after its plan: "95.9549 %" beside "steps 3").
   EXPECT_NE(o.find("too few to judge the predictor"), std::string::npos) << o;
+}
+
+// A run that ends a step or two after it starts following says its figures rest on little: on the H200 (session
+// 27) a MoE job ended 3 steps after its plan and the summary read "95.9549 %" beside "steps 3", with no word.
+TEST(Run, FiguresOverAFewStepsSayTheyAreTooFewToJudge) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  ASSERT_EQ(run(s.run_argv("2", false), s.env, out), 0) << slurp(out);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("too few to judge the predictor"), std::string::npos) << o;
+  const std::size_t at = o.find("kernel time at the intended clocks");
+  ASSERT_NE(at, std::string::npos) << o;
+  const std::string line = o.substr(at, o.find('\n', at) - at);
+  EXPECT_LT(number_after(line, "(of "), 2.0) << line;
+  EXPECT_NE(line.find("too little to judge"), std::string::npos) << line;
 }
 
 // J per step is read where steps end: 1.5 s of other kernels after the last step (an evaluation, a checkpoint)
