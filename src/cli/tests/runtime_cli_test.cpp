@@ -173,6 +173,12 @@ TEST(Replay, BadInputs) {
 // Four 5 ms kernels per 25 ms step: two at 1200 MHz, two at the default.
 // The number right after `prefix` (searched from the first `anchor`, when given); -1 when absent. Plain string
 // search: std::regex trips GCC 12's -Wmaybe-uninitialized under the sanitizer build.
+// The rest of the line of `text` that starts at `prefix`; "" when `prefix` is not there.
+std::string line_from(const std::string& text, const std::string& prefix) {
+  const std::size_t at = text.find(prefix);
+  return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+}
+
 double number_after(const std::string& text, const std::string& prefix, const std::string& anchor = "") {
   std::size_t at = anchor.empty() ? 0 : text.find(anchor);
   if (at == std::string::npos) return -1;
@@ -266,9 +272,8 @@ TEST(Run, AppliesThePlanAndRestoresAtExit) {
   EXPECT_EQ(o.find("too few to judge the predictor"), std::string::npos) << o;
   // The in-time fraction says how much kernel time it rests on: here every kernel of the 11 steps after the
   // first (the simulated GPU reports each one).
-  const std::size_t at = o.find("kernel time at the intended clocks");
-  ASSERT_NE(at, std::string::npos) << o;
-  const std::string line = o.substr(at, o.find('\n', at) - at);
+  const std::string line = line_from(o, "kernel time at the intended clocks");
+  ASSERT_FALSE(line.empty()) << o;
   EXPECT_NEAR(number_after(line, "(of "), 11.0, 1.0) << line;
   EXPECT_EQ(line.find("too little to judge"), std::string::npos) << line;
 }
@@ -302,9 +307,8 @@ TEST(Run, FiguresOverAFewStepsSayTheyAreTooFewToJudge) {
   ASSERT_EQ(run(s.run_argv("2", false), s.env, out), 0) << slurp(out);
   const std::string o = slurp(out);
   EXPECT_NE(o.find("too few to judge the predictor"), std::string::npos) << o;
-  const std::size_t at = o.find("kernel time at the intended clocks");
-  ASSERT_NE(at, std::string::npos) << o;
-  const std::string line = o.substr(at, o.find('\n', at) - at);
+  const std::string line = line_from(o, "kernel time at the intended clocks");
+  ASSERT_FALSE(line.empty()) << o;
   EXPECT_LT(number_after(line, "(of "), 2.0) << line;
   EXPECT_NE(line.find("too little to judge"), std::string::npos) << line;
 }
