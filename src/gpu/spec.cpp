@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -32,17 +33,34 @@ struct Embedded {
   const char* name;
   const unsigned char* data;
   const std::size_t* size;
+  bool sxm;                             // the spec is of the SXM board (PCIe and NVL cards differ)
+  std::initializer_list<int> sizes_gb;  // memory sizes the spec's board comes in (its full_name)
 };
 
 const Embedded kEmbedded[] = {
-    {"a100", embedded::spec_a100, &embedded::spec_a100_size},
-    {"a40", embedded::spec_a40, &embedded::spec_a40_size},
-    {"b200", embedded::spec_b200, &embedded::spec_b200_size},
-    {"h100", embedded::spec_h100, &embedded::spec_h100_size},
-    {"h200", embedded::spec_h200, &embedded::spec_h200_size},
-    {"rtx3080ti", embedded::spec_rtx3080ti, &embedded::spec_rtx3080ti_size},
-    {"v100", embedded::spec_v100, &embedded::spec_v100_size},
+    {"a100", embedded::spec_a100, &embedded::spec_a100_size, true, {80}},
+    {"a40", embedded::spec_a40, &embedded::spec_a40_size, false, {48}},
+    {"b200", embedded::spec_b200, &embedded::spec_b200_size, true, {180, 192}},
+    {"h100", embedded::spec_h100, &embedded::spec_h100_size, true, {80}},
+    {"h200", embedded::spec_h200, &embedded::spec_h200_size, true, {141}},
+    {"rtx3080ti", embedded::spec_rtx3080ti, &embedded::spec_rtx3080ti_size, false, {12}},
+    {"v100", embedded::spec_v100, &embedded::spec_v100_size, true, {16, 32}},
 };
+
+// Why a device name that matched spec `e` is another board ("" when it is the spec's): a PCIe or NVL card of
+// an SXM spec, or a memory size the spec's board does not come in ("40gb" for the 80 GB A100).
+std::string other_board(const Embedded& e, const std::vector<std::string>& words) {
+  for (const std::string& w : words) {
+    if (e.sxm && (w == "pcie" || w == "nvl"))
+      return fmt::format("a{} {} card, not the SXM board of the {} spec", w == "pcie" ? "" : "n", w == "pcie" ? "PCIe" : "NVL", e.name);
+    if (w.size() > 2 && w.ends_with("gb") && std::all_of(w.begin(), w.end() - 2, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      const int gb = std::stoi(w.substr(0, w.size() - 2));
+      if (std::find(e.sizes_gb.begin(), e.sizes_gb.end(), gb) == e.sizes_gb.end())
+        return fmt::format("a {} GB board, not the {} GB of the {} spec", gb, *e.sizes_gb.begin(), e.name);
+    }
+  }
+  return {};
+}
 
 std::string normalise(std::string_view name) {
   std::string out;
@@ -139,7 +157,7 @@ GpuSpec find_spec(std::string_view name) {
   throw std::invalid_argument(fmt::format("unknown GPU spec '{}' (known: {})", name, known));
 }
 
-std::string spec_name_for_device(std::string_view device_name) {
+std::string spec_name_for_device(std::string_view device_name, std::string* why) {
   std::vector<std::string> words(1);
   for (char c : device_name) {
     if (std::isalnum(static_cast<unsigned char>(c))) words.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -151,7 +169,15 @@ std::string spec_name_for_device(std::string_view device_name) {
     for (std::size_t j = i; j < words.size() && !words[j].empty(); ++j) {
       joined += words[j];
       for (const auto& e : kEmbedded)
-        if (joined == e.name) return e.name;
+        if (joined == e.name) {
+          // A spec's clocks and power limit hold for its board only: planned with the SXM5 spec, an H100 PCIe
+          // got 1980 MHz SM clocks it does not have and a 700 W cap for a 350 W card.
+          if (std::string other = other_board(e, words); !other.empty()) {
+            if (why) *why = std::move(other);
+            return {};
+          }
+          return e.name;
+        }
     }
   }
   return {};

@@ -49,8 +49,11 @@ GpuSpec find_spec(std::string_view name);
 
 // The embedded spec name for a device name as NVML reports it ("NVIDIA H200", "NVIDIA A100-SXM4-80GB",
 // "NVIDIA GeForce RTX 3080 Ti"): a spec name equal to one or more consecutive alphanumeric words of it,
-// case-insensitive. Empty when none matches (no spec for that GPU).
-std::string spec_name_for_device(std::string_view device_name);
+// case-insensitive. Empty when none matches (no spec for that GPU), and empty for another board of a GPU with
+// a spec: a PCIe or NVL card of an SXM spec ("NVIDIA H100 PCIe": 350 W, SM clocks to 1755 MHz against the
+// SXM5's 700 W and 1980 MHz), or another memory size ("A100-PCIE-40GB": 1215 MHz memory against 1593);
+// `why`, where given, then says which (else it is left alone).
+std::string spec_name_for_device(std::string_view device_name, std::string* why = nullptr);
 
 // Parse a spec from JSON text (the data/gpus format). Throws std::invalid_argument on a bad file,
 // naming `origin` and the field.

@@ -36,11 +36,13 @@ std::string utc_now() {
 
 gpu::GpuSpec calibration_spec(const CalibrateOptions& o, const std::string& device_name) {
   std::string spec_name = o.gpu_spec;
-  if (spec_name.empty()) spec_name = gpu::spec_name_for_device(device_name);
+  std::string other_board;
+  if (spec_name.empty()) spec_name = gpu::spec_name_for_device(device_name, &other_board);
   if (spec_name.empty())
     throw ServiceError(Kind::kBadArgument,
-                       fmt::format("GPU {} ('{}') has no spec; pass --gpu-spec (known: {}) if it is one of those",
-                                   o.gpu, device_name, fmt::join(gpu::spec_names(), ", ")));
+                       fmt::format("GPU {} ('{}') has no spec{}; pass --gpu-spec (known: {}) if it is one of those",
+                                   o.gpu, device_name, other_board.empty() ? "" : " (" + other_board + ")",
+                                   fmt::join(gpu::spec_names(), ", ")));
   try {
     return gpu::find_spec(spec_name);
   } catch (const std::invalid_argument& e) {

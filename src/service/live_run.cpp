@@ -39,16 +39,18 @@ std::string auto_gpu_spec(const std::string& given, const std::vector<gpu::Devic
         fmt::format("gearshift run --auto: NVML has no GPU {}; planning for h200 (pass --gpu-spec to choose)", index));
     return "h200";
   }
-  std::string name = gpu::spec_name_for_device(device);
+  std::string other_board;
+  std::string name = gpu::spec_name_for_device(device, &other_board);
   if (!name.empty()) return name;
+  if (!other_board.empty()) other_board = " (" + other_board + ")";
   if (apply)
     throw ServiceError(ServiceError::Kind::kBadArgument,
-                       fmt::format("GPU {} ('{}') has no spec to plan with; pass --gpu-spec (known: {}) if it is "
+                       fmt::format("GPU {} ('{}') has no spec to plan with{}; pass --gpu-spec (known: {}) if it is "
                                    "one of those",
-                                   index, device, fmt::join(gpu::spec_names(), ", ")));
+                                   index, device, other_board, fmt::join(gpu::spec_names(), ", ")));
   say(progress_sink,
-      fmt::format("gearshift run --auto: no spec for GPU {} ('{}'); planning for h200 (pass --gpu-spec to choose)",
-                  index, device));
+      fmt::format("gearshift run --auto: no spec for GPU {} ('{}'){}; planning for h200 (pass --gpu-spec to choose)",
+                  index, device, other_board));
   return "h200";
 }
 

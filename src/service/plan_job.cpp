@@ -113,7 +113,8 @@ nlohmann::json GpuChoice::to_json() const {
 GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& t, const std::string& display_name) {
   GpuChoice c;
   c.trace_gpu = t.gpu_name;
-  if (!c.trace_gpu.empty()) c.trace_spec = gpu::spec_name_for_device(c.trace_gpu);
+  std::string other_board;  // why the trace's GPU, though named like one with a spec, has none
+  if (!c.trace_gpu.empty()) c.trace_spec = gpu::spec_name_for_device(c.trace_gpu, &other_board);
   if (gpu) {
     c.spec = spec_or_exit(*gpu).name;
     c.source = "--gpu";
@@ -121,9 +122,10 @@ GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& 
     c.spec = c.trace_spec;
     c.source = "trace";
   } else if (!c.trace_gpu.empty()) {
-    throw ServiceError(Kind::kBadArgument, fmt::format("{}: the trace ran on '{}', which has no GPU spec (known: {}); pass --gpu with "
-                                   "the spec to plan for",
-                                   display_name, c.trace_gpu, fmt::join(gpu::spec_names(), ", ")));
+    throw ServiceError(Kind::kBadArgument, fmt::format("{}: the trace ran on '{}', which has no GPU spec{} (known: {}); pass --gpu "
+                                   "with the spec to plan for",
+                                   display_name, c.trace_gpu, other_board.empty() ? "" : " (" + other_board + ")",
+                                   fmt::join(gpu::spec_names(), ", ")));
   } else {
     c.spec = "h200";
     c.source = "assumed";

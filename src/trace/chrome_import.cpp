@@ -10,11 +10,13 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "trace/error.hpp"
+#include "trace/graph_units.hpp"
 #include "trace/gz_stream.hpp"
 
 namespace gearshift::trace {
@@ -340,7 +342,10 @@ class Handler : public json::json_sax_t {
       runtime_events_ = true;
       // Launch calls: their CPU time places each kernel in the CPU-side step that launched it.
       auto ts = micros_to_ns(ev_.ts);
-      if (ts && ev_.correlation.present && ev_.correlation.is_integer) launches_[ev_.correlation.integer] = *ts;
+      if (ts && ev_.correlation.present && ev_.correlation.is_integer) {
+        launches_[ev_.correlation.integer] = *ts;
+        if (is_graph_launch(ev_.name)) graph_launches_.insert(ev_.correlation.integer);
+      }
       if (auto scope = sync_scope(ev_.name); scope && ts && (ev_.ph == "X"sv || ev_.ph.empty())) {
         auto dur = micros_to_ns(ev_.dur);
         if (!dur || *dur < 0 || *dur > kMaxDurationNs)
@@ -416,7 +421,16 @@ class Handler : public json::json_sax_t {
     }
   }
 
+  // Correlation ids of the cudaGraphLaunch / cuGraphLaunch calls: every op of one launch carries its id.
+  const std::unordered_set<std::int64_t>& graph_launches() const { return graph_launches_; }
+
   private:
+  static bool is_graph_launch(std::string_view name) {
+    for (std::string_view suffix : {"_ptsz"sv, "_v10000"sv})
+      if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
+    return name == "cudaGraphLaunch"sv || name == "cuGraphLaunch"sv;
+  }
+
   // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and the driver's (cuCtx/cuStream/
   // cuEventSynchronize, with their _v2 / _ptsz variants); none for any other call.
   static std::optional<SyncRecord::Scope> sync_scope(std::string_view name) {
@@ -467,6 +481,7 @@ class Handler : public json::json_sax_t {
   std::unordered_map<std::string, std::uint32_t> ids_;
   std::unordered_map<std::int64_t, std::int64_t> launches_;  // correlation -> launch CPU time, ns
   bool runtime_events_ = false;          // the profiler kept CUDA runtime/driver API events
+  std::unordered_set<std::int64_t> graph_launches_;  // correlation ids of graph launch calls
   std::vector<SyncRecord> driver_syncs_;  // cuda_driver synchronizes, kept unless inside a runtime one
 };
 
@@ -529,6 +544,11 @@ Trace import_chrome_trace(const std::string& path, const ChromeImportOptions& op
   });
   std::stable_sort(out.markers.begin(), out.markers.end(),
                    [](const Marker& a, const Marker& b) { return a.start_ns < b.start_ns; });
+  // A graph launch is one unit for the template and the plan (no clock change inside it), as in the gearshift
+  // format: the ops of one cudaGraphLaunch runtime event share its correlation id. Only those: exporters also
+  // repeat an id where no graph ran. Before, Chrome traces were never grouped, and a plan changed clocks inside
+  // a 974-op graph launch (held-out traces, session 28).
+  if (!handler.graph_launches().empty()) infer_graph_launches(out, &handler.graph_launches());
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "trace/error.hpp"
 #include "trace/graph_units.hpp"
 #include "trace/gz_stream.hpp"
+#include "trace/measured_check.hpp"
 #include "trace/sanitize.hpp"
 
 namespace gearshift::trace {
@@ -213,6 +214,8 @@ Trace import_trace(const std::string& path) {
   }
   Trace t = head.find("\"gearshift-trace\"") != std::string::npos ? read_gearshift_trace(path) : import_chrome_trace(path);
   sanitize_trace(t);  // the timing rules, once for every reader (trace/sanitize.hpp)
+  check_time_unit(t, path);
+  check_measured(t, path);
   return t;
 }
 

@@ -21,11 +21,13 @@ std::optional<std::uint32_t> graph_id_of_launch_name(std::string_view name) {
   return id;
 }
 
-std::size_t infer_graph_launches(Trace& t) {
+std::size_t infer_graph_launches(Trace& t, const std::unordered_set<std::int64_t>* graph_correlations) {
   // (device, correlation) -> op indices, in start order.
   std::map<std::pair<std::int32_t, std::int64_t>, std::vector<std::size_t>> by_launch;
-  for (std::size_t i = 0; i < t.ops.size(); ++i)
-    if (t.ops[i].correlation >= 0) by_launch[{t.ops[i].device, t.ops[i].correlation}].push_back(i);
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const std::int64_t c = t.ops[i].correlation;
+    if (graph_correlations ? graph_correlations->contains(c) : c >= 0) by_launch[{t.ops[i].device, c}].push_back(i);
+  }
   // Launches in order of their first op; a graph without an id is named by its op-name sequence.
   std::vector<const std::vector<std::size_t>*> launches;
   for (const auto& [key, v] : by_launch)

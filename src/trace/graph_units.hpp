@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "trace/iteration.hpp"
@@ -24,7 +25,10 @@ std::optional<std::uint32_t> graph_id_of_launch_name(std::string_view name);
 // non-graph launch runs exactly one op). Those still without a graph id (traces written before the tracer
 // recorded it) get one: graphs are told apart by their op-name sequence, numbered 1, 2, ... in order of first
 // launch. Returns the number of graph launches found. `t.ops` sorted by start.
-std::size_t infer_graph_launches(Trace& t);
+// `graph_correlations`, where given, are the only correlation ids that are graph launches (a Chrome trace's
+// cudaGraphLaunch runtime events: its exporters repeat ids where no graph ran); without it, any shared id (the
+// gearshift format, whose ids are CUPTI's, one per launch call).
+std::size_t infer_graph_launches(Trace& t, const std::unordered_set<std::int64_t>* graph_correlations = nullptr);
 
 // Positions that start a launch unit, given each position's graph launch (TemplateOp::graph_launch, -1: none):
 // a position outside graphs, or the first position of a graph launch; every position after a launch's first

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <string>
+#include <vector>
 #include <tuple>
 
 #include <fmt/format.h>
+
+#include "trace/error.hpp"
 
 namespace gearshift::trace {
 namespace {
@@ -146,6 +150,20 @@ void sanitize_trace(Trace& trace) {
   drop_duplicates(trace);
   flag_overruns(trace);
   repair_markers(trace);
+}
+
+void check_time_unit(const Trace& t, const std::string& path) {
+  std::vector<std::int64_t> d;
+  for (const auto& op : t.ops)
+    if (op.kind == OpKind::kernel && op.duration_ns > 0) d.push_back(op.duration_ns);
+  if (d.size() < kTimeUnitMinKernels) return;
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+  const std::int64_t median = d[d.size() / 2];
+  if (median < kMinMedianKernelNs)
+    throw TraceError(path, fmt::format("the median kernel lasts {} ns, shorter than any GPU kernel runs (the traces "
+                                       "gearshift has seen: 2 to 194 µs): are the times in another unit than the "
+                                       "Chrome trace's microseconds (ms read as µs)?",
+                                       median));
 }
 
 }  // namespace gearshift::trace

@@ -168,6 +168,20 @@ TEST(Spec, NameForNvmlDeviceName) {
   EXPECT_EQ(spec_name_for_device("NVIDIA B300 SXM6 AC"), "");
   EXPECT_EQ(spec_name_for_device("NVIDIA GeForce RTX 2080 Ti"), "");
   EXPECT_EQ(spec_name_for_device(""), "");
+  // Another board of a GPU with a spec has other clocks and limits: no spec (held "h100" / "a100" / "h200").
+  std::string why;
+  EXPECT_EQ(spec_name_for_device("NVIDIA H100 PCIe", &why), "");
+  EXPECT_EQ(why, "a PCIe card, not the SXM board of the h100 spec");
+  EXPECT_EQ(spec_name_for_device("NVIDIA H200 NVL", &why), "");
+  EXPECT_EQ(why, "an NVL card, not the SXM board of the h200 spec");
+  EXPECT_EQ(spec_name_for_device("NVIDIA A100-SXM4-40GB", &why), "");
+  EXPECT_EQ(why, "a 40 GB board, not the 80 GB of the a100 spec");
+  EXPECT_EQ(spec_name_for_device("NVIDIA A100-PCIE-40GB"), "");
+  EXPECT_EQ(spec_name_for_device("Tesla V100-PCIE-16GB"), "");
+  EXPECT_EQ(spec_name_for_device("NVIDIA A100 80GB PCIe"), "");
+  why.clear();
+  EXPECT_EQ(spec_name_for_device("NVIDIA A100-SXM4-80GB", &why), "a100");
+  EXPECT_EQ(why, "");
 }
 
 }  // namespace gearshift::gpu

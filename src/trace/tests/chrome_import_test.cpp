@@ -50,6 +50,34 @@ std::string error_of(const std::string& path) {
   return "";
 }
 
+TEST(ChromeImport, TheOpsOfOneGraphLaunchAreOneUnit) {
+  // Three kernels of one cudaGraphLaunch (correlation 9), one of a cudaLaunchKernel (10). Held the wrong value:
+  // no graph id, so a plan changed clocks inside the launch.
+  auto k = [](const std::string& name, const std::string& ts, int corr) {
+    return R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + ts +
+           R"(,"dur":1.0,"args":{"device":0,"stream":7,"correlation":)" + std::to_string(corr) + "}}";
+  };
+  auto api = [](const std::string& name, const std::string& ts, int corr) {
+    return R"({"ph":"X","cat":"cuda_runtime","name":")" + name + R"(","pid":1,"tid":1,"ts":)" + ts +
+           R"(,"dur":2.0,"args":{"correlation":)" + std::to_string(corr) + "}}";
+  };
+  TempFile f(".json");
+  f.write(R"({"traceEvents":[)" + api("cudaGraphLaunch", "1", 9) + "," + api("cudaLaunchKernel", "4", 10) + "," +
+          k("a", "10", 9) + "," + k("b", "12", 9) + "," + k("c", "14", 9) + "," + k("d", "16", 10) + "]}");
+  const Trace t = import_chrome_trace(f.path());
+  ASSERT_EQ(t.ops.size(), 4u);
+  EXPECT_EQ(t.ops[0].graph_id, 1u);
+  EXPECT_EQ(t.ops[1].graph_id, 1u);
+  EXPECT_EQ(t.ops[2].graph_id, 1u);
+  EXPECT_EQ(t.ops[3].graph_id, 0u);
+  // Without a graph launch call, a shared correlation id is no graph (exporters repeat ids).
+  TempFile g(".json");
+  g.write(R"({"traceEvents":[)" + k("a", "10", 5) + "," + k("b", "12", 5) + "]}");
+  const Trace u = import_chrome_trace(g.path());
+  EXPECT_EQ(u.ops[0].graph_id, 0u);
+  EXPECT_EQ(u.ops[1].graph_id, 0u);
+}
+
 TEST(ChromeImport, ReadsKernelFieldsAndExactNanoseconds) {
   TempFile f(".json");
   f.write(R"({"traceEvents":[)" + kernel_event("5154843553616.174", "20.16") + "," +

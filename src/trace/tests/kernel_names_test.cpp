@@ -23,6 +23,10 @@ TEST(KernelNames, NotOptimizerKernels) {
   EXPECT_FALSE(is_optimizer_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>"));
   EXPECT_FALSE(is_optimizer_kernel("fast_hadamard_transform_kernel"));  // Hadamard, not Adam
   EXPECT_FALSE(is_optimizer_kernel(""));
+  // torch._foreach_copy_ (FSDP2's copy-in, once per layer) runs on multi_tensor_apply but is no update.
+  EXPECT_FALSE(is_optimizer_kernel("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::("
+                                   "anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::"
+                                   "CopyFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, 2, 1, 1>>"));
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "trace/error.hpp"
+
 namespace gearshift::trace {
 namespace {
 
@@ -96,6 +101,24 @@ TEST(Sanitize, CutsALateMarkerEndAndLeavesParallelRanges) {
   EXPECT_EQ(t.markers[1].duration_ns, 10'000);  // the parallel pair stays
   EXPECT_EQ(t.health.repaired_markers, 1u);
   EXPECT_EQ(t.health.collapsed_markers, 1u);
+}
+
+TEST(Sanitize, KernelsFasterThanAnyGpuRunsAreAnotherTimeUnit) {
+  // GPT-2's kernels with their times in ms, read as µs: a median of 47 ns. Held the wrong value: planned, with
+  // 805 kernels a step in 85 µs.
+  std::vector<OpRecord> ops;
+  for (int i = 0; i < 200; ++i) ops.push_back(op(0, i * 100, 47));
+  try {
+    check_time_unit(trace_of(ops), "t.json");
+    FAIL() << "accepted a median kernel of 47 ns";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.json: the median kernel lasts 47 ns"), std::string::npos) << e.what();
+  }
+  for (auto& o : ops) o.duration_ns = 1'500;  // a decode step's 1.5 µs kernels are real
+  EXPECT_NO_THROW(check_time_unit(trace_of(ops), "t.json"));
+  ops.resize(50);  // too few kernels to judge
+  for (auto& o : ops) o.duration_ns = 47;
+  EXPECT_NO_THROW(check_time_unit(trace_of(ops), "t.json"));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ namespace {
 struct Builder {
   Trace t;
   std::int64_t now = 1'000'000;
+  std::int64_t launch_lead_ns = 0;  // > 0: each op's CPU launch this long before its start (launch events)
   void add(const std::string& name, std::int64_t dur = 2'000, std::int32_t stream = 7, std::int32_t device = 0) {
     OpRecord r;
     r.name_id = test_support::name_id(t, name);
@@ -25,6 +26,7 @@ struct Builder {
     r.duration_ns = dur;
     r.stream = stream;
     r.device = device;
+    if (launch_lead_ns > 0) r.launch_ns = now - launch_lead_ns;
     t.ops.push_back(r);
     now += dur + 1'000;
   }
@@ -117,6 +119,191 @@ TEST(StepContract, InferenceLayersWithoutEvidenceAreRefusedUnlessTrusted) {
   EXPECT_EQ(a.period_ops, 6u);
   ASSERT_EQ(a.evidence.warnings.size(), 1u);
   EXPECT_NE(a.evidence.warnings[0].find("--trust-period"), std::string::npos);
+}
+
+// A training step that runs the optimizer once per layer in its backward ("optimizer in backward"), or, with
+// `copy`, a foreach copy once per layer in its forward (FSDP2's all-gather copy-in) besides one AdamW update.
+void per_layer_update_step(Builder& b, int layers, bool copy) {
+  b.add("embedding_kernel");
+  for (int i = 0; i < layers; ++i) {
+    if (copy) b.add("multi_tensor_apply_kernel<TensorListMetadata<2>, CopyFunctor<c10::BFloat16, 2, 1, 1>>");
+    b.layer(i);
+  }
+  b.add("cross_entropy_loss");
+  for (int i = 0; i < layers; ++i) {
+    b.layer(i, true);
+    b.add("bwd_dropout_kernel");  // more than 6 ops between two layers' updates: separate updates
+    b.add("bwd_bias_grad_kernel");
+    if (!copy) b.add("multi_tensor_apply_kernel<FusedAdamMathFunctor>");
+  }
+  b.add("embedding_backward_kernel");
+  if (copy) b.optimizer();
+  b.gap(200'000);
+}
+
+TEST(StepContract, AnOptimizerRunPerLayerIsNotTakenForTheStep) {
+  // Held the wrong value: the distance between two layers' updates (one layer, 7 ops) was planned as the step
+  // (35 "steps" of a 3-step trace; the layer covered a third of the ops), with confidence 0.94.
+  Builder b;
+  for (int s = 0; s < 4; ++s) per_layer_update_step(b, 12, false);
+  try {
+    const IterationAnalysis a = detect_iterations(b.t);
+    FAIL() << "planned a step of " << a.period_ops << " ops by " << a.method;
+  } catch (const NoIterationError& e) {
+    EXPECT_NE(std::string(e.what()).find("repeats every 183 ops (100.0 % match), but each such step runs the same "
+                                         "optimizer update several times"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StepContract, AnOptimizerRunPerLayerIsPlannedAtItsStepMarkers) {
+  Builder b;
+  b.launch_lead_ns = 500;
+  for (int s = 0; s < 3; ++s) {
+    const std::int64_t from = b.now - b.launch_lead_ns;
+    per_layer_update_step(b, 12, false);
+    b.t.markers.push_back(Marker{"ProfilerStep#" + std::to_string(s), from - 100, b.now - from - 150'000, false});
+  }
+  const IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.method, "step markers");
+  EXPECT_EQ(a.period_ops, 183u);
+  EXPECT_EQ(a.regular_count(), 3u);
+  EXPECT_EQ(a.evidence.optimizer_updates, 12u);
+}
+
+TEST(StepContract, MarkersSpanningTwoTrainingStepsEachAreRefused) {
+  // Each marked range holds two identical training steps, each with its own update: the markers and the
+  // optimizer disagree on the step. Before, the refusal blamed missing launch events that the trace had.
+  Builder b;
+  b.launch_lead_ns = 500;
+  for (int s = 0; s < 3; ++s) {
+    const std::int64_t from = b.now - b.launch_lead_ns;
+    b.training_step(4);
+    b.training_step(4);
+    b.t.markers.push_back(Marker{"ProfilerStep#" + std::to_string(s), from - 100, b.now - from - 150'000, false});
+  }
+  try {
+    const IterationAnalysis a = detect_iterations(b.t);
+    FAIL() << "planned a step of " << a.period_ops << " ops by " << a.method;
+  } catch (const NoIterationError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("each marker spans several training steps"), std::string::npos) << what;
+    EXPECT_EQ(what.find("lacks launch events"), std::string::npos) << what;
+  }
+}
+
+TEST(StepContract, AForeachCopyPerLayerIsNotAnOptimizerUpdate) {
+  // FSDP2's copy-in runs multi_tensor_apply once per layer: taken for the optimizer, it cut the step per layer.
+  Builder b;
+  for (int s = 0; s < 4; ++s) per_layer_update_step(b, 12, true);
+  const IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_EQ(a.method, "kernel-stream period");
+  EXPECT_EQ(a.period_ops, 1u + 12 * 7 + 1 + 12 * 8 + 1 + 3);
+  EXPECT_EQ(a.evidence.optimizer_updates, 1u);
+  EXPECT_DOUBLE_EQ(a.confidence, 1.0);
+}
+
+TEST(StepContract, MarkersAroundEachLayerAreNotCalledMicroSteps) {
+  // Markers cut every forward layer; the optimizer says what the step is. Before, on a recorded GPT-2 step with
+  // such markers, the evidence said "gradient accumulation ... (1 micro-steps)" and blamed missing launch events.
+  Builder b;
+  b.launch_lead_ns = 500;
+  for (int s = 0; s < 4; ++s) {
+    b.add("embedding_kernel");
+    for (int i = 0; i < 6; ++i) {
+      const std::int64_t from = b.now - b.launch_lead_ns;
+      b.layer(i);
+      b.t.markers.push_back(Marker{"ProfilerStep#" + std::to_string(s * 6 + i), from - 100, b.now - from, false});
+    }
+    b.add("cross_entropy_loss");
+    for (int i = 0; i < 6; ++i) b.layer(i, true);
+    b.add("embedding_backward_kernel");
+    b.optimizer();
+    b.gap(200'000);
+  }
+  const IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_NE(a.method, "step markers");
+  EXPECT_EQ(a.period_ops, 1u + 6 * 6 + 1 + 6 * 6 + 1 + 3);
+  EXPECT_LE(a.evidence.micro_steps, 1u);
+  std::string lines;
+  for (const auto& l : a.evidence.lines) lines += l + "\n";
+  EXPECT_EQ(lines.find("gradient accumulation"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("markers not used to cut: the optimizer updates in the marked steps overruled their cut"),
+            std::string::npos)
+      << lines;
+}
+
+TEST(StepContract, AStallBetweenStepsStaysOutOfThePeriod) {
+  // A data-loader wait of 2 s after step 3 of 6. Held the wrong value: the mean period was 0.47 s against a
+  // 0.1 ms step, and the stall's idle counted as the step's (on a GPT-2 trace, 23.6 % modelled saving, not 2 %).
+  Builder b;
+  std::vector<std::int64_t> starts;
+  for (int s = 0; s < 6; ++s) {
+    starts.push_back(b.now);
+    b.training_step(4);
+    if (s == 2) b.gap(2'000'000'000);
+  }
+  const IterationAnalysis a = detect_iterations(b.t);
+  ASSERT_EQ(a.iterations.size(), 6u);
+  const double typical = static_cast<double>(starts[1] - starts[0]);
+  EXPECT_NEAR(a.tmpl.period_ns, typical, 1.0);
+  EXPECT_FALSE(a.iterations[2].typical_timing);
+  ASSERT_FALSE(a.evidence.warnings.empty());
+  EXPECT_NE(a.evidence.warnings.back().find("1 of 5 steps lie far from the median period"), std::string::npos)
+      << a.evidence.warnings.back();
+  EXPECT_NE(a.evidence.warnings.back().find("step 3: 2000."), std::string::npos) << a.evidence.warnings.back();
+}
+
+TEST(StepContract, TwoStepPeriodsThatDisagreeAreRefused) {
+  // Three steps whose first ran 3x as long (CPU-bound launches in the warm-up): two periods cannot say which is
+  // typical. Held the wrong value: their mean, twice the step, was the period. (No optimizer kernel, the period
+  // trusted: nothing else cuts these steps.)
+  Builder b;
+  for (int s = 0; s < 3; ++s) {
+    for (int i = 0; i < 8; ++i) {
+      b.layer(i);
+      if (s == 0) b.gap(40'000);
+    }
+    b.add("lm_head_gemm");
+    b.gap(100'000);
+  }
+  IterationOptions o;
+  o.trust_period = true;
+  try {
+    const IterationAnalysis a = detect_iterations(b.t, o);
+    FAIL() << "planned a period of " << a.tmpl.period_ns << " ns";
+  } catch (const NoIterationError& e) {
+    EXPECT_NE(std::string(e.what()).find("the trace's two step periods disagree"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StepContract, MarkersAroundEachLayerWithoutAKnownOptimizerAreRefused) {
+  // Markers cut each forward layer; the backward and an optimizer of no recognised name fall into the last
+  // layer's range. Held the wrong value: the 6-op layer was planned as the step (confidence 0.92).
+  Builder b;
+  b.launch_lead_ns = 500;
+  int marker = 0;
+  for (int s = 0; s < 3; ++s) {
+    b.add("embedding_kernel");
+    for (int i = 0; i < 12; ++i) {
+      const std::int64_t from = b.now - b.launch_lead_ns;
+      b.layer(i);
+      if (i == 11) {
+        b.add("cross_entropy_loss");
+        for (int k = 0; k < 12; ++k) b.layer(k, true);
+        for (int k = 0; k < 3; ++k) b.add("triton_poi_fused_lerp_mul_0");
+      }
+      b.t.markers.push_back(Marker{"ProfilerStep#" + std::to_string(marker++), from - 100, b.now - from, false});
+    }
+    b.gap(200'000);
+  }
+  try {
+    const IterationAnalysis a = detect_iterations(b.t);
+    FAIL() << "planned a step of " << a.period_ops << " ops by " << a.method;
+  } catch (const NoIterationError& e) {
+    EXPECT_NE(std::string(e.what()).find("the markers cut parts of the training step"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StepContract, StepMarkersThatAgreeWithThePeriodAreEvidence) {
