@@ -30,12 +30,16 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`")->required();
   cmd->add_option("--perturb", o->perturb, "drop=P,insert=P,swap=P (probability per launch, 0..1 or N%)");
   add_switching_options(cmd, o->switching);
-  cmd->add_option("--cpu-lead-ms", o->cpu_lead_ms, "CPU launch lead over the GPU when the trace lacks launch times, ms");
-  cmd->add_option("--activity-delay-ms", o->activity_delay_ms, "Delay of activity records after a kernel ends, ms");
+  cmd->add_option("--cpu-lead-ms", o->cpu_lead_ms, "CPU launch lead over the GPU when the trace lacks launch times, ms")
+      ->check(finite_range(0, kMaxOptionMs));
+  cmd->add_option("--activity-delay-ms", o->activity_delay_ms, "Delay of activity records after a kernel ends, ms")
+      ->check(finite_range(0, kMaxOptionMs));
   cmd->add_option("--activity-period-ms", o->activity_period_ms,
                   "Sampled activity: completions only for kernels starting in the first --activity-window-ms of "
-                  "each period, ms (0: all)");
-  cmd->add_option("--activity-window-ms", o->activity_window_ms, "Sampled activity: window per period, ms");
+                  "each period, ms (0: all)")
+      ->check(finite_range(0, kMaxOptionMs));
+  cmd->add_option("--activity-window-ms", o->activity_window_ms, "Sampled activity: window per period, ms")
+      ->check(finite_range(0, kMaxOptionMs));
   cmd->add_option("--gpu-progress", o->progress,
                   "activity (default: every kernel's completion anchors), sync (the job's synchronizes anchor: "
                   "the trace's own when it recorded them, else one assumed at the end of each step) or markers "
@@ -45,14 +49,14 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("--marker-period-us", o->marker_period_us,
                   fmt::format("With --gpu-progress markers: one marker at most every this long, µs (default {})",
                               runtime::kMarkerPeriodNs / 1'000))
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber & finite_range(0, kMaxOptionMs * 1e3));
   cmd->add_flag("--assume-sync-each-step", o->assume_sync_each_step,
                "With --gpu-progress sync|markers: one synchronize at the end of every step, even when the trace "
                "recorded the job's own");
   cmd->add_option("--feed-period-us", o->feed_period_us,
                   "The launch feed's batching period: events reach the runtime at its next tick, µs (default 500, "
                   "as `gearshift run`; 0: at once)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_range(0, kMaxOptionMs * 1e3));
   cmd->add_option("--seed", o->seed, "Perturbation seed");
   cmd->add_option("--dry-run-log", o->dry_run_log, "Append every intended change to this JSONL file");
   cmd->add_flag("--json", o->json, "Print one JSON object");

@@ -297,8 +297,11 @@ void validate(const PlanFile& p, const std::string& source) {
   }
   if (!(p.period_us > 0) || !std::isfinite(p.period_us))
     fail(source, fmt::format("'period_us' is {}: the step time must be > 0 µs", p.period_us));
-  if (!(p.switch_latency_us >= 0) || !std::isfinite(p.switch_latency_us))
-    fail(source, fmt::format("'switch_latency_us' is {}: the switch latency must be >= 0 µs", p.switch_latency_us));
+  // At most a minute: a Hopper clock change takes milliseconds, and replay steps through the latency in virtual
+  // time (3e11 µs ran past 30 s).
+  if (!(p.switch_latency_us >= 0) || !std::isfinite(p.switch_latency_us) || p.switch_latency_us > 6e7)
+    fail(source, fmt::format("'switch_latency_us' is {}: the switch latency must be in [0, 60,000,000] µs (a minute)",
+                             p.switch_latency_us));
   if (p.max_slowdown && !(*p.max_slowdown >= 0 && *p.max_slowdown <= 1))
     fail(source, fmt::format("'max_slowdown' is {}: a fraction in [0, 1] (0.005 is 0.5 %)", *p.max_slowdown));
   if (p.positions.empty()) fail(source, "'positions' is empty: a plan needs at least one template position");

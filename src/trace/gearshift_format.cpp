@@ -33,6 +33,7 @@ Trace read_gearshift_trace(const std::string& path) {
   std::string line;
   std::size_t lineno = 0;
   std::vector<std::uint32_t> remap;  // file name id -> out.names index
+  std::unordered_map<std::string, std::uint32_t> name_index;  // name -> out.names index
   std::unordered_map<std::int64_t, std::uint32_t> graph_of;  // "g" records: correlation -> graph id
   std::size_t trailer_line = 0;      // 0: no trailer (yet)
   std::uint64_t trailer_records = 0, dropped = 0;
@@ -75,8 +76,12 @@ Trace read_gearshift_trace(const std::string& path) {
         if (j.size() != 3) bad(fmt::format("name record needs 3 fields, has {}", j.size()));
         auto id = j.at(1).get<std::uint32_t>();
         if (id != remap.size()) bad("name ids must be defined in order");
-        remap.push_back(static_cast<std::uint32_t>(out.names.size()));
-        out.names.push_back(j.at(2).get<std::string>());
+        // One name, one id: a converter that wrote a name under two ids made two training steps one "step"
+        // (every other op renamed; held-out gearshift-format variant, session 28). Steps are found by name ids.
+        std::string name = j.at(2).get<std::string>();
+        auto [it, fresh] = name_index.try_emplace(name, static_cast<std::uint32_t>(out.names.size()));
+        remap.push_back(it->second);
+        if (fresh) out.names.push_back(std::move(name));
       } else if (tag == "k" || tag == "c" || tag == "s") {
         if (j.size() != 15) bad(fmt::format("op record needs 15 fields, has {}", j.size()));
         OpRecord r;

@@ -113,6 +113,31 @@ TEST(PlanRanksCli, RefusesAnImplausibleCalibrationAsPlanDoes) {
   EXPECT_EQ(run("plan-ranks " + r1 + " " + r1 + " --no-calibrate").code, 0);
 }
 
+// Traces that are not ranks of one data-parallel job are refused. Held the wrong value: GPT-2 and GPT-3 XL
+// (two single-GPU jobs) planned together, exit 0, rank 0 saving 31.76 % against a deadline GPT-3 XL set; the
+// two-device i14 file given twice, both ranks planned as device 0.
+TEST(PlanRanksCli, TracesThatAreNotRanksOfOneJobAreRefused) {
+  const std::string bad = std::string(GEARSHIFT_SHARED_DIR) + "/data/bad_inputs/";
+  if (!std::filesystem::exists(kDir + "gpt3xl_h200_trace.json.gz") || !std::filesystem::exists(bad))
+    GTEST_SKIP() << "no ../shared";
+  Result mixed = run("plan-ranks " + kDir + "gpt2_h200_trace.json.gz " + kDir + "gpt3xl_h200_trace.json.gz", true);
+  EXPECT_EQ(mixed.code, 3) << mixed.out;
+  EXPECT_NE(mixed.out.find("their steps share 44 % of their kernels (805 and 1532 a step, NCCL's left out), below "
+                           "80 %: not ranks of one data-parallel job"),
+            std::string::npos)
+      << mixed.out;
+  const std::string i14 = bad + "i14_ddp_two_gpus_in_one_file.json.gz";
+  Result merged = run("plan-ranks " + i14 + " --no-calibrate", true);
+  EXPECT_EQ(merged.code, 3) << merged.out;
+  EXPECT_NE(merged.out.find("holds the kernels of 2 devices; plan-ranks takes one trace per rank"), std::string::npos)
+      << merged.out;
+  // The same trace twice plans (a stand-in job), and says so.
+  const std::string r0 = kDir + "ddp2_gpt2m_rank0_h200_trace.json.gz";
+  Result twice = run("plan-ranks " + r0 + " " + r0 + " --no-calibrate", true);
+  EXPECT_EQ(twice.code, 0) << twice.out;
+  EXPECT_NE(twice.out.find("rank 1: the same trace as rank 0: two identical ranks"), std::string::npos) << twice.out;
+}
+
 // Issue 13 part 3: each rank's trace's GPU, as `gearshift plan`.
 // The embedded GPT-3 XL trace calibrates to 317 W of memory/uncore power, more than memory can draw: each rank keeps
 // the memory clock at its default and says so, as `gearshift plan` does (before, plan-ranks offered every memory
@@ -127,13 +152,16 @@ TEST(PlanRanksCli, EachRankHoldsTheMemoryClockWhereItsCalibrationCannotPlaceTheP
                            "power, more than the 280 W (40 % of the board) memory can draw";
   // Each rank: the memory clock held, then its plan in the other reading (the surplus read as SM activity), as
   // `gearshift plan` checks it. Before, plan-ranks did not check the other reading.
-  ASSERT_EQ(j["warnings"].size(), 4u) << j["warnings"].dump();
+  // Rank 1 is the same file: it says so (session 28), between its held memory clock and its other reading.
+  ASSERT_EQ(j["warnings"].size(), 5u) << j["warnings"].dump();
   EXPECT_EQ(j["warnings"][0].get<std::string>().rfind("rank 0: " + held, 0), 0u);
   EXPECT_EQ(j["warnings"][2].get<std::string>().rfind("rank 1: " + held, 0), 0u);
+  EXPECT_EQ(j["warnings"][3].get<std::string>(),
+            "rank 1: the same trace as rank 0: two identical ranks, a stand-in rather than a measured job");
   const std::string other = "read instead as SM activity (the non-GEMM kernels' activity raised by 0.16 standard "
                             "deviations of their class priors' measured error), the same measured 668 W gives this "
                             "rank's plan a MODELLED saving of ";
-  for (int i : {1, 3}) {
+  for (int i : {1, 4}) {
     const std::string w = j["warnings"][i].get<std::string>();
     EXPECT_EQ(w.rfind(std::string("rank ") + (i == 1 ? "0" : "1") + ": the calibration puts 317 W", 0), 0u) << w;
     const std::size_t at = w.find(other);

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -165,6 +166,14 @@ TEST(Replay, BadInputs) {
             2);
   EXPECT_NE(slurp(out).find("--activity-window-ms must be in (0, --activity-period-ms]"), std::string::npos)
       << slurp(out);
+  // Non-finite or absurd times are usage errors. Held the wrong value: `--cpu-lead-ms nan` and
+  // `--min-interval-ms 1e12` ran past 120 s stepping through virtual time.
+  for (const auto& [opt, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--cpu-lead-ms", "nan"}, {"--min-interval-ms", "1e12"}, {"--switch-latency-ms", "inf"},
+           {"--activity-delay-ms", "nan"}, {"--feed-period-us", "nan"}}) {
+    EXPECT_EQ(run({GEARSHIFT_BINARY, "replay", bad.string(), "--plan", bad.string(), opt, value}, {}, out), 2) << opt;
+    EXPECT_NE(slurp(out).find(opt + ": must be a finite number in [0, "), std::string::npos) << slurp(out);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

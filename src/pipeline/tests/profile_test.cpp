@@ -68,6 +68,9 @@ TEST(Profile, BadValuesNameTheRow) {
   EXPECT_EQ(error_of(head + "0,forward,1400,0.01,nan\n"), "p.csv: row 2: energy is NaN");
   EXPECT_EQ(error_of(head + "0,forward,1400,-0.01,1\n"), "p.csv: row 2: time is negative (-0.01)");
   EXPECT_EQ(error_of(head + "0,forward,1400,0,1\n"), "p.csv: row 2: time must be > 0");
+  // Held the wrong value: planned, a 0 J row made the minimum energy 0.00 J, 0 MHz went into the schedules.
+  EXPECT_EQ(error_of(head + "0,forward,855,0.01,0\n"), "p.csv: row 2: energy must be > 0");
+  EXPECT_EQ(error_of(head + "0,forward,0,0.01,1\n"), "p.csv: row 2: frequency must be > 0 MHz");
   EXPECT_EQ(error_of(head + "0,sideways,1400,0.01,1\n"),
             "p.csv: row 2: unknown instruction 'sideways' (forward, backward, recompute)");
   EXPECT_EQ(error_of(head + "0,forward,1400,0.01\n"), "p.csv: row 2: 4 columns, header has 5");

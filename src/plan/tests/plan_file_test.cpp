@@ -250,7 +250,9 @@ TEST(PlanFile, RefusesNegativePeriodOrSwitchLatency) {
   EXPECT_NE(error_of(j).find("'period_us' is 0"), std::string::npos);
   j = to_json(small_plan());
   j["switch_latency_us"] = -1;
-  EXPECT_EQ(error_of(j), "p.json: 'switch_latency_us' is -1: the switch latency must be >= 0 µs");
+  EXPECT_EQ(error_of(j), "p.json: 'switch_latency_us' is -1: the switch latency must be in [0, 60,000,000] µs (a minute)");
+  j["switch_latency_us"] = 3e11;  // held the wrong value: accepted, and replay stepped through it for minutes
+  EXPECT_EQ(error_of(j), "p.json: 'switch_latency_us' is 300000000000: the switch latency must be in [0, 60,000,000] µs (a minute)");
   j["switch_latency_us"] = nullptr;
   EXPECT_EQ(error_of(j), "p.json: 'switch_latency_us' is null, not a number (µs)");
   j = to_json(small_plan());

@@ -51,11 +51,13 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
   // Since session 25 the range also holds the plan's saving in the other reading of power the calibration cannot
   // place (sim::include_other_reading): gpt3xl's 2.15 % (1.90 before) and input_bound's 3.73 % (3.39 before).
   // Megatron-LM's recorded iteration (session 26) is the exception the plan states: 96.5 % of the draws save less
-  // than the expected 2.50 % (median 1.42 %), so the expected figure lies above the range; before, the plan printed
-  // the range beside it without a word (sim::expected_outside_range).
+  // than the expected 2.62 % (median 1.49 %), so the expected figure lies above the range; before, the plan printed
+  // the range beside it without a word (sim::expected_outside_range). Its third step differs from the template by
+  // 3 ops, so since session 28 its launches sit at their mean lead on the laid-out ops (trace/iteration.cpp,
+  // LayOut::launches): 2.50 / 0.05-2.31 / median 1.42 before.
   const std::map<std::string, Figures> documented = {
       {"gpt3xl_h200_trace.json.gz", {0.20, 1.80, 2.15}},
-      {"megatron_excerpt_3steps.trace.jsonl.gz", {0.05, 2.50, 2.31, true}},
+      {"megatron_excerpt_3steps.trace.jsonl.gz", {0.07, 2.62, 2.42, true}},
       {"accum4_gpt2s.json.gz", {3.62, 4.40, 5.38}},
       {"input_bound_gpt2s_8steps.trace.jsonl.gz", {2.01, 3.38, 3.73}},
   };
@@ -81,8 +83,8 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
     if (it != documented.end() && it->second.expected_above) {
       EXPECT_GT(g.saving_expected_pct, g.saving_high_pct) << o.display_name;
       EXPECT_NEAR(g.share_below_expected, 0.965, 1e-9) << o.display_name;
-      EXPECT_NEAR(g.saving_median_pct, 1.42, 0.006) << o.display_name;
-      EXPECT_EQ(outside, "the expected 2.50 % lies above the range: 96.5 % of the draws save less, their median 1.42 %; "
+      EXPECT_NEAR(g.saving_median_pct, 1.49, 0.006) << o.display_name;
+      EXPECT_EQ(outside, "the expected 2.62 % lies above the range: 96.5 % of the draws save less, their median 1.49 %; "
                          "read it as an upper figure")
           << o.display_name;
       EXPECT_EQ(report_json(o, r).at("saving_range").at("expected_outside_range"), outside) << o.display_name;

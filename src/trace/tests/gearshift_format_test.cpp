@@ -115,6 +115,22 @@ std::string error_of(const std::string& path) {
   return "";
 }
 
+TEST(GearshiftFormat, TwoIdsOfOneNameAreOneName) {
+  // A converter may write one name under two ids. Held the wrong value: two name ids, so a step whose every
+  // other op used the second id matched only every two steps, and two training steps were planned as one.
+  Trace in = sample();
+  in.names = {"gemm", "gemm"};
+  std::string path = temp_path("dupnames.gstrace.gz");
+  write_gearshift_trace(in, path);
+  Trace t = read_gearshift_trace(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(t.names.size(), 1u);
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].name_id, 0u);
+  EXPECT_EQ(t.ops[1].name_id, 0u);
+  EXPECT_TRUE(t.complete);
+}
+
 TEST(GearshiftFormat, ATraceWithoutTrailerIsIncompleteWithAWarning) {
   std::string path = written("cut.gstrace.gz", 3, true, 0);
   Trace t = read_gearshift_trace(path);

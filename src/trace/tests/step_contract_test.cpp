@@ -306,6 +306,42 @@ TEST(StepContract, MarkersAroundEachLayerWithoutAKnownOptimizerAreRefused) {
   }
 }
 
+TEST(StepContract, ABlockSomeMarkedStepsRunAddsNoIdleToTheTemplate) {
+  // 8 marked steps with launch events; steps 2, 5 and 6 run a 12-kernel clipping block before the optimizer.
+  // Held the wrong value: the template's period and later launch offsets held the block's time, which the
+  // template lacks, so it idled that long and the plan spent it (phase saving 5.06 % against 3.30 %).
+  Builder b;
+  b.launch_lead_ns = 500;
+  std::vector<std::int64_t> starts;
+  for (int s = 0; s < 8; ++s) {
+    const std::int64_t from = b.now - b.launch_lead_ns;
+    starts.push_back(b.now);
+    b.forward_backward(24);
+    if (s == 1 || s == 4 || s == 5)
+      for (int k = 0; k < 12; ++k) b.add("clip_grad_norm_kernel", 20'000);
+    b.optimizer();
+    b.gap(200'000);
+    b.t.markers.push_back(Marker{"ProfilerStep#" + std::to_string(s), from - 100, b.now - from - 150'000, false});
+  }
+  const IterationAnalysis a = detect_iterations(b.t);
+  ASSERT_EQ(a.method, "step markers");
+  ASSERT_EQ(a.period_ops, 1u + 24 * 6 + 1 + 24 * 6 + 1 + 3);
+  EXPECT_EQ(a.regular_count(), 8u);
+  // A step without the block; the mean with the blocks' time was 10 % longer. What remains is the idle between
+  // the block's own kernels (1 µs each).
+  const double exact = static_cast<double>(starts[1] - starts[0]);
+  EXPECT_NEAR(a.tmpl.period_ns, exact, 0.01 * exact);
+  // Each launch 500 ns before its op as the simulator lays the step out (mean durations and gaps); before, the
+  // optimizer's launches came 94.5 µs later than that (3/8 of the block's 252 µs).
+  double at = 0;
+  for (const auto& op : a.tmpl.ops) {
+    ASSERT_TRUE(op.launch_known);
+    at += op.gap_before_ns;
+    EXPECT_NEAR(at - op.launch_offset_ns, 500.0, 1.0) << "a launch late on its op's laid-out start";
+    at += op.duration_ns;
+  }
+}
+
 TEST(StepContract, StepMarkersThatAgreeWithThePeriodAreEvidence) {
   // Three inference passes without launch times, each inside a ProfilerStep range: the markers cannot cut
   // (no launch times) but they vouch for the period.
