@@ -491,11 +491,11 @@ class Detector {
   }
 
   // Marked steps are the job's steps only if they are alike: where the regular ones (one kernel sequence) hold
-  // less than half of the marked ops and the others are at least twice as long, the markers cut something else. Markers around each forward layer of a
-  // job whose optimizer has no recognised name made 33 regular "steps" of 27 ops and 3 long irregular ones
-  // holding the backward passes (70 % of the ops), planned with confidence 0.92 (held-out traces, session 28).
-  // A step variant (a clipping block in some steps) makes steps a fraction longer, not several times: only
-  // where the other marked steps are at least twice as long as the alike ones is it refused.
+  // less than half of the marked ops and the others are at least twice as long, the markers cut something
+  // else. Markers around each forward layer of a job whose optimizer has no recognised name made 33 regular
+  // "steps" of 27 ops and 3 long irregular ones holding the backward passes (70 % of the ops), planned with
+  // confidence 0.92 (held-out traces, session 28). A step variant (a clipping block in some steps) makes steps
+  // a fraction longer, not several times longer, and is not refused here.
   void refuse_unlike_marked_steps(const IterationAnalysis& a) const {
     std::size_t regular_ops = 0, all_ops = 0;
     std::vector<double> other;
@@ -660,13 +660,9 @@ class Detector {
     for (std::size_t k : period_steps) {
       double period = static_cast<double>(op(segs[k].e).start_ns - a.iterations[k].start_ns);
       if (!cut.variable) {
-        std::vector<bool> used(segs[k].e - segs[k].b, false);
-        for (std::size_t j = 0; j < maps[k].size(); ++j) {
-          if (maps[k][j] >= 0) used[static_cast<std::size_t>(maps[k][j])] = true;
-          else if (acc[j].dur.n > 0) period += acc[j].dur.mean();
-        }
-        for (std::size_t i = 0; i < used.size(); ++i)
-          if (!used[i]) period -= static_cast<double>(op(segs[k].b + i).duration_ns);
+        period -= unmatched_ns(segs[k], maps[k]);
+        for (std::size_t j = 0; j < maps[k].size(); ++j)
+          if (maps[k][j] < 0 && acc[j].dur.n > 0) period += acc[j].dur.mean();
       }
       periods.push_back(period);
     }
@@ -702,8 +698,8 @@ class Detector {
     // stay the means (laid out too, they reordered a Megatron-LM step's streams against every recorded step).
     exact_steps_ = static_cast<std::size_t>(std::count(aligned.begin(), aligned.end(), 1.0));
     const bool inexact = exact_steps_ < aligned.size();
-    build_template(a, tmpl, acc, ref, cut.variable ? LayOut::offsets_and_launches : inexact ? LayOut::launches : LayOut::none,
-                   [&](std::size_t k) { return a.iterations[k]; });
+    const LayOut lay_out = cut.variable ? LayOut::offsets_and_launches : inexact ? LayOut::launches : LayOut::none;
+    build_template(a, tmpl, acc, ref, lay_out, [&](std::size_t k) { return a.iterations[k]; });
     if (periods.empty()) {
       for (const auto& it : a.iterations)
         if (it.regular && it.typical_timing) periods.push_back(static_cast<double>(it.end_ns - it.start_ns));
@@ -1311,10 +1307,10 @@ class Detector {
   // mean period, one 2 s stall among five 85 ms GPT-2 steps made the step 585 ms and the modelled saving 5.7 %
   // (iteration) and 23.6 % (phase) instead of about 2 % (held-out traces, session 28). A step is atypical where
   // its period exceeds the median by more than kAtypicalFactor x the median deviation and kAtypicalMinShare x
-  // the median, unless half the periods or more would be. Two periods cannot say which is typical: where they differ by more than
-  // 1.5x (not for update-delimited steps, whose time varies with routing), detection refuses.
-  // A step's period here is net of its ops no template position matched (a clipping block some steps run is
-  // work, not a stall; skipped positions only shorten a step, which this never marks).
+  // the median, unless half the periods or more would be. Two periods cannot say which is typical: where they
+  // differ by more than 1.5x (not for update-delimited steps, whose time varies with routing), detection
+  // refuses. A step's period here is net of its ops no template position matched (a clipping block some steps
+  // run is work, not a stall; skipped positions only shorten a step, which this never marks).
   void mark_atypical_periods(IterationAnalysis& a, const std::vector<Seg>& segs,
                              const std::vector<std::vector<std::int64_t>>& maps, bool variable) const {
     const std::size_t n = main_.size();
@@ -1323,15 +1319,8 @@ class Detector {
     for (std::size_t k = 0; k < segs.size(); ++k)
       if (a.iterations[k].regular && a.iterations[k].typical_timing && segs[k].e < n) {
         steps.push_back(k);
-        double period = static_cast<double>(op(segs[k].e).start_ns - a.iterations[k].start_ns);
-        if (!variable) {
-          std::vector<bool> used(segs[k].e - segs[k].b, false);
-          for (std::int64_t i : maps[k])
-            if (i >= 0) used[static_cast<std::size_t>(i)] = true;
-          for (std::size_t i = 0; i < used.size(); ++i)
-            if (!used[i]) period -= static_cast<double>(op(segs[k].b + i).duration_ns);
-        }
-        periods.push_back(period);
+        const double period = static_cast<double>(op(segs[k].e).start_ns - a.iterations[k].start_ns);
+        periods.push_back(variable ? period : period - unmatched_ns(segs[k], maps[k]));
       }
     if (periods.size() == 2 && !variable) {
       const double lo = std::min(periods[0], periods[1]), hi = std::max(periods[0], periods[1]);
@@ -1362,6 +1351,17 @@ class Detector {
         "between steps, a data-loader wait or a checkpoint, or a warm-up step); the template's period and start "
         "offsets are the other steps', its durations every step's",
         out.size(), periods.size(), med / 1e6, which, which.size() >= 80 ? ", ..." : ""));
+  }
+
+  // The time of a step's main-stream ops that no template position matched (`m`: its map), ns.
+  double unmatched_ns(const Seg& s, const std::vector<std::int64_t>& m) const {
+    std::vector<bool> used(s.e - s.b, false);
+    for (std::int64_t i : m)
+      if (i >= 0) used[static_cast<std::size_t>(i)] = true;
+    double ns = 0;
+    for (std::size_t i = 0; i < used.size(); ++i)
+      if (!used[i]) ns += static_cast<double>(op(s.b + i).duration_ns);
+    return ns;
   }
 
   // What build_template lays out from the mean durations and gaps (the simulator's timeline) instead of the
