@@ -32,9 +32,13 @@ RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::str
   std::optional<sim::MeasuredPower> p = calibrate ? sim::measured_power(t, a) : std::nullopt;
   if (p) sim::calibrate_to_measured_power(w, m, p->average_power_w);
   const auto& ms = t.measured;
+  // What the trace's import and the step detection left out or doubt (a stalled step, dropped events), as
+  // `gearshift plan` prints them: plan-ranks' report said nothing of a rank's 415 ms stalled step.
+  std::vector<std::string> warnings = t.health.warnings;
+  warnings.insert(warnings.end(), a.evidence.warnings.begin(), a.evidence.warnings.end());
   return RankInput{
       std::move(w), std::move(m), label, ms.step_time_s.value_or(0) * 1e9, ms.energy_per_step_j.value_or(0),
-      std::move(p), {}};
+      std::move(p), std::move(warnings)};
 }
 
 RankInput load_rank(const std::string& trace_path, const std::string& gpu) {

@@ -46,7 +46,8 @@ struct RankInput {
   double measured_step_time_ns = 0;    // from the trace's meta (s/step there), 0 if absent
   double measured_energy_j = 0;        // J/step from the trace's meta, 0 if absent
   std::optional<sim::MeasuredPower> calibrated_to;  // the measured power the model was calibrated to; none: not calibrated
-  std::vector<std::string> warnings;   // what the rank's figures rest on (plain words): e.g. its memory clock held
+  std::vector<std::string> warnings;   // what the rank's figures rest on (plain words): the trace's import and
+                                       // step-detection warnings (a stalled step), its memory clock held
 };
 
 // Imports a trace (Chrome/Kineto or gearshift format), detects its steps, builds the workload and calibrates

@@ -148,6 +148,19 @@ TEST(PlanFileCli, DirectoryGivenAsThePlanOrProfileIsABadInput) {
   EXPECT_NE(r.out.find("is a directory, not a profile"), std::string::npos) << r.out;
 }
 
+// A pipeline too large to plan in reasonable time is refused up front. Held the wrong value: M = 5,000 at S = 8
+// ran past 120 s (M up to 2^20 was accepted).
+TEST(PipelineCli, APipelineTooLargeToPlanIsRefusedUpFront) {
+  TmpDir t;
+  Result r = run("pipeline " + (t.dir / "p.csv").string() + " --schedule 1f1b --stages 8 --microbatches 2000 -o " +
+                 (t.dir / "o").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("8 stages x 2000 microbatches make 32000 forward and backward instructions; at most 16384 "
+                       "are planned"),
+            std::string::npos)
+      << r.out;
+}
+
 // An -o that cannot be written is a bad output file, exit 3 (was 1, after the whole planning), and nothing else is
 // left behind.
 TEST(PlanFileCli, UnwritableOutputIsExit3) {

@@ -7,6 +7,7 @@
 #include "gpu/spec.hpp"
 #include "model/kernel_class.hpp"
 #include "sim/collectives.hpp"
+#include "trace/gearshift_format.hpp"
 
 namespace gearshift::service {
 namespace {
@@ -117,6 +118,18 @@ TEST(SyncSlack, RanksOfDifferentProgramsAreRefused) {
   o.strategy = plan::Strategy::phase;
   o.switch_latency_ns = -1e6;  // given and negative: refused, never read as "not given"
   EXPECT_THROW(plan_sync_slack({a}, o), std::invalid_argument);
+}
+
+// A rank's import and detection warnings reach its report, as `gearshift plan` prints them. Held the wrong value:
+// none (a rank with a 415 ms stalled step among 109 ms ones was planned without a word).
+TEST(SyncSlack, ARanksTraceAndStepWarningsAreItsWarnings) {
+  const std::string path = std::string(GEARSHIFT_SHARED_DIR) + "/data/traces/ddp2_gpt2m_rank1_h200_trace.json.gz";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no ../shared";
+  trace::Trace t = trace::import_trace(path);
+  t.health.warnings.push_back("12 events dropped");  // as the importer says it
+  const RankInput in = rank_from_trace(std::move(t), "h200", path, false);
+  ASSERT_FALSE(in.warnings.empty());
+  EXPECT_EQ(in.warnings.front(), "12 events dropped");
 }
 
 // The check on the two traced DDP ranks (shared data): rank 1 waits for rank 0 at the all-reduce.
