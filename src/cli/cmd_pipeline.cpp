@@ -1,7 +1,6 @@
 // `gearshift pipeline`: the iteration time–energy frontier of a pipeline-parallel job and its clock plans
 // (Perseus, Chung et al., SOSP'24). Reads a stage profile, writes OUTDIR/frontier.csv, OUTDIR/pareto.csv,
 // OUTDIR/schedules.json and prints the (modelled) summary.
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -28,23 +27,8 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!f) throw Exit(kBadInput, "-o: cannot write " + path.string());
 }
 
-// The frontier's cost grows faster than the pipeline's instruction count: on this 2-core machine the A100
-// GPT-3 175B profile at S = 8 took 0.16 s at M = 96, 15 s at M = 1,000 and 116 s at M = 2,000 (held-out inputs,
-// session 28), while the options allowed M up to 2^20. Past this many forward and backward instructions the
-// job is refused up front instead of running for hours.
-constexpr long long kMaxInstructions = 16'384;
-
 void run(const PipelineOptions& o) {
   using namespace pipeline;
-  const long long instructions =
-      2LL * o.job.stages * o.job.microbatches * std::max(1, o.job.virtual_stages);
-  if (instructions > kMaxInstructions)
-    throw Exit(kUsage, fmt::format("{} stages x {} microbatches{} make {} forward and backward instructions; at most "
-                                   "{} are planned (M = 2,000 at S = 8 took 116 s, and the cost grows faster than "
-                                   "M)",
-                                   o.job.stages, o.job.microbatches,
-                                   o.job.virtual_stages > 1 ? fmt::format(" x {} chunks", o.job.virtual_stages) : "",
-                                   instructions, kMaxInstructions));
   const service::PipelineJobResult r = service::run_pipeline_job(o.job);  // ServiceError: exit codes in main.cpp
   const PipelinePlan& plan = r.plan;
   const Summary& sum = r.summary;

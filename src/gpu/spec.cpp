@@ -51,9 +51,11 @@ const Embedded kEmbedded[] = {
 // an SXM spec, or a memory size the spec's board does not come in ("40gb" for the 80 GB A100).
 std::string other_board(const Embedded& e, const std::vector<std::string>& words) {
   for (const std::string& w : words) {
-    if (e.sxm && (w == "pcie" || w == "nvl"))
-      return fmt::format("a{} {} card, not the SXM board of the {} spec", w == "pcie" ? "" : "n", w == "pcie" ? "PCIe" : "NVL", e.name);
-    if (w.size() > 2 && w.ends_with("gb") && std::all_of(w.begin(), w.end() - 2, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (e.sxm && w == "pcie") return fmt::format("a PCIe card, not the SXM board of the {} spec", e.name);
+    if (e.sxm && w == "nvl") return fmt::format("an NVL card, not the SXM board of the {} spec", e.name);
+    const bool digits = std::all_of(w.begin(), w.end() - std::min<std::size_t>(2, w.size()),
+                                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+    if (w.size() > 2 && w.size() <= 8 && w.ends_with("gb") && digits) {  // (at most 6 digits: stoi never throws)
       const int gb = std::stoi(w.substr(0, w.size() - 2));
       if (std::find(e.sizes_gb.begin(), e.sizes_gb.end(), gb) == e.sizes_gb.end())
         return fmt::format("a {} GB board, not the {} GB of the {} spec", gb, *e.sizes_gb.begin(), e.name);

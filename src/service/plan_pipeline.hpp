@@ -31,8 +31,11 @@ struct PipelineJobResult {
   pipeline::Summary summary;  // solve_seconds measured
 };
 
-// Throws ServiceError: kBadArgument for a parameter out of range or unknown, kBadProfile for the profile or a
-// pipeline it cannot plan (the PipelineError's one line).
+// Forward and backward instructions (2·S·M·v) planned at most; more: kBadArgument before any work.
+inline constexpr long long kMaxPipelineInstructions = 16'384;
+
+// Throws ServiceError: kBadArgument for a parameter out of range or unknown (more than kMaxPipelineInstructions
+// too), kBadProfile for the profile or a pipeline it cannot plan (the PipelineError's one line).
 PipelineJobResult run_pipeline_job(const PipelineJobOptions& o);
 
 // {"summary": pipeline::summary_json, "schedules": pipeline::schedules_json}: the job's result as one document.

@@ -94,8 +94,8 @@ void check_the_other_reading(std::vector<service::RankInput>& ranks, const servi
 // Data-parallel ranks run one model: the same kernels a step (their collectives aside) and, synchronised by
 // those collectives, the same step period. Traces that differ are not ranks of one job: planned together, two
 // unrelated single-GPU jobs got a 31.76 % saving and a rank stretched 1.5x 40.70 %, each deadline set by the
-// other trace (held-out inputs, session 28). Share: kernel names (NCCL's left out) in common, as a multiset,
-// over the larger step's.
+// other trace (held-out inputs, session 28). Share: kernel names in common, collectives (the communication
+// class, model/kernel_class.hpp) left out, as a multiset, over the larger step's.
 constexpr double kMinSharedKernels = 0.8;
 constexpr double kMaxPeriodRatio = 1.2;
 
@@ -103,7 +103,7 @@ void check_ranks_of_one_job(const std::vector<service::RankInput>& ranks) {
   auto names = [](const model::Workload& w) {
     std::map<std::string, std::size_t> m;
     for (const auto& op : w.ops)
-      if (op.kind == trace::OpKind::kernel && op.name.find("nccl") == std::string::npos) ++m[op.name];
+      if (op.kind == trace::OpKind::kernel && op.cls != model::KernelClass::communication) ++m[op.name];
     return m;
   };
   const auto base = names(ranks[0].workload);

@@ -112,6 +112,12 @@ constexpr double kUpdateMinAligned = 0.8;     // at least 80 % of the longer of 
 constexpr double kUpdateMinRegular = 0.8;     // regular share of the steps counted (after the warm-up ones)
 constexpr std::size_t kMaxUpdatesPerStep = 4; // updates per step tried (AMP unscale, EMA, two optimizers)
 
+// The period repeats exactly but each of its steps runs one update several times, and no distance between updates
+// is the step (Detector::alike_updates): refused without trying update-delimited steps.
+struct AlikeUpdatesError : NoIterationError {
+  using NoIterationError::NoIterationError;
+};
+
 class Detector {
  public:
   Detector(const Trace& t, const IterationOptions& o) : trace_(t), opt_(o) {}
@@ -121,12 +127,13 @@ class Detector {
     opt_blocks_ = optimizer_blocks(kOptimizerGap);
     try {
       return run_by_repetition();
+    } catch (const AlikeUpdatesError&) {
+      throw;  // the updates would cut the exactly repeating period into its layers: no update-delimited steps
     } catch (const NoIterationError& e) {
       // The op sequence does not repeat exactly (MoE routing, data-dependent gradient clipping change the
       // kernels inside a step): where the trace holds at least two whole optimizer steps, the updates themselves
-      // delimit the steps, if they recur regularly in op count and time. Not where it does repeat exactly with
-      // the same update several times a period: the updates would cut the period into its layers.
-      if (opt_blocks_.size() < 3 || repeats_with_alike_updates_) throw;
+      // delimit the steps, if they recur regularly in op count and time.
+      if (opt_blocks_.size() < 3) throw;
       return run_by_updates(e.what());
     }
   }
@@ -348,9 +355,8 @@ class Detector {
 
   // The refusal where the period repeats exactly but its steps hold one update several times, and no distance
   // between updates is the step; no fall-back to update-delimited steps (they would be the layers).
-  NoIterationError alike_updates(const Cut& period) {
-    repeats_with_alike_updates_ = true;
-    return NoIterationError(fmt::format(
+  static AlikeUpdatesError alike_updates(const Cut& period) {
+    return AlikeUpdatesError(fmt::format(
         "the kernel stream repeats every {} ops ({:.1f} % match), but each such step runs the same optimizer "
         "update several times (an optimizer run per layer, or a per-layer op the name rule takes for the "
         "optimizer) and no distance between updates repeats as well: the optimizer does not mark the training "
@@ -360,7 +366,7 @@ class Detector {
   }
 
   // The period between optimizer updates: the best-matching distance between update ends.
-  Cut cut_by_optimizer_period(const Cut& shorter) {
+  Cut cut_by_optimizer_period(const Cut& shorter) const {
     const std::size_t n = seq_.size();
     if (opt_blocks_.size() < 2)
       throw NoIterationError(fmt::format(
@@ -696,8 +702,8 @@ class Detector {
     // variants, session 28). Their launches are placed as update-delimited steps' are: at their mean lead before
     // the op's start as the simulator lays it out; their start offsets (the template's op order across streams)
     // stay the means (laid out too, they reordered a Megatron-LM step's streams against every recorded step).
-    exact_steps_ = static_cast<std::size_t>(std::count(aligned.begin(), aligned.end(), 1.0));
-    const bool inexact = exact_steps_ < aligned.size();
+    a.evidence.exact_steps = static_cast<std::size_t>(std::count(aligned.begin(), aligned.end(), 1.0));
+    const bool inexact = a.evidence.exact_steps < aligned.size();
     const LayOut lay_out = cut.variable ? LayOut::offsets_and_launches : inexact ? LayOut::launches : LayOut::none;
     build_template(a, tmpl, acc, ref, lay_out, [&](std::size_t k) { return a.iterations[k]; });
     if (periods.empty()) {
@@ -792,9 +798,10 @@ class Detector {
 
   // Where regular steps are not all exact copies of the template: how many are ("8 of 8 steps share one kernel
   // sequence" was printed for steps of 951-983 ops).
-  std::string inexact_note(std::size_t regular) const {
-    if (exact_steps_ >= regular) return {};
-    return fmt::format(" ({} exactly; the others differ by a few ops, at most 5 % of its positions)", exact_steps_);
+  static std::string inexact_note(const IterationAnalysis& a) {
+    if (a.evidence.exact_steps >= a.regular_count()) return {};
+    return fmt::format(" ({} exactly; the others differ by a few ops, at most 5 % of its positions)",
+                       a.evidence.exact_steps);
   }
 
   // Whether a step is `parts` repetitions of one op sequence (≥ kLongerRepeatMatch of its main-stream ops match
@@ -817,7 +824,7 @@ class Detector {
     if (a.method == "step markers") {
       ev.lines.push_back(fmt::format("{} step markers (ProfilerStep# / gearshift.step) with each kernel's launch "
                                      "time; {} of {} steps share one kernel sequence{}",
-                                     select_markers().size(), regular, a.iterations.size(), inexact_note(regular)));
+                                     select_markers().size(), regular, a.iterations.size(), inexact_note(a)));
     } else if (first_cut.variable) {
       std::size_t lo = SIZE_MAX, hi = 0;
       double tlo = 1e300, thi = 0;
@@ -846,7 +853,7 @@ class Detector {
       ev.lines.push_back(fmt::format("the kernel stream repeats every {} ops ({:.1f} % of ops match one period "
                                      "later); {} of {} steps share one kernel sequence{}",
                                      a.period_ops, 100 * first_cut.score, regular, a.iterations.size(),
-                                     inexact_note(regular)));
+                                     inexact_note(a)));
       markers_agree = cross_check_markers(a);
     }
     if (ev.optimizer_updates > 0)
@@ -1491,8 +1498,6 @@ class Detector {
   std::vector<std::uint32_t> seq_;    // name ids of main_
   mutable std::size_t seq_end_ = 0;
   mutable std::string tmpl_note_;  // update-delimited steps: how the template step was chosen
-  bool repeats_with_alike_updates_ = false;  // the period repeats exactly, holding one update several times
-  mutable std::size_t exact_steps_ = 0;       // regular steps of the last build that are exact template copies
   std::map<int, std::size_t> devices_;                        // device -> kernels
   std::vector<std::pair<std::size_t, std::size_t>> opt_blocks_;  // optimizer updates: [first, end) main indices
 };

@@ -49,6 +49,8 @@ struct StepEvidence {
   std::size_t optimizer_updates = 0;  // optimizer updates per step (0: none recognised)
   std::size_t excluded_steps = 0;     // steps left out of the template (impossible timing, outlier span)
   std::size_t devices = 1;            // devices with kernels in the trace (only `device` was analysed)
+  std::size_t exact_steps = 0;        // regular steps that are exact copies of the template (marker and period
+                                      // cuts; the others differ by up to 5 % of its positions)
 };
 
 struct Iteration {
