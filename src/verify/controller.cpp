@@ -1,0 +1,250 @@
+#include "verify/controller.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/core.h>
+
+namespace gearshift::verify {
+
+const char* arm_name(Arm a) { return a == Arm::plan ? "plan" : "baseline"; }
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::verifying: return "verifying";
+    case Phase::held: return "held";
+    case Phase::baseline: return "baseline";
+  }
+  return "?";
+}
+
+namespace {
+
+// The arm of block `pos` (0-3) of quad number `q`: ABBA for even quads, BAAB for odd ones, so that neither arm
+// always goes first (the first block after a switch may carry the other arm's tail).
+Arm quad_arm(std::size_t q, std::size_t pos) {
+  const bool plan_first = q % 2 == 0;
+  const bool outer = pos == 0 || pos == 3;
+  return outer == plan_first ? Arm::plan : Arm::baseline;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::string pct(double f) { return fmt::format("{:+.2f} %", 100 * f); }
+
+std::string interval_text(const Interval& i) {
+  return fmt::format("{} [{}, {}]", pct(i.estimate), pct(i.lo), pct(i.hi));
+}
+
+}  // namespace
+
+Controller::Controller(ControllerOptions o, Ladder ladder) : o_(o), ladder_(std::move(ladder)) {
+  if (!(o_.budget >= 0) || !(o_.confidence > 0 && o_.confidence < 1) || o_.min_quads < 2 ||
+      o_.max_quads < o_.min_quads || o_.max_rungs < 1 || !(o_.margin > 0 && o_.margin <= 1) || o_.block_steps < 1)
+    throw std::invalid_argument("verify::Controller: options out of range (budget >= 0, 0 < confidence < 1, "
+                                "2 <= min_quads <= max_quads, max_rungs >= 1, 0 < margin <= 1, block_steps >= 1)");
+  shape_from_clocks_ = ladder_.shape(1) > 0;
+  rungs_.push_back(Rung{1, {}, ""});
+}
+
+double Controller::shape(double alpha) const { return shape_from_clocks_ ? ladder_.shape(alpha) : alpha; }
+
+BlockPlan Controller::next() const {
+  if (phase_ == Phase::baseline) return {Arm::baseline, 0, false};
+  if (phase_ == Phase::held && steady_left_ > 0) return {Arm::plan, alpha(), false};
+  return {quad_arm(rungs_.back().quads.size(), quad_pos_), alpha(), true};
+}
+
+AbEstimate Controller::current() const {
+  const Rung& r = rungs_.back();
+  if (r.held_at > 0 && r.quads.size() >= r.held_at + o_.min_quads)
+    return estimate(std::vector<Quad>(r.quads.begin() + static_cast<long>(r.held_at), r.quads.end()), o_.confidence);
+  return estimate(r.quads, o_.confidence);
+}
+
+std::vector<VerifyEvent> Controller::finish_block(const BlockResult& r) {
+  std::vector<VerifyEvent> out;
+  const BlockPlan b = next();
+  ++blocks_;
+  const auto steps = static_cast<std::uint64_t>(r.step_s.size());
+  (b.arm == Arm::baseline ? baseline_steps_ : plan_steps_) += steps + o_.settle_steps;
+  if (!b.measured) {
+    if (phase_ == Phase::held && steady_left_ > 0) --steady_left_;
+    return out;
+  }
+  // A stall (a checkpoint save, an evaluation inside the steps' count) says nothing about the clocks: the block
+  // is run again, as the same arm of the same quad.
+  const double med = median(r.step_s);
+  const double worst = r.step_s.empty() ? 0 : *std::max_element(r.step_s.begin(), r.step_s.end());
+  if (r.step_s.empty() || !(med > 0) || worst > o_.stall_factor * med) {
+    VerifyEvent ev{blocks_, "stall", alpha(), alpha(), current(),
+                   r.step_s.empty() ? std::string("a block with no measured step: run again")
+                                    : fmt::format("a step of {:.1f} ms in a block whose median step is {:.1f} ms "
+                                                  "(over {:g}x): a stall, not the clocks; the block is run again",
+                                                  1e3 * worst, 1e3 * med, o_.stall_factor)};
+    events_.push_back(ev);
+    out.push_back(ev);
+    return out;
+  }
+  ArmTotals& t = b.arm == Arm::plan ? quad_.plan : quad_.base;
+  t.steps += steps;
+  for (double s : r.step_s) t.seconds += s, t.sum_sq += s * s;
+  if (r.energy_seconds > 0 && r.joules > 0) {
+    t.joules += r.joules;
+    t.energy_seconds += r.energy_seconds;
+  } else {
+    VerifyEvent ev{blocks_, "no_tick", alpha(), alpha(), current(),
+                   "no two energy-counter ticks inside the block: its quad gives no energy figure"};
+    events_.push_back(ev);
+    out.push_back(ev);
+  }
+  if (++quad_pos_ < 4) return out;
+  // A quad whose energy rests on one arm's single block is still paired: each arm's power is over its own blocks.
+  rungs_.back().quads.push_back(quad_);
+  quad_ = {};
+  quad_pos_ = 0;
+  quad_done(out);
+  return out;
+}
+
+void Controller::quad_done(std::vector<VerifyEvent>& out) {
+  const AbEstimate e = current();
+  const std::size_t q = e.quads;
+  if (e.saving && e.saving->hi < 0) {
+    to_baseline(out, e, "drop",
+                fmt::format("the rung costs energy with confidence: saving {} (measured)", interval_text(*e.saving)));
+    return;
+  }
+  if (q >= o_.min_quads && e.slowdown.lo > o_.budget) {
+    back_off(out, e, phase_ == Phase::held ? "recheck_over" : "back_off",
+             fmt::format("step time {} (measured) is over the {:.2f} % budget with confidence",
+                         interval_text(e.slowdown), 100 * o_.budget));
+    return;
+  }
+  if (phase_ == Phase::held) {  // a steady-state quad that did not break anything: the next after a longer gap
+    steady_gap_ = std::min(o_.steady_gap_max, steady_gap_ * 2);
+    steady_left_ = steady_gap_;
+    return;
+  }
+  // A rung holds when its step time is within the budget and, where energy is measured, its saving is above
+  // zero with confidence: a plan that may cost energy is worth nothing to keep.
+  // The saving is judged at a stricter level (kSavingConfidence): the rung is looked at after every quad, and a
+  // saving near zero must not pass on one lucky look (simulated: 1 run in 40 kept a plan that cost 0.1 % at 95 %).
+  const AbEstimate strict = estimate(rungs_.back().quads, std::max(o_.confidence, kSavingConfidence));  // not held yet: all
+  const bool saves = !strict.saving || strict.saving->lo > 0;
+  if (q >= o_.min_quads && e.slowdown.hi <= o_.budget && saves) {
+    phase_ = Phase::held;
+    rungs_.back().held_at = q;
+    steady_gap_ = o_.steady_gap_first;
+    steady_left_ = steady_gap_;
+    VerifyEvent ev{blocks_, "hold", alpha(), alpha(), e,
+                   fmt::format("step time {} within the {:.2f} % budget{} (measured, {} quads, {} steps)",
+                               interval_text(e.slowdown), 100 * o_.budget,
+                               e.saving ? "; energy per step saving " + interval_text(*e.saving) : std::string(
+                                   "; saving not measured (no energy counter windows)"),
+                               q, e.steps)};
+    events_.push_back(ev);
+    out.push_back(ev);
+    return;
+  }
+  if (q >= o_.max_quads && e.slowdown.hi <= o_.budget) {
+    to_baseline(out, e, "no_saving",
+                fmt::format("after {} quads ({} steps) step time {} is within the budget but the energy per step "
+                            "saving {} is not above zero with confidence: the baseline clocks",
+                            q, e.steps, interval_text(e.slowdown), interval_text(*e.saving)));
+    return;
+  }
+  if (q >= o_.max_quads) {
+    const std::size_t need = quads_to_resolve(e.sd_log_time, std::max(1e-4, o_.budget - std::max(0.0, e.slowdown.estimate)),
+                                              o_.confidence);
+    back_off(out, e, "undecided",
+             fmt::format("after {} quads ({} steps) step time {} neither holds nor breaks the {:.2f} % budget: the "
+                         "quads' step-time ratios scatter by {:.2f} % (sd), and resolving this rung needs about {} "
+                         "quads ({} steps)",
+                         q, e.steps, interval_text(e.slowdown), 100 * o_.budget, 100 * e.sd_log_time, need,
+                         need * (e.steps / std::max<std::size_t>(q, 1))));
+  }
+}
+
+double Controller::sensitivity() const {
+  double sxy = 0, sxx = 0;
+  for (const Rung& r : rungs_) {
+    const double s = shape(r.alpha);
+    if (s <= 0) continue;
+    for (const Quad& q : r.quads) {
+      if (!q.plan.steps || !q.base.steps) continue;
+      sxy += s * std::log(q.plan.step_s() / q.base.step_s());
+      sxx += s * s;
+    }
+  }
+  return sxx > 0 ? sxy / sxx : 0;
+}
+
+double Controller::sensitivity_upper() const {
+  // Least squares through the origin of the quads' log step-time ratios on the rung's shape, its upper bound at
+  // the controller's confidence (t with n - 1 degrees of freedom).
+  const double k = sensitivity();
+  double sxx = 0, ss = 0;
+  std::size_t n = 0;
+  for (const Rung& r : rungs_) {
+    const double s = shape(r.alpha);
+    if (s <= 0) continue;
+    for (const Quad& q : r.quads) {
+      if (!q.plan.steps || !q.base.steps) continue;
+      const double x = std::log(q.plan.step_s() / q.base.step_s());
+      ss += (x - k * s) * (x - k * s);
+      sxx += s * s;
+      ++n;
+    }
+  }
+  if (n < 2 || sxx <= 0) return k;
+  const double se = std::sqrt(ss / static_cast<double>(n - 1) / sxx);
+  return k + t_quantile(0.5 + o_.confidence / 2, static_cast<double>(n - 1)) * se;
+}
+
+void Controller::back_off(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind,
+                          const std::string& why) {
+  const double from = alpha();
+  if (rungs_.size() >= o_.max_rungs) {
+    to_baseline(out, e, kind, why + fmt::format("; {} rungs tried: the baseline clocks", rungs_.size()));
+    return;
+  }
+  const double k = sensitivity_upper();
+  double to = k > 0 ? ladder_.alpha_for_shape(o_.margin * o_.budget / k) : from / 2;
+  if (!shape_from_clocks_ && k > 0) to = std::min(1.0, o_.margin * o_.budget / k);
+  if (to >= from) to = from / 2;
+  if (to < 1.0 / 16) {
+    to_baseline(out, e, kind, why + "; no rung of the plan fits the budget at the sensitivity measured: the "
+                                    "baseline clocks");
+    return;
+  }
+  rungs_.back().outcome = kind;
+  rungs_.push_back(Rung{to, {}, ""});
+  phase_ = Phase::verifying;
+  quad_ = {};
+  quad_pos_ = 0;
+  VerifyEvent ev{blocks_, kind, from, to, e,
+                 why + fmt::format("; the job's clock sensitivity measured {:.2f} (upper {:.2f}) of the clock shape: "
+                                   "backing off to {:.0f} % of the plan's clock reduction",
+                                   sensitivity(), k, 100 * to)};
+  events_.push_back(ev);
+  out.push_back(ev);
+}
+
+void Controller::to_baseline(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind,
+                             const std::string& why) {
+  const double from = alpha();
+  rungs_.back().outcome = kind;
+  rungs_.push_back(Rung{0, {}, "baseline"});
+  phase_ = Phase::baseline;
+  VerifyEvent ev{blocks_, kind, from, 0, e, why};
+  events_.push_back(ev);
+  out.push_back(ev);
+}
+
+}  // namespace gearshift::verify

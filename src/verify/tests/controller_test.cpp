@@ -1,0 +1,121 @@
+#include "verify/controller.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gearshift::verify {
+namespace {
+
+Ladder ladder() {
+  Ladder l;
+  l.duration_ns = {1e6};
+  l.plan = {{990, 2619}};
+  l.baseline = {1980, 2619};
+  for (int f = 345; f <= 1980; f += 15) l.sm_clocks_mhz.push_back(f);
+  return l;
+}
+
+// A block of `n` steps of `step_s` each at `watts`, with a counter window over all of it.
+BlockResult block(double step_s, double watts, int n = 10) {
+  BlockResult r;
+  r.step_s.assign(static_cast<std::size_t>(n), step_s);
+  r.energy_seconds = step_s * n;
+  r.joules = watts * r.energy_seconds;
+  return r;
+}
+
+// Runs quads with the plan at `plan_step`/`plan_w` against 1 s / 100 W, alternating tiny noise so the intervals
+// have width, until the controller leaves `verifying` or `max_blocks` blocks ran.
+void run(Controller& c, double plan_step, double plan_w, int max_blocks = 400) {
+  int i = 0;
+  while (c.phase() == Phase::verifying && i < max_blocks) {
+    const BlockPlan b = c.next();
+    const double wiggle = (i % 3 == 0 ? 1.0005 : 0.9997);
+    c.finish_block(b.arm == Arm::plan ? block(plan_step * wiggle, plan_w) : block(1.0 * wiggle, 100));
+    ++i;
+  }
+}
+
+TEST(Controller, BlocksComeInAbbaThenBaabOrder) {
+  Controller c({}, ladder());
+  std::vector<Arm> arms;
+  for (int i = 0; i < 8; ++i) {
+    arms.push_back(c.next().arm);
+    c.finish_block(block(1.0, 100));
+  }
+  const Arm P = Arm::plan, B = Arm::baseline;
+  EXPECT_EQ(arms, (std::vector<Arm>{P, B, B, P, B, P, P, B}));
+}
+
+TEST(Controller, APlanWithinTheBudgetHoldsAfterMinQuads) {
+  ControllerOptions o;
+  o.budget = 0.01;
+  Controller c(o, ladder());
+  run(c, 1.002, 80);
+  ASSERT_EQ(c.phase(), Phase::held);
+  EXPECT_EQ(c.rungs().back().quads.size(), o.min_quads);
+  EXPECT_DOUBLE_EQ(c.alpha(), 1);
+  ASSERT_TRUE(c.current().saving);
+  EXPECT_NEAR(c.current().saving->estimate, 1 - 0.8 * 1.002, 1e-3);
+  EXPECT_EQ(c.events().back().kind, "hold");
+  // Steady state: plan-only blocks, then a quad.
+  for (std::size_t i = 0; i < o.steady_gap_first; ++i) {
+    EXPECT_FALSE(c.next().measured);
+    c.finish_block(block(1.002, 80));
+  }
+  EXPECT_TRUE(c.next().measured);
+}
+
+TEST(Controller, APlanOverTheBudgetBacksOffByTheMeasuredSensitivity) {
+  ControllerOptions o;
+  o.budget = 0.005;
+  Controller c(o, ladder());
+  // One position taking the whole step at half the clock: shape(1) = 1; a 2 % slowdown = sensitivity 0.02.
+  run(c, 1.02, 70, 12);
+  ASSERT_EQ(c.events().size(), 1u);
+  EXPECT_EQ(c.events()[0].kind, "back_off");
+  EXPECT_NEAR(c.sensitivity(), 0.02, 1e-3);
+  // The new rung's shape keeps 0.8 x 0.5 % at the sensitivity's upper bound: about 0.2 of the shape.
+  EXPECT_LT(c.alpha(), 0.3);
+  EXPECT_GT(c.alpha(), 0.1);
+  EXPECT_LE(c.ladder().shape(c.alpha()) * c.sensitivity_upper(), 0.8 * 0.005 + 1e-12);
+}
+
+TEST(Controller, APlanThatCostsEnergyIsDroppedForTheBaseline) {
+  Controller c({}, ladder());
+  run(c, 1.0, 110);
+  EXPECT_EQ(c.phase(), Phase::baseline);
+  EXPECT_EQ(c.events().back().kind, "drop");
+  EXPECT_EQ(c.next().arm, Arm::baseline);
+  EXPECT_FALSE(c.next().measured);
+}
+
+TEST(Controller, AStallReRunsTheBlock) {
+  Controller c({}, ladder());
+  BlockResult r = block(1.0, 100);
+  r.step_s[4] = 9.0;  // a checkpoint save
+  const Arm first = c.next().arm;
+  const auto ev = c.finish_block(r);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kind, "stall");
+  EXPECT_EQ(c.next().arm, first);  // the same block again
+}
+
+TEST(Controller, ABlockWithoutTicksCountsForTimeOnly) {
+  Controller c({}, ladder());
+  for (int i = 0; i < 4; ++i) {
+    BlockResult r = block(1.0, 100);
+    r.energy_seconds = 0, r.joules = 0;
+    EXPECT_EQ(c.finish_block(r).at(0).kind, "no_tick");
+  }
+  EXPECT_EQ(c.current().quads, 1u);
+  EXPECT_EQ(c.current().energy_quads, 0u);
+}
+
+TEST(Controller, BadOptionsAreRefused) {
+  ControllerOptions o;
+  o.min_quads = 1;
+  EXPECT_THROW(Controller(o, ladder()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gearshift::verify
