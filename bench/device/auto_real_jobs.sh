@@ -8,7 +8,7 @@
 #   torchrun on GPU 0 / on the CPU). ONLY_TRACE=1: the traces alone, no run --auto.
 #   FAMILY_ARGS: arguments for every train_families.py job; ARGS_<job>: for that job only.
 # For each job: `gearshift run --auto --max-slowdown $SLOWDOWN --switch-latency-ms 6` (OUT/JOB.auto.log, its plan,
-# its dry-run log); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it,
+# its dry-run log, its measured verification's blocks OUT/JOB.auto.verify.jsonl: in a dry run the job's noise floor); for the jobs named in TRACE_JOBS also `gearshift trace` (OUT/JOB.trace.jsonl.gz) and an offline plan + replay of it,
 # and the live --auto plan replayed on that trace beside its live figures;
 # with PAIRS=N (default 0; only for the jobs in PAIRS_JOBS when that is set) N alternating rounds of the plain job and the job under `run --auto` for the step-time
 # overhead (the job's own TRAIN/iteration-time lines and each --auto run's live figures in OUT/JOB.pairs.log; its
@@ -61,7 +61,7 @@ auto_run() {  # JOB TAG
   job_cmd "$1"
   timeout -k 10 "$JOB_TIMEOUT" "$GS" run --auto --max-slowdown "$SLOWDOWN" --switch-latency-ms 6 \
     --warmup-timeout "${WARMUP_TIMEOUT:-120}" --plan-output "$OUT/$1.$2.plan.json" \
-    --dry-run-log "$OUT/$1.$2.dry.jsonl" -- "${CMD[@]}"
+    --dry-run-log "$OUT/$1.$2.dry.jsonl" --verify-log "$OUT/$1.$2.verify.jsonl" -- "${CMD[@]}"
 }
 
 for j in "${JOBS[@]}"; do
@@ -72,8 +72,8 @@ for j in "${JOBS[@]}"; do
   t0=$SECONDS
   auto_run "$j" auto > "$OUT/$j.auto.log" 2>&1
   echo "   rc=$? ($((SECONDS - t0)) s)"
-  grep -E "gearshift run|TRAIN|steps |clock changes|kernel time|GPU progress|warm-up|refus|exit|energy|pid|rank" "$OUT/$j.auto.log" |
-    grep -v "^ *$" | tail -25
+  grep -E "gearshift run|TRAIN|steps |clock changes|kernel time|GPU progress|warm-up|refus|exit|energy|pid|rank|verification|step time|resolving|block " "$OUT/$j.auto.log" |
+    grep -v "^ *$" | tail -40
   fi
   if [[ " ${TRACE_JOBS:-} " == *" $j "* ]]; then
     log "job $j: trace, plan, replay"

@@ -23,6 +23,7 @@
 #include "gpu/open_gpus.hpp"
 #include "gpu/spec.hpp"
 #include "launch/inject_library.hpp"
+#include "plan/plan_file.hpp"
 #include "runtime/safety.hpp"
 #include "runtime/session.hpp"
 #include "service/live_run.hpp"
@@ -38,6 +39,7 @@ namespace {
 struct Opts {
   LiveRunOptions lr;
   std::string plan, max_slowdown, plan_output, gpu_spec, model;
+  bool no_verify = false;
   bool apply = false, auto_plan = false, lock_memory = false;
   std::size_t warmup_steps = 20;
   double warmup_timeout_s = 600;
@@ -76,13 +78,22 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     }
   } else {
     const std::pair<bool, const char*> auto_only[] = {
-        {!o.max_slowdown.empty(), "--max-slowdown"}, {!o.plan_output.empty(), "--plan-output"},
+        {!o.plan_output.empty(), "--plan-output"},
         {!o.gpu_spec.empty(), "--gpu-spec"},         {cmd.count("--warmup-steps") > 0, "--warmup-steps"},
         {!o.model.empty(), "--model"},              {cmd.count("--warmup-timeout") > 0, "--warmup-timeout"}};
     for (const auto& [given, name] : auto_only)
       if (given) throw Exit(kUsage, fmt::format("{} is for --auto (a --plan was made with its own)", name));
     if (o.plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
     lr.plan = load_live_plan(o.plan);
+    // The verification's budget: --max-slowdown, else the one the plan was made for, else 0.5 %.
+    if (!o.max_slowdown.empty()) lr.verify.budget = parse_slowdown(o.max_slowdown);
+    else if (auto b = plan::read_plan_file(o.plan).max_slowdown) lr.verify.budget = *b;
+  }
+  if (o.auto_plan) lr.verify.budget = lr.ao.max_slowdown;
+  lr.verify.enabled = !o.no_verify;
+  if (!lr.verify.log_path.empty()) {
+    if (o.no_verify) throw Exit(kUsage, "--verify-log needs the verification on (drop --no-verify)");
+    check_directory("--verify-log", lr.verify.log_path);
   }
   if (!lr.timeline.empty()) check_directory("--timeline", lr.timeline);
   lr.one_pair_follow_ns = seconds_to_ns(o.one_pair_follow_s);
@@ -127,7 +138,9 @@ void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a training job and apply a clock plan online (dry-run unless --apply)");
   cmd->add_option("--plan", o->plan, "plan.json from `gearshift plan -o`");
   cmd->add_flag("--auto", o->auto_plan, "Plan from the job's first steps (clocks untouched meanwhile), then apply");
-  cmd->add_option("--max-slowdown", o->max_slowdown, "With --auto: step-time budget, e.g. 0.5% or 0.005");
+  cmd->add_option("--max-slowdown", o->max_slowdown,
+                  "Step-time budget, e.g. 0.5% or 0.005: --auto plans for it; with --plan the measured verification "
+                  "keeps it (default: the plan's own, else 0.5%)");
   cmd->add_option("--warmup-steps", o->warmup_steps, "With --auto: steps to detect before planning (default 20)")
       ->check(CLI::Range(2, 100000));
   cmd->add_option("--warmup-timeout", o->warmup_timeout_s,
@@ -162,6 +175,14 @@ void add_run_command(CLI::App& app) {
                               "costs it nothing; the pair stays locked to its end, s (default {:g})",
                               static_cast<double>(runtime::kOnePairFollowNs) * 1e-9))
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-verify", o->no_verify,
+                "Do not measure the plan against the baseline on the job (default: blocks of whole steps alternate "
+                "plan and baseline clocks in ABBA order with --apply, and are only measured in a dry run)");
+  cmd->add_option("--verify-log", o->lr.verify.log_path, "One JSON line per verification block and decision");
+  cmd->add_option("--verify-block-steps", o->lr.verify.block_steps,
+                  "Measured steps per verification block, at least (blocks also last >= 20 energy-counter periods; "
+                  "default 5)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("cmd", o->lr.cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     LiveRunOptions lr = check_run_options(*o, *cmd);  // every usage error before the job starts

@@ -32,29 +32,38 @@ void LiveRuntime::push(Event e) noexcept {
 
 void LiveRuntime::on_launch(std::string_view name, std::int64_t correlation, std::int64_t cpu_ns) noexcept {
   try {
-    push({Event::Kind::launch, correlation, cpu_ns, 0, std::string(name)});
+    push({Event::Kind::launch, correlation, cpu_ns, 0, std::string(name), {}});
   } catch (...) {  // the name's copy
   }
 }
 
 void LiveRuntime::on_complete(std::int64_t correlation, std::int64_t start, std::int64_t end) noexcept {
-  push({Event::Kind::complete, correlation, start, end, {}});
+  push({Event::Kind::complete, correlation, start, end, {}, {}});
 }
 
 void LiveRuntime::on_sync(std::int64_t correlation, std::int64_t enter, std::int64_t exit) noexcept {
-  push({Event::Kind::sync, correlation, enter, exit, {}});
+  push({Event::Kind::sync, correlation, enter, exit, {}, {}});
 }
 
 void LiveRuntime::on_marker(std::int64_t correlation, std::int64_t not_before, std::int64_t seen) noexcept {
-  push({Event::Kind::marker, correlation, not_before, seen, {}});
+  push({Event::Kind::marker, correlation, not_before, seen, {}, {}});
 }
 
 void LiveRuntime::set_anchor_on_completions(bool on) noexcept {
-  push({Event::Kind::anchor_on_completions, 0, on ? 1 : 0, 0, {}});
+  push({Event::Kind::anchor_on_completions, 0, on ? 1 : 0, 0, {}, {}});
+}
+
+void LiveRuntime::set_position_clocks(std::vector<model::ClockPair> clocks) noexcept {
+  try {
+    Event e{Event::Kind::position_clocks, 0, 0, 0, {}, std::move(clocks)};
+    push(std::move(e));
+  } catch (...) {  // out of memory: the arm stays as it was
+  }
 }
 
 void LiveRuntime::handle(Event& e) {
   switch (e.kind) {
+    case Event::Kind::position_clocks: core_.set_position_clocks(e.clocks); return;
     case Event::Kind::anchor_on_completions: core_.set_anchor_on_completions(e.a != 0); return;
     case Event::Kind::sync: core_.on_sync(e.correlation, e.a, e.b); return;
     case Event::Kind::marker: core_.on_marker(e.correlation, e.a, e.b); return;

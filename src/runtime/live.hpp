@@ -43,6 +43,9 @@ class LiveRuntime {
   // From now on completed kernels anchor the estimate (or stop doing so): `gearshift run` turns this on when
   // it asks the job for every kernel's activity because the job does not synchronize.
   void set_anchor_on_completions(bool on) noexcept;
+  // RuntimeCore::set_position_clocks on the runtime thread (queued like an event): the plan's positions (kernels
+  // only, as followed) get these clocks. Any thread.
+  void set_position_clocks(std::vector<model::ClockPair> clocks) noexcept;
   // Whether the predictor follows the job's steps (locked) as of the last launch handled: any thread.
   bool locked() const noexcept { return locked_.load(std::memory_order_relaxed); }
   // Whether a sign of GPU progress anchored the runtime, as of its last poll (then a plan of one clock pair has
@@ -60,10 +63,11 @@ class LiveRuntime {
 
  private:
   struct Event {
-    enum class Kind { launch, complete, sync, marker, anchor_on_completions } kind;
+    enum class Kind { launch, complete, sync, marker, anchor_on_completions, position_clocks } kind;
     // launch: a = cpu_ns; complete: start, end; sync: entered, returned; marker: not yet, seen; a: on
     std::int64_t correlation, a, b;
     std::string name;
+    std::vector<model::ClockPair> clocks;  // position_clocks
   };
   void push(Event e) noexcept;
   void loop();

@@ -203,6 +203,13 @@ void RuntimeCore::guard(double start_ns) {
   sched_.plan_changed();
 }
 
+bool RuntimeCore::set_position_clocks(const std::vector<model::ClockPair>& clocks) {
+  if (stats_.fell_back || clocks.size() != plan_.positions.size()) return false;
+  for (std::size_t i = 0; i < clocks.size(); ++i) plan_.positions[i].clocks = clocks[i];
+  sched_.plan_changed();
+  return true;
+}
+
 std::vector<ClockChange> RuntimeCore::poll(std::int64_t now_ns) {
   if (stats_.fell_back && fallback_from_ns_ == std::numeric_limits<double>::infinity())
     fallback_from_ns_ = static_cast<double>(now_ns);

@@ -114,6 +114,10 @@ class RuntimeCore {
   std::uint64_t complete_steps() const { return complete_steps_; }
   // Whether the in-time guard sent the plan to its one clock pair (LiveStats::fell_back).
   bool fell_back() const { return stats_.fell_back; }
+  // Replaces every position's clocks (measured verification's arms, verify/controller.hpp: a rung of the plan, or
+  // the baseline clocks), in the plan's position order; the scheduler times the new boundaries from the next poll.
+  // Refused (false) with another count of positions, or once the in-time guard fell back (its one pair stays).
+  bool set_position_clocks(const std::vector<model::ClockPair>& clocks);
   const PositionPredictor& predictor() const { return pred_; }
   // The plan position the next launch is expected at, absolute; -1 while searching.
   std::int64_t next_position() const { return to_plan(pred_.next_position()); }

@@ -130,6 +130,7 @@ launch::ChildExit LiveRun::run_job() {
   blocked.emplace();
   if (o_.plan) {
     progress_.set_plan(o_.plan->kernels_only());
+    start_verifier(*o_.plan);
     session_.start(*o_.plan, so_);
   } else {
     planner_ = std::make_unique<AutoPlanner>(
@@ -148,6 +149,7 @@ launch::ChildExit LiveRun::run_job() {
   blocked.reset();
   server_.stop();  // reads what the job's processes still sent, then removes the socket's directory
   no_plan_ = planner_ ? planner_->finish() : std::string();
+  if (LiveVerifier* v = verifier_.load()) v->stop();
   return ce;
 }
 
@@ -166,8 +168,36 @@ void LiveRun::on_plan(const runtime::ClockPlan& made, std::uint32_t source) {
   so_ = scheduler_options(*o_.plan, o_.switching);
   so_.anchor_on_completions = progress_.anchor_on_completions();
   progress_.set_plan(o_.plan->kernels_only());
+  start_verifier(*o_.plan);
   session_.start(*o_.plan, so_);
   progress_.plan_ready(*session_.live(), server_.process(source).syncs);
+}
+
+// Before the session starts: the verifier over the positions the runtime follows (kernels only), the GPU spec's
+// supported clocks and counter period. Without --verify, or for a plan whose spec is unknown, none (said).
+void LiveRun::start_verifier(const runtime::ClockPlan& plan) {
+  if (!o_.verify.enabled) return;
+  std::vector<int> sm, mem;
+  std::int64_t period = 100'000'000;
+  try {
+    const gpu::GpuSpec spec = gpu::find_spec(plan.gpu);
+    sm = spec.sm_clocks_mhz;
+    mem = spec.mem_clocks_mhz;
+    if (spec.energy_counter_update_ns > 0) period = spec.energy_counter_update_ns;
+  } catch (const std::invalid_argument&) {
+    say(o_.progress_sink, fmt::format("gearshift run: note: no spec for '{}': measured verification runs the plan's "
+                                      "own clocks and the baseline only at their planned values",
+                                      plan.gpu));
+  }
+  try {
+    verifier_owner_ = std::make_unique<LiveVerifier>(o_.verify, plan.kernels_only(), std::move(sm), std::move(mem),
+                                                     period, session_.options().apply,
+                                                     [this] { return energy_.counter(true); });
+  } catch (const std::exception& e) {  // on --auto's planner thread: nothing may escape
+    say(o_.progress_sink, fmt::format("gearshift run: warning: measured verification is off: {}", e.what()));
+    return;
+  }
+  verifier_.store(verifier_owner_.get());
 }
 
 // The feed reader's thread: events of the processes not followed are counted (by the server), not applied.
@@ -197,9 +227,12 @@ void LiveRun::on_live_event(const runtime::LiveRuntime& rt) {
   const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   const std::uint64_t steps = rt.steps();
   energy_.on_live_event(now, steps);
+  LiveVerifier* v = verifier_.load();
+  if (v && session_.live()) v->on_live_event(now, steps, *session_.live(), rt.fell_back());
   // The in-time guard's fall-back leaves one clock pair for the whole step: followed as a plan of one pair is.
   if (rt.fell_back()) progress_.fell_back_to_one_pair();
   if (!progress_.one_pair() || progress_.feed_off() || !o_.trace_output.empty() || !rt.locked()) return;
+  if (v && v->needs_steps()) return;  // verification counts the job's steps: the feed stays on until its verdict
   if (pair_set_ns_ < 0) {
     pair_set_ns_ = now;
     pair_set_step_ = steps;
@@ -263,8 +296,10 @@ std::string in_time_figure(const runtime::LiveStats& st, double plan_kernel_ns) 
 
 std::string LiveRun::stats(const runtime::SessionStats& ss) const {
   const runtime::LiveStats& st = ss.live;
+  const LiveVerifier* v = verifier_.load();
   return fmt::format(
       "gearshift run: {} ({}), L = {}\n"
+      "{}"
       "  steps {}, launches {}, prediction accuracy after the first step {}\n"
       "  clock changes {} made, {} dropped (late), {} merged, {} issued late\n"
       "  kernel time at the intended clocks{} {}\n"
@@ -273,7 +308,8 @@ std::string LiveRun::stats(const runtime::SessionStats& ss) const {
       "  {}\n"
       "  {}\n",
       ss.wrote_clocks ? "applied" : "dry-run", ss.wrote_clocks ? "NVML" : o_.dry_run_log,
-      o_.switching.latency_ns ? fmt::format("{} ms", *o_.switching.latency_ns / 1e6) : "none (no plan was made)", st.steps,
+      o_.switching.latency_ns ? fmt::format("{} ms", *o_.switching.latency_ns / 1e6) : "none (no plan was made)",
+      v ? v->summary() : std::string("  measured verification: off (--no-verify)\n"), st.steps,
       st.launches, prediction_figure(st), st.changes, st.dropped, st.merged, st.late,
       ss.wrote_clocks ? "" : " (would have run)",
       st.kernel_ns > 0 ? in_time_figure(st, o_.plan ? o_.plan->kernel_ns_per_step() : 0)

@@ -6,6 +6,7 @@
 // report/run_timeline.hpp.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "service/auto_plan.hpp"
 #include "service/live_plan.hpp"
 #include "service/progress.hpp"
+#include "service/verify_run.hpp"
 
 namespace gearshift::service {
 
@@ -40,6 +42,9 @@ struct LiveRunOptions {
   std::int64_t one_pair_follow_ns = runtime::kOnePairFollowNs;
   // The run's notes (service/progress.hpp); also --auto's lines where `ao` has no sink of its own. Empty: none.
   ProgressSink progress_sink;
+  // Measured verification of the plan on the job (service/verify_run.hpp). Where the session applies clocks its
+  // blocks alternate the plan and the baseline on the GPU; in a dry run they are intended (the job's noise floor).
+  VerifyOptions verify;
 };
 
 // The GPU spec --auto plans for: `given` (--gpu-spec), else the one named like NVML's device `index` of `infos`,
@@ -73,6 +78,7 @@ class LiveRun {
   std::string stats(const runtime::SessionStats& ss) const;
   std::string guard_line(const runtime::LiveStats& st) const;
   std::string write_timeline() const;
+  void start_verifier(const runtime::ClockPlan& plan);
 
   LiveRunOptions o_;
   runtime::SchedulerOptions so_;
@@ -86,6 +92,9 @@ class LiveRun {
   std::string no_plan_;                        // --auto: why no plan was made
   std::int64_t pair_set_ns_ = -1;              // reader thread: when a one-pair plan's pair was first set (steady)
   std::uint64_t pair_set_step_ = 0;            // the runtime's step count then
+  // Made before the session starts (the feed reader reads it once the runtime is live).
+  std::unique_ptr<LiveVerifier> verifier_owner_;
+  std::atomic<LiveVerifier*> verifier_{nullptr};
 };
 
 }  // namespace gearshift::service

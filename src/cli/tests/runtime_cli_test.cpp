@@ -287,6 +287,40 @@ TEST(Run, AppliesThePlanAndRestoresAtExit) {
   EXPECT_EQ(line.find("too little to judge"), std::string::npos) << line;
 }
 
+// Measured verification with --apply: blocks of >= 2 s (20 ticks of the simulated counter) alternate the plan and
+// the baseline clocks in ABBA order; each block's steps and counter energy go to --verify-log, and the summary
+// leads with the measured figures.
+TEST(Run, VerificationAlternatesPlanAndBaselineBlocks) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", vlog = s.t.dir / "verify.jsonl";
+  std::vector<std::string> a = s.run_argv("440");
+  a.insert(a.begin() + 2, {"--verify-log", vlog.string(), "--max-slowdown", "2%"});
+  ASSERT_EQ(run(a, s.env, out), 0) << slurp(out);
+  std::ifstream in(vlog);
+  std::vector<std::string> arms;
+  for (std::string l; std::getline(in, l);) {
+    const auto j = nlohmann::json::parse(l);
+    if (j["event"] != "block") continue;
+    arms.push_back(j["arm"].get<std::string>());
+    EXPECT_TRUE(j["applied"].get<bool>()) << l;
+    EXPECT_GE(j["steps"].get<int>(), 5) << l;
+    EXPECT_NEAR(j["mean_step_s"].get<double>(), 0.025, 0.01) << l;
+    EXPECT_GT(j["energy_seconds"].get<double>(), 1.0) << l;  // two counter ticks inside a >= 2 s block
+  }
+  ASSERT_GE(arms.size(), 4u) << slurp(out);
+  EXPECT_EQ(std::vector<std::string>(arms.begin(), arms.begin() + 4),
+            (std::vector<std::string>{"plan", "baseline", "baseline", "plan"}));
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("measured verification (applied"), std::string::npos) << o;
+  EXPECT_NE(o.find("budget 2.00 %"), std::string::npos) << o;
+  EXPECT_NE(o.find("over 1 quads"), std::string::npos) << o;
+  // During the baseline blocks the plan's lowering is not requested: fewer lowerings than steps.
+  int low = 0;
+  for (const auto& l : s.clocklog()) low += l.find("set-sm 1200 1200") != std::string::npos;
+  EXPECT_GT(low, 50);
+  EXPECT_LT(low, 400);
+}
+
 TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
   SimEnv s;
   const fs::path out = s.t.dir / "out.txt";
@@ -1601,7 +1635,10 @@ TEST(RunAuto, UsageErrorsBeforeTheJobStarts) {
       {{"--auto", "--max-slowdown", "1%", "--warmup-steps", "1"}, "--warmup-steps"},
       {{"--auto", "--max-slowdown", "1%", "--gpu-spec", "b300"}, "unknown GPU spec 'b300'"},
       {{"--auto", "--max-slowdown", "1%", "--plan-output", "/nonexistent/dir/p.json"}, "/nonexistent/dir does not exist"},
-      {{"--plan", s.plan.string(), "--max-slowdown", "1%"}, "--max-slowdown is for --auto"},
+      // With --plan, --max-slowdown is the measured verification's budget (it was refused before verification).
+      {{"--plan", s.plan.string(), "--max-slowdown", "abc"}, "--max-slowdown 'abc' is not a number"},
+      {{"--plan", s.plan.string(), "--verify-log", "/nonexistent/dir/v.jsonl"}, "/nonexistent/dir does not exist"},
+      {{"--plan", s.plan.string(), "--no-verify", "--verify-log", "v.jsonl"}, "--verify-log needs the verification on"},
       {{"--plan", s.plan.string(), "--switch-latency-ms", "-2"}, "--switch-latency-ms"},
       {{"--plan", s.plan.string(), "--one-pair-follow-s", "-1"}, "--one-pair-follow-s"},
       {{"--plan", s.plan.string(), "--one-pair-follow-s", "soon"}, "--one-pair-follow-s"},

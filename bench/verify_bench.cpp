@@ -1,0 +1,96 @@
+// verify_bench: what measured verification (src/verify) needs and costs, on simulated jobs (verify/sim_job.hpp):
+// steps until its first verdict against step-time noise and budget, how often the plan is kept, and in steady state
+// the share of steps run at the baseline clocks and the energy that costs as a share of the plan's saving.
+// Run: build/bench/verify_bench   (about 10 s; output quoted in docs/verification.md)
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "verify/sim_job.hpp"
+
+using namespace gearshift;
+using namespace gearshift::verify;
+
+namespace {
+
+// 24 positions of 1-8 ms (a ~60 ms step), the model right, the plan at half the budget by the truth (so that a
+// hold is what the truth allows), CV `cv` per step, 2 % drift.
+struct Job {
+  SimJob job;
+  Ladder ladder;
+};
+
+Job make(double cv, double budget) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> dur(1e6, 8e6), a(0.1, 0.9), w(250, 650);
+  std::vector<TruthPosition> pos;
+  std::vector<double> ns, am;
+  for (int i = 0; i < 24; ++i) {
+    TruthPosition p;
+    p.base_ns = dur(rng);
+    p.a = a(rng);
+    p.base_w = w(rng);
+    pos.push_back(p);
+    ns.push_back(p.base_ns);
+    am.push_back(p.a);
+  }
+  SimJobOptions so;
+  so.gap_ns = 0.1 * std::accumulate(ns.begin(), ns.end(), 0.0);
+  so.step_cv = cv;
+  Ladder l;
+  l.duration_ns = ns;
+  l.baseline = {1980, 2619};
+  for (int f = 345; f <= 1980; f += 15) l.sm_clocks_mhz.push_back(f);
+  l.plan = plan_by_model(ns, am, l.baseline, l.sm_clocks_mhz, so.gap_ns, budget / 2);
+  return {SimJob(pos, l.baseline, so), l};
+}
+
+}  // namespace
+
+int main() {
+  constexpr int kSeeds = 40;
+  constexpr std::uint64_t kSteps = 100'000;  // about 1.7 h of a 60 ms step
+  std::printf("Steps to the first verdict (median of %d seeds; plan at half the budget by the truth, 60 ms step, "
+              "blocks >= 5 steps and 2 s):\n",
+              kSeeds);
+  std::printf("%-10s", "CV \\ budget");
+  const double budgets[] = {0.005, 0.01, 0.02, 0.05};
+  const double cvs[] = {0.005, 0.01, 0.02, 0.05};
+  for (double b : budgets) std::printf(" %16.1f %%", 100 * b);
+  std::printf("\n");
+  for (double cv : cvs) {
+    std::printf("%6.1f %%   ", 100 * cv);
+    for (double b : budgets) {
+      const Job j = make(cv, b);
+      ControllerOptions o;
+      o.budget = b;
+      std::vector<double> steps;
+      int held = 0;
+      for (int s = 0; s < kSeeds; ++s) {
+        const ClosedLoopResult r = run_closed_loop(j.job, j.ladder, o, kSteps, 1 + static_cast<std::uint64_t>(s));
+        steps.push_back(static_cast<double>(r.steps_to_verdict ? r.steps_to_verdict : kSteps));
+        held += r.phase == Phase::held;
+      }
+      std::nth_element(steps.begin(), steps.begin() + kSeeds / 2, steps.end());
+      std::printf(" %7.0f (%2d/%d held)", steps[kSeeds / 2], held, kSeeds);
+    }
+    std::printf("\n");
+  }
+  // Steady state: one plan that holds, a long run; baseline steps as a share and their energy against the saving.
+  const Job j = make(0.01, 0.02);
+  ControllerOptions o;
+  o.budget = 0.02;
+  const ClosedLoopResult r = run_closed_loop(j.job, j.ladder, o, kSteps, 99);
+  const auto base = j.ladder.clocks_at(0), plan = j.ladder.clocks_at(r.alpha);
+  const double saving_per_step = j.job.step_j(base) - j.job.step_j(plan);
+  const double ideal = saving_per_step * static_cast<double>(r.steps);
+  const double got = r.baseline_energy_j - r.run_energy_j;
+  std::printf("\nSteady state (CV 1 %%, budget 2 %%, %llu steps): phase %s; saving kept %.2f %% of the ideal "
+              "(the plan at every step): verification cost %.2f %% of the saving, bound by design %.1f %% "
+              "(2 baseline blocks in steady_gap_max + 4 = %zu blocks)\n",
+              static_cast<unsigned long long>(r.steps), phase_name(r.phase), 100 * got / ideal, 100 * (1 - got / ideal),
+              100.0 * 2 / static_cast<double>(o.steady_gap_max + 4), o.steady_gap_max + 4);
+  return 0;
+}

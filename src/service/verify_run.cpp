@@ -1,0 +1,224 @@
+#include "service/verify_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/live.hpp"
+
+namespace gearshift::service {
+
+namespace {
+
+// A block lasts at least this many counter periods, so that its two edge ticks' timing error (a few ms each) is
+// under 1 % of the window (20 x 100 ms on an H200).
+constexpr std::int64_t kBlockCounterPeriods = 20;
+
+verify::Ladder ladder_of(const runtime::ClockPlan& plan, std::vector<int> sm, std::vector<int> mem) {
+  verify::Ladder l;
+  for (const auto& p : plan.positions) {
+    l.duration_ns.push_back(p.duration_ns);
+    l.plan.push_back(p.clocks);
+  }
+  l.baseline = plan.default_clocks;
+  l.sm_clocks_mhz = std::move(sm);
+  l.mem_clocks_mhz = std::move(mem);
+  return l;
+}
+
+verify::ControllerOptions controller_options(const VerifyOptions& o, std::int64_t period_ns) {
+  verify::ControllerOptions c;
+  c.budget = o.budget;
+  c.block_steps = std::max<std::uint64_t>(1, o.block_steps);
+  c.block_seconds = static_cast<double>(kBlockCounterPeriods * std::max<std::int64_t>(period_ns, 1)) * 1e-9;
+  return c;
+}
+
+nlohmann::json interval_json(const verify::Interval& i) { return {{"estimate", i.estimate}, {"lo", i.lo}, {"hi", i.hi}}; }
+
+nlohmann::json estimate_json(const verify::AbEstimate& e) {
+  nlohmann::json j = {{"quads", e.quads}, {"steps", e.steps}, {"confidence", e.confidence},
+                      {"slowdown", interval_json(e.slowdown)}, {"sd_log_time", e.sd_log_time},
+                      {"sd_floor", e.sd_floor}};
+  j["saving"] = e.saving ? interval_json(*e.saving) : nlohmann::json();
+  return j;
+}
+
+std::string pct(double f) { return fmt::format("{:+.2f} %", 100 * f); }
+
+}  // namespace
+
+LiveVerifier::LiveVerifier(const VerifyOptions& o, const runtime::ClockPlan& plan, std::vector<int> sm_clocks,
+                           std::vector<int> mem_clocks, std::int64_t counter_period_ns, bool apply, CounterRead counter)
+    : o_(o),
+      ctl_(controller_options(o, counter_period_ns), ladder_of(plan, std::move(sm_clocks), std::move(mem_clocks))),
+      apply_(apply),
+      counter_(std::move(counter)),
+      period_ns_(counter_period_ns) {
+  if (!o_.log_path.empty()) {
+    log_.open(o_.log_path, std::ios::trunc);
+    if (!log_) throw std::runtime_error("--verify-log " + o_.log_path + ": cannot open it for writing");
+  }
+  settle_left_ = ctl_.options().settle_steps;
+  if (counter_) thread_ = std::thread([this] { counter_loop(); });
+}
+
+LiveVerifier::~LiveVerifier() { stop(); }
+
+void LiveVerifier::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (!step_s_.empty() && partial_steps_ == 0) partial_steps_ = step_s_.size();
+}
+
+// Reads the counter at each tick, sleeping most of a period between: a few reads per tick (≈4 ms each on an H200).
+void LiveVerifier::counter_loop() {
+  while (!stopping_) {
+    std::optional<monitor::CounterAtTick> c;
+    try {
+      c = counter_();
+    } catch (...) {
+      c.reset();
+    }
+    if (!c) {
+      std::lock_guard<std::mutex> g(mu_);
+      counter_error_ = "the energy counter could not be read";
+      return;
+    }
+    if (c->located) {
+      std::lock_guard<std::mutex> g(mu_);
+      ticks_.emplace_back(c->t_ns, c->j);
+      // Keep what a block may reach back to (an hour of ticks at most).
+      if (ticks_.size() > 40'000) ticks_.erase(ticks_.begin(), ticks_.begin() + 20'000);
+    }
+    const auto sleep = std::chrono::nanoseconds(std::max<std::int64_t>(0, period_ns_ - 20'000'000));
+    for (auto t = std::chrono::steady_clock::now() + sleep; !stopping_ && std::chrono::steady_clock::now() < t;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+verify::BlockResult LiveVerifier::close_block(std::int64_t end_ns) {
+  verify::BlockResult r;
+  r.step_s = step_s_;
+  std::lock_guard<std::mutex> g(mu_);
+  // The first and the last tick inside the measured steps.
+  auto first = std::lower_bound(ticks_.begin(), ticks_.end(), std::make_pair(measured_from_ns_, -1e300));
+  auto last = std::upper_bound(ticks_.begin(), ticks_.end(), std::make_pair(end_ns, 1e300));
+  if (first != ticks_.end() && last != ticks_.begin()) {
+    --last;
+    if (last > first && last->second > first->second) {
+      r.joules = last->second - first->second;
+      r.energy_seconds = static_cast<double>(last->first - first->first) * 1e-9;
+    }
+  }
+  return r;
+}
+
+void LiveVerifier::log(const std::string& line) {
+  if (log_) log_ << line << '\n' << std::flush;
+}
+
+void LiveVerifier::set_arm(runtime::LiveRuntime& rt) {
+  const verify::BlockPlan b = ctl_.next();
+  if (apply_) rt.set_position_clocks(ctl_.ladder().clocks_at(b.arm == verify::Arm::plan ? b.alpha : 0));
+  arm_set_ = true;
+}
+
+void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime::LiveRuntime& rt, bool fell_back) {
+  if (!stopped_why_.empty()) return;
+  if (fell_back) {
+    stopped_why_ = "the in-time guard replaced the plan by one clock pair: verification stopped there (its figures "
+                   "above are of the phase plan)";
+    return;
+  }
+  if (!arm_set_) set_arm(rt);
+  if (last_steps_ && steps == *last_steps_) return;
+  const bool first = !last_steps_;
+  last_steps_ = steps;
+  const std::int64_t prev = last_boundary_ns_;
+  last_boundary_ns_ = now;
+  if (first) return;  // the first boundary seen: steps are measured from here
+  if (settle_left_ > 0) {
+    if (--settle_left_ == 0) measured_from_ns_ = now;
+    return;
+  }
+  step_s_.push_back(static_cast<double>(now - prev) * 1e-9);
+  const double block_s = static_cast<double>(now - measured_from_ns_) * 1e-9;
+  const verify::ControllerOptions& co = ctl_.options();
+  if (step_s_.size() < co.block_steps || block_s < co.block_seconds) return;
+  const verify::BlockPlan b = ctl_.next();
+  const verify::BlockResult r = close_block(now);
+  const std::size_t block = ctl_.blocks();
+  const auto events = ctl_.finish_block(r);
+  double sum = 0;
+  for (double s : r.step_s) sum += s;
+  log(nlohmann::json({{"event", "block"}, {"block", block}, {"arm", verify::arm_name(b.arm)}, {"alpha", b.alpha},
+                      {"measured", b.measured}, {"applied", apply_}, {"steps", r.step_s.size()},
+                      {"mean_step_s", sum / static_cast<double>(r.step_s.size())}, {"joules", r.joules},
+                      {"energy_seconds", r.energy_seconds}})
+          .dump());
+  for (const auto& ev : events) {
+    log(nlohmann::json({{"event", ev.kind}, {"block", ev.block}, {"alpha_from", ev.alpha_from},
+                        {"alpha_to", ev.alpha_to}, {"why", ev.why}, {"estimate", estimate_json(ev.estimate)}})
+            .dump());
+    if (ev.kind != "no_tick") lines_.push_back(fmt::format("block {}: {}: {}", ev.block, ev.kind, ev.why));
+  }
+  step_s_.clear();
+  settle_left_ = co.settle_steps;
+  measured_from_ns_ = -1;
+  if (settle_left_ == 0) measured_from_ns_ = now;
+  set_arm(rt);
+}
+
+// In a dry run the blocks only measure the noise floor: that never keeps a one-pair plan's feed on (the feed costs a
+// launch-bound job; issue 50), and the blocks end where the feed does.
+bool LiveVerifier::needs_steps() const {
+  return apply_ && stopped_why_.empty() && ctl_.phase() == verify::Phase::verifying;
+}
+
+std::string LiveVerifier::summary() const {
+  const verify::AbEstimate e = ctl_.current();
+  std::string out = fmt::format("  measured verification ({}; budget {:.2f} %, blocks of >= {} steps and >= {:.1f} s, "
+                                "ABBA quads, {:.0f} % t intervals): {}\n",
+                                apply_ ? "applied: plan and baseline blocks alternate on the GPU"
+                                       : "dry-run: the arms are intended, both ran the same clocks, so this is the "
+                                         "job's noise floor",
+                                100 * ctl_.options().budget, ctl_.options().block_steps, ctl_.options().block_seconds,
+                                100 * ctl_.options().confidence, verify::phase_name(ctl_.phase()));
+  if (e.quads == 0) {
+    out += fmt::format("    no quad completed ({} block(s) of 4 in {} steps): too few steps to measure anything\n",
+                       ctl_.blocks(), ctl_.plan_steps() + ctl_.baseline_steps());
+  } else {
+    out += fmt::format("    step time {} [{}, {}] over {} quads ({} steps), MEASURED\n", pct(e.slowdown.estimate),
+                       pct(e.slowdown.lo), pct(e.slowdown.hi), e.quads, e.steps);
+    out += e.saving ? fmt::format("    energy per step saving {} [{}, {}], MEASURED (energy counter)\n",
+                                  pct(e.saving->estimate), pct(e.saving->lo), pct(e.saving->hi))
+                    : std::string("    energy per step: not measured (no two counter ticks inside the blocks)\n");
+    const double sd = std::max(e.sd_log_time, e.sd_floor);
+    const std::uint64_t per_quad = e.steps / e.quads;
+    for (double res : {0.005, 0.01, 0.02}) {
+      const std::size_t q = verify::quads_to_resolve(sd, res, e.confidence);
+      out += fmt::format("    resolving {:.1f} % of step time needs about {} quads ({} steps) at this job's scatter "
+                         "({:.2f} % per quad)\n",
+                         100 * res, q, q * per_quad, 100 * sd);
+    }
+  }
+  for (const auto& l : lines_) out += "    " + l + "\n";
+  if (ctl_.phase() != verify::Phase::baseline && ctl_.alpha() < 1)
+    out += fmt::format("    ended on {:.0f} % of the plan's clock reduction (backed off)\n", 100 * ctl_.alpha());
+  out += fmt::format("    baseline-clock steps run for verification: {} of {}\n", ctl_.baseline_steps(),
+                     ctl_.baseline_steps() + ctl_.plan_steps());
+  if (partial_steps_ > 0) out += fmt::format("    the job ended inside a block: its {} step(s) are left out\n", partial_steps_);
+  if (!stopped_why_.empty()) out += "    " + stopped_why_ + "\n";
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!counter_error_.empty()) out += "    " + counter_error_ + ": energy not measured\n";
+  }
+  return out;
+}
+
+}  // namespace gearshift::service

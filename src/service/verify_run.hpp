@@ -1,0 +1,95 @@
+// Measured verification of a plan on the live job (`gearshift run`, with --plan or --auto): the closed loop of
+// verify/controller.hpp driven by the job's own steps and the GPU's energy counter. The runtime's count of whole
+// steps (LiveRuntime::steps(), read on the feed reader) cuts the blocks; a thread of its own reads NVML's energy
+// counter at its ticks (monitor/counter_tick.hpp, through RunEnergy::counter) so that each block's energy is the
+// counter's own between two ticks inside it. With --apply each block's clocks are set in the runtime
+// (LiveRuntime::set_position_clocks); in a dry run nothing is touched and the blocks are intended arms, so the
+// figures measure the job's noise floor (an A/A test): what slowdown its steps can resolve. docs/verification.md.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "monitor/counter_tick.hpp"
+#include "runtime/clock_plan.hpp"
+#include "verify/controller.hpp"
+
+namespace gearshift::runtime {
+class LiveRuntime;
+}
+
+namespace gearshift::service {
+
+struct VerifyOptions {
+  bool enabled = true;
+  double budget = 0.005;            // step-time slowdown allowed, fraction
+  std::uint64_t block_steps = 5;    // measured steps per block, at least
+  std::string log_path;             // --verify-log: one JSON line per block and per decision ("" none)
+};
+
+// The energy counter at its next tick (RunEnergy::counter(true)); nullopt without one.
+using CounterRead = std::function<std::optional<monitor::CounterAtTick>()>;
+
+class LiveVerifier {
+ public:
+  // `plan`: the plan as the runtime follows it (kernels only); `sm_clocks`/`mem_clocks`: the GPU's supported clocks
+  // (ascending; empty: no snapping); `counter_period_ns`: the energy counter's tick period (blocks last at least
+  // 20 of them); `apply`: set each block's clocks in the runtime. Throws std::runtime_error when the log cannot be
+  // opened.
+  LiveVerifier(const VerifyOptions& o, const runtime::ClockPlan& plan, std::vector<int> sm_clocks,
+               std::vector<int> mem_clocks, std::int64_t counter_period_ns, bool apply, CounterRead counter);
+  ~LiveVerifier();
+  LiveVerifier(const LiveVerifier&) = delete;
+  LiveVerifier& operator=(const LiveVerifier&) = delete;
+
+  // The feed reader, after each event the live runtime took; `steady_ns`: std::chrono::steady_clock now; `steps`:
+  // LiveRuntime::steps(); `rt`: where a block's clocks are set (with apply).
+  void on_live_event(std::int64_t steady_ns, std::uint64_t steps, runtime::LiveRuntime& rt, bool fell_back);
+  // Stops the counter thread; the block in progress is left out (said in the summary).
+  void stop();
+  // Lines for the run's summary, measured figures first.
+  std::string summary() const;
+  // Whether the loop still needs the job's steps before its first verdict (with apply only): a one-pair plan's feed
+  // is turned off only once this is false; steady-state quads then stop with the feed.
+  bool needs_steps() const;
+
+ private:
+  void counter_loop();
+  verify::BlockResult close_block(std::int64_t end_ns);
+  void log(const std::string& json_line);
+  void set_arm(runtime::LiveRuntime& rt);
+
+  VerifyOptions o_;
+  verify::Controller ctl_;
+  bool apply_;
+  CounterRead counter_;
+  std::int64_t period_ns_;
+  // Counter ticks (steady ns, J), appended by the counter thread.
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::int64_t, double>> ticks_;
+  std::string counter_error_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+  // The feed reader's block state.
+  std::optional<std::uint64_t> last_steps_;
+  std::int64_t last_boundary_ns_ = -1;
+  std::uint64_t settle_left_ = 0;
+  std::int64_t measured_from_ns_ = -1;
+  std::vector<double> step_s_;
+  bool arm_set_ = false;
+  std::uint64_t partial_steps_ = 0;  // steps of the block the job ended in
+  std::string stopped_why_;          // why verification stopped early ("" none)
+  std::ofstream log_;
+  std::vector<std::string> lines_;   // the decisions, for the summary
+};
+
+}  // namespace gearshift::service
