@@ -15,7 +15,7 @@ using namespace gearshift::verify;
 
 namespace {
 
-// 24 positions of 1-8 ms (a ~60 ms step), the model right, the plan at half the budget by the truth (so that a
+// 24 positions of 1-8 ms and a 10 % gap (a ~120 ms step), the model right, the plan at half the budget by the truth (so that a
 // hold is what the truth allows), CV `cv` per step, 2 % drift.
 struct Job {
   SimJob job;
@@ -51,8 +51,8 @@ Job make(double cv, double budget) {
 
 int main() {
   constexpr int kSeeds = 40;
-  constexpr std::uint64_t kSteps = 100'000;  // about 1.7 h of a 60 ms step
-  std::printf("Steps to the first verdict (median of %d seeds; plan at half the budget by the truth, 60 ms step, "
+  constexpr std::uint64_t kSteps = 100'000;  // about 3.3 h of a ~120 ms step
+  std::printf("Steps to the first verdict (median of %d seeds; plan at half the budget by the truth, ~120 ms step, "
               "blocks >= 5 steps and 2 s):\n",
               kSeeds);
   std::printf("%-10s", "CV \\ budget");
