@@ -183,6 +183,10 @@ void add_run_command(CLI::App& app) {
                   "Measured steps per verification block, at least (blocks also last >= 20 energy-counter periods; "
                   "default 5)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--verify-block-s", o->lr.verify.block_seconds,
+                  "Seconds per verification block, at least (default: 20 periods of the GPU's energy counter, 2 s on "
+                  "an H100/H200; at least 0.3 s: shorter blocks hold too few counter ticks)")
+      ->check(CLI::Range(0.3, 3600.0));
   cmd->add_option("cmd", o->lr.cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     LiveRunOptions lr = check_run_options(*o, *cmd);  // every usage error before the job starts

@@ -34,7 +34,9 @@ verify::ControllerOptions controller_options(const VerifyOptions& o, std::int64_
   verify::ControllerOptions c;
   c.budget = o.budget;
   c.block_steps = std::max<std::uint64_t>(1, o.block_steps);
-  c.block_seconds = static_cast<double>(kBlockCounterPeriods * std::max<std::int64_t>(period_ns, 1)) * 1e-9;
+  c.block_seconds = o.block_seconds > 0
+                        ? o.block_seconds
+                        : static_cast<double>(kBlockCounterPeriods * std::max<std::int64_t>(period_ns, 1)) * 1e-9;
   return c;
 }
 

@@ -33,6 +33,7 @@ struct VerifyOptions {
   bool enabled = true;
   double budget = 0.005;            // step-time slowdown allowed, fraction
   std::uint64_t block_steps = 5;    // measured steps per block, at least
+  double block_seconds = 0;         // and at least this long, s; 0: 20 periods of the energy counter
   std::string log_path;             // --verify-log: one JSON line per block and per decision ("" none)
 };
 
