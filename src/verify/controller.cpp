@@ -93,7 +93,16 @@ std::vector<VerifyEvent> Controller::finish_block(const BlockResult& r) {
   }
   ArmTotals& t = b.arm == Arm::plan ? quad_.plan : quad_.base;
   t.steps += steps;
-  for (double s : r.step_s) t.seconds += s, t.sum_sq += s * s;
+  for (double s : r.step_s) t.seconds += s;
+  if (r.step_s.size() >= 2) {  // the block's halves (estimate.hpp, ArmTotals::half_var_sum)
+    const std::size_t h = r.step_s.size() / 2, n = r.step_s.size();
+    double first = 0, second = 0;
+    for (std::size_t i = 0; i < n; ++i) (i < h ? first : second) += r.step_s[i];
+    const double n1 = static_cast<double>(h), n2 = static_cast<double>(n - h), m1 = first / n1, m2 = second / n2;
+    const double mean = (first + second) / static_cast<double>(n);
+    t.half_var_sum += (m1 - m2) * (m1 - m2) / (1 / n1 + 1 / n2) / (mean * mean);
+    ++t.half_blocks;
+  }
   if (r.energy_seconds > 0 && r.joules > 0) {
     t.joules += r.joules;
     t.energy_seconds += r.energy_seconds;

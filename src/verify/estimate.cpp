@@ -33,12 +33,11 @@ Mean mean_sd(const std::vector<double>& x) {
   return m;
 }
 
-// The squared coefficient of variation of an arm's mean step (the steps' scatter over their count); 0 under 2 steps.
+// The squared coefficient of variation of an arm's mean step (the steps' long-run relative variance over their
+// count); 0 without a block of at least 2 steps.
 double mean_cv2(const ArmTotals& a) {
-  if (a.steps < 2 || a.seconds <= 0) return 0;
-  const double n = static_cast<double>(a.steps), mean = a.seconds / n;
-  const double var = std::max(0.0, (a.sum_sq - n * mean * mean) / (n - 1));
-  return var / (mean * mean) / n;
+  if (a.half_blocks == 0 || a.steps == 0) return 0;
+  return a.half_var_sum / static_cast<double>(a.half_blocks) / static_cast<double>(a.steps);
 }
 
 // exp(mean ± t·sd/√n) as a ratio's interval, sd at least `sd_floor`; `sign` -1 turns a ratio r into 1 - r

@@ -14,8 +14,8 @@
 // With 3-5 quads the quads' own standard deviation can come out far below the truth by chance, and a loop that looks
 // after every quad takes such a look as proof (simulated at 5 % step noise: a 3-quad interval of +-0.1 % on a
 // saving whose truth was -0.14 %). So the standard deviation used is at least what the steps' scatter within the
-// blocks implies for a quad's log-ratio (sqrt(cv_plan^2/n_plan + cv_base^2/n_base)): between-quad variation can
-// only add to the sampling noise of the steps themselves.
+// blocks implies for a quad's log-ratio (sqrt(cv_plan^2/n_plan + cv_base^2/n_base), cv from the blocks' halves,
+// ArmTotals::half_var_sum): between-quad variation can only add to the sampling noise of the steps themselves.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +32,13 @@ struct ArmTotals {
   // Energy of the counter windows inside the blocks and their length, J and s; 0 s: no counter window (a block
   // too short for two counter ticks, or no energy counter): the quad then gives no energy figure.
   double joules = 0, energy_seconds = 0;
-  double sum_sq = 0;  // sum of the measured steps' squared wall times, s^2 (their scatter within the blocks)
+  // The steps' long-run relative variance as the blocks' halves see it, summed over blocks, and those blocks: per
+  // block, (m1 - m2)^2 / (1/n1 + 1/n2) / mean^2 from the mean steps m1, m2 of its first and second halves (the
+  // batch-means estimate with two batches). Not the steps' own scatter: a step measured between two boundaries
+  // whose times jitter is long where the next is short, and that scatter overstated a quad's noise tenfold on the
+  // stand-in job (its block sums hold only the two end boundaries' jitter).
+  double half_var_sum = 0;
+  std::size_t half_blocks = 0;
   double step_s() const { return steps ? seconds / static_cast<double>(steps) : 0; }
   double watts() const { return energy_seconds > 0 ? joules / energy_seconds : 0; }
 };
