@@ -87,6 +87,8 @@ class Session {
   const SessionOptions& options() const noexcept { return o_; }
   // True while it locks clocks through NVML (apply, and NVML did not refuse a change); false after stop().
   bool writes_clocks() const noexcept { return !stopped_.load() && act_->writes_clocks(); }
+  // Clock changes NVML failed to make other than for permission (a GPU lost, an invalid clock); 0 in a dry run.
+  std::uint64_t failed_changes() const { return nvml_act_ ? nvml_act_->failures() : 0; }
   // record_changes: every intended change so far, in order; lost: some could not be kept (out of memory).
   std::vector<ClockChange> changes() const;
   bool changes_lost() const;

@@ -71,6 +71,13 @@ LiveVerifier::LiveVerifier(const VerifyOptions& o, const runtime::ClockPlan& pla
 
 LiveVerifier::~LiveVerifier() { stop(); }
 
+void LiveVerifier::halt(const std::string& why) {
+  if (!stopped_why_.empty()) return;
+  stopped_why_ = why;
+  partial_steps_ = step_s_.size();
+  step_s_.clear();
+}
+
 void LiveVerifier::stop() {
   stopping_ = true;
   if (thread_.joinable()) thread_.join();

@@ -57,6 +57,10 @@ class LiveVerifier {
   void on_live_event(std::int64_t steady_ns, std::uint64_t steps, runtime::LiveRuntime& rt, bool fell_back);
   // Stops the counter thread; the block in progress is left out (said in the summary).
   void stop();
+  // Ends the blocks for good (feed reader): the quad in progress is left out, `why` is said in the summary. For a
+  // GPU that stopped taking clock changes (lost, or NVML refusing): its later blocks would compare two arms that
+  // ran the same clocks.
+  void halt(const std::string& why);
   // Lines for the run's summary, measured figures first.
   std::string summary() const;
   // Whether the loop still needs the job's steps before its first verdict (with apply only): a one-pair plan's feed

@@ -365,6 +365,34 @@ TEST(Run, VerificationBacksOffAPlanOverTheBudgetAndHolds) {
   EXPECT_NE(o.find("backed off"), std::string::npos) << o;
 }
 
+// Faults under verification: without an energy counter the blocks still measure step time (time-only verdicts,
+// energy said not measured); a GPU lost mid-run stops the blocks there, so that no later quad compares two arms
+// that ran the same clocks.
+TEST(Run, VerificationWithoutACounterOrWithTheGpuLost) {
+  for (const std::string fault : {"no-energy-counter", "gpu-lost-after=3"}) {
+    SimEnv s;
+    const fs::path out = s.t.dir / "out.txt";
+    std::vector<std::string> env = s.env;
+    env.push_back("GEARSHIFT_SIMGPU_FAULT=" + fault);
+    std::vector<std::string> a = s.run_argv("400");
+    a.insert(a.begin() + 2, {"--max-slowdown", "2%", "--verify-block-s", "0.5"});
+    ASSERT_EQ(run(a, env, out), 0) << fault << ": " << slurp(out);
+    const std::string o = slurp(out);
+    EXPECT_NE(o.find("measured verification (applied"), std::string::npos) << o;
+    if (fault == "no-energy-counter") {
+      // A hold (the stand-in's step time does not depend on its clocks) rests on step time alone, and says so.
+      EXPECT_NE(o.find("energy per step: not measured"), std::string::npos) << o;
+      if (o.find(": hold:") != std::string::npos) {
+        EXPECT_NE(o.find("saving not measured (no energy counter windows)"), std::string::npos) << o;
+      }
+      EXPECT_NE(o.find(" MEASURED\n"), std::string::npos) << o;  // the step time still is
+    } else {
+      EXPECT_NE(o.find("NVML stopped taking clock changes"), std::string::npos) << o;
+      EXPECT_LE(number_after(o, "over ", "  measured verification"), 2.0) << o;  // the quads of the first ~3 s
+    }
+  }
+}
+
 TEST(Run, DryRunLogsIntendedChangesAndWritesNothing) {
   SimEnv s;
   const fs::path out = s.t.dir / "out.txt";
