@@ -43,6 +43,7 @@ struct Opts {
   bool apply = false, auto_plan = false, lock_memory = false;
   std::size_t warmup_steps = 20;
   double warmup_timeout_s = 600;
+  double warmup_no_step_s = 30;
   std::string progress_name = "markers";
   double one_pair_follow_s = static_cast<double>(runtime::kOnePairFollowNs) * 1e-9;
 };
@@ -65,6 +66,7 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     lr.ao.max_slowdown = parse_slowdown(o.max_slowdown);
     lr.ao.warmup_steps = o.warmup_steps;
     lr.ao.timeout_ns = seconds_to_ns(o.warmup_timeout_s);
+    lr.ao.no_step_timeout_ns = seconds_to_ns(o.warmup_no_step_s);
     if (lr.switching.latency_ns) lr.ao.switch_latency_ns = *lr.switching.latency_ns;  // none: the spec's
     if (!o.plan_output.empty()) check_directory("--plan-output", o.plan_output);
     lr.ao.plan_output = o.plan_output;
@@ -80,7 +82,8 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     const std::pair<bool, const char*> auto_only[] = {
         {!o.plan_output.empty(), "--plan-output"},
         {!o.gpu_spec.empty(), "--gpu-spec"},         {cmd.count("--warmup-steps") > 0, "--warmup-steps"},
-        {!o.model.empty(), "--model"},              {cmd.count("--warmup-timeout") > 0, "--warmup-timeout"}};
+        {!o.model.empty(), "--model"},              {cmd.count("--warmup-timeout") > 0, "--warmup-timeout"},
+        {cmd.count("--warmup-no-step-s") > 0, "--warmup-no-step-s"}};
     for (const auto& [given, name] : auto_only)
       if (given) throw Exit(kUsage, fmt::format("{} is for --auto (a --plan was made with its own)", name));
     if (o.plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
@@ -149,6 +152,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--gpu-spec", o->gpu_spec,
                   fmt::format("With --auto: GPU spec to plan for ({}; default: from NVML's name)",
                               fmt::join(gpu::spec_names(), ", ")));
+  cmd->add_option("--warmup-no-step-s", o->warmup_no_step_s,
+                  "With --auto: give up (the job's feed off) once this long passed with no training step found in any "
+                  "process and at least 20,000 kernels recorded (default 30)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--plan-output", o->plan_output, "With --auto: also write the plan made (plan.json)");
   cmd->add_option("--model", o->model,
                   "With --auto: plan with this `gearshift calibrate` model file instead of the class priors");

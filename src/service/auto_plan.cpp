@@ -317,17 +317,29 @@ void AutoPlanner::loop() {
             failed));
         return;
       }
-    } else if (full || timed_out) {
-      std::string why = full ? fmt::format("gave up after {} kernels and copies without enough steps", o_.max_kernels)
-                             : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)",
-                                           static_cast<double>(o_.timeout_ns) * 1e-9);
+    } else {
       Attempt b;
+      std::size_t ops = 0;
       {
         std::lock_guard<std::mutex> g(mu_);
         b = best();
+        ops = collected();
       }
-      give_up(why + ": " + progress(b));
-      return;
+      // No step anywhere after the no-step bound (AutoOptions::no_step_timeout_ns): recording on costs the job.
+      const bool no_step = b.steps == 0 && ns_since(t0_) >= o_.no_step_timeout_ns && ops >= o_.no_step_min_ops;
+      if (full || timed_out || no_step) {
+        const double s = seconds_since(t0_);
+        std::string why =
+            full       ? fmt::format("gave up after {} kernels and copies without enough steps", o_.max_kernels)
+            : no_step  ? fmt::format("gave up after {:.0f} s of warm-up and {} ops with no training step found in "
+                                     "any process (--warmup-no-step-s {:g}; recording every kernel costs the job, "
+                                     "so it stops here)",
+                                     s, ops, static_cast<double>(o_.no_step_timeout_ns) * 1e-9)
+                       : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)",
+                                     static_cast<double>(o_.timeout_ns) * 1e-9);
+        give_up(why + ": " + progress(b));
+        return;
+      }
     }
     // Detection costs more as the trace grows: at least twice its last run time between attempts.
     next = std::chrono::steady_clock::now() + std::max<std::chrono::steady_clock::duration>(

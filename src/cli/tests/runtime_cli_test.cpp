@@ -1530,6 +1530,26 @@ TEST(RunAuto, GivesUpAfterTheTimeoutAndRunsOn) {
   EXPECT_EQ(slurp(s.log), "");
 }
 
+// A warm-up that finds no step stops early (issue 50: a T5 job paid 32-42 % for its whole run while every kernel was
+// recorded up to the 1 M cap): a launch-bound stand-in of 50 µs kernels that never repeat gives up after the
+// no-step bound and has its feed turned off, long before the --warmup-timeout.
+TEST(RunAuto, AWarmupWithNoStepStopsRecordingAfterItsBound) {
+  AutoEnv s;
+  const fs::path out = s.t.dir / "out.txt";
+  s.env.push_back("FAKE_JOB_NOISE_US=50");
+  EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--warmup-no-step-s", "1.5", "--dry-run-log", s.log.string()},
+                          {"--noise", "5"}),
+                s.env, out),
+            0);
+  const std::string o = slurp(out);
+  EXPECT_NE(o.find("with no training step found in any process (--warmup-no-step-s 1.5"), std::string::npos) << o;
+  EXPECT_NE(o.find("continuing as a pass-through (the job's launch feed turned off)"), std::string::npos) << o;
+  const double after = number_after(o, "gave up after ");
+  EXPECT_GE(after, 1.0) << o;
+  EXPECT_LT(after, 4.5) << o;  // well before the job's 5 s end (and the 600 s --warmup-timeout)
+  EXPECT_EQ(slurp(s.log), "");
+}
+
 // A refused --auto turns the job's launch feed off: before, every kernel's activity and the launch callbacks
 // stayed on for the rest of the job (measured on an H200: every kernel's activity cost GPT-2 small with gradient
 // accumulation +2.5 to +3 % a step, docs/benchmarks.md session 17) while the summary said "the job ran untouched".

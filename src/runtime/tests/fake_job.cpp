@@ -581,12 +581,15 @@ bool run_recorded(int fd, const char* path, long steps) {
 
 bool run_noise(int fd, double seconds, std::int64_t first_corr) {
   const std::int64_t until = monotonic_ns() + static_cast<std::int64_t>(seconds * 1e9);
+  // FAKE_JOB_NOISE_US: each kernel's length (default 1000 µs); short ones make a launch-bound job's rate.
+  const char* us = std::getenv("FAKE_JOB_NOISE_US");
+  const std::int64_t len = us ? std::max<std::int64_t>(1, std::atoll(us)) * 1000 : 1'000'000;
   for (std::int64_t corr = first_corr; monotonic_ns() < until; ++corr) {
     const std::int64_t start = monotonic_ns();
     const std::string c = std::to_string(corr);
     if (!put(fd, "L " + std::to_string(start) + " " + c + " noise_kernel_" + c + "\n")) return false;
-    sleep_until(start + 1'000'000);
-    if (!put(fd, "C " + c + " " + std::to_string(start) + " " + std::to_string(start + 1'000'000) + "\n")) return false;
+    sleep_until(start + len);
+    if (!put(fd, "C " + c + " " + std::to_string(start) + " " + std::to_string(start + len) + "\n")) return false;
   }
   return true;
 }
