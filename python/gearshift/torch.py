@@ -129,9 +129,32 @@ class Runtime:
     other processes of a job reach ``gearshift run`` through its socket, not this runtime).
     """
 
-    def __init__(self, plan_path: str, apply: bool, gpu_index: int, dry_run_log: str) -> None:
+    def __init__(
+        self,
+        plan_path: str,
+        apply: bool,
+        gpu_index: int,
+        dry_run_log: str,
+        *,
+        verify: bool = True,
+        budget: float = 0.005,
+        verify_log: str = "",
+        verify_block_steps: int = 5,
+        verify_block_s: float = 0.0,
+    ) -> None:
         watchdog = (shutil.which("gearshift") or "") if apply else ""
-        self._rt = core._Runtime(plan_path, bool(apply), int(gpu_index), dry_run_log, watchdog)
+        self._rt = core._Runtime(
+            plan_path,
+            bool(apply),
+            int(gpu_index),
+            dry_run_log,
+            watchdog,
+            bool(verify),
+            float(budget),
+            verify_log,
+            int(verify_block_steps),
+            float(verify_block_s),
+        )
         self.plan_path = plan_path
         self.apply = bool(apply)
         self.dry_run_log = dry_run_log
@@ -196,7 +219,10 @@ class Runtime:
         Returns its counts: ``launches`` (launch events received, fed or from CUPTI), ``syncs`` (device/stream
         synchronizes received: GPU progress), ``markers`` (stream markers received: idem), ``steps``, ``changes``
         (clock changes), ``dropped``, ``prediction_accuracy`` and ``in_time_fraction`` (fractions),
-        ``dry_run_changes``. Calling it again returns the same dict.
+        ``dry_run_changes``, and ``verification``: the measured verification's summary lines (blocks of whole
+        steps alternating the plan and the baseline clocks with apply=True, the measured step time and energy
+        per step saving with their 95 % intervals; docs/verification.md), "" when it was off. Calling it again
+        returns the same dict.
         """
         if self.stats is None:
             # First: the feed's last lines must reach the pipe, and its end must close, before the runtime
@@ -242,6 +268,8 @@ def enable(
     gpu_index: Optional[int] = None,
     dry_run_log: Optional[str] = None,
     launch_feed: bool = True,
+    verify: bool = True,
+    verify_log: Optional[str] = None,
 ) -> Runtime:
     """Starts the online runtime in this process (the in-process form of ``gearshift run``).
 
@@ -262,12 +290,18 @@ def enable(
     Args:
         plan: plan.json path, or a trace of this job (planned now under ``max_slowdown``); None reads
             ``$GEARSHIFT_PLAN``.
-        max_slowdown: allowed step-time increase when planning from a trace, fraction.
+        max_slowdown: allowed step-time increase, fraction: the budget a trace is planned for, and the one the
+            measured verification keeps.
         apply: lock GPU clocks through NVML (needs root / CAP_SYS_ADMIN). False = dry run: the intended
             changes are only logged (``dry_run_log``, JSON lines) and the GPU is never touched.
         gpu_index: NVML index to control; default ``$LOCAL_RANK`` or 0.
         launch_feed: attach the CUPTI launch feed. False: launches come only from :meth:`Runtime.feed_line`
             or the pipe :attr:`Runtime.fd` (a program with its own launch hook; tests).
+        verify: measure the plan on the job (docs/verification.md): with apply=True, blocks of whole steps
+            alternate the plan and the baseline clocks and the step-time budget ``max_slowdown`` is kept as
+            measured (the plan scaled back, or the baseline); in a dry run the blocks only measure the job's noise
+            floor. Its summary is in :meth:`Runtime.stop`'s ``verification``.
+        verify_log: one JSON line per verification block and decision, to this file.
 
     Returns:
         The :class:`Runtime`; :func:`disable` stops it (also at interpreter exit).
@@ -287,7 +321,9 @@ def enable(
         path = _resolve_plan(plan, max_slowdown)
         if gpu_index is None:
             gpu_index = int(os.environ.get("LOCAL_RANK", "0"))
-        rt = Runtime(path, apply, gpu_index, dry_run_log or "")
+        rt = Runtime(
+            path, apply, gpu_index, dry_run_log or "", verify=verify, budget=max_slowdown, verify_log=verify_log or ""
+        )
         try:
             if launch_feed and not rt.attach_feed():
                 warnings.warn(

@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -22,6 +24,9 @@
 #include "service/plan_job.hpp"
 #include "service/plan_pipeline.hpp"
 #include "service/plan_ranks.hpp"
+#include "service/verify_run.hpp"
+#include "monitor/run_energy.hpp"
+#include "runtime/live.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -99,7 +104,8 @@ class Monitor {
 class Runtime {
  public:
   Runtime(const std::string& plan_path, bool apply, unsigned gpu_index, const std::string& dry_run_log,
-          const std::string& watchdog_exe) {
+          const std::string& watchdog_exe, bool verify, double budget, const std::string& verify_log,
+          std::uint64_t verify_block_steps, double verify_block_s) {
     plan_ = gearshift::service::load_live_plan(plan_path);  // ServiceError kBadPlan: PlanError
     gearshift::runtime::SessionOptions o;
     o.apply = apply;
@@ -111,7 +117,23 @@ class Runtime {
     // The plan's switching, as `gearshift run --plan` without --switch-latency-ms / --min-interval-ms.
     gearshift::service::Switching plans_own;
     session_->start(plan_, gearshift::service::scheduler_options(plan_, plans_own));
+    // Measured verification (service/verify_run.hpp), as `gearshift run` runs it: here a thread of its own reads
+    // the runtime's step count every millisecond (no feed reader of ours sees each event).
+    gearshift::service::VerifyOptions vo;
+    vo.enabled = verify;
+    vo.budget = budget;
+    vo.log_path = verify_log;
+    vo.block_steps = verify_block_steps;
+    vo.block_seconds = verify_block_s;
+    if (verify) {
+      energy_ = std::make_unique<gearshift::monitor::RunEnergy>(gpu_index);
+      verifier_ = gearshift::service::make_live_verifier(
+          vo, plan_, apply, [this] { return energy_->counter(true); },
+          [](std::string_view l) { std::fprintf(stderr, "%.*s\n", static_cast<int>(l.size()), l.data()); });
+    }
+    if (verifier_) poll_ = std::thread([this] { poll(); });
   }
+  ~Runtime() { stop_polling(); }
   int fd() const { return session_->feed_fd(); }
   bool writes_clocks() const { return session_->writes_clocks(); }
   std::size_t positions() const { return plan_.size(); }
@@ -123,6 +145,7 @@ class Runtime {
     gearshift::runtime::SessionStats st;
     {
       nb::gil_scoped_release unlocked;
+      stop_polling();
       st = session_->stop();  // reader joined, clocks restored, watchdog told, lock released
     }
     const auto& s = st.live;
@@ -136,12 +159,35 @@ class Runtime {
     d["prediction_accuracy"] = s.prediction_accuracy();
     d["in_time_fraction"] = s.in_time_fraction();
     d["dry_run_changes"] = st.dry_run_changes;
+    d["verification"] = verifier_ ? verifier_->summary() : std::string();
     return d;
   }
 
  private:
+  void poll() {
+    while (!stopping_.load()) {
+      if (gearshift::runtime::LiveRuntime* rt = session_->live()) {
+        if (session_->options().apply && (!session_->writes_clocks() || session_->failed_changes() > 0))
+          verifier_->halt("NVML stopped taking clock changes (a GPU lost, or a change refused): verification "
+                          "stopped there; its figures are of the quads before");
+        const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+        verifier_->on_live_event(now, rt->steps(), *rt, rt->fell_back());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  void stop_polling() {
+    stopping_.store(true);
+    if (poll_.joinable()) poll_.join();
+    if (verifier_) verifier_->stop();
+  }
+
   gearshift::runtime::ClockPlan plan_;
   std::unique_ptr<gearshift::runtime::Session> session_;
+  std::unique_ptr<gearshift::monitor::RunEnergy> energy_;
+  std::unique_ptr<gearshift::service::LiveVerifier> verifier_;
+  std::atomic<bool> stopping_{false};
+  std::thread poll_;
 };
 
 // gearshift plan TRACE -o plan.json, in process: the plan file's JSON text.
@@ -244,8 +290,10 @@ NB_MODULE(_core, m) {
       .def("end", &Monitor::end, "name"_a)
       .def("close", &Monitor::close);
   nb::class_<Runtime>(m, "_Runtime")
-      .def(nb::init<const std::string&, bool, unsigned, const std::string&, const std::string&>(), "plan"_a,
-           "apply"_a, "gpu_index"_a, "dry_run_log"_a, "watchdog_exe"_a)
+      .def(nb::init<const std::string&, bool, unsigned, const std::string&, const std::string&, bool, double,
+                    const std::string&, std::uint64_t, double>(),
+           "plan"_a, "apply"_a, "gpu_index"_a, "dry_run_log"_a, "watchdog_exe"_a, "verify"_a, "budget"_a,
+           "verify_log"_a, "verify_block_steps"_a, "verify_block_s"_a)
       .def_prop_ro("fd", &Runtime::fd)
       .def_prop_ro("writes_clocks", &Runtime::writes_clocks)
       .def_prop_ro("positions", &Runtime::positions)

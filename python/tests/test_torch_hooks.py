@@ -198,3 +198,24 @@ def test_apply_without_permission_raises_permission_error(simgpu, monkeypatch):
     os.close(r)
     shutil.rmtree(plan_dir, ignore_errors=True)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, detail
+
+
+def test_apply_runs_measured_verification_blocks(simgpu, tmp_path):
+    # The in-process runtime runs the same blocks as `gearshift run` (docs/verification.md): with apply=True they
+    # alternate the plan and the baseline clocks in ABBA order, each block's steps and counter energy logged.
+    log = tmp_path / "verify.jsonl"
+    rt = gearshift.torch.Runtime(_plan_file(tmp_path), True, 0, "", verify=True, budget=0.02, verify_log=str(log),
+                                 verify_block_steps=3, verify_block_s=0.3)
+    _run_fake_job(rt.feed_line, steps=420)
+    stats = rt.stop()
+    assert "measured verification (applied" in stats["verification"]
+    blocks = [json.loads(l) for l in log.read_text().splitlines()]
+    arms = [b["arm"] for b in blocks if b["event"] == "block"]
+    assert arms[:4] == ["plan", "baseline", "baseline", "plan"], stats["verification"]
+    assert all(b["applied"] for b in blocks if b["event"] == "block")
+
+
+def test_verification_off_says_nothing(simgpu, tmp_path):
+    rt = gearshift.torch.Runtime(_plan_file(tmp_path), False, 0, "", verify=False)
+    _run_fake_job(rt.feed_line, steps=5)
+    assert rt.stop()["verification"] == ""

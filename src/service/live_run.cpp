@@ -176,27 +176,9 @@ void LiveRun::on_plan(const runtime::ClockPlan& made, std::uint32_t source) {
 // Before the session starts: the verifier over the positions the runtime follows (kernels only), the GPU spec's
 // supported clocks and counter period. Without --verify, or for a plan whose spec is unknown, none (said).
 void LiveRun::start_verifier(const runtime::ClockPlan& plan) {
-  if (!o_.verify.enabled) return;
-  std::vector<int> sm, mem;
-  std::int64_t period = 100'000'000;
-  try {
-    const gpu::GpuSpec spec = gpu::find_spec(plan.gpu);
-    sm = spec.sm_clocks_mhz;
-    mem = spec.mem_clocks_mhz;
-    if (spec.energy_counter_update_ns > 0) period = spec.energy_counter_update_ns;
-  } catch (const std::invalid_argument&) {
-    say(o_.progress_sink, fmt::format("gearshift run: note: no spec for '{}': measured verification runs the plan's "
-                                      "own clocks and the baseline only at their planned values",
-                                      plan.gpu));
-  }
-  try {
-    verifier_owner_ = std::make_unique<LiveVerifier>(o_.verify, plan.kernels_only(), std::move(sm), std::move(mem),
-                                                     period, session_.options().apply,
-                                                     [this] { return energy_.counter(true); });
-  } catch (const std::exception& e) {  // on --auto's planner thread: nothing may escape
-    say(o_.progress_sink, fmt::format("gearshift run: warning: measured verification is off: {}", e.what()));
-    return;
-  }
+  verifier_owner_ = make_live_verifier(o_.verify, plan, session_.options().apply,
+                                       [this] { return energy_.counter(true); },
+                                       [this](std::string_view l) { say(o_.progress_sink, std::string(l)); });
   verifier_.store(verifier_owner_.get());
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "gpu/spec.hpp"
 #include "runtime/live.hpp"
 
 namespace gearshift::service {
@@ -228,6 +229,33 @@ std::string LiveVerifier::summary() const {
     if (!counter_error_.empty()) out += "    " + counter_error_ + ": energy not measured\n";
   }
   return out;
+}
+
+std::unique_ptr<LiveVerifier> make_live_verifier(const VerifyOptions& o, const runtime::ClockPlan& plan, bool apply,
+                                                 CounterRead counter, const std::function<void(std::string_view)>& sink) {
+  if (!o.enabled) return nullptr;
+  auto say_line = [&](const std::string& l) {
+    if (sink) sink(l);
+  };
+  std::vector<int> sm, mem;
+  std::int64_t period = 100'000'000;
+  try {
+    const gpu::GpuSpec spec = gpu::find_spec(plan.gpu);
+    sm = spec.sm_clocks_mhz;
+    mem = spec.mem_clocks_mhz;
+    if (spec.energy_counter_update_ns > 0) period = spec.energy_counter_update_ns;
+  } catch (const std::invalid_argument&) {
+    say_line(fmt::format("gearshift: note: no spec for '{}': measured verification's rungs are not snapped to "
+                         "supported clocks, and its blocks assume a 100 ms energy counter",
+                         plan.gpu));
+  }
+  try {
+    return std::make_unique<LiveVerifier>(o, plan.kernels_only(), std::move(sm), std::move(mem), period, apply,
+                                          std::move(counter));
+  } catch (const std::exception& e) {
+    say_line(fmt::format("gearshift: warning: measured verification is off: {}", e.what()));
+    return nullptr;
+  }
 }
 
 }  // namespace gearshift::service

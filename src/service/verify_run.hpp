@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -96,5 +97,12 @@ class LiveVerifier {
   std::ofstream log_;
   std::vector<std::string> lines_;   // the decisions, for the summary
 };
+
+// The verifier of a plan the runtime follows (`plan`: as given to the session; its kernel positions are followed),
+// with the GPU spec's supported clocks and counter period (100 ms and no snapping for a spec not known, said to
+// `sink`); nullptr when `o.enabled` is false, or when it cannot start (its log cannot be opened: said to `sink`).
+// Never throws: `gearshift run --auto` calls it on its planner's thread.
+std::unique_ptr<LiveVerifier> make_live_verifier(const VerifyOptions& o, const runtime::ClockPlan& plan, bool apply,
+                                                 CounterRead counter, const std::function<void(std::string_view)>& sink);
 
 }  // namespace gearshift::service
