@@ -15,7 +15,8 @@ namespace gearshift::report {
 
 std::vector<std::string> write_run_timeline(const std::string& path, const std::vector<runtime::ClockChange>& changes,
                                             unsigned gpu, const std::string& trace_path,
-                                            const std::optional<ClockAnchor>& anchor) {
+                                            const std::optional<ClockAnchor>& anchor,
+                                            const std::vector<std::pair<std::int64_t, double>>& verify_arms) {
   std::vector<std::string> notes;
   report::TimelineContent c;
   const auto pid = static_cast<std::int64_t>(gpu);
@@ -38,6 +39,11 @@ std::vector<std::string> write_run_timeline(const std::string& path, const std::
   }
   if (!locked.points.empty()) c.counters = {sm, mem, locked};
   else notes.push_back("no clock change was intended (no plan ran): the timeline has no clock track");
+  if (!verify_arms.empty()) {
+    report::CounterTrack arms{"verification block: plan rung (1 the plan, 0 the baseline clocks)", pid, row, {}};
+    for (const auto& [t, alpha] : verify_arms) arms.points.push_back({t, alpha});
+    c.counters.push_back(std::move(arms));
+  }
   c.other_data = {{"producer", "gearshift run --timeline"},
                   {"clock", "CLOCK_MONOTONIC ns (the runtime's)"},
                   {"intended_clocks", "the runtime's clock changes at the GPU time they serve"}};

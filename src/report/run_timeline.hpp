@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/actuator.hpp"
@@ -28,8 +29,11 @@ struct ClockAnchor {
 
 // Writes FILE; returns notes for the user (what was left out and why). `trace_path` empty: no kernels. Throws
 // trace::TraceError when FILE cannot be written.
+// `verify_arms`: measured verification's blocks (service/verify_run.hpp), each (CLOCK_MONOTONIC ns when its clocks
+// were requested, the plan's rung alpha: 1 the plan, 0 the baseline clocks), drawn as a counter track; empty: none.
 std::vector<std::string> write_run_timeline(const std::string& path, const std::vector<runtime::ClockChange>& changes,
                                             unsigned gpu, const std::string& trace_path,
-                                            const std::optional<ClockAnchor>& anchor);
+                                            const std::optional<ClockAnchor>& anchor,
+                                            const std::vector<std::pair<std::int64_t, double>>& verify_arms = {});
 
 }  // namespace gearshift::report

@@ -341,7 +341,9 @@ std::string LiveRun::guard_line(const runtime::LiveStats& st) const {
 std::string LiveRun::write_timeline() const {
   try {
     const auto changes = session_.changes();
-    const auto notes = report::write_run_timeline(o_.timeline, changes, o_.gpu, o_.trace_output, anchor_);
+    const LiveVerifier* v = verifier_.load();
+    const auto notes = report::write_run_timeline(o_.timeline, changes, o_.gpu, o_.trace_output, anchor_,
+                                                  v ? v->arm_track() : std::vector<std::pair<std::int64_t, double>>{});
     std::string out = fmt::format("gearshift run: timeline written to {} ({} intended clock changes{})\n", o_.timeline,
                                   changes.size(), session_.changes_lost() ? ", some lost: out of memory" : "");
     for (const auto& n : notes) out += fmt::format("  note: {}\n", n);

@@ -132,9 +132,12 @@ void LiveVerifier::log(const std::string& line) {
   if (log_) log_ << line << '\n' << std::flush;
 }
 
-void LiveVerifier::set_arm(runtime::LiveRuntime& rt) {
+void LiveVerifier::set_arm(runtime::LiveRuntime& rt, std::int64_t now) {
   const verify::BlockPlan b = ctl_.next();
-  if (apply_) rt.set_position_clocks(ctl_.ladder().clocks_at(b.arm == verify::Arm::plan ? b.alpha : 0));
+  const double alpha = b.arm == verify::Arm::plan ? b.alpha : 0;
+  if (apply_) rt.set_position_clocks(ctl_.ladder().clocks_at(alpha));
+  if (arm_points_.size() < 1'000'000 && (arm_points_.empty() || arm_points_.back().second != alpha))
+    arm_points_.emplace_back(now, alpha);
   arm_set_ = true;
 }
 
@@ -145,7 +148,7 @@ void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime:
                    "above are of the phase plan)";
     return;
   }
-  if (!arm_set_) set_arm(rt);
+  if (!arm_set_) set_arm(rt, now);
   if (last_steps_ && steps == *last_steps_) return;
   const bool first = !last_steps_;
   last_steps_ = steps;
@@ -181,7 +184,7 @@ void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime:
   settle_left_ = co.settle_steps;
   measured_from_ns_ = -1;
   if (settle_left_ == 0) measured_from_ns_ = now;
-  set_arm(rt);
+  set_arm(rt, now);
 }
 
 // In a dry run the blocks only measure the noise floor: that never keeps a one-pair plan's feed on (the feed costs a

@@ -64,6 +64,9 @@ class LiveVerifier {
   void halt(const std::string& why);
   // Lines for the run's summary, measured figures first.
   std::string summary() const;
+  // Each block's start (steady ns when its clocks were requested) and its rung (1 the plan, 0 the baseline), for
+  // `run --timeline`. After stop().
+  const std::vector<std::pair<std::int64_t, double>>& arm_track() const { return arm_points_; }
   // Whether the loop still needs the job's steps before its first verdict (with apply only): a one-pair plan's feed
   // is turned off only once this is false; steady-state quads then stop with the feed.
   bool needs_steps() const;
@@ -72,7 +75,7 @@ class LiveVerifier {
   void counter_loop();
   verify::BlockResult close_block(std::int64_t end_ns);
   void log(const std::string& json_line);
-  void set_arm(runtime::LiveRuntime& rt);
+  void set_arm(runtime::LiveRuntime& rt, std::int64_t now);
 
   VerifyOptions o_;
   verify::Controller ctl_;
@@ -96,6 +99,7 @@ class LiveVerifier {
   std::string stopped_why_;          // why verification stopped early ("" none)
   std::ofstream log_;
   std::vector<std::string> lines_;   // the decisions, for the summary
+  std::vector<std::pair<std::int64_t, double>> arm_points_;  // arm_track()
 };
 
 // The verifier of a plan the runtime follows (`plan`: as given to the session; its kernel positions are followed),

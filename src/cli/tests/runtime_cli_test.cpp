@@ -292,9 +292,9 @@ TEST(Run, AppliesThePlanAndRestoresAtExit) {
 // leads with the measured figures.
 TEST(Run, VerificationAlternatesPlanAndBaselineBlocks) {
   SimEnv s;
-  const fs::path out = s.t.dir / "out.txt", vlog = s.t.dir / "verify.jsonl";
+  const fs::path out = s.t.dir / "out.txt", vlog = s.t.dir / "verify.jsonl", tl = s.t.dir / "run.json";
   std::vector<std::string> a = s.run_argv("440");
-  a.insert(a.begin() + 2, {"--verify-log", vlog.string(), "--max-slowdown", "2%"});
+  a.insert(a.begin() + 2, {"--verify-log", vlog.string(), "--max-slowdown", "2%", "--timeline", tl.string()});
   ASSERT_EQ(run(a, s.env, out), 0) << slurp(out);
   std::ifstream in(vlog);
   std::vector<std::string> arms;
@@ -314,6 +314,14 @@ TEST(Run, VerificationAlternatesPlanAndBaselineBlocks) {
   EXPECT_NE(o.find("measured verification (applied"), std::string::npos) << o;
   EXPECT_NE(o.find("budget 2.00 %"), std::string::npos) << o;
   EXPECT_NE(o.find("over 1 quads"), std::string::npos) << o;
+  // --timeline: the blocks as a counter track, 1 at the plan's blocks and 0 at the baseline's.
+  const auto j = nlohmann::json::parse(slurp(tl));
+  std::vector<double> arm_values;
+  for (const auto& e : j["traceEvents"])
+    if (e.value("ph", "") == "C" && e.value("name", "").rfind("verification block", 0) == 0)
+      arm_values.push_back(e["args"]["value"].get<double>());
+  ASSERT_GE(arm_values.size(), 3u) << slurp(tl).substr(0, 2000);
+  EXPECT_EQ(std::vector<double>(arm_values.begin(), arm_values.begin() + 3), (std::vector<double>{1, 0, 1}));
   // During the baseline blocks the plan's lowering is not requested: fewer lowerings than steps.
   int low = 0;
   for (const auto& l : s.clocklog()) low += l.find("set-sm 1200 1200") != std::string::npos;
