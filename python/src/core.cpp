@@ -26,7 +26,6 @@
 #include "service/plan_ranks.hpp"
 #include "service/verify_run.hpp"
 #include "monitor/run_energy.hpp"
-#include "runtime/live.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -166,13 +165,7 @@ class Runtime {
  private:
   void poll() {
     while (!stopping_.load()) {
-      if (gearshift::runtime::LiveRuntime* rt = session_->live()) {
-        if (session_->options().apply && (!session_->writes_clocks() || session_->failed_changes() > 0))
-          verifier_->halt("NVML stopped taking clock changes (a GPU lost, or a change refused): verification "
-                          "stopped there; its figures are of the quads before");
-        const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-        verifier_->on_live_event(now, rt->steps(), *rt, rt->fell_back());
-      }
+      verifier_->poll(*session_, std::chrono::steady_clock::now().time_since_epoch().count());
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }

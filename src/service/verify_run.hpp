@@ -26,6 +26,7 @@
 
 namespace gearshift::runtime {
 class LiveRuntime;
+class Session;
 }
 
 namespace gearshift::service {
@@ -56,6 +57,9 @@ class LiveVerifier {
   // The feed reader, after each event the live runtime took; `steady_ns`: std::chrono::steady_clock now; `steps`:
   // LiveRuntime::steps(); `rt`: where a block's clocks are set (with apply).
   void on_live_event(std::int64_t steady_ns, std::uint64_t steps, runtime::LiveRuntime& rt, bool fell_back);
+  // The same from a poller (`gearshift.torch`'s runtime, which has no feed reader of its own): the session's live
+  // runtime's step count now, and a halt where the session applies clocks and NVML stopped taking them.
+  void poll(runtime::Session& session, std::int64_t steady_ns);
   // Stops the counter thread; the block in progress is left out (said in the summary).
   void stop();
   // Ends the blocks for good (feed reader): the quad in progress is left out, `why` is said in the summary. For a

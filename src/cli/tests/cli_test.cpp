@@ -41,7 +41,7 @@ TEST(Cli, DemoJsonHasTheDocumentedShape) {
     EXPECT_LE(s["slowdown_pct"].get<double>(), 0.5 + 1e-9);
   }
   EXPECT_EQ(names, (std::set<std::string>{"iteration", "pass", "kernel-local", "kernel-global", "phase"}));
-  EXPECT_EQ(j["strategies"].size(), 4u + 6u);  // phase × L ∈ {0, 10 µs, 100 µs, 1 ms, 6 ms, 20 ms}
+  EXPECT_EQ(j["strategies"].size(), 4u + 8u);  // phase × L ∈ {0, 10 µs, 100 µs, 1 ms, 6 ms, 20, 50, 100 ms}
   // The error bars of the plan written to -o (phase at the spec's 6 ms): low ≤ expected ≤ high, the expected
   // figure that strategy's own, a probability of exceeding the budget.
   const auto& g = j["saving_range"];
