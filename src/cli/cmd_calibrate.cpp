@@ -71,6 +71,19 @@ void add_calibrate_command(CLI::App& app) {
     } catch (const std::runtime_error& e) {
       throw Exit(kFailure, e.what());
     }
+    if (cm.switch_latency)
+      fmt::print(stderr,
+                 "gearshift calibrate: switch latency MEASURED (lock call to the sampled SM clock at the new clock): "
+                 "lowering median {:.1f} ms over {}, raising median {:.1f} ms over {}{}; plans made with this model "
+                 "take L = {:.1f} ms\n",
+                 cm.switch_latency->median_down_ms(), cm.switch_latency->down_ms.size(),
+                 cm.switch_latency->median_up_ms(), cm.switch_latency->up_ms.size(),
+                 r.sweep.switches_unreached ? fmt::format(" ({} lock(s) not shown within 1 s, left out)",
+                                                          r.sweep.switches_unreached)
+                                            : std::string(),
+                 cm.switch_latency->plan_latency_ms());
+    else
+      fmt::print(stderr, "gearshift calibrate: switch latency not measured (no lock changed the sampled SM clock)\n");
     fmt::print(stderr, "gearshift calibrate: model written to {} (use: gearshift plan TRACE --model {})\n", o->output,
                o->output);
   });

@@ -187,6 +187,8 @@ sim::CalibratedModel fit_calibration(const CalibrateOptions& o, const Calibratio
   cm.gpu = r.spec.name;
   cm.ref = r.ref;
   cm.pairs = result.pairs;
+  if (!result.switch_down_ms.empty() || !result.switch_up_ms.empty())
+    cm.switch_latency = sim::SwitchLatency{result.switch_down_ms, result.switch_up_ms};
   cm.created_utc = utc_now();
   cm.pair_choice = fmt::format(
       "{} pairs (SM/memory MHz: {}): the default pair, then greedily the pair with the most information per "

@@ -74,6 +74,9 @@ struct SweepResult {
   std::vector<sim::PairMeasurement> pairs;
   std::vector<std::map<std::string, std::pair<std::int64_t, std::size_t>>> durations;  // per pair: name -> (sum ns, n)
   std::string error;                 // empty: complete
+  // Switch latencies measured at each lock (service/clock_sweep.cpp), ms: lowerings and raisings of the SM clock.
+  std::vector<double> switch_down_ms, switch_up_ms;
+  std::size_t switches_unreached = 0;  // locks whose clock the sampled SM clock did not show within 1 s
 };
 
 struct SweepOptions {

@@ -258,7 +258,11 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   }
   sim::EvaluateOptions eo;
   eo.max_slowdown = o.max_slowdown;
-  const double chosen_l_ns = o.switch_latency_ns.value_or(spec.switch_latency_ns);
+  // L: --switch-latency-ms, else the one a --model file measured (its slower direction's median), else the spec's.
+  const double measured_l_ns = o.model && o.model->switch_latency && o.model->switch_latency->plan_latency_ms() > 0
+                                   ? o.model->switch_latency->plan_latency_ms() * 1e6
+                                   : -1;
+  const double chosen_l_ns = o.switch_latency_ns.value_or(measured_l_ns > 0 ? measured_l_ns : spec.switch_latency_ns);
   if (std::find(eo.switch_latencies_ns.begin(), eo.switch_latencies_ns.end(), chosen_l_ns) == eo.switch_latencies_ns.end())
     eo.switch_latencies_ns.push_back(chosen_l_ns);
   // Fewer, longer phases for the in-time check: 2L, 4L, ... while three phases still fit in the step.

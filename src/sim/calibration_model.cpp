@@ -27,6 +27,19 @@ nlohmann::json pair_json(model::ClockPair c) { return {{"sm_mhz", c.sm_mhz}, {"m
 
 }  // namespace
 
+namespace {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+double SwitchLatency::median_down_ms() const { return median_of(down_ms); }
+double SwitchLatency::median_up_ms() const { return median_of(up_ms); }
+double SwitchLatency::plan_latency_ms() const { return std::max(median_down_ms(), median_up_ms()); }
+
 void write_model_file(const CalibratedModel& m, const std::string& path) {
   nlohmann::json j;
   j["format"] = kFormat;
@@ -53,6 +66,13 @@ void write_model_file(const CalibratedModel& m, const std::string& path) {
                   {"kernels", p.kernels},
                   {"steps", p.steps},
                   {"average_power_w", p.average_power_w}});
+  if (m.switch_latency)
+    j["switch_latency"] = {{"down_ms", m.switch_latency->down_ms},
+                           {"up_ms", m.switch_latency->up_ms},
+                           {"median_down_ms", m.switch_latency->median_down_ms()},
+                           {"median_up_ms", m.switch_latency->median_up_ms()},
+                           {"source", "measured by gearshift calibrate: a clock-lock call's return to NVML's sampled "
+                                      "SM clock at the new clock (reads 0.5 ms apart)"}};
   j["provenance"] = {{"command", m.command}, {"created_utc", m.created_utc}, {"pair_choice", m.pair_choice},
                      {"tool", "gearshift calibrate"}};
   std::ofstream out(path);
@@ -129,6 +149,19 @@ CalibratedModel load_model_file(const std::string& path) {
       pm.average_power_w = number(p, "average_power_w", "pairs[].");
       m.pairs.push_back(pm);
     }
+  if (j.contains("switch_latency") && j["switch_latency"].is_object()) {
+    SwitchLatency sl;
+    for (const char* dir : {"down_ms", "up_ms"}) {
+      const auto& a = j["switch_latency"].value(dir, nlohmann::json::array());
+      if (!a.is_array()) throw bad(std::string("switch_latency.") + dir + " must be an array of ms");
+      for (const auto& v : a) {
+        if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+          throw bad(std::string("switch_latency.") + dir + " must hold non-negative numbers of ms");
+        (std::string(dir) == "down_ms" ? sl.down_ms : sl.up_ms).push_back(v.get<double>());
+      }
+    }
+    m.switch_latency = sl;
+  }
   const auto& prov = j.value("provenance", nlohmann::json::object());
   m.command = prov.value("command", "");
   m.created_utc = prov.value("created_utc", "");

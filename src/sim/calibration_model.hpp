@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,16 @@ struct KernelFitEntry {
   model::TimeLaw law = model::TimeLaw::additive;
 };
 
+// The switch latency `gearshift calibrate` measured: from a clock-lock call's return until NVML's sampled SM clock
+// showed the new clock (its clock reads 0.5 ms apart), ms, for lowerings and raisings apart.
+struct SwitchLatency {
+  std::vector<double> down_ms, up_ms;  // each measured switch, ms
+  double median_down_ms() const;
+  double median_up_ms() const;
+  // What a plan made with this model takes as its L: the slower direction's median, ms (0 without samples).
+  double plan_latency_ms() const;
+};
+
 struct CalibratedModel {
   std::string gpu;                     // spec name (gpu::find_spec)
   model::ClockPair ref;                // clocks a, b refer to (the spec's default pair), MHz
@@ -46,6 +57,7 @@ struct CalibratedModel {
   std::string command;                 // the job calibrated (provenance)
   std::string created_utc;             // ISO 8601
   std::string pair_choice;             // how the pairs were chosen, plain words
+  std::optional<SwitchLatency> switch_latency;  // measured (file field "switch_latency"); none in older files
 };
 
 // Writes the model file (JSON). Throws std::runtime_error when the file cannot be written.

@@ -188,7 +188,8 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
         pw << f << " " << mem << " " << r.average_power_w << "\n";
       }
   }
-  const auto r = test::run(env() + " GEARSHIFT_SIMGPU_POWER_TABLE=" + path("power.txt") + " FAKE_JOB_TRUTH=" +
+  // GEARSHIFT_SIMGPU_SWITCH_MS: the sampled SM clock shows a lowering 40 ms and a raise 70 ms after the lock call.
+  const auto r = test::run(env() + " GEARSHIFT_SIMGPU_SWITCH_MS=40,70 GEARSHIFT_SIMGPU_POWER_TABLE=" + path("power.txt") + " FAKE_JOB_TRUTH=" +
                            path("truth.txt") + (GetParam() == SweepCase::graph ? " FAKE_JOB_GRAPH=1" : "") +
                            (GetParam() == SweepCase::stalled_reads ? " GEARSHIFT_SIMGPU_FAULT=energy-read-stall=30" : "") +
                            " " + GEARSHIFT_BIN + " calibrate --apply -o " + path("model.json") + " -- " +
@@ -206,6 +207,14 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   const sim::CalibratedModel cm = sim::load_model_file(path("model.json"));
   EXPECT_EQ(cm.gpu, "h200");
   ASSERT_EQ(cm.pairs.size(), 4u);
+  // The switch latency (issue 45), lock call to sampled clock: pairs 1980, 1980, 1590, 990 MHz lower twice, and
+  // the sweep raises back to the reference once before its reset.
+  ASSERT_TRUE(cm.switch_latency) << r.out;
+  ASSERT_EQ(cm.switch_latency->down_ms.size(), 2u) << r.out;
+  ASSERT_EQ(cm.switch_latency->up_ms.size(), 1u) << r.out;
+  EXPECT_NEAR(cm.switch_latency->median_down_ms(), 40, 8) << r.out;
+  EXPECT_NEAR(cm.switch_latency->median_up_ms(), 70, 8) << r.out;
+  EXPECT_NE(r.out.find("switch latency MEASURED"), std::string::npos) << r.out;
   // Each pair's window is measured in whole ns; the file gives it in s, read back to the same ns.
   const nlohmann::json file = nlohmann::json::parse(std::ifstream(path("model.json")));
   for (std::size_t i = 0; i < cm.pairs.size(); ++i) {
@@ -278,6 +287,13 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
                            path("model.json") + " --max-slowdown 2%");
   EXPECT_EQ(p.code, 0) << p.out;
   EXPECT_NE(p.out.find("model file"), std::string::npos) << p.out;
+  // ... with the switch latency the file measured (the slower direction's median), not the spec's 6 ms.
+  const auto pj = test::run(std::string(GEARSHIFT_BIN) + " plan " + path("trace.jsonl.gz") + " --model " +
+                            path("model.json") + " --max-slowdown 2% --json");
+  ASSERT_EQ(pj.code, 0) << pj.out;
+  const auto j = nlohmann::json::parse(pj.out.substr(pj.out.find('{')));
+  EXPECT_NEAR(j["saving_range"]["switch_latency_us"].get<double>() / 1e3, cm.switch_latency->plan_latency_ms(), 1e-6)
+      << j["saving_range"].dump();
 }
 
 TEST_F(Calibrate, RefusedClockWriteLeavesTheClocksUntouched) {
@@ -339,6 +355,28 @@ TEST_F(Calibrate, ModelFileWindowIsSecondsOnDiskAndNsInside) {
   EXPECT_EQ(sim::load_model_file(path("window.json")).pairs.at(0).window_ns, 1'234'567'891);
 }
 
+// The measured switch latency round-trips, and a file with a negative one is refused naming the field.
+TEST_F(Calibrate, ModelFileSwitchLatencyRoundTripsAndBadOnesAreRefused) {
+  sim::CalibratedModel m;
+  m.gpu = "h200";
+  m.ref = {1980, 3201};
+  m.switch_latency = sim::SwitchLatency{{12.5, 30, 20}, {45}};
+  sim::write_model_file(m, path("sl.json"));
+  const sim::CalibratedModel back = sim::load_model_file(path("sl.json"));
+  ASSERT_TRUE(back.switch_latency);
+  EXPECT_DOUBLE_EQ(back.switch_latency->median_down_ms(), 20);
+  EXPECT_DOUBLE_EQ(back.switch_latency->plan_latency_ms(), 45);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path("sl.json")));
+  j["switch_latency"]["up_ms"] = {-3};
+  std::ofstream(path("bad.json")) << j.dump();
+  try {
+    sim::load_model_file(path("bad.json"));
+    ADD_FAILURE() << "a negative switch latency was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("switch_latency.up_ms"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Calibrate, ImplausibleModelFileIsRefusedByPlan) {
   sim::CalibratedModel m;
   m.gpu = "h200";
@@ -383,7 +421,8 @@ TEST_F(Calibrate, RunAutoWithAModelFilePlansWithIt) {
   for (const auto& k : kStep) m.kernels.push_back({k.name, k.a, k.b, 0.0, 4});
   sim::write_model_file(m, path("model.json"));
 
-  const auto r = test::run(env() + " GEARSHIFT_SIMGPU_POWER_TABLE=" + path("power.txt") + " FAKE_JOB_TRUTH=" +
+  // GEARSHIFT_SIMGPU_SWITCH_MS: the sampled SM clock shows a lowering 40 ms and a raise 70 ms after the lock call.
+  const auto r = test::run(env() + " GEARSHIFT_SIMGPU_SWITCH_MS=40,70 GEARSHIFT_SIMGPU_POWER_TABLE=" + path("power.txt") + " FAKE_JOB_TRUTH=" +
                            path("truth.txt") + " " + GEARSHIFT_BIN + " run --auto --max-slowdown 2% --warmup-steps 10 " +
                            "--model " + path("model.json") + " --plan-output " + path("auto-plan.json") +
                            " --dry-run-log " + path("dry.log") + " -- " + GEARSHIFT_FAKE_JOB + " --step " +

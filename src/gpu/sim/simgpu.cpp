@@ -11,6 +11,8 @@
 //                             clocks are locked (or are the defaults), for a stand-in job whose power follows
 //                             its clocks (`gearshift calibrate`'s test); other clocks draw GEARSHIFT_SIMGPU_POWER_W.
 //                             The energy counter then integrates the power between clock writes.
+//   GEARSHIFT_SIMGPU_SWITCH_MS  DOWN[,UP]: after an SM clock lock (in this process) the SM clock read shows the clock
+//                             before for this long, ms, lowering / raising (a switch latency to measure)
 //   GEARSHIFT_SIMGPU_FAULT    comma list of: no-permission, gpu-lost-after=SECONDS, no-energy-counter,
 //                             counter-wrap (the counter is 32-bit and starts 500 J below its wrap),
 //                             energy-read-stall=MS (every 30th energy-counter read returns MS ms after it sampled
@@ -67,6 +69,11 @@ struct Sim {
   Lock locks[kMaxGpus];
   std::string init_error;  // detail for nvmlErrorString(NVML_ERROR_UNKNOWN) after a failed init
   std::map<std::pair<unsigned, unsigned>, double> power_table;  // (SM, memory) MHz -> W; empty: constant power
+  // GEARSHIFT_SIMGPU_SWITCH_MS=DOWN[,UP]: after an SM clock lock (in this process), the SM clock read stays at the
+  // clock before for this long, ms, lowering (DOWN) or raising (UP): the lock call to the clock taking effect.
+  double switch_ms_down = 0, switch_ms_up = 0;
+  unsigned sm_before[kMaxGpus] = {};
+  std::chrono::steady_clock::time_point switched_at[kMaxGpus] = {};
   // With a power table: energy accumulated up to a time, per GPU (mirrored in the state file when shared).
   double acc_mj[kMaxGpus] = {};
   long long acc_at_ns[kMaxGpus] = {};
@@ -190,6 +197,10 @@ nvmlReturn_t write_lock(nvmlDevice_t d, const char* key, const char* op, unsigne
     (sm ? l.sm_min : l.mem_min) = lo;
     (sm ? l.sm_max : l.mem_max) = hi;
   };
+  if (sm) {
+    s.sm_before[gpu] = current_sm_mhz(s, gpu);
+    s.switched_at[gpu] = std::chrono::steady_clock::now();
+  }
   if (!s.state_path.empty()) {
     std::string value = std::to_string(lo) + " " + std::to_string(hi);
     with_state(s.state_path, [&](auto& kv) {
@@ -323,6 +334,18 @@ bool parse_config(Sim& s) {
   }
   s.power_table.clear();
   if (const char* t = std::getenv("GEARSHIFT_SIMGPU_POWER_TABLE"); t && *t && !parse_power_table(s, t)) return false;
+  s.switch_ms_down = s.switch_ms_up = 0;
+  for (auto& b : s.sm_before) b = 0;
+  if (const char* w = std::getenv("GEARSHIFT_SIMGPU_SWITCH_MS"); w && *w) {
+    double down = 0, up = -1;
+    const int n = std::sscanf(w, "%lf,%lf", &down, &up);
+    if (n < 1 || !(down >= 0) || down > 10'000 || (n == 2 && !(up >= 0 && up <= 10'000))) {
+      s.init_error = std::string("simulated GPU: GEARSHIFT_SIMGPU_SWITCH_MS='") + w + "' is not DOWN[,UP] in ms";
+      return false;
+    }
+    s.switch_ms_down = down;
+    s.switch_ms_up = n == 2 ? up : down;
+  }
   s.fault_no_permission = s.fault_no_counter = s.fault_wrap = false;
   s.lost_after_s = -1;
   s.energy_read_stall_ms = 0;
@@ -522,6 +545,11 @@ SIMGPU_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsi
   refresh_locks(s);
   if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS) {
     *mhz = current_sm_mhz(s, gpu);
+    // A lock not yet in effect (GEARSHIFT_SIMGPU_SWITCH_MS): the clock before it.
+    const double ms = *mhz < s.sm_before[gpu] ? s.switch_ms_down : s.switch_ms_up;
+    if (s.sm_before[gpu] != 0 && ms > 0 &&
+        std::chrono::steady_clock::now() - s.switched_at[gpu] < std::chrono::duration<double, std::milli>(ms))
+      *mhz = s.sm_before[gpu];
   } else if (type == NVML_CLOCK_MEM) {
     const Lock& l = s.locks[gpu];
     *mhz = l.mem_max ? l.mem_max : static_cast<unsigned>(s.spec.default_mem_clock_mhz);
