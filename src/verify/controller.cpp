@@ -169,8 +169,9 @@ void Controller::quad_done(std::vector<VerifyEvent>& out) {
     return;
   }
   if (q >= o_.max_quads) {
-    const std::size_t need = quads_to_resolve(e.sd_log_time, std::max(1e-4, o_.budget - std::max(0.0, e.slowdown.estimate)),
-                                              o_.confidence);
+    // The distance the interval must resolve: from the estimate to the budget, on whichever side it lies.
+    const std::size_t need = quads_to_resolve(std::max(e.sd_log_time, e.sd_floor),
+                                              std::max(1e-4, std::abs(o_.budget - e.slowdown.estimate)), o_.confidence);
     back_off(out, e, "undecided",
              fmt::format("after {} quads ({} steps) step time {} neither holds nor breaks the {:.2f} % budget: the "
                          "quads' step-time ratios scatter by {:.2f} % (sd), and resolving this rung needs about {} "
