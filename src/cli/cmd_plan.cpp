@@ -99,6 +99,8 @@ void execute(const PlanArgs& a, const std::string& path, const std::string& disp
   o.display_name = display;
   if (!a.gpu.empty()) o.gpu = a.gpu;
   o.max_slowdown = parse_slowdown(a.max_slowdown);
+  if (const std::string echo = slowdown_echo(a.max_slowdown); !echo.empty())
+    fmt::print(stderr, "gearshift plan: note: {}\n", echo);
   const std::optional<plan::Strategy> strategy = plan::parse_strategy(a.strategy);
   if (!strategy)
     throw Exit(kUsage, fmt::format("unknown --strategy '{}' (iteration, pass, kernel-local, kernel-global, phase)",

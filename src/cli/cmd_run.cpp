@@ -64,6 +64,8 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     if (!o.plan.empty()) throw Exit(kUsage, "--plan and --auto exclude each other: --auto makes its own plan");
     if (o.max_slowdown.empty()) throw Exit(kUsage, "--auto needs --max-slowdown, e.g. --max-slowdown 0.5%");
     lr.ao.max_slowdown = parse_slowdown(o.max_slowdown);
+    if (const std::string echo = slowdown_echo(o.max_slowdown); !echo.empty())
+      fmt::print(stderr, "gearshift run: note: {}\n", echo);
     lr.ao.warmup_steps = o.warmup_steps;
     lr.ao.timeout_ns = seconds_to_ns(o.warmup_timeout_s);
     lr.ao.no_step_timeout_ns = seconds_to_ns(o.warmup_no_step_s);
@@ -89,7 +91,11 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     if (o.plan.empty()) throw Exit(kUsage, "run needs --plan plan.json or --auto --max-slowdown PCT");
     lr.plan = load_live_plan(o.plan);
     // The verification's budget: --max-slowdown, else the one the plan was made for, else 0.5 %.
-    if (!o.max_slowdown.empty()) lr.verify.budget = parse_slowdown(o.max_slowdown);
+    if (!o.max_slowdown.empty()) {
+      lr.verify.budget = parse_slowdown(o.max_slowdown);
+      if (const std::string echo = slowdown_echo(o.max_slowdown); !echo.empty())
+        fmt::print(stderr, "gearshift run: note: {}\n", echo);
+    }
     else if (auto b = plan::read_plan_file(o.plan).max_slowdown) lr.verify.budget = *b;
   }
   if (o.auto_plan) lr.verify.budget = lr.ao.max_slowdown;

@@ -41,6 +41,19 @@ double parse_slowdown(const std::string& text) {
   return v;
 }
 
+std::string slowdown_echo(const std::string& text) {
+  if (text.find('%') != std::string::npos) return {};
+  double v = 0;
+  try {
+    v = parse_slowdown(text);
+  } catch (const ServiceError&) {
+    return {};
+  }
+  if (v <= 0.10) return {};
+  return fmt::format("--max-slowdown {} is read as {:g} % of step time (a fraction without %); did you mean {}%?",
+                     text, 100 * v, text);
+}
+
 sim::CalibratedModel load_model_checked(const std::string& path) {
   sim::CalibratedModel m;
   try {

@@ -127,5 +127,8 @@ std::vector<std::string> spec_names();
 
 // Parses "0.5%", "0.5 %" or "0.005" into a fraction; throws ServiceError(kBadArgument) when not a number in [0, 1].
 double parse_slowdown(const std::string& text);
+// "--max-slowdown 0.5 is read as 50 % of step time (a fraction without %); did you mean 0.5%?" for a value given
+// without % that parse_slowdown reads as over 10 % (0.5 is 50 %, a likely slip for 0.5 %); "" otherwise.
+std::string slowdown_echo(const std::string& text);
 
 }  // namespace gearshift::service

@@ -111,6 +111,19 @@ TEST(Cli, KernelsOnlyPlansTheStepAsTheLaunchFeedSeesIt) {
   EXPECT_EQ(full.out.find("--kernels-only"), std::string::npos) << full.out;
 }
 
+// --max-slowdown without % is a fraction: 0.3 is 30 %, said back when over 10 % (issue 46: 0.5 meant 50 % silently).
+TEST(Cli, AFractionOverTenPercentIsSaidBack) {
+  Result r = run("demo --max-slowdown 0.3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--max-slowdown 0.3 is read as 30 % of step time (a fraction without %); did you mean 0.3%?"),
+            std::string::npos)
+      << r.out;
+  for (const char* quiet : {"demo --max-slowdown 0.5%", "demo --max-slowdown 0.05"}) {
+    Result q = run(quiet);
+    EXPECT_EQ(q.out.find("did you mean"), std::string::npos) << quiet << q.out;
+  }
+}
+
 TEST(Cli, PlanOnTheSharedTraceMatchesTheDemo) {
   const std::string f = std::string(GEARSHIFT_SHARED_DIR) + "/data/traces/gpt3xl_h200_trace.json.gz";
   if (!std::filesystem::exists(f)) GTEST_SKIP() << "../shared absent";
