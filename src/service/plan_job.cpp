@@ -148,6 +148,12 @@ GpuChoice choose_gpu(const std::optional<std::string>& gpu, const trace::Trace& 
     c.warning = fmt::format("the trace names its GPU '{}' (spec {}), but --gpu {} plans it as an {}: the figures "
                             "hold only if --gpu is right",
                             c.trace_gpu, c.trace_spec, c.spec, spec.full_name);
+  // A GPU with no spec of its own planned as another (issue 46: it was said only in the GPU line).
+  if (c.source == "--gpu" && c.trace_spec.empty() && !c.trace_gpu.empty())
+    c.warning = fmt::format("the trace ran on '{}', which has no GPU spec{}; --gpu {} plans it as an {}: its clocks, "
+                            "power limits and idle power are that GPU's, and the figures hold only as far as the two "
+                            "boards agree",
+                            c.trace_gpu, other_board.empty() ? "" : " (" + other_board + ")", c.spec, spec.full_name);
   // A GPU cannot average more than its highest power limit: a trace that did is from another GPU (5 % for
   // sensor noise).
   // The meta's figures only: power samples need the steps (checked again in plan_trace).
