@@ -1058,6 +1058,10 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   EXPECT_GE(number_after(o, "prediction accuracy after the first step "), 99.0) << o;
   EXPECT_GE(number_after(o, "  steps "), 10) << o;
   EXPECT_NE(o.find("applied (NVML)"), std::string::npos) << o;
+  // --auto's plan is verified on the job as --plan's is (service/verify_run.hpp), with --auto's own budget.
+  EXPECT_NE(o.find("measured verification (applied: plan and baseline blocks alternate on the GPU; budget 5.00 %"),
+            std::string::npos)
+      << o;
   // The simulated GPU's energy counter, read while live: J per step beside the modelled figures.
   EXPECT_NE(o.find("GPU 0 energy while live (measured, NVML energy counter): "), std::string::npos) << o;
   EXPECT_GT(number_after(o, " W, ", "energy while live"), 0) << o;  // "... J per step over N steps"
