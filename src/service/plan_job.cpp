@@ -14,6 +14,7 @@
 #include "graph/step_graph.hpp"
 #include "runtime/clock_plan.hpp"
 #include "sim/measurement.hpp"
+#include "trace/idle_rescale.hpp"
 #include "trace/error.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -207,6 +208,28 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   for (const auto& w : r.trace.health.warnings) r.warnings.push_back(w);
   for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
   r.variants = trace::step_variants(r.trace, r.iterations);
+  // A profiled step far longer than the trace's measured untraced step (issue 46): the profiler slowed the CPU side,
+  // and the GPU's waits for launches under it need not exist without it. As `run --auto` does, the template's idle
+  // time is re-timed to the measured step when its kernels fit in it (trace/idle_rescale.hpp), so that no saving
+  // rests on the profiler's delays; where the kernels alone outlast it, the calibration's step check refuses below.
+  std::optional<PlanJobOptions> retimed_o;
+  if (o.calibrate && !o.model && !o.traced_template && r.trace.measured.step_time_s &&
+      *r.trace.measured.step_time_s > 0) {
+    const double untraced = *r.trace.measured.step_time_s * 1e9, traced = r.iterations.tmpl.period_ns;
+    const double busy = trace::template_busy_ns(r.iterations.tmpl);
+    if (traced > untraced * (1 + sim::kMaxCalibratedStepDisagreement) && busy <= untraced && traced > busy) {
+      retimed_o = o;
+      retimed_o->traced_template = r.iterations.tmpl;  // the in-time check replays the trace at its own timing
+      trace::rescale_idle(r.iterations.tmpl, untraced);
+      r.warnings.push_back(fmt::format(
+          "re-timed to the measured untraced step: the traced step {:.2f} ms is {:+.1f} % longer than the {:.2f} ms "
+          "the trace's meta measured without tracing (a profiler slows the CPU side: the GPU's waits for launches "
+          "need not exist without it), so its idle time is scaled by {:.2f} and its {:.2f} ms of busy time kept; "
+          "every figure below is of the untraced step",
+          traced / 1e6, 100 * (traced / untraced - 1), untraced / 1e6, (untraced - busy) / (traced - busy), busy / 1e6));
+    }
+  }
+  const PlanJobOptions& oo = retimed_o ? *retimed_o : o;
   if (!r.variants.empty()) r.warnings.push_back(describe_variants(r.variants, r.iterations));
   r.model.emplace(spec);
   r.workload = model::build_workload(r.trace, r.iterations, *r.model);
@@ -310,7 +333,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   if (r.chosen == nullptr)
     throw ServiceError(Kind::kBadArgument, fmt::format("strategy '{}' was not evaluated (iteration, pass, kernel-local, "
                                                        "kernel-global, phase)", plan::to_string(o.strategy)));
-  if (o.check_in_time && o.strategy == plan::Strategy::phase) check_plan_in_time(o, r, chosen_l_ns);
+  if (o.check_in_time && o.strategy == plan::Strategy::phase) check_plan_in_time(oo, r, chosen_l_ns);
   if (r.calibrated_to_w) check_the_other_reading(o, r, *r.calibrated_to_w);
   sim::RangeOptions ro;
   ro.samples = o.range_samples;

@@ -107,8 +107,10 @@ TEST(PlanRanksCli, RefusesAnImplausibleCalibrationAsPlanDoes) {
       << out;
   EXPECT_NE(out.find("against the measured 0.0964 s (+2"), std::string::npos) << out;
   EXPECT_NE(out.find("--no-calibrate"), std::string::npos) << out;
-  // `gearshift plan` refuses the same trace the same way; rank 1 (16 % longer) too.
-  EXPECT_EQ(run("plan " + r0).code, 7);
+  // `gearshift plan` re-times the same trace's idle time to the measured step and plans it (issue 46: it refused
+  // it the same way); plan-ranks does not re-time a rank yet (its collectives' waits tie the ranks together).
+  EXPECT_EQ(run("plan " + r0).code, 0);
+  // rank 1 (16 % longer) is refused by plan-ranks too.
   EXPECT_EQ(run("plan-ranks " + r1 + " " + r1).code, 7);
   EXPECT_EQ(run("plan-ranks " + r1 + " " + r1 + " --no-calibrate").code, 0);
 }
