@@ -32,8 +32,9 @@ verify::Ladder ladder_of(const runtime::ClockPlan& plan, std::vector<int> sm, st
   return l;
 }
 
-verify::ControllerOptions controller_options(const VerifyOptions& o, std::int64_t period_ns) {
+verify::ControllerOptions controller_options(const VerifyOptions& o, std::int64_t period_ns, bool apply) {
   verify::ControllerOptions c;
+  c.decide = apply;  // a dry run measures the noise floor only
   c.budget = o.budget;
   c.block_steps = std::max<std::uint64_t>(1, o.block_steps);
   c.block_seconds = o.block_seconds > 0
@@ -59,7 +60,7 @@ std::string pct(double f) { return fmt::format("{:+.2f} %", 100 * f); }
 LiveVerifier::LiveVerifier(const VerifyOptions& o, const runtime::ClockPlan& plan, std::vector<int> sm_clocks,
                            std::vector<int> mem_clocks, std::int64_t counter_period_ns, bool apply, CounterRead counter)
     : o_(o),
-      ctl_(controller_options(o, counter_period_ns), ladder_of(plan, std::move(sm_clocks), std::move(mem_clocks))),
+      ctl_(controller_options(o, counter_period_ns, apply), ladder_of(plan, std::move(sm_clocks), std::move(mem_clocks))),
       apply_(apply),
       counter_(std::move(counter)),
       period_ns_(counter_period_ns) {
@@ -204,20 +205,26 @@ bool LiveVerifier::needs_steps() const {
 }
 
 std::string LiveVerifier::summary() const {
-  const verify::AbEstimate e = ctl_.current();
+  const verify::AbEstimate e = ctl_.reported();
   std::string out = fmt::format("  measured verification ({}; budget {:.2f} %, blocks of >= {} steps and >= {:.1f} s, "
                                 "ABBA quads, {:.0f} % t intervals): {}\n",
                                 apply_ ? "applied: plan and baseline blocks alternate on the GPU"
                                        : "dry-run: the arms are intended, both ran the same clocks, so this is the "
-                                         "job's noise floor",
+                                         "job's noise floor and no verdict is made",
                                 100 * ctl_.options().budget, ctl_.options().block_steps, ctl_.options().block_seconds,
-                                100 * ctl_.options().confidence, verify::phase_name(ctl_.phase()));
+                                100 * ctl_.options().confidence,
+                                apply_ ? verify::phase_name(ctl_.phase()) : "noise floor");
+  const char* what = apply_ ? "step time" : "step time, arm against arm";
   if (e.quads == 0) {
     out += fmt::format("    no quad completed ({} block(s) of 4 in {} steps): too few steps to measure anything\n",
                        ctl_.blocks(), ctl_.plan_steps() + ctl_.baseline_steps());
+  } else if (e.quads < 2) {
+    out += fmt::format("    {} {} over 1 quad ({} steps), MEASURED: no interval before 2 quads\n", what,
+                       pct(e.slowdown.estimate), e.steps);
   } else {
-    out += fmt::format("    step time {} [{}, {}] over {} quads ({} steps), MEASURED\n", pct(e.slowdown.estimate),
-                       pct(e.slowdown.lo), pct(e.slowdown.hi), e.quads, e.steps);
+    out += fmt::format("    {} {} [{}, {}] over {} quads ({} steps){}, MEASURED\n", what, pct(e.slowdown.estimate),
+                       pct(e.slowdown.lo), pct(e.slowdown.hi), e.quads, e.steps,
+                       ctl_.phase() == verify::Phase::baseline ? " (the rung left for the baseline)" : "");
     out += e.saving ? fmt::format("    energy per step saving {} [{}, {}], MEASURED (energy counter)\n",
                                   pct(e.saving->estimate), pct(e.saving->lo), pct(e.saving->hi))
                     : std::string("    energy per step: not measured (no two counter ticks inside the blocks)\n");
@@ -233,8 +240,10 @@ std::string LiveVerifier::summary() const {
   for (const auto& l : lines_) out += "    " + l + "\n";
   if (ctl_.phase() != verify::Phase::baseline && ctl_.alpha() < 1)
     out += fmt::format("    ended on {:.0f} % of the plan's clock reduction (backed off)\n", 100 * ctl_.alpha());
-  out += fmt::format("    baseline-clock steps run for verification: {} of {}\n", ctl_.baseline_steps(),
-                     ctl_.baseline_steps() + ctl_.plan_steps());
+  out += fmt::format("    {}: {} of {}\n",
+                     apply_ ? "baseline-clock steps run for verification"
+                            : "steps in blocks labelled baseline (intended: no clock was changed)",
+                     ctl_.baseline_steps(), ctl_.baseline_steps() + ctl_.plan_steps());
   if (partial_steps_ > 0) out += fmt::format("    the job ended inside a block: its {} step(s) are left out\n", partial_steps_);
   if (!stopped_why_.empty()) out += "    " + stopped_why_ + "\n";
   {

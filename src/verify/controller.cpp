@@ -121,7 +121,16 @@ std::vector<VerifyEvent> Controller::finish_block(const BlockResult& r) {
   return out;
 }
 
+AbEstimate Controller::reported() const {
+  if (phase_ == Phase::baseline && !events_.empty()) {
+    for (auto it = events_.rbegin(); it != events_.rend(); ++it)
+      if (it->estimate.quads > 0) return it->estimate;
+  }
+  return current();
+}
+
 void Controller::quad_done(std::vector<VerifyEvent>& out) {
+  if (!o_.decide) return;
   const AbEstimate e = current();
   const std::size_t q = e.quads;
   if (e.saving && e.saving->hi < 0) {

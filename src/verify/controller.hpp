@@ -44,6 +44,9 @@ struct ControllerOptions {
   std::size_t steady_gap_first = 4;   // plan-only blocks between quads once a rung holds, doubling ...
   std::size_t steady_gap_max = 32;    // ... up to this
   double stall_factor = 4;            // a step this many times its block's median step is a stall: block re-run
+  // false: measure only (a dry run, where both arms ran the same clocks): quads go on at the plan's rung and no
+  // decision is made, since one from an A/A comparison would be about noise, not about the plan.
+  bool decide = true;
 };
 
 // What the next block runs: the plan's rung `alpha` (Arm::plan) or the baseline clocks; `measured` false for the
@@ -95,6 +98,9 @@ class Controller {
   // The current rung's estimate: over the quads since it held once they are min_quads (the quads that made it
   // hold were chosen by the decision, a lucky run among them: they bias the figure toward the budget), else over all.
   AbEstimate current() const;
+  // The estimate the run's figures rest on: the current rung's, or once the baseline is final, that of the rung
+  // the loop left for it (its last decision's); none before a quad.
+  AbEstimate reported() const;
   const ControllerOptions& options() const { return o_; }
   const Ladder& ladder() const { return ladder_; }
   std::size_t blocks() const { return blocks_; }       // blocks finished (re-run ones included)

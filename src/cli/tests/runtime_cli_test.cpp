@@ -313,7 +313,8 @@ TEST(Run, VerificationAlternatesPlanAndBaselineBlocks) {
   const std::string o = slurp(out);
   EXPECT_NE(o.find("measured verification (applied"), std::string::npos) << o;
   EXPECT_NE(o.find("budget 2.00 %"), std::string::npos) << o;
-  EXPECT_NE(o.find("over 1 quads"), std::string::npos) << o;
+  EXPECT_NE(o.find("over 1 quad ("), std::string::npos) << o;
+  EXPECT_NE(o.find("no interval before 2 quads"), std::string::npos) << o;  // one quad: a figure, no interval
   // --timeline: the blocks as a counter track, 1 at the plan's blocks and 0 at the baseline's.
   const auto j = nlohmann::json::parse(slurp(tl));
   std::vector<double> arm_values;

@@ -111,6 +111,19 @@ TEST(Controller, ABlockWithoutTicksCountsForTimeOnly) {
   EXPECT_EQ(c.current().energy_quads, 0u);
 }
 
+// A dry run measures only: an A/A comparison's verdict would be about noise (on an H200, a GPT job's dry run was
+// "dropped for no saving" after 10 quads, its two arms the same clocks).
+TEST(Controller, MeasureOnlyNeverDecides) {
+  ControllerOptions o;
+  o.decide = false;
+  Controller c(o, ladder());
+  run(c, 1.05, 110, 200);  // over the budget and costing energy: a deciding loop would back off or drop
+  EXPECT_EQ(c.phase(), Phase::verifying);
+  EXPECT_TRUE(c.events().empty());
+  EXPECT_EQ(c.current().quads, 50u);
+  EXPECT_NEAR(c.current().slowdown.estimate, 0.05, 1e-3);
+}
+
 TEST(Controller, BadOptionsAreRefused) {
   ControllerOptions o;
   o.min_quads = 1;
