@@ -240,10 +240,26 @@ std::string LiveVerifier::summary() const {
   for (const auto& l : lines_) out += "    " + l + "\n";
   if (ctl_.phase() != verify::Phase::baseline && ctl_.alpha() < 1)
     out += fmt::format("    ended on {:.0f} % of the plan's clock reduction (backed off)\n", 100 * ctl_.alpha());
+  // (No line may start "  steps ": the run's own figures line does, and readers find it so.)
   out += fmt::format("    {}: {} of {}\n",
                      apply_ ? "baseline-clock steps run for verification"
-                            : "steps in blocks labelled baseline (intended: no clock was changed)",
+                            : "blocks labelled baseline (intended: no clock was changed), their steps",
                      ctl_.baseline_steps(), ctl_.baseline_steps() + ctl_.plan_steps());
+  // What verifying cost in energy: the baseline blocks' steps did not save what the plan saves per step.
+  if (apply_ && e.saving && e.saving->estimate > 0 && ctl_.baseline_steps() > 0) {
+    double base_j = 0;
+    std::uint64_t base_steps = 0;
+    for (const auto& r : ctl_.rungs())
+      for (const auto& q : r.quads)
+        if (q.base.energy_seconds > 0) base_j += q.base.watts() * q.base.seconds, base_steps += q.base.steps;
+    if (base_steps > 0) {
+      const double per_step_j = base_j / static_cast<double>(base_steps);
+      out += fmt::format("    verification's cost: about {:.0f} J not saved ({} baseline steps x {:.1f} J x the {:.2f} % "
+                         "measured saving)\n",
+                         static_cast<double>(ctl_.baseline_steps()) * per_step_j * e.saving->estimate,
+                         ctl_.baseline_steps(), per_step_j, 100 * e.saving->estimate);
+    }
+  }
   if (partial_steps_ > 0) out += fmt::format("    the job ended inside a block: its {} step(s) are left out\n", partial_steps_);
   if (!stopped_why_.empty()) out += "    " + stopped_why_ + "\n";
   {
