@@ -212,8 +212,11 @@ TEST_P(CalibrateSweep, RecoversTheHiddenTruthAndItsPlanSaving) {
   ASSERT_TRUE(cm.switch_latency) << r.out;
   ASSERT_EQ(cm.switch_latency->down_ms.size(), 2u) << r.out;
   ASSERT_EQ(cm.switch_latency->up_ms.size(), 1u) << r.out;
-  EXPECT_NEAR(cm.switch_latency->median_down_ms(), 40, 8) << r.out;
-  EXPECT_NEAR(cm.switch_latency->median_up_ms(), 70, 8) << r.out;
+  // Never shorter than the simulated latency; a loaded machine can only delay the read that sees the new clock.
+  EXPECT_GE(cm.switch_latency->median_down_ms(), 39.5) << r.out;
+  EXPECT_LE(cm.switch_latency->median_down_ms(), 40 + 30) << r.out;
+  EXPECT_GE(cm.switch_latency->median_up_ms(), 69.5) << r.out;
+  EXPECT_LE(cm.switch_latency->median_up_ms(), 70 + 30) << r.out;
   EXPECT_NE(r.out.find("switch latency MEASURED"), std::string::npos) << r.out;
   // Each pair's window is measured in whole ns; the file gives it in s, read back to the same ns.
   const nlohmann::json file = nlohmann::json::parse(std::ifstream(path("model.json")));
