@@ -65,6 +65,28 @@ TEST(Controller, APlanWithinTheBudgetHoldsAfterMinQuads) {
   EXPECT_TRUE(c.next().measured);
 }
 
+// Once held, quads go on at a lower rate; a job whose plan later costs more than the budget (its behaviour changed)
+// is caught by them and backed off (`recheck_over`), and the steady state's baseline blocks stay a bounded share.
+TEST(Controller, AHeldPlanIsRecheckedAndBackedOffWhenTheJobChanges) {
+  ControllerOptions o;
+  o.budget = 0.01;
+  Controller c(o, ladder());
+  run(c, 1.002, 80);
+  ASSERT_EQ(c.phase(), Phase::held);
+  std::size_t baseline_blocks = 0, blocks = 0;
+  for (int i = 0; i < 400 && c.phase() == Phase::held; ++i, ++blocks) {
+    const BlockPlan b = c.next();
+    baseline_blocks += b.arm == Arm::baseline;
+    const double wiggle = (i % 3 == 0 ? 1.0005 : 0.9997);
+    c.finish_block(b.arm == Arm::plan ? block((i < 100 ? 1.002 : 1.03) * wiggle, 80) : block(1.0 * wiggle, 100));
+  }
+  ASSERT_FALSE(c.events().empty());
+  EXPECT_EQ(c.events().back().kind, "recheck_over");
+  EXPECT_LT(c.alpha(), 1.0);
+  // Before the change: gaps of 4, 8, 16, 32 plan-only blocks between quads, 2 baseline blocks a quad.
+  EXPECT_LT(static_cast<double>(baseline_blocks) / static_cast<double>(blocks), 0.25);
+}
+
 TEST(Controller, APlanOverTheBudgetBacksOffByTheMeasuredSensitivity) {
   ControllerOptions o;
   o.budget = 0.005;
