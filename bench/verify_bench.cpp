@@ -4,8 +4,6 @@
 // Run: build/bench/verify_bench   (about 10 s; output quoted in docs/verification.md)
 #include <algorithm>
 #include <cstdio>
-#include <numeric>
-#include <random>
 #include <vector>
 
 #include "verify/sim_job.hpp"
@@ -15,37 +13,9 @@ using namespace gearshift::verify;
 
 namespace {
 
-// 24 positions of 1-8 ms and a 10 % gap (a ~120 ms step), the model right, the plan at half the budget by the truth (so that a
-// hold is what the truth allows), CV `cv` per step, 2 % drift.
-struct Job {
-  SimJob job;
-  Ladder ladder;
-};
-
-Job make(double cv, double budget) {
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> dur(1e6, 8e6), a(0.1, 0.9), w(250, 650);
-  std::vector<TruthPosition> pos;
-  std::vector<double> ns, am;
-  for (int i = 0; i < 24; ++i) {
-    TruthPosition p;
-    p.base_ns = dur(rng);
-    p.a = a(rng);
-    p.base_w = w(rng);
-    pos.push_back(p);
-    ns.push_back(p.base_ns);
-    am.push_back(p.a);
-  }
-  SimJobOptions so;
-  so.gap_ns = 0.1 * std::accumulate(ns.begin(), ns.end(), 0.0);
-  so.step_cv = cv;
-  Ladder l;
-  l.duration_ns = ns;
-  l.baseline = {1980, 2619};
-  for (int f = 345; f <= 1980; f += 15) l.sm_clocks_mhz.push_back(f);
-  l.plan = plan_by_model(ns, am, l.baseline, l.sm_clocks_mhz, so.gap_ns, budget / 2);
-  return {SimJob(pos, l.baseline, so), l};
-}
+// The law-truth job of the closed-loop tests (verify/sim_job.hpp: a ~120 ms step), the model right, the plan at half
+// the budget by the truth (so that a hold is what the truth allows), CV `cv` per step, 2 % drift.
+LawJob make(double cv, double budget) { return make_law_job({1, 2, cv, budget / 2}); }
 
 }  // namespace
 
@@ -63,7 +33,7 @@ int main() {
   for (double cv : cvs) {
     std::printf("%6.1f %%   ", 100 * cv);
     for (double b : budgets) {
-      const Job j = make(cv, b);
+      const LawJob j = make(cv, b);
       ControllerOptions o;
       o.budget = b;
       std::vector<double> steps;
@@ -79,7 +49,7 @@ int main() {
     std::printf("\n");
   }
   // Steady state: one plan that holds, a long run; baseline steps as a share and their energy against the saving.
-  const Job j = make(0.01, 0.02);
+  const LawJob j = make(0.01, 0.02);
   ControllerOptions o;
   o.budget = 0.02;
   const ClosedLoopResult r = run_closed_loop(j.job, j.ladder, o, kSteps, 99);

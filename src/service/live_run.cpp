@@ -210,10 +210,7 @@ void LiveRun::on_live_event(const runtime::LiveRuntime& rt) {
   const std::uint64_t steps = rt.steps();
   energy_.on_live_event(now, steps);
   LiveVerifier* v = verifier_.load();
-  if (v && session_.options().apply && (!session_.writes_clocks() || session_.failed_changes() > 0))
-    v->halt("NVML stopped taking clock changes (the warning above: a GPU lost, or a change refused): verification "
-            "stopped there; its figures are of the quads before");
-  if (v && session_.live()) v->on_live_event(now, steps, *session_.live(), rt.fell_back());
+  if (v) v->poll(session_, now);
   // The in-time guard's fall-back leaves one clock pair for the whole step: followed as a plan of one pair is.
   if (rt.fell_back()) progress_.fell_back_to_one_pair();
   if (!progress_.one_pair() || progress_.feed_off() || !o_.trace_output.empty() || !rt.locked()) return;

@@ -189,17 +189,20 @@ void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime:
   set_arm(rt, now);
 }
 
-// In a dry run the blocks only measure the noise floor: that never keeps a one-pair plan's feed on (the feed costs a
-// launch-bound job; issue 50), and the blocks end where the feed does.
 void LiveVerifier::poll(runtime::Session& session, std::int64_t now) {
   runtime::LiveRuntime* rt = session.live();
   if (rt == nullptr) return;
+  const std::uint64_t steps = rt->steps();
+  // Between step ends nothing changes: no lock taken (the feed reader calls this after every event).
+  if (arm_set_ && last_steps_ && steps == *last_steps_) return;
   if (session.options().apply && (!session.writes_clocks() || session.failed_changes() > 0))
     halt("NVML stopped taking clock changes (a GPU lost, or a change refused): verification stopped there; its "
          "figures are of the quads before");
-  on_live_event(now, rt->steps(), *rt, rt->fell_back());
+  on_live_event(now, steps, *rt, rt->fell_back());
 }
 
+// In a dry run the blocks only measure the noise floor: that never keeps a one-pair plan's feed on (the feed costs a
+// launch-bound job; issue 50), and the blocks end where the feed does.
 bool LiveVerifier::needs_steps() const {
   return apply_ && stopped_why_.empty() && ctl_.phase() == verify::Phase::verifying;
 }

@@ -54,11 +54,9 @@ class LiveVerifier {
   LiveVerifier(const LiveVerifier&) = delete;
   LiveVerifier& operator=(const LiveVerifier&) = delete;
 
-  // The feed reader, after each event the live runtime took; `steady_ns`: std::chrono::steady_clock now; `steps`:
-  // LiveRuntime::steps(); `rt`: where a block's clocks are set (with apply).
-  void on_live_event(std::int64_t steady_ns, std::uint64_t steps, runtime::LiveRuntime& rt, bool fell_back);
-  // The same from a poller (`gearshift.torch`'s runtime, which has no feed reader of its own): the session's live
-  // runtime's step count now, and a halt where the session applies clocks and NVML stopped taking them.
+  // The entry of both faces (`gearshift run`'s feed reader after each event, `gearshift.torch`'s poller every ms):
+  // the session's live runtime's step count now, and, where a step ended, a halt where the session applies clocks
+  // and NVML stopped taking them (checked only there: it takes the actuator's lock).
   void poll(runtime::Session& session, std::int64_t steady_ns);
   // Stops the counter thread; the block in progress is left out (said in the summary).
   void stop();
@@ -76,6 +74,8 @@ class LiveVerifier {
   bool needs_steps() const;
 
  private:
+  // A step count seen (`steady_ns`: std::chrono::steady_clock now; `rt`: where a block's clocks are set with apply).
+  void on_live_event(std::int64_t steady_ns, std::uint64_t steps, runtime::LiveRuntime& rt, bool fell_back);
   void counter_loop();
   verify::BlockResult close_block(std::int64_t end_ns);
   void log(const std::string& json_line);

@@ -190,17 +190,21 @@ void Controller::quad_done(std::vector<VerifyEvent>& out) {
   }
 }
 
-double Controller::sensitivity() const {
-  double sxy = 0, sxx = 0;
+// The regression's points: per quad of a rung above the baseline, (its clock shape, its log step-time ratio).
+std::vector<std::pair<double, double>> Controller::shape_points() const {
+  std::vector<std::pair<double, double>> pts;
   for (const Rung& r : rungs_) {
     const double s = shape(r.alpha);
     if (s <= 0) continue;
-    for (const Quad& q : r.quads) {
-      if (!q.plan.steps || !q.base.steps) continue;
-      sxy += s * std::log(q.plan.step_s() / q.base.step_s());
-      sxx += s * s;
-    }
+    for (const Quad& q : r.quads)
+      if (q.plan.steps && q.base.steps) pts.emplace_back(s, std::log(q.plan.step_s() / q.base.step_s()));
   }
+  return pts;
+}
+
+double Controller::sensitivity() const {
+  double sxy = 0, sxx = 0;
+  for (const auto& [s, x] : shape_points()) sxy += s * x, sxx += s * s;
   return sxx > 0 ? sxy / sxx : 0;
 }
 
@@ -208,22 +212,12 @@ double Controller::sensitivity_upper() const {
   // Least squares through the origin of the quads' log step-time ratios on the rung's shape, its upper bound at
   // the controller's confidence (t with n - 1 degrees of freedom).
   const double k = sensitivity();
+  const auto pts = shape_points();
   double sxx = 0, ss = 0;
-  std::size_t n = 0;
-  for (const Rung& r : rungs_) {
-    const double s = shape(r.alpha);
-    if (s <= 0) continue;
-    for (const Quad& q : r.quads) {
-      if (!q.plan.steps || !q.base.steps) continue;
-      const double x = std::log(q.plan.step_s() / q.base.step_s());
-      ss += (x - k * s) * (x - k * s);
-      sxx += s * s;
-      ++n;
-    }
-  }
-  if (n < 2 || sxx <= 0) return k;
-  const double se = std::sqrt(ss / static_cast<double>(n - 1) / sxx);
-  return k + t_quantile(0.5 + o_.confidence / 2, static_cast<double>(n - 1)) * se;
+  for (const auto& [s, x] : pts) ss += (x - k * s) * (x - k * s), sxx += s * s;
+  if (pts.size() < 2 || sxx <= 0) return k;
+  const double n = static_cast<double>(pts.size());
+  return k + t_quantile(0.5 + o_.confidence / 2, n - 1) * std::sqrt(ss / (n - 1) / sxx);
 }
 
 void Controller::back_off(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind,

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "verify/estimate.hpp"
@@ -115,6 +116,7 @@ class Controller {
 
  private:
   double shape(double alpha) const;
+  std::vector<std::pair<double, double>> shape_points() const;
   void quad_done(std::vector<VerifyEvent>& out);
   void back_off(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind, const std::string& why);
   void to_baseline(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind, const std::string& why);

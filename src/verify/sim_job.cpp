@@ -148,4 +148,32 @@ std::vector<model::ClockPair> plan_by_model(const std::vector<double>& base_ns, 
   return out;
 }
 
+LawJob make_law_job(const LawJobOptions& o) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> dur(1e6, 8e6), a(0.1, 0.9), w(250, 650);
+  std::vector<TruthPosition> pos;
+  std::vector<double> base_ns, model_a;
+  for (int i = 0; i < 24; ++i) {
+    TruthPosition p;
+    p.base_ns = dur(rng);
+    const double am = a(rng);
+    p.a = std::min(1.0, o.a_scale * am);
+    p.gamma = o.gamma;
+    p.base_w = w(rng);
+    pos.push_back(p);
+    base_ns.push_back(p.base_ns);
+    model_a.push_back(am);
+  }
+  const model::ClockPair base{1980, 2619};
+  SimJobOptions so;
+  so.gap_ns = 0.1 * std::accumulate(base_ns.begin(), base_ns.end(), 0.0);
+  so.step_cv = o.step_cv;
+  Ladder l;
+  l.duration_ns = base_ns;
+  l.baseline = base;
+  for (int f = 345; f <= 1980; f += 15) l.sm_clocks_mhz.push_back(f);
+  l.plan = plan_by_model(base_ns, model_a, base, l.sm_clocks_mhz, so.gap_ns, o.plan_budget);
+  return {SimJob(pos, base, so), l};
+}
+
 }  // namespace gearshift::verify

@@ -80,4 +80,17 @@ std::vector<model::ClockPair> plan_by_model(const std::vector<double>& base_ns, 
                                             model::ClockPair baseline, const std::vector<int>& sm_clocks_mhz,
                                             double gap_ns, double budget);
 
+// The law-truth job of the closed-loop tests and bench/verify_bench: 24 positions of 1-8 ms (seeded draws), a
+// modelled sensitivity in [0.1, 0.9] each, board power 250-650 W, a clock-independent gap of 10 % of the kernels'
+// time; the truth's sensitivity is a_scale times the model's (at most 1) with power exponent `gamma`; the plan is
+// plan_by_model at `plan_budget` on H100/H200 SM clocks (345-1980 MHz, every 15).
+struct LawJobOptions {
+  double a_scale = 1, gamma = 2, step_cv = 0.01, plan_budget = 0.02;
+};
+struct LawJob {
+  SimJob job;
+  Ladder ladder;
+};
+LawJob make_law_job(const LawJobOptions& o);
+
 }  // namespace gearshift::verify

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -27,39 +26,10 @@ struct Case {
   double budget;
 };
 
-std::vector<int> h100_sm_clocks() {
-  std::vector<int> v;
-  for (int f = 345; f <= 1980; f += 15) v.push_back(f);
-  return v;
-}
-
-// 24 positions of 1-8 ms, a modelled sensitivity in [0.1, 0.9]; `a_scale`, `gamma`: the truth against the model.
+// The law-truth job (verify/sim_job.hpp); `a_scale`, `gamma`: the truth against the model; the plan at the budget.
 Case law_case(double a_scale, double gamma, double cv, double budget) {
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> dur(1e6, 8e6), a(0.1, 0.9), w(250, 650);
-  std::vector<TruthPosition> pos;
-  std::vector<double> base_ns, model_a;
-  for (int i = 0; i < 24; ++i) {
-    TruthPosition p;
-    p.base_ns = dur(rng);
-    const double am = a(rng);
-    p.a = std::min(1.0, a_scale * am);
-    p.gamma = gamma;
-    p.base_w = w(rng);
-    pos.push_back(p);
-    base_ns.push_back(p.base_ns);
-    model_a.push_back(am);
-  }
-  const model::ClockPair base{1980, 2619};
-  SimJobOptions so;
-  so.gap_ns = 0.1 * std::accumulate(base_ns.begin(), base_ns.end(), 0.0);
-  so.step_cv = cv;
-  Ladder l;
-  l.duration_ns = base_ns;
-  l.baseline = base;
-  l.sm_clocks_mhz = h100_sm_clocks();
-  l.plan = plan_by_model(base_ns, model_a, base, l.sm_clocks_mhz, so.gap_ns, budget);
-  return {SimJob(pos, base, so), l, budget};
+  LawJob j = make_law_job({a_scale, gamma, cv, budget});
+  return {std::move(j.job), std::move(j.ladder), budget};
 }
 
 // The first 24 real kernels of the SYnergy V100 testing set at their measured clocks; the model's sensitivity fitted
