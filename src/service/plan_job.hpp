@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpu/spec.hpp"
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
 #include "plan/plan_file.hpp"
@@ -121,6 +122,9 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r);
 // The chosen plan as plan.json (plan/plan_file.hpp, the one owner of the format); plan_file_json is its JSON.
 plan::PlanFile plan_file(const PlanJobOptions& o, const PlanJobResult& r);
 nlohmann::json plan_file_json(const PlanJobOptions& o, const PlanJobResult& r);
+
+// gpu::find_spec(name), or ServiceError(kBadArgument) naming the known specs (--gpu). service/plan_inputs.cpp.
+gpu::GpuSpec spec_or_exit(const std::string& name);
 
 // The GPU specs a trace can be planned for (gpu::spec_names: data/gpus/*.json).
 std::vector<std::string> spec_names();

@@ -1,5 +1,7 @@
 // libgearshift_simgpu.so: a simulated GPU behind NVML's C ABI, so that tests and demos run the real dlopen
-// path (point GEARSHIFT_NVML_LIBRARY at this file). Configured by environment, read at nvmlInit_v2:
+// path (point GEARSHIFT_NVML_LIBRARY at this file). One file past 600 lines: it is one C ABI over one shared state
+// (locks, counters, faults), and every entry point reads that state's internals. Configured by environment, read
+// at nvmlInit_v2:
 //   GEARSHIFT_SIMGPU_SPEC     GPU spec name (gpu::find_spec), default "h200"
 //   GEARSHIFT_SIMGPU_COUNT    number of GPUs, default 1
 //   GEARSHIFT_SIMGPU_POWER_W  constant board power, W; default the spec's idle power at its default SM clock
