@@ -12,7 +12,9 @@ wrapped run with those environment variables added, e.g. the injection library's
 an order rotated every round, and reports each variant's median ratio to the same round's plain run. The key
 WRAP picks how a variant runs the job: WRAP=gearshift (default, through --mode), WRAP=none (the job alone with
 the variables, e.g. CUDA_INJECTION64_PATH only), WRAP=sink (the job under feed_sink.py, which names a socket of
-its own in GEARSHIFT_RUNTIME_SOCKET and drains it: the injection library's feed without the gearshift process). RUNARGS=A+B adds arguments A B
+its own in GEARSHIFT_RUNTIME_SOCKET and drains it: the injection library's feed without the gearshift process;
+SINKARGS=A+B adds feed_sink.py arguments, e.g. --phases), WRAP=auto (`gearshift run --auto`, dry run).
+--family F runs `train_families.py F` instead of train_gpt.py and compares the second half's s/step. RUNARGS=A+B adds arguments A B
 to `gearshift run` (e.g. RUNARGS=--gpu-progress+activity).
 """
 import argparse
@@ -28,7 +30,15 @@ def run(cmd, env=None):
     if r.returncode != 0:
         sys.stderr.write(r.stdout[-3000:] + r.stderr[-3000:])
         raise SystemExit(f"failed: {' '.join(cmd)}")
-    line = [l for l in r.stdout.splitlines() if l.startswith("{")][-1]
+    lines = r.stdout.splitlines()
+    train = [l for l in lines if l.startswith("TRAIN family=")]
+    if train:  # train_families.py: the second half's s/step (under --auto the plan is applied by then)
+        kv = dict(x.split("=", 1) for x in train[-1].split()[1:])
+        iv = [l for l in lines if l.startswith("TRAIN_INTERVALS ")]
+        steps = [float(x) / 1e3 for x in iv[-1].split("=", 1)[1].split(",") if x] if iv else []
+        return {"median_step_s": float(kv["late_step_s"]), "step_times_s": steps, "family": kv["family"]}, \
+            r.stderr + r.stdout
+    line = [l for l in lines if l.startswith("{")][-1]
     return json.loads(line), r.stderr + r.stdout
 
 
@@ -45,19 +55,30 @@ def main():
                                     "(gearshift builds whose `run` does not set it itself)")
     p.add_argument("--variant", action="append", default=[],
                    help="NAME:KEY=VALUE,... a wrapped run with these environment variables (repeatable)")
+    p.add_argument("--family", help="run train_families.py FAMILY (its TRAIN line's late_step_s) instead of "
+                                    "train_gpt.py")
+    p.add_argument("--max-slowdown", default="0.5%", help="WRAP=auto: run --auto's budget")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     a = p.parse_args()
     args = [x for x in a.rest if x != "--"]
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_gpt.py")
-    base = [sys.executable, script] + args
+    here = os.path.dirname(os.path.abspath(__file__))
+    if a.family:
+        base = [sys.executable, os.path.join(here, "train_families.py"), a.family] + args
+    else:
+        base = [sys.executable, os.path.join(here, "train_gpt.py")] + args
     tag = a.tag or a.mode
     variants = [parse_variant(v) for v in a.variant] or [(tag, {})]
 
-    def wrapped(name, i, how, runargs):
+    def wrapped(name, i, how, runargs, extra):
         if how == "none":
             return base
         if how == "sink":
-            return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "feed_sink.py"), "--"] + base
+            sink = [x for x in extra.get("SINKARGS", "").split("+") if x]
+            return [sys.executable, os.path.join(here, "feed_sink.py")] + sink + ["--"] + base
+        if how == "auto":  # what a user runs: the warm-up, the plan, the dry-run verification
+            return [a.gearshift, "run", "--auto", "--max-slowdown", a.max_slowdown, "--switch-latency-ms",
+                    a.switch_latency_ms, "--dry-run-log", os.path.join(a.out, f"{name}_dry_{i}.jsonl"),
+                    "--verify-log", os.path.join(a.out, f"{name}_verify_{i}.jsonl")] + runargs + ["--"] + base
         if a.mode == "trace":
             return [a.gearshift, "trace", "-o", os.path.join(a.out, f"overhead_{i}.jsonl.gz"), "--"] + base
         return [a.gearshift, "run", "--plan", a.plan, "--switch-latency-ms", a.switch_latency_ms,
@@ -78,10 +99,10 @@ def main():
             name, extra = v
             how = extra.get("WRAP", "gearshift")
             runargs = [x for x in extra.get("RUNARGS", "").split("+") if x]
-            env = dict(os.environ, **{k: x for k, x in extra.items() if k not in ("WRAP", "RUNARGS")})
-            if a.inject and (a.mode == "run" or how == "sink"):
+            env = dict(os.environ, **{k: x for k, x in extra.items() if k not in ("WRAP", "RUNARGS", "SINKARGS")})
+            if a.inject and (a.mode == "run" or how in ("sink", "auto")):
                 env["CUDA_INJECTION64_PATH"] = a.inject
-            times[name], logs[name] = run(wrapped(name, i, how, runargs), env)
+            times[name], logs[name] = run(wrapped(name, i, how, runargs, extra), env)
         plain = times[None]
         for name, _ in variants:
             w = times[name]

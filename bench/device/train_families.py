@@ -14,6 +14,10 @@ Families (the models of record_step_traces.py, sized like small real runs):
   accum    GPT-2 small, 4 micro-batches of gradient accumulation per optimizer step
   input    GPT-2 small fed by a torch DataLoader with one worker whose CPU preprocessing (--prep-sort elements
            sorted per sample) is slower than the GPU's step: the GPU waits for each batch (an input-bound job)
+  resnet   ResNet-50 (torchvision, else timm), fp16 autocast + GradScaler, channels_last, SGD with momentum,
+           batch 64 x 224 x 224 random images: many short kernels, launch-bound on a fast GPU
+  t5       T5-base seq2seq (transformers, 12 + 12 layers x 768), Adafactor (transformers.optimization), bf16
+           autocast, batch 16 x 512 -> 128 tokens: no step markers and an optimizer of no fused kind
 At the end it prints one line `TRAIN family=F steps=N step_s=<median s/step> late_step_s=<same, second half>
 j_per_step=<median J/step> ...`: the job's own count of its optimizer steps, their wall time per logging
 interval (the first left out) and the GPU's energy per step over the same intervals (NVML's energy counter,
@@ -42,7 +46,76 @@ FAMILIES = {
     "compile": dict(GPT2S, layers=12, batch=8, seq=1024, compile=True, steps=300),
     "accum": dict(GPT2S, layers=12, batch=8, seq=1024, accum=4, steps=80),
     "input": dict(GPT2S, layers=12, batch=8, seq=1024, loader=True, steps=120),
+    "resnet": dict(model="resnet50", batch=64, steps=400),
+    "t5": dict(model="t5", batch=16, seq=512, target=128, vocab=32128, steps=200),
 }
+
+
+class VisionTrainer:
+    """ResNet-50 steps as a torchvision recipe runs them: fp16 autocast, GradScaler (its unscale and inf check,
+    one synchronize a step in scaler.step), channels_last, SGD with momentum; random images made on the GPU."""
+
+    def __init__(self, spec, dev, seed):
+        import torch
+        try:
+            import torchvision
+            model = torchvision.models.resnet50()
+        except ImportError:
+            import timm
+            model = timm.create_model("resnet50")
+        self.torch, self.accum = torch, 1
+        self.model = model.to(dev).to(memory_format=torch.channels_last).train()
+        g = torch.Generator(device=dev).manual_seed(seed)
+        self.x = torch.randn(spec["batch"], 3, 224, 224, device=dev, generator=g).to(memory_format=torch.channels_last)
+        self.y = torch.randint(0, 1000, (spec["batch"],), device=dev, generator=g)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        self.scaler = torch.amp.GradScaler("cuda")
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward_loss(self):
+        with self.torch.autocast("cuda", dtype=self.torch.float16):
+            return self.loss_fn(self.model(self.x), self.y)
+
+    def backward(self, loss):
+        self.scaler.scale(loss).backward()
+
+    def update(self):
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        self.opt.zero_grad(set_to_none=True)
+
+
+class Seq2SeqTrainer:
+    """T5-base steps with Adafactor (relative step, no fused or foreach kernel: one small kernel chain per
+    parameter) under bf16 autocast; random token batches copied from pinned host memory."""
+
+    def __init__(self, spec, dev, seed):
+        import torch
+        import transformers as tf
+        from transformers.optimization import Adafactor
+        self.torch, self.accum, self.dev = torch, 1, dev
+        cfg = tf.T5Config(vocab_size=spec["vocab"], d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
+                          dropout_rate=0.0)
+        with torch.device(dev):
+            self.model = tf.T5ForConditionalGeneration(cfg).train()
+        g = torch.Generator().manual_seed(seed)
+        self.src = torch.randint(0, spec["vocab"], (spec["batch"], spec["seq"]), generator=g).pin_memory()
+        self.tgt = torch.randint(0, spec["vocab"], (spec["batch"], spec["target"]), generator=g).pin_memory()
+        self.opt = Adafactor(self.model.parameters(), scale_parameter=True, relative_step=True, warmup_init=True,
+                             lr=None)
+
+    def forward_loss(self):
+        src = self.src.to(self.dev, non_blocking=True)
+        tgt = self.tgt.to(self.dev, non_blocking=True)
+        with self.torch.autocast("cuda", dtype=self.torch.bfloat16):
+            return self.model(input_ids=src, labels=tgt).loss
+
+    def backward(self, loss):
+        loss.backward()
+
+    def update(self):
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
 
 
 def nvml_energy_j():
@@ -105,10 +178,15 @@ def main():
     steps = a.steps or spec["steps"]
     dev = torch.device("cuda")
     torch.manual_seed(a.seed)
-    model, facts = build_model(spec, Args, dev)
-    if spec.get("ckpt"):
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    tr = Trainer(model, spec, dev, a.seed)
+    if spec["model"] in ("resnet50", "t5"):
+        tr = (VisionTrainer if spec["model"] == "resnet50" else Seq2SeqTrainer)(spec, dev, a.seed)
+        model = tr.model
+        facts = {"params": sum(p.numel() for p in model.parameters())}
+    else:
+        model, facts = build_model(spec, Args, dev)
+        if spec.get("ckpt"):
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        tr = Trainer(model, spec, dev, a.seed)
     if spec.get("compile"):
         tr.model = torch.compile(model, mode="reduce-overhead")
     batches = None
@@ -129,9 +207,12 @@ def main():
                 loss = tr.model(input_ids=ids, labels=ids, use_cache=False).loss
             else:
                 loss = tr.forward_loss()
-            loss.backward()
-        tr.opt.step()
-        tr.opt.zero_grad(set_to_none=True)
+            tr.backward(loss) if hasattr(tr, "backward") else loss.backward()
+        if hasattr(tr, "update"):
+            tr.update()
+        else:
+            tr.opt.step()
+            tr.opt.zero_grad(set_to_none=True)
         if spec.get("compile"):
             torch.compiler.cudagraph_mark_step_begin()
         if a.log_every > 0 and (i + 1) % a.log_every == 0:

@@ -128,7 +128,8 @@ class Runtime {
       energy_ = std::make_unique<gearshift::monitor::RunEnergy>(gpu_index);
       verifier_ = gearshift::service::make_live_verifier(
           vo, plan_, apply, [this] { return energy_->counter(true); },
-          [](std::string_view l) { std::fprintf(stderr, "%.*s\n", static_cast<int>(l.size()), l.data()); });
+          [](std::string_view l) { std::fprintf(stderr, "%.*s\n", static_cast<int>(l.size()), l.data()); },
+          gearshift::service::clocks_read(*energy_));
     }
     if (verifier_) poll_ = std::thread([this] { poll(); });
   }

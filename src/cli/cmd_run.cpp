@@ -23,6 +23,7 @@
 #include "gpu/open_gpus.hpp"
 #include "gpu/spec.hpp"
 #include "launch/inject_library.hpp"
+#include "monitor/prometheus_server.hpp"
 #include "plan/plan_file.hpp"
 #include "runtime/safety.hpp"
 #include "runtime/session.hpp"
@@ -38,7 +39,7 @@ namespace {
 // The options the job takes as they are (lr), and those checked and turned into it (check_run_options).
 struct Opts {
   LiveRunOptions lr;
-  std::string plan, max_slowdown, plan_output, gpu_spec, model;
+  std::string plan, max_slowdown, plan_output, gpu_spec, model, prometheus;
   bool no_verify = false;
   bool apply = false, auto_plan = false, lock_memory = false;
   std::size_t warmup_steps = 20;
@@ -200,6 +201,8 @@ void add_run_command(CLI::App& app) {
                   "Seconds per verification block, at least (default: 20 periods of the GPU's energy counter, 2 s on "
                   "an H100/H200; at least 0.3 s: shorter blocks hold too few counter ticks)")
       ->check(CLI::Range(0.3, 3600.0));
+  cmd->add_option("--prometheus", o->prometheus,
+                  "Serve the measured verification's figures as Prometheus gauges on :PORT or HOST:PORT (GET /metrics)");
   cmd->add_option("cmd", o->lr.cmd, "-- CMD ARGS")->required();
   cmd->callback([o, cmd] {
     LiveRunOptions lr = check_run_options(*o, *cmd);  // every usage error before the job starts
@@ -213,7 +216,17 @@ void add_run_command(CLI::App& app) {
     lr.progress_sink = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };  // the run's lines
     if (o->auto_plan) lr.ao.gpu_spec = auto_gpu_spec(o->gpu_spec, infos, o->lr.gpu, o->apply, lr.progress_sink);
     LiveRun run(std::move(lr), session, std::move(infos));
+    std::unique_ptr<monitor::PrometheusServer> server;  // before `run` goes: it reads the run's verifier
+    if (!o->prometheus.empty()) {
+      try {
+        server = std::make_unique<monitor::PrometheusServer>(o->prometheus, [&run] { return run.prometheus_text(); });
+        fmt::print(stderr, "gearshift run: Prometheus metrics on http://{}:{}/metrics\n", server->host(), server->port());
+      } catch (const std::exception& e) {
+        throw Exit(kUsage, std::string("run: --prometheus: ") + e.what());
+      }
+    }
     const launch::ChildExit ce = run.run_job();
+    server.reset();
     const runtime::SessionStats ss = session.stop();  // restores the default clocks, releases the GPU
     fmt::print(stderr, "{}", run.summary(ss));
     if (!ce.started) throw Exit(ce.code, o->lr.cmd[0] + ": " + ce.error);

@@ -62,6 +62,15 @@ std::optional<CounterAtTick> RunEnergy::counter(bool at_tick) const {
   return read_at_tick(src, w);
 }
 
+std::optional<ClockState> RunEnergy::clocks() const {
+  if (!gpus_) return std::nullopt;
+  const gpu::Device& d = gpus_->devices[index_];
+  auto sm = d.sm_clock_mhz();
+  auto why = d.clock_event_reasons();
+  if (!sm || !why) return std::nullopt;
+  return ClockState{sm.value(), why.value().bits};
+}
+
 void RunEnergy::on_live_event(std::int64_t steady_ns, std::uint64_t steps) {
   if (!gpus_) return;
   // The first event only sets where the count stands: it may come anywhere in a step.

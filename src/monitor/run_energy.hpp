@@ -27,6 +27,12 @@
 
 namespace gearshift::monitor {
 
+// The GPU's SM clock and clock-event reason bits at one read (NVML, read only).
+struct ClockState {
+  unsigned sm_mhz = 0;
+  std::uint64_t reasons = 0;  // nvmlClocksEventReason* bits
+};
+
 class RunEnergy {
  public:
   static constexpr std::chrono::milliseconds kReadPeriod{50};
@@ -49,6 +55,9 @@ class RunEnergy {
   // blocks up to kTickWaitPeriods counter periods, 300 ms on an H200, so never from the feed reader), else now, its time
   // uncertain by one counter period. nullopt without NVML or on a failed (first) read.
   std::optional<CounterAtTick> counter(bool at_tick) const;
+  // The SM clock and the clock-event reasons now (safe from any thread); nullopt without NVML or when either read
+  // fails.
+  std::optional<ClockState> clocks() const;
 
   // One line for the exit summary: energy, seconds and mean power from the first to the last read at a step's
   // end, and J per step over the whole steps between them with its bound (one tick over the window); without J

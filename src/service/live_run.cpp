@@ -178,8 +178,14 @@ void LiveRun::on_plan(const runtime::ClockPlan& made, std::uint32_t source) {
 void LiveRun::start_verifier(const runtime::ClockPlan& plan) {
   verifier_owner_ = make_live_verifier(o_.verify, plan, session_.options().apply,
                                        [this] { return energy_.counter(true); },
-                                       [this](std::string_view l) { say(o_.progress_sink, std::string(l)); });
+                                       [this](std::string_view l) { say(o_.progress_sink, std::string(l)); },
+                                       clocks_read(energy_));
   verifier_.store(verifier_owner_.get());
+}
+
+std::string LiveRun::prometheus_text() const {
+  const LiveVerifier* v = verifier_.load();
+  return v ? v->prometheus_text() : std::string("# gearshift: no measured verification yet (no plan followed, or --no-verify)\n");
 }
 
 // The feed reader's thread: events of the processes not followed are counted (by the server), not applied.

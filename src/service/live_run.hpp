@@ -68,6 +68,9 @@ class LiveRun {
 
   // After session.stop(): who fed, what the runtime did, the timeline written; lines for stderr.
   std::string summary(const runtime::SessionStats& ss) const;
+  // `run --prometheus`: the measured verification's gauges (LiveVerifier::prometheus_text), none before the
+  // verifier starts (--auto: after its warm-up). Any thread, while this LiveRun lives.
+  std::string prometheus_text() const;
 
  private:
   bool on_run_gpu(const runtime::FeedProcess& p) const { return p.gpu && *p.gpu == o_.gpu; }

@@ -57,18 +57,29 @@ std::string pct(double f) { return fmt::format("{:+.2f} %", 100 * f); }
 
 }  // namespace
 
+ClocksRead clocks_read(const monitor::RunEnergy& energy) {
+  return [&energy]() -> std::optional<verify::ClockSample> {
+    const auto k = energy.clocks();
+    if (!k) return std::nullopt;
+    return verify::ClockSample{k->sm_mhz, k->reasons};
+  };
+}
+
 LiveVerifier::LiveVerifier(const VerifyOptions& o, const runtime::ClockPlan& plan, std::vector<int> sm_clocks,
-                           std::vector<int> mem_clocks, std::int64_t counter_period_ns, bool apply, CounterRead counter)
+                           std::vector<int> mem_clocks, std::int64_t counter_period_ns, bool apply, CounterRead counter,
+                           ClocksRead clocks)
     : o_(o),
       ctl_(controller_options(o, counter_period_ns, apply), ladder_of(plan, std::move(sm_clocks), std::move(mem_clocks))),
       apply_(apply),
       counter_(std::move(counter)),
+      clocks_(std::move(clocks)),
       period_ns_(counter_period_ns) {
   if (!o_.log_path.empty()) {
     log_.open(o_.log_path, std::ios::trunc);
     if (!log_) throw std::runtime_error("--verify-log " + o_.log_path + ": cannot open it for writing");
   }
   settle_left_ = ctl_.options().settle_steps;
+  update_gauges();
   if (counter_) thread_ = std::thread([this] { counter_loop(); });
 }
 
@@ -79,6 +90,7 @@ void LiveVerifier::halt(const std::string& why) {
   stopped_why_ = why;
   partial_steps_ = step_s_.size();
   step_s_.clear();
+  update_gauges();
 }
 
 void LiveVerifier::stop() {
@@ -102,10 +114,22 @@ void LiveVerifier::counter_loop() {
       return;
     }
     if (c->located) {
+      std::optional<verify::ClockSample> k;
+      if (clocks_) {
+        try {
+          k = clocks_();
+        } catch (...) {
+          k.reset();
+        }
+      }
       std::lock_guard<std::mutex> g(mu_);
       ticks_.emplace_back(c->t_ns, c->j);
       // Keep what a block may reach back to (an hour of ticks at most).
       if (ticks_.size() > 40'000) ticks_.erase(ticks_.begin(), ticks_.begin() + 20'000);
+      if (k) {
+        clock_reads_.emplace_back(c->t_ns, *k);
+        if (clock_reads_.size() > 40'000) clock_reads_.erase(clock_reads_.begin(), clock_reads_.begin() + 20'000);
+      }
     }
     const auto sleep = std::chrono::nanoseconds(std::max<std::int64_t>(0, period_ns_ - 20'000'000));
     for (auto t = std::chrono::steady_clock::now() + sleep; !stopping_ && std::chrono::steady_clock::now() < t;)
@@ -128,6 +152,30 @@ verify::BlockResult LiveVerifier::close_block(std::int64_t end_ns) {
     }
   }
   return r;
+}
+
+std::vector<verify::ClockSample> LiveVerifier::block_clocks(std::int64_t end_ns) const {
+  std::vector<verify::ClockSample> out;
+  std::lock_guard<std::mutex> g(mu_);
+  for (const auto& [t, k] : clock_reads_)
+    if (t >= measured_from_ns_ && t <= end_ns) out.push_back(k);
+  return out;
+}
+
+verify::BlockHold LiveVerifier::hold_of(verify::Arm arm, double alpha) const {
+  verify::BlockHold h;
+  const model::ClockPair base = ctl_.ladder().baseline;
+  const auto clocks = ctl_.ladder().clocks_at(arm == verify::Arm::plan ? alpha : 0);
+  const bool any = std::any_of(clocks.begin(), clocks.end(), [&](const model::ClockPair& c) { return !(c == base); });
+  h.none = !apply_ || !any;
+  // The SM clock locked at every position (below the default: the runtime resets a default position's lock).
+  if (apply_ && !clocks.empty() &&
+      std::all_of(clocks.begin(), clocks.end(), [&](const model::ClockPair& c) { return c.sm_mhz < base.sm_mhz; })) {
+    int top = 0;
+    for (const auto& c : clocks) top = std::max(top, c.sm_mhz);
+    h.sm_ceiling_mhz = static_cast<unsigned>(top);
+  }
+  return h;
 }
 
 void LiveVerifier::log(const std::string& line) {
@@ -168,14 +216,34 @@ void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime:
   const verify::BlockPlan b = ctl_.next();
   const verify::BlockResult r = close_block(now);
   const std::size_t block = ctl_.blocks();
-  const auto events = ctl_.finish_block(r);
+  const std::vector<verify::ClockSample> reads = block_clocks(now);
   double sum = 0;
   for (double s : r.step_s) sum += s;
-  log(nlohmann::json({{"event", "block"}, {"block", block}, {"arm", verify::arm_name(b.arm)}, {"alpha", b.alpha},
-                      {"measured", b.measured}, {"applied", apply_}, {"steps", r.step_s.size()},
-                      {"mean_step_s", sum / static_cast<double>(r.step_s.size())}, {"joules", r.joules},
-                      {"energy_seconds", r.energy_seconds}})
-          .dump());
+  nlohmann::json line = {{"event", "block"}, {"block", block}, {"arm", verify::arm_name(b.arm)}, {"alpha", b.alpha},
+                         {"measured", b.measured}, {"applied", apply_}, {"steps", r.step_s.size()},
+                         {"mean_step_s", sum / static_cast<double>(r.step_s.size())}, {"joules", r.joules},
+                         {"energy_seconds", r.energy_seconds}};
+  if (!reads.empty()) {  // what NVML said of the clocks inside the block: whose clocks the block ran
+    unsigned lo = reads.front().sm_mhz, hi = lo;
+    std::uint64_t any = 0;
+    for (const auto& k : reads) lo = std::min(lo, k.sm_mhz), hi = std::max(hi, k.sm_mhz), any |= k.reasons;
+    line["clock_reads"] = {{"n", reads.size()}, {"sm_mhz_min", lo}, {"sm_mhz_max", hi}, {"reasons_any", any}};
+  }
+  log(line.dump());
+  if (const auto why = watch_.check(reads, hold_of(b.arm, b.alpha))) {
+    // The block ran clocks gearshift did not set: it and every later one would judge the other setter, not the
+    // plan. With apply, gearshift stops competing for the clocks: the default clocks from here (restored at exit).
+    log(nlohmann::json({{"event", "foreign_clocks"}, {"block", block}, {"why", *why}}).dump());
+    lines_.push_back(fmt::format("block {}: foreign_clocks: {}", block, *why));
+    halt(apply_ ? "verification stopped there and the plan was set aside for the default clocks (no verdict from "
+                  "that block on; its figures are of the quads before)"
+                : "verification stopped there (no figure from that block on; those above are of the quads before)");
+    foreign_ = true;
+    if (apply_) rt.set_position_clocks(ctl_.ladder().clocks_at(0));
+    update_gauges();
+    return;
+  }
+  const auto events = ctl_.finish_block(r);
   for (const auto& ev : events) {
     log(nlohmann::json({{"event", ev.kind}, {"block", ev.block}, {"alpha_from", ev.alpha_from},
                         {"alpha_to", ev.alpha_to}, {"why", ev.why}, {"estimate", estimate_json(ev.estimate)}})
@@ -187,6 +255,7 @@ void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime:
   measured_from_ns_ = -1;
   if (settle_left_ == 0) measured_from_ns_ = now;
   set_arm(rt, now);
+  update_gauges();
 }
 
 void LiveVerifier::poll(runtime::Session& session, std::int64_t now) {
@@ -199,6 +268,46 @@ void LiveVerifier::poll(runtime::Session& session, std::int64_t now) {
     halt("NVML stopped taking clock changes (a GPU lost, or a change refused): verification stopped there; its "
          "figures are of the quads before");
   on_live_event(now, steps, *rt, rt->fell_back());
+}
+
+void LiveVerifier::update_gauges() {
+  const verify::AbEstimate e = ctl_.reported();
+  std::string t;
+  auto gauge = [&](const char* name, const char* help, const std::vector<std::pair<std::string, double>>& values) {
+    t += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const auto& [labels, v] : values)
+      t += labels.empty() ? fmt::format("{} {}\n", name, v) : fmt::format("{}{{{}}} {}\n", name, labels, v);
+  };
+  gauge("gearshift_verify_applied", "1: plan and baseline blocks ran their clocks (--apply); 0: a dry run's noise floor",
+        {{"", apply_ ? 1 : 0}});
+  gauge("gearshift_verify_blocks", "Verification blocks finished", {{"", static_cast<double>(ctl_.blocks())}});
+  gauge("gearshift_verify_quads", "ABBA quads the reported figures rest on", {{"", static_cast<double>(e.quads)}});
+  gauge("gearshift_verify_steps", "Steps the reported figures rest on", {{"", static_cast<double>(e.steps)}});
+  if (e.quads >= 2) {
+    gauge("gearshift_verify_slowdown_ratio",
+          "Step-time slowdown of the plan against the baseline, MEASURED (fraction), with its t interval",
+          {{"bound=\"estimate\"", e.slowdown.estimate}, {"bound=\"lo\"", e.slowdown.lo}, {"bound=\"hi\"", e.slowdown.hi}});
+    if (e.saving)
+      gauge("gearshift_verify_energy_saving_ratio",
+            "Energy-per-step saving of the plan against the baseline, MEASURED by the energy counter (fraction)",
+            {{"bound=\"estimate\"", e.saving->estimate}, {"bound=\"lo\"", e.saving->lo}, {"bound=\"hi\"", e.saving->hi}});
+  }
+  gauge("gearshift_verify_budget_ratio", "The step-time budget verified against (fraction)", {{"", ctl_.options().budget}});
+  gauge("gearshift_verify_plan_share", "Share of the plan's clock reduction in force (1 the plan, 0 the baseline)",
+        {{"", (foreign_ && apply_) || ctl_.phase() == verify::Phase::baseline ? 0.0 : ctl_.alpha()}});
+  std::vector<std::pair<std::string, double>> phases;
+  for (verify::Phase p : {verify::Phase::verifying, verify::Phase::held, verify::Phase::baseline})
+    phases.emplace_back(fmt::format("phase=\"{}\"", verify::phase_name(p)), ctl_.phase() == p ? 1 : 0);
+  gauge("gearshift_verify_phase", "The closed loop's phase (1 for the current one)", phases);
+  gauge("gearshift_verify_stopped", "1: verification stopped early (GPU lost, clocks changed by someone else, ...)",
+        {{"", stopped_why_.empty() ? 0 : 1}});
+  std::lock_guard<std::mutex> g(mu_);
+  gauges_ = std::move(t);
+}
+
+std::string LiveVerifier::prometheus_text() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return gauges_;
 }
 
 // In a dry run the blocks only measure the noise floor: that never keeps a one-pair plan's feed on (the feed costs a
@@ -241,7 +350,7 @@ std::string LiveVerifier::summary() const {
     }
   }
   for (const auto& l : lines_) out += "    " + l + "\n";
-  if (ctl_.phase() != verify::Phase::baseline && ctl_.alpha() < 1)
+  if (ctl_.phase() != verify::Phase::baseline && ctl_.alpha() < 1 && !(foreign_ && apply_))
     out += fmt::format("    ended on {:.0f} % of the plan's clock reduction (backed off)\n", 100 * ctl_.alpha());
   // (No line may start "  steps ": the run's own figures line does, and readers find it so.)
   out += fmt::format("    {}: {} of {}\n",
@@ -273,7 +382,8 @@ std::string LiveVerifier::summary() const {
 }
 
 std::unique_ptr<LiveVerifier> make_live_verifier(const VerifyOptions& o, const runtime::ClockPlan& plan, bool apply,
-                                                 CounterRead counter, const std::function<void(std::string_view)>& sink) {
+                                                 CounterRead counter, const std::function<void(std::string_view)>& sink,
+                                                 ClocksRead clocks) {
   if (!o.enabled) return nullptr;
   auto say_line = [&](const std::string& l) {
     if (sink) sink(l);
@@ -292,7 +402,7 @@ std::unique_ptr<LiveVerifier> make_live_verifier(const VerifyOptions& o, const r
   }
   try {
     return std::make_unique<LiveVerifier>(o, plan.kernels_only(), std::move(sm), std::move(mem), period, apply,
-                                          std::move(counter));
+                                          std::move(counter), std::move(clocks));
   } catch (const std::exception& e) {
     say_line(fmt::format("gearshift: warning: measured verification is off: {}", e.what()));
     return nullptr;

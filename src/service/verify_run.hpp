@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "monitor/counter_tick.hpp"
+#include "monitor/run_energy.hpp"
 #include "runtime/clock_plan.hpp"
+#include "verify/clock_watch.hpp"
 #include "verify/controller.hpp"
 
 namespace gearshift::runtime {
@@ -41,15 +43,21 @@ struct VerifyOptions {
 
 // The energy counter at its next tick (RunEnergy::counter(true)); nullopt without one.
 using CounterRead = std::function<std::optional<monitor::CounterAtTick>()>;
+// The GPU's SM clock and clock-event reasons now (RunEnergy::clocks()); nullopt when not read. Read after each
+// counter tick, so that a block whose clocks someone else changed is found (verify/clock_watch.hpp).
+using ClocksRead = std::function<std::optional<verify::ClockSample>()>;
+// RunEnergy::clocks() as a ClocksRead; `energy` must outlive it.
+ClocksRead clocks_read(const monitor::RunEnergy& energy);
 
 class LiveVerifier {
  public:
   // `plan`: the plan as the runtime follows it (kernels only); `sm_clocks`/`mem_clocks`: the GPU's supported clocks
   // (ascending; empty: no snapping); `counter_period_ns`: the energy counter's tick period (blocks last at least
-  // 20 of them); `apply`: set each block's clocks in the runtime. Throws std::runtime_error when the log cannot be
-  // opened.
+  // 20 of them); `apply`: set each block's clocks in the runtime; `clocks`: NVML's clock state, read at each tick
+  // (none: clocks changed by someone else go unseen). Throws std::runtime_error when the log cannot be opened.
   LiveVerifier(const VerifyOptions& o, const runtime::ClockPlan& plan, std::vector<int> sm_clocks,
-               std::vector<int> mem_clocks, std::int64_t counter_period_ns, bool apply, CounterRead counter);
+               std::vector<int> mem_clocks, std::int64_t counter_period_ns, bool apply, CounterRead counter,
+               ClocksRead clocks = {});
   ~LiveVerifier();
   LiveVerifier(const LiveVerifier&) = delete;
   LiveVerifier& operator=(const LiveVerifier&) = delete;
@@ -66,6 +74,9 @@ class LiveVerifier {
   void halt(const std::string& why);
   // Lines for the run's summary, measured figures first.
   std::string summary() const;
+  // The measured figures as Prometheus gauges (text exposition format; `run --prometheus`), as of the last block.
+  // Any thread.
+  std::string prometheus_text() const;
   // Each block's start (steady ns when its clocks were requested) and its rung (1 the plan, 0 the baseline), for
   // `run --timeline`. After stop().
   const std::vector<std::pair<std::int64_t, double>>& arm_track() const { return arm_points_; }
@@ -78,17 +89,24 @@ class LiveVerifier {
   void on_live_event(std::int64_t steady_ns, std::uint64_t steps, runtime::LiveRuntime& rt, bool fell_back);
   void counter_loop();
   verify::BlockResult close_block(std::int64_t end_ns);
+  // The clock reads inside the measured steps of the block ending at `end_ns`.
+  std::vector<verify::ClockSample> block_clocks(std::int64_t end_ns) const;
+  // What gearshift held in a block of `arm` at `alpha` (verify/clock_watch.hpp).
+  verify::BlockHold hold_of(verify::Arm arm, double alpha) const;
   void log(const std::string& json_line);
   void set_arm(runtime::LiveRuntime& rt, std::int64_t now);
+  void update_gauges();  // the feed reader, after each block
 
   VerifyOptions o_;
   verify::Controller ctl_;
   bool apply_;
   CounterRead counter_;
+  ClocksRead clocks_;
   std::int64_t period_ns_;
   // Counter ticks (steady ns, J), appended by the counter thread.
   mutable std::mutex mu_;
   std::vector<std::pair<std::int64_t, double>> ticks_;
+  std::vector<std::pair<std::int64_t, verify::ClockSample>> clock_reads_;  // (steady ns, read), by the same thread
   std::string counter_error_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
@@ -101,9 +119,12 @@ class LiveVerifier {
   bool arm_set_ = false;
   std::uint64_t partial_steps_ = 0;  // steps of the block the job ended in
   std::string stopped_why_;          // why verification stopped early ("" none)
+  verify::ClockWatch watch_;
+  bool foreign_ = false;             // someone else changed the clocks: with apply, the default clocks since
   std::ofstream log_;
   std::vector<std::string> lines_;   // the decisions, for the summary
   std::vector<std::pair<std::int64_t, double>> arm_points_;  // arm_track()
+  std::string gauges_;  // prometheus_text(), under mu_
 };
 
 // The verifier of a plan the runtime follows (`plan`: as given to the session; its kernel positions are followed),
@@ -111,6 +132,7 @@ class LiveVerifier {
 // `sink`); nullptr when `o.enabled` is false, or when it cannot start (its log cannot be opened: said to `sink`).
 // Never throws: `gearshift run --auto` calls it on its planner's thread.
 std::unique_ptr<LiveVerifier> make_live_verifier(const VerifyOptions& o, const runtime::ClockPlan& plan, bool apply,
-                                                 CounterRead counter, const std::function<void(std::string_view)>& sink);
+                                                 CounterRead counter, const std::function<void(std::string_view)>& sink,
+                                                 ClocksRead clocks = {});
 
 }  // namespace gearshift::service
