@@ -11,7 +11,7 @@
 # activity. A list of more than two phases names them in NAMES (comma-separated; the last is what the others are
 # set against), e.g. PHASES="6:M 5000|A 60000 0;6:M 0|A 5000 200;6:M 0|A 60000 0" NAMES=markers,activity,quiet.
 # NO_PLAIN=1 skips the plain run after it. LOG_EVERY=K: the job's intervals of K steps (default 10; shorter phases
-# need shorter intervals, e.g. PHASE_S=4 LOG_EVERY=2).
+# need shorter intervals, e.g. PHASE_S=4 LOG_EVERY=2). JOB_TIMEOUT (default 150) seconds per run.
 # Dry-run only: reads NVML, never changes clocks or limits. Usage: feed_cost_phases.sh BIN OUT [FAMILY] [STEPS]
 set -uo pipefail
 B=$(cd "$1" && pwd); OUT=$2; FAMILY=${3:-accum}; STEPS=${4:-400}
@@ -23,20 +23,26 @@ P=${PHASE_S:-6}
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.limit --format=csv,noheader
 echo "== $(date -u +%T) phases"
 env CUDA_INJECTION64_PATH="$B/libgearshift_inject.so" GEARSHIFT_FEED_ACTIVITY_PERIOD_MS=60000 \
-  GEARSHIFT_FEED_ACTIVITY_WINDOW_MS=0 timeout 150 python3 "$HERE/feed_sink.py" \
+  GEARSHIFT_FEED_ACTIVITY_WINDOW_MS=0 timeout "${JOB_TIMEOUT:-150}" python3 "$HERE/feed_sink.py" \
   --phases "${PHASES:-$P:M 5000|A 5000 200;$P:M 0|A 60000 0}" --off-after "${OFF_S:-55}" -- "${J[@]}" > "$OUT/phases.log" 2>&1
 grep -E "^TRAIN |runtime feed|turned the launch feed" "$OUT/phases.log"
 if [[ ${NO_PLAIN:-0} != 1 ]]; then
   echo "== $(date -u +%T) plain"
-  timeout 150 "${J[@]}" > "$OUT/plain.log" 2>&1
+  timeout "${JOB_TIMEOUT:-150}" "${J[@]}" > "$OUT/plain.log" 2>&1
   grep -E "^TRAIN " "$OUT/plain.log"
 fi
 python3 - "$OUT" <<'PY'
 import os, re, statistics, sys
 out = sys.argv[1]
 text = open(f"{out}/phases.log").read()
-ms = [float(x) for x in re.search(r"^TRAIN_INTERVALS ms_per_step=(.*)$", text, re.M).group(1).split(",")]
-ends = [float(x) for x in re.search(r"^TRAIN_INTERVAL_ENDS monotonic_s=(.*)$", text, re.M).group(1).split(",")]
+iv = re.search(r"^TRAIN_INTERVALS ms_per_step=(.*)$", text, re.M)
+if iv:
+    ms = [float(x) for x in iv.group(1).split(",")]
+    ends = [float(x) for x in re.search(r"^TRAIN_INTERVAL_ENDS monotonic_s=(.*)$", text, re.M).group(1).split(",")]
+else:  # the job was cut (JOB_TIMEOUT): the intervals it printed as they ended
+    at = re.findall(r"^TRAIN_AT step=\d+ ms_per_step=([0-9.]+) monotonic_s=([0-9.]+)", text, re.M)
+    ms, ends = [float(a) for a, _ in at], [float(b) for _, b in at]
+    print(f"the job was cut: {len(ms)} intervals it printed as they ended")
 marks = [(float(t), tag) for t, tag in re.findall(r"^SINK_PHASE ([0-9.]+) (\S+)$", text, re.M)]
 # Phase names: "live" and "quiet" for the default two, NAMES (comma-separated) for a longer PHASES list.
 names = (os.environ.get("NAMES") or "live,quiet").split(",")

@@ -95,7 +95,7 @@ class Seq2SeqTrainer:
         from transformers.optimization import Adafactor
         self.torch, self.accum, self.dev = torch, 1, dev
         cfg = tf.T5Config(vocab_size=spec["vocab"], d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
-                          dropout_rate=0.0)
+                          dropout_rate=0.0, decoder_start_token_id=0, pad_token_id=0)
         with torch.device(dev):
             self.model = tf.T5ForConditionalGeneration(cfg).train()
         g = torch.Generator().manual_seed(seed)
@@ -223,7 +223,7 @@ def main():
             last = now
             # As it happens: lines the injection library writes to stderr (e.g. "turned the launch feed off")
             # then fall between the intervals before and after them in a log of both streams.
-            print(f"TRAIN_AT step={i + 1} ms_per_step={times[-1] * 1e3:.1f}", flush=True)
+            print(f"TRAIN_AT step={i + 1} ms_per_step={times[-1] * 1e3:.1f} monotonic_s={ends[-1]:.3f}", flush=True)
             if energy:
                 j = energy()
                 joules.append((j - last_j) / a.log_every)

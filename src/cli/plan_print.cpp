@@ -37,6 +37,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                r.left_out_ops);
   for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
   fmt::print("Replay        {}\n", graph::build_step_graph(r.workload).note);
+  if (!r.cpu.as_traced) fmt::print("CPU side      {}\n", r.cpu.line());
   for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
   const auto& b = r.evaluation.baseline;
   fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",

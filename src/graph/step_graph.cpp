@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -28,7 +29,7 @@ double low_quantile(std::vector<double> v, double q) {
 StepGraph build_step_graph(const model::Workload& w) {
   StepGraph g;
   const std::size_t n = w.ops.size();
-  g.period_ns = w.period_ns;
+  g.period_ns = g.cpu_period_ns = w.period_ns;
   const std::size_t known = static_cast<std::size_t>(
       std::count_if(w.ops.begin(), w.ops.end(), [](const model::WorkloadOp& o) { return o.launch_known; }));
   std::size_t kernels = 0, kernels_known = 0;
@@ -202,7 +203,72 @@ StepGraph build_step_graph(const model::Workload& w) {
       "dispatch gap {:.1f} µs (typical); {} synchronize(s) per step, {} waiting for the GPU{}",
       n, launch_bound, waits, g.typical_latency_ns / 1e3, g.typical_gap_ns / 1e3, ns, waiting,
       w.syncs_known || w.cpu_note.empty() ? "" : " (" + w.cpu_note + ")");
+  if (w.cpu_time_scale < 1 || w.cpu_less_per_event_ns > 0) {
+    const double traced_cpu = g.cpu_period_ns;
+    shrink_cpu_time(g, w.cpu_time_scale, w.cpu_less_per_event_ns);
+    const std::string how =
+        w.cpu_time_scale == 0 ? fmt::format("the CPU side GPU-bound (its own time at most {:.0f} µs per launch or "
+                                            "synchronize)", kMinCpuPerEventNs / 1e3)
+        : w.cpu_time_scale == 1 ? fmt::format("the tracer's {:.1f} µs per launch or synchronize taken out of the CPU side",
+                                              w.cpu_less_per_event_ns / 1e3)
+                                : fmt::format("the CPU's own time scaled by {:.2f}, less {:.1f} µs per call",
+                                              w.cpu_time_scale, w.cpu_less_per_event_ns / 1e3);
+    g.note += fmt::format("; {}: a CPU period of {:.2f} ms for the traced {:.2f} ms", how, g.cpu_period_ns / 1e6,
+                          traced_cpu / 1e6);
+  }
   return g;
+}
+
+void shrink_cpu_time(StepGraph& g, double scale, double less_ns) {
+  if (!(scale >= 0 && scale <= 1)) throw std::invalid_argument(fmt::format("shrink_cpu_time: scale {} outside [0, 1]", scale));
+  if (!(less_ns >= 0)) throw std::invalid_argument(fmt::format("shrink_cpu_time: negative cost per call {}", less_ns));
+  if (!g.dependency || (scale == 1 && less_ns == 0)) return;
+  // Breakpoints of the CPU timeline over one step: launches, synchronize entries and exits, and the next step's
+  // first event. A stretch inside a synchronize keeps its length; any other shrinks, kept at the least cost of the
+  // call that ends it.
+  struct Point {
+    double t;
+    int inside_delta;  // +1 a synchronize's entry, -1 its exit, 0 a launch
+  };
+  std::vector<Point> pts;
+  for (std::size_t i = 0; i < g.launch_ns.size(); ++i)
+    if (g.has_launch[i]) pts.push_back({g.launch_ns[i], 0});
+  for (const auto& y : g.syncs) pts.push_back({y.enter_ns, +1}), pts.push_back({std::max(y.exit_ns, y.enter_ns), -1});
+  if (pts.empty()) return;
+  // Entries before exits at one time, so that a zero-length synchronize opens and closes in order.
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+    return a.t < b.t || (a.t == b.t && a.inside_delta > b.inside_delta);
+  });
+  const double first = pts.front().t;
+  std::vector<double> old_t{first}, new_t{first};
+  int inside = 0;
+  auto add = [&](double t, bool cpu_work) {
+    const double d = t - old_t.back();
+    if (d <= 0) return;
+    const double shrunk = cpu_work ? std::min(d, std::max(scale * d - less_ns, kMinCpuPerEventNs)) : d;
+    old_t.push_back(t);
+    new_t.push_back(new_t.back() + shrunk);
+  };
+  for (const Point& p : pts) {
+    add(p.t, inside == 0);
+    inside += p.inside_delta;
+  }
+  add(first + g.cpu_period_ns, inside == 0);  // to the next step's first event
+  auto map = [&](double t) {  // piecewise linear through the breakpoints; beyond them, slope 1
+    if (t <= old_t.front()) return new_t.front() + (t - old_t.front());
+    if (t >= old_t.back()) return new_t.back() + (t - old_t.back());
+    const std::size_t k = static_cast<std::size_t>(std::upper_bound(old_t.begin(), old_t.end(), t) - old_t.begin());
+    const double a = old_t[k - 1], b = old_t[k];
+    return new_t[k - 1] + (t - a) / (b - a) * (new_t[k] - new_t[k - 1]);
+  };
+  for (std::size_t i = 0; i < g.launch_ns.size(); ++i)
+    if (g.has_launch[i]) g.launch_ns[i] = map(g.launch_ns[i]);
+  for (auto& y : g.syncs) {
+    const double enter = map(y.enter_ns);
+    y.exit_ns = enter + (y.exit_ns - y.enter_ns);
+    y.enter_ns = enter;
+  }
+  g.cpu_period_ns = map(first + g.cpu_period_ns) - map(first);
 }
 
 std::vector<double> free_float_ns(const StepGraph& g, const StepTiming& t) {

@@ -39,7 +39,9 @@ namespace gearshift::graph {
 struct StepGraph {
   bool dependency = false;  // false: the fallback rule (sim/simulator.hpp)
   std::string note;         // what the graph holds or why there is none (plain words)
-  double period_ns = 0;     // the traced step (the CPU program's period), ns
+  double period_ns = 0;     // the traced step, ns
+  double cpu_period_ns = 0; // the CPU program's period (step k's CPU origin is k times it), ns: the traced step
+                            // unless shrink_cpu_time shortened the CPU's own time
   std::size_t streams = 0;
   std::vector<std::uint32_t> stream;     // per position: dense stream index
   std::vector<std::uint8_t> has_launch;  // per position: its launch is known
@@ -66,7 +68,21 @@ struct StepGraph {
   double typical_latency_ns = 0, typical_gap_ns = 0;  // λ and δ
 };
 
+// The graph of `w`; where w.cpu_time_scale < 1, its CPU timeline shrunk by shrink_cpu_time (said in `note`).
 StepGraph build_step_graph(const model::Workload& w);
+
+// The least CPU time one launch or synchronize call takes, ns: an empty kernel's launch measured 3.06-4.11 us on
+// an H200 with nothing traced (bench/device/launch_cost_phases.cu, docs/benchmarks.md, session 17); the lower end.
+inline constexpr double kMinCpuPerEventNs = 3000;
+
+// Shrinks the CPU's own time (what a profiler inflates): every stretch d of the CPU timeline that ends at a launch,
+// a synchronize's entry or the next step's first event becomes min(d, max(scale * d - less_ns, kMinCpuPerEventNs));
+// the time inside a synchronize (its wait for the GPU, which the replay recomputes) is kept. Launch times,
+// synchronizes and cpu_period_ns are mapped; op latencies and stream gaps (GPU side) are left alone. scale 0: the
+// GPU-bound replay (the CPU never holds the GPU back by more than its calls' least cost); scale 1 with less_ns: a
+// tracer's cost per call taken out. No effect without the dependency graph. Throws std::invalid_argument for a
+// scale outside [0, 1] or a negative less_ns.
+void shrink_cpu_time(StepGraph& g, double scale, double less_ns = 0);
 
 // The replay of successive steps until the step length repeats (steady state).
 struct StepTiming {
@@ -116,7 +132,7 @@ StepTiming replay_steps(const StepGraph& g, Duration&& duration) {
   double carried_shift = 0;
   for (std::size_t k = 0; k < kMaxReplaySteps; ++k) {
     const std::size_t cur = k % 2, prev = 1 - cur;
-    const double origin = static_cast<double>(k) * g.period_ns;
+    const double origin = static_cast<double>(k) * g.cpu_period_ns;
     std::size_t resolved = 0;
     auto resolve_to = [&](std::size_t j) {  // synchronizes 0..j of this step, in CPU order
       for (; resolved <= j && resolved < ns; ++resolved) {

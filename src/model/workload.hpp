@@ -49,6 +49,13 @@ struct Workload {
   std::vector<trace::TemplateSync> syncs;  // the CPU thread's synchronizes per step, in CPU order
   bool syncs_known = false;     // the trace recorded every synchronize and the steps agree on them
   std::string cpu_note;         // what the template's CPU timeline holds or why not (plain words)
+  // The CPU side as the replay takes it (graph/step_graph.hpp, shrink_cpu_time): each stretch d of the CPU's own
+  // time between its events (launches, synchronizes) becomes min(d, max(cpu_time_scale * d - cpu_less_per_event_ns,
+  // graph::kMinCpuPerEventNs)). 1 and 0: the traced CPU timeline; scale 0: the GPU-bound replay; scale 1 with a
+  // per-event cost: a tracer's known cost per call taken out. A profiler slows the CPU side, so the GPU's waits for
+  // launches in a profiled trace need not exist without it (issue 46; service/cpu_side.hpp decides).
+  double cpu_time_scale = 1;
+  double cpu_less_per_event_ns = 0;
 };
 
 // Annotate the template: classes and priors (kernel_class.hpp), passes (forward until the first kernel whose

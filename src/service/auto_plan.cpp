@@ -370,6 +370,9 @@ AutoPlanner::Outcome AutoPlanner::plan(trace::Trace t, std::optional<trace::Iter
   po.switch_latency_ns = o_.switch_latency_ns;
   po.model = o_.model;
   po.model_path = o_.model_path;
+  // The untraced window measures the step without recording (or the live check stops the plan): the CPU side
+  // counts as traced (service/cpu_side.hpp).
+  po.cpu_measured_by = "run --auto's untraced window and live step check";
   // Where the traced steps' power is what calibrates (no untraced step measured), learn on until the counter's
   // readings span enough of them, before any planning or report (measure() says why if they never do).
   if (!o_.measure_untraced && !energy_readings_.empty() && !traced_power(an->iterations.front().start_ns))

@@ -197,6 +197,12 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   } else if (!no_power.empty()) {
     r.calibration_source = "uncalibrated: " + no_power;
   }
+  // What the CPU side may give (issue 46): as traced only where an untraced measurement supports it.
+  std::string cpu_measured_by = o.cpu_measured_by;
+  if (cpu_measured_by.empty() && r.trace.measured.step_time_s && *r.trace.measured.step_time_s > 0)
+    cpu_measured_by = fmt::format("the trace's measured untraced step, {:.2f} ms{}", *r.trace.measured.step_time_s * 1e3,
+                                  retimed_o ? " (the template re-timed to it)" : "");
+  r.cpu = decide_cpu_side(r.workload, *r.model, cpu_measured_by, r.trace.format.starts_with("gearshift-trace"));
   sim::EvaluateOptions eo;
   eo.max_slowdown = o.max_slowdown;
   // L: --switch-latency-ms, else the one a --model file measured (its slower direction's median), else the spec's.
@@ -220,8 +226,10 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
                                                           "uncalibrated class priors",
                                                           o.display_name, why));
   }
-  for (auto& w : sim::disagreement_warnings(r.evaluation.baseline.step_time_ns, r.evaluation.baseline.energy_j, r.trace,
-                                            r.iterations))
+  // The replay with the CPU side as traced is what checks the model against the trace's own step; a GPU-bound
+  // step is shorter by design.
+  for (auto& w : sim::disagreement_warnings(r.cpu.as_traced ? r.evaluation.baseline.step_time_ns : r.cpu.traced_step_ns,
+                                            r.evaluation.baseline.energy_j, r.trace, r.iterations))
     r.model_warnings.push_back(std::move(w));
   for (const auto& w : r.model_warnings) r.warnings.push_back(w);
   for (const auto& s : r.evaluation.strategies) {
@@ -233,6 +241,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     throw ServiceError(Kind::kBadArgument, fmt::format("strategy '{}' was not evaluated (iteration, pass, kernel-local, "
                                                        "kernel-global, phase)", plan::to_string(o.strategy)));
   if (o.check_in_time && o.strategy == plan::Strategy::phase) check_plan_in_time(oo, r, chosen_l_ns);
+  plan_if_launch_bound(r.cpu, r.workload, *r.model, eo, *r.chosen);
   if (r.calibrated_to_w) check_the_other_reading(o, r, *r.calibrated_to_w);
   sim::RangeOptions ro;
   ro.samples = o.range_samples;
@@ -263,6 +272,7 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
     const graph::StepGraph g = graph::build_step_graph(r.workload);
     j["replay"] = {{"dependency", g.dependency}, {"note", g.note}};
   }
+  j["cpu_side"] = r.cpu.to_json();
   const auto& b = r.evaluation.baseline;
   j["baseline"] = {{"time_s", b.step_time_ns * 1e-9}, {"energy_j", b.energy_j}, {"average_power_w", b.average_power_w}};
   const auto& ms = r.trace.measured;

@@ -14,6 +14,7 @@
 #include "sim/calibration_model.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
+#include "service/cpu_side.hpp"
 #include "service/plan_in_time.hpp"
 #include "sim/power_attribution.hpp"
 #include "sim/saving_range.hpp"
@@ -51,6 +52,9 @@ struct PlanJobOptions {
   // --auto` sees a job whose CUPTI refuses copy activity (its launch feed then carries kernels only; it carried
   // nothing else before session 25, docs/runtime.md).
   bool kernels_only = false;
+  // The untraced measurement that supports the trace's CPU side as traced (service/cpu_side.hpp), when the caller
+  // has one (run --auto: its untraced window); "": the trace's meta decides (its measured untraced step).
+  std::string cpu_measured_by;
 };
 
 // Reads a model file for --model and refuses an implausible one (sim::implausible_model): ServiceError kBadInput for
@@ -108,6 +112,8 @@ struct PlanJobResult {
   // words; printed as "Warning" lines, in the JSON report's "warnings" and in plan.json's provenance.
   std::vector<std::string> warnings;
   std::size_t left_out_ops = 0;  // copies and memsets left out by PlanJobOptions::kernels_only
+  // Whether the replay takes the CPU side as traced or GPU-bound, and why (service/cpu_side.hpp).
+  CpuSide cpu;
 };
 
 // Throws ServiceError (service/error.hpp): kBadArgument, kBadInput, kNoIteration, kModelRefused.

@@ -230,7 +230,7 @@ std::uint64_t graph_fingerprint(const model::Workload& w) {
     std::memcpy(&u, &v, sizeof u);
     word(u);
   };
-  word(w.ops.size()), num(w.period_ns), word(w.syncs.size());
+  word(w.ops.size()), num(w.period_ns), word(w.syncs.size()), num(w.cpu_time_scale), num(w.cpu_less_per_event_ns);
   for (const auto& o : w.ops) {
     num(o.start_offset_ns), num(o.ref_time_ns), num(o.launch_offset_ns);
     word(static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.stream)) << 16 |

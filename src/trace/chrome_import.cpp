@@ -335,8 +335,12 @@ class Handler : public json::json_sax_t {
     if (cat == "kernel"sv) kind = OpKind::kernel;
     else if (cat == "gpu_memcpy"sv || cat == "memcpy"sv) kind = OpKind::memcpy;
     else if (cat == "gpu_memset"sv || cat == "memset"sv) kind = OpKind::memset;
-    bool marker = (cat == "user_annotation"sv || cat == "gpu_user_annotation"sv || cat == "operator"sv || cat == "cpu_op"sv) &&
-                  (ev_.name.rfind("ProfilerStep#", 0) == 0 || ev_.name.rfind("gearshift.step", 0) == 0);
+    const bool annotation =
+        cat == "user_annotation"sv || cat == "gpu_user_annotation"sv || cat == "operator"sv || cat == "cpu_op"sv;
+    // torch.optim.Optimizer.step's profiler hook names its range "Optimizer.step#<class>.step" (CPU side).
+    const bool optimizer_range = annotation && cat != "gpu_user_annotation"sv && ev_.name.rfind("Optimizer.step#", 0) == 0;
+    bool marker = optimizer_range ||
+                  (annotation && (ev_.name.rfind("ProfilerStep#", 0) == 0 || ev_.name.rfind("gearshift.step", 0) == 0));
     bool runtime = cat == "cuda_runtime"sv || cat == "runtime"sv || cat == "cuda_driver"sv;
     if (runtime) {
       runtime_events_ = true;
@@ -377,7 +381,8 @@ class Handler : public json::json_sax_t {
       fail(fmt::format("{} '{}' has an absurd duration {} µs (> 1 h)", ev_.cat, short_name(), ev_.dur.value));
     if (ev_.string_number) ++string_number_events_;
     if (marker) {
-      out_.markers.push_back(Marker{ev_.name, *ts, *dur, cat == "gpu_user_annotation"sv});
+      (optimizer_range ? out_.optimizer_ranges : out_.markers)
+          .push_back(Marker{ev_.name, *ts, *dur, cat == "gpu_user_annotation"sv});
       return;
     }
     OpRecord r;
@@ -543,6 +548,8 @@ Trace import_chrome_trace(const std::string& path, const ChromeImportOptions& op
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.stream < b.stream;
   });
   std::stable_sort(out.markers.begin(), out.markers.end(),
+                   [](const Marker& a, const Marker& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(out.optimizer_ranges.begin(), out.optimizer_ranges.end(),
                    [](const Marker& a, const Marker& b) { return a.start_ns < b.start_ns; });
   // A graph launch is one unit for the template and the plan (no clock change inside it), as in the gearshift
   // format: the ops of one cudaGraphLaunch runtime event share its correlation id. Only those: exporters also

@@ -880,10 +880,11 @@ class Detector {
                                        "(no update in each part), not a micro-step (its opening kernels occur once)",
                                        what));
     }
+    const bool framework_update = a.method != "step markers" && ev.optimizer_updates == 0 && framework_update_agrees(a);
     double factor = 1.0;
     // Idle gaps at the boundaries are no evidence: an eager forward idles between layers as long as a decode
     // loop between tokens (H200 traces, docs/step-detection.md).
-    if (a.method != "step markers" && ev.optimizer_updates == 0 && !markers_agree) {
+    if (a.method != "step markers" && ev.optimizer_updates == 0 && !markers_agree && !framework_update) {
       if (opt_.trust_period)
         ev.warnings.push_back("the step rests on the kernel-stream period alone (--trust-period): no step "
                               "markers and no optimizer update say it is the training step");
@@ -907,6 +908,38 @@ class Detector {
           factor == kWeakPeriodFactor ? " (no step markers and no optimizer update: nothing but the period says "
                                         "this is the training step; a layer of an inference pass repeats as well)"
                                       : ""));
+  }
+
+  // The framework's own optimizer-step annotation (torch's "Optimizer.step#<class>.step") as evidence that the
+  // period is the training step where the update's kernels are on no name list (Adafactor, Lion, a hand-written
+  // SGD): the ranges that start within the regular steps' span (GPU time, one period before it allowed: the CPU
+  // runs ahead) number the steps (one more at most), and the median spacing of consecutive ones is the period
+  // within 10 %. Adds an evidence line when they agree.
+  bool framework_update_agrees(IterationAnalysis& a) const {
+    const auto& r = trace_.optimizer_ranges;
+    std::vector<const Iteration*> steps;
+    for (const auto& it : a.iterations)
+      if (it.regular) steps.push_back(&it);
+    if (r.size() < 2 || steps.size() < 2 || !(a.tmpl.period_ns > 0)) return false;
+    const double period = a.tmpl.period_ns;
+    const double lo = static_cast<double>(steps.front()->start_ns) - period;
+    const double hi = static_cast<double>(steps.back()->end_ns);
+    std::vector<double> starts;
+    for (const auto& m : r)
+      if (static_cast<double>(m.start_ns) >= lo && static_cast<double>(m.start_ns) < hi)
+        starts.push_back(static_cast<double>(m.start_ns));
+    if (starts.size() < steps.size() || starts.size() > steps.size() + 1) return false;
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < starts.size(); ++i) gaps.push_back(starts[i] - starts[i - 1]);
+    std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+    const double spacing = gaps[gaps.size() / 2];
+    if (std::abs(spacing / period - 1) > 0.1) return false;
+    a.evidence.lines.push_back(fmt::format(
+        "the framework's optimizer-step annotation ('{}') occurs once per step: {} of them in the {} regular steps' "
+        "span, {:.3f} ms apart (median) for a {:.3f} ms period",
+        r.front().name.size() > 60 ? r.front().name.substr(0, 57) + "..." : r.front().name, starts.size(),
+        steps.size(), spacing / 1e6, period / 1e6));
+    return true;
   }
 
   // Where CPU step markers exist but cannot cut steps (no launch times), the period's steps must not outnumber

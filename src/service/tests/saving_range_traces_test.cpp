@@ -55,11 +55,16 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
   // the range beside it without a word (sim::expected_outside_range). Its third step differs from the template by
   // 3 ops, so since session 28 its launches sit at their mean lead on the laid-out ops (trace/iteration.cpp,
   // LayOut::launches): 2.50 / 0.05-2.31 / median 1.42 before.
+  // Since session 31 (issue 46, service/cpu_side.hpp) the two gearshift-trace excerpts, which carry no measured
+  // untraced step, are replayed with the tracer's measured 3 µs per CPU call taken out: Megatron-LM's iteration
+  // 275.8 -> 274.5 ms (2.62 / 0.07-2.42 / median 1.49 before), and the input-bound job's GPU, nearly as slow as its
+  // loader, becomes the bottleneck (105.0 -> 104.0 ms): its one-pair saving 3.38 % (2.01-3.73) rested on 1 ms of
+  // CPU wait that the tracer's own cost can explain.
   const std::map<std::string, Figures> documented = {
       {"gpt3xl_h200_trace.json.gz", {0.20, 1.80, 2.15}},
-      {"megatron_excerpt_3steps.trace.jsonl.gz", {0.07, 2.62, 2.42, true}},
+      {"megatron_excerpt_3steps.trace.jsonl.gz", {-0.14, 2.49, 2.30, true}},
       {"accum4_gpt2s.json.gz", {3.62, 4.40, 5.38}},
-      {"input_bound_gpt2s_8steps.trace.jsonl.gz", {2.01, 3.38, 3.73}},
+      {"input_bound_gpt2s_8steps.trace.jsonl.gz", {0.69, 1.03, 1.16}},
   };
   int planned = 0;
   for (const auto& path : shipped_traces()) {
@@ -83,8 +88,8 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
     if (it != documented.end() && it->second.expected_above) {
       EXPECT_GT(g.saving_expected_pct, g.saving_high_pct) << o.display_name;
       EXPECT_NEAR(g.share_below_expected, 0.965, 1e-9) << o.display_name;
-      EXPECT_NEAR(g.saving_median_pct, 1.49, 0.006) << o.display_name;
-      EXPECT_EQ(outside, "the expected 2.62 % lies above the range: 96.5 % of the draws save less, their median 1.49 %; "
+      EXPECT_NEAR(g.saving_median_pct, 1.36, 0.006) << o.display_name;
+      EXPECT_EQ(outside, "the expected 2.49 % lies above the range: 96.5 % of the draws save less, their median 1.36 %; "
                          "read it as an upper figure")
           << o.display_name;
       EXPECT_EQ(report_json(o, r).at("saving_range").at("expected_outside_range"), outside) << o.display_name;

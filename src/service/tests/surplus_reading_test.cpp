@@ -118,11 +118,13 @@ TEST(SurplusReading, NoneWhereMemoryCanDrawTheCalibratedPower) {
 // Where the memory reading is impossible (651 W of memory/uncore power on this step at 699 W), the plan is made in
 // the other reading when it is reached within two standard deviations of the priors' error: kernels the priors
 // know little of ("other", σ 1.821) are, 0.2 standard deviations up; the memory clock stays at its default. The
-// step's gaps leave the kernels room to run slower (it is launch-bound): a large MODELLED saving at no slowdown.
+// step's gaps leave the kernels room to run slower (it is launch-bound, and the test says an untraced measurement
+// supports that: service/cpu_side.hpp): a large MODELLED saving at no slowdown.
 TEST(SurplusReading, AnImpossibleMemoryReadingIsPlannedInTheOtherWhereItIsReached) {
   PlanJobOptions o = gpt2_measured_at(699);
   o.trace_path.clear();
   o.display_name = "light";
+  o.cpu_measured_by = "the test's word: the CPU side is the job's";
   const PlanJobResult r = plan_trace(o, light_kernels_trace(8, "rotary_embedding_kernel"));
   EXPECT_TRUE(r.planned_in_activity_reading);
   ASSERT_TRUE(r.activity_reading);

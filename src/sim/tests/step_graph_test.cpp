@@ -232,6 +232,56 @@ TEST_F(ReplayFixture, AnOpWaitingForAnotherStreamFollowsIt) {
   EXPECT_NEAR(slow.timeline[1].start_ns, kSlowFactor * 1e6 + 3e3, 1e-3);
 }
 
+// The CPU side GPU-bound (graph::shrink_cpu_time, scale 0; issue 46): the 3 ms the CPU spent before launching B
+// become its least cost per call (3 µs), so B follows A on the GPU, the step is the GPU's 2 ms and A has no float
+// left: a profiler's delay in the trace is no longer slack a plan can spend.
+TEST_F(ReplayFixture, TheCpuSideGpuBoundLeavesNoSlackInACpuBoundGap) {
+  model::Workload w = cpu_bound_gap(*this);
+  w.cpu_time_scale = 0;
+  graph::StepGraph g = graph::build_step_graph(w);
+  ASSERT_TRUE(g.dependency);
+  EXPECT_NEAR(g.cpu_period_ns, 2 * graph::kMinCpuPerEventNs, 1e-6);  // two stretches of CPU work per step
+  EXPECT_NEAR(g.launch_ns[1], -5e3 + graph::kMinCpuPerEventNs, 1e-6);
+  EXPECT_NE(g.note.find("the CPU side GPU-bound"), std::string::npos) << g.note;
+  SimResult r = simulate(w, m, default_schedule(w, m), 0, true);
+  EXPECT_NEAR(r.step_time_ns, 2e6, 1e-3);
+  EXPECT_NEAR(r.timeline[1].start_ns, 1e6, 1e-3);
+  EXPECT_NEAR(r.slack_ns[0], 0, 1e-6);  // was 2 ms as traced (TracedTimesAreReplayedExactly)
+  SimResult slow = simulate(w, m, with(2, 0), 0);
+  EXPECT_NEAR(slow.step_time_ns, 2e6 + (kSlowFactor - 1) * 1e6, 1e-3);
+}
+
+// A tracer's cost per call taken out (scale 1, less 3 µs): each stretch of CPU work loses 3 µs, the CPU-bound step
+// 6 µs; the stretches inside a synchronize (the CPU waiting for the GPU) are kept and the wait recomputed.
+TEST_F(ReplayFixture, ATracersCostPerCallIsTakenOutOfEachCpuStretch) {
+  model::Workload w = cpu_bound_gap(*this);
+  w.cpu_less_per_event_ns = 3e3;
+  graph::StepGraph gw = graph::build_step_graph(w);
+  EXPECT_NEAR(gw.launch_ns[1], 2.995e6 - 3e3, 1e-6);
+  EXPECT_NEAR(gw.cpu_period_ns, 4e6 - 6e3, 1e-6);
+  SimResult r = simulate(w, m, default_schedule(w, m), 0, true);
+  EXPECT_NEAR(r.step_time_ns, 4e6 - 6e3, 1e-3);
+  // A, traced just as B of the step before ended, now follows B's end 3 µs after its launch: B is 6 µs nearer.
+  EXPECT_NEAR(r.slack_ns[0], 2e6 - 6e3, 1e-3);
+  // A synchronize waits for A, returns 5 µs after it ends, B is launched 45 µs later. GPU-bound: the 105 µs before
+  // the synchronize and the 45 µs after it become 3 µs each; the synchronize still returns 5 µs after A's end.
+  model::Workload y = sync_then_launch(*this);
+  y.cpu_time_scale = 0;
+  graph::StepGraph g = graph::build_step_graph(y);
+  ASSERT_EQ(g.syncs.size(), 1u);
+  EXPECT_NEAR(g.syncs[0].enter_ns, -5e3 + 3e3, 1e-6);
+  EXPECT_NEAR(g.syncs[0].exit_ns - g.syncs[0].enter_ns, 0.905e6, 1e-6);  // the wait kept, recomputed by the replay
+  EXPECT_NEAR(g.launch_ns[1], g.syncs[0].exit_ns + 3e3, 1e-6);
+  SimResult s = simulate(y, m, default_schedule(y, m), 0, true);
+  // B is launched 1.008 ms (A's end, the return, 3 µs of CPU) and starts at its stream's gap after A, which this
+  // two-op trace makes 45 µs (the typical gap of its steps): 1.045 ms; the step 2.09 ms for the traced 2.1.
+  EXPECT_NEAR(s.timeline[1].start_ns, 1e6 + 45e3, 1e-3);
+  EXPECT_NEAR(s.step_time_ns, 2.09e6, 1e-3);
+  EXPECT_THROW(graph::shrink_cpu_time(g, -0.1), std::invalid_argument);
+  EXPECT_THROW(graph::shrink_cpu_time(g, 1.5), std::invalid_argument);
+  EXPECT_THROW(graph::shrink_cpu_time(g, 1, -1), std::invalid_argument);
+}
+
 TEST_F(ReplayFixture, WithoutLaunchEventsTheFallbackSaysSo) {
   model::Workload w = cpu_bound_gap(*this);
   for (auto& o : w.ops) o.launch_known = false;

@@ -121,6 +121,23 @@ TEST(ChromeImport, MapsKernelsToLaunchTimesThroughCorrelation) {
   EXPECT_EQ(t.ops[0].launch_ns, 90000);
 }
 
+// torch.optim's profiler hook ranges ("Optimizer.step#<class>.step") are kept apart from the step markers: they are
+// evidence of the update (trace/iteration.cpp), never a step boundary; a GPU annotation of that name is neither.
+TEST(ChromeImport, KeepsTheOptimizerStepAnnotationsApartFromTheStepMarkers) {
+  TempFile f(".json");
+  f.write(R"({"traceEvents":[{"ph":"X","cat":"user_annotation","name":"Optimizer.step#Adafactor.step","ts":300,"dur":40},)"
+          R"({"ph":"X","cat":"cpu_op","name":"Optimizer.step#Adafactor.step","ts":200,"dur":40},)"
+          R"({"ph":"X","cat":"gpu_user_annotation","name":"Optimizer.step#Adafactor.step","ts":210,"dur":40},)"
+          R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","ts":50,"dur":400},)" +
+          kernel_event("100", "1") + "]}");
+  Trace t = import_chrome_trace(f.path());
+  ASSERT_EQ(t.optimizer_ranges.size(), 2u);
+  EXPECT_EQ(t.optimizer_ranges[0].start_ns, 200000);  // sorted
+  EXPECT_EQ(t.optimizer_ranges[1].start_ns, 300000);
+  ASSERT_EQ(t.markers.size(), 1u);
+  EXPECT_EQ(t.markers[0].name, "ProfilerStep#3");
+}
+
 // torch.profiler keeps the job's synchronizes as CUDA runtime events; the driver's synchronize inside a runtime
 // one is the same wait and is not counted twice.
 TEST(ChromeImport, MapsRuntimeSynchronizesToSyncRecords) {

@@ -2,6 +2,7 @@
 // so; otherwise detection refuses with the reason. Synthetic traces, then H200 traces recorded for it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,47 @@ TEST(StepContract, InferenceLayersWithoutEvidenceAreRefusedUnlessTrusted) {
   EXPECT_EQ(a.period_ops, 6u);
   ASSERT_EQ(a.evidence.warnings.size(), 1u);
   EXPECT_NE(a.evidence.warnings[0].find("--trust-period"), std::string::npos);
+}
+
+// A training step whose update runs on kernels no name list knows (transformers' Adafactor: per-parameter
+// elementwise and reduction kernels), recorded by torch.profiler with its "Optimizer.step#Adafactor.step" CPU
+// ranges: the framework's annotation, once per step, says the period is the training step. Without the ranges the
+// period alone is refused (confidence 0.60; before, the annotation was not read and such a trace was refused,
+// issue 46: a legacy autograd-API ResNet-50, a Quadro GP100 loop).
+TEST(StepContract, TheFrameworksOptimizerAnnotationOncePerStepIsStepEvidence) {
+  Builder b;
+  std::vector<std::int64_t> update_at;
+  for (int s = 0; s < 4; ++s) {
+    b.forward_backward(3);
+    update_at.push_back(b.now - 20'000);  // the CPU enters Optimizer.step just before its kernels run
+    for (int p = 0; p < 5; ++p) {
+      b.add("reduce_kernel<MeanOps>");
+      b.add("vectorized_elementwise_kernel<rsqrt>");
+      b.add("vectorized_elementwise_kernel<mul>");
+    }
+    b.gap(200'000);
+  }
+  try {
+    detect_iterations(b.t);
+    FAIL() << "the period alone was taken as the training step";
+  } catch (const NoIterationError& e) {
+    EXPECT_NE(std::string(e.what()).find("confidence 0.60"), std::string::npos) << e.what();
+  }
+  for (std::int64_t at : update_at) b.t.optimizer_ranges.push_back(Marker{"Optimizer.step#Adafactor.step", at, 40'000, false});
+  const IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_DOUBLE_EQ(a.confidence, 1.0);
+  EXPECT_EQ(a.iterations.size(), 4u);
+  bool said = false;
+  for (const auto& l : a.evidence.lines)
+    said |= l.find("the framework's optimizer-step annotation ('Optimizer.step#Adafactor.step') occurs once per step: "
+                   "4 of them") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Two annotations per step (an optimizer per parameter group, or the period a half step) are no such evidence.
+  Builder half = b;
+  for (std::int64_t at : update_at) half.t.optimizer_ranges.push_back(Marker{"Optimizer.step#Adafactor.step", at - 500'000, 40'000, false});
+  std::sort(half.t.optimizer_ranges.begin(), half.t.optimizer_ranges.end(),
+            [](const Marker& x, const Marker& y) { return x.start_ns < y.start_ns; });
+  EXPECT_THROW(detect_iterations(half.t), NoIterationError);
 }
 
 // A training step that runs the optimizer once per layer in its backward ("optimizer in backward"), or, with

@@ -1,0 +1,58 @@
+// What a plan may take from the CPU side of a trace (issue 46: a profiler's delay is not slack).
+//
+// The dependency-driven replay lets a kernel run slower where the GPU waited for the CPU: its launch came late, or
+// the CPU was busy after a synchronize. In a profiled trace those waits are partly the profiler's own: it slows
+// the CPU side (gearshift measured profiled H200 steps 12-49 % longer than the untraced ones, docs/benchmarks.md),
+// and the GPU that waited under it may not wait at all without it. So the CPU side counts as traced only where an
+// untraced measurement supports it: the trace's measured untraced step (its meta; a far longer traced step is
+// re-timed to it first), or `run --auto`'s own untraced window. Without one, a trace of gearshift's own tracer
+// (whose cost per call is measured) is replayed with that cost taken out of every CPU call, and any other trace
+// GPU-bound (model::Workload::cpu_time_scale 0: the CPU's own time cut to its calls' least cost); the chosen
+// strategy planned on the CPU side as traced is then shown apart, as what the job could give if it really is as
+// launch-bound as its trace.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/dvfs_model.hpp"
+#include "model/workload.hpp"
+#include "sim/evaluate.hpp"
+
+namespace gearshift::service {
+
+// The CPU cost per launch that recording every kernel's activity adds, ns: an empty kernel's launch measured
+// 3.06-4.11 us plain and 3.86-6.11 us with every kernel's activity on an H200 (docs/benchmarks.md, session 17);
+// the largest difference, so that no tracer delay is left in the CPU side.
+inline constexpr double kGearshiftTracerCostPerCallNs = 3000;
+
+struct CpuSide {
+  enum class Reading { as_traced, tracer_cost_out, gpu_bound };
+  Reading reading = Reading::as_traced;
+  bool as_traced = true;   // reading == as_traced (an untraced measurement supports the CPU side, or no graph)
+  std::string evidence;    // what supports the traced CPU side, or why the step is replayed otherwise (words)
+  double traced_step_ns = 0;     // the baseline step replayed with the traced CPU side, ns (modelled)
+  double replayed_step_ns = 0;   // the same in the reading taken, ns (modelled); = traced_step_ns when as_traced
+  // Where the step is replayed GPU-bound: the chosen strategy (same latency) planned on the traced CPU side, its
+  // saving and slowdown against that side's own baseline (modelled; not the plan written).
+  std::optional<sim::StrategyResult> if_launch_bound;
+
+  std::string line() const;        // the plan table's "CPU side" line
+  nlohmann::json to_json() const;  // the JSON report's "cpu_side"
+};
+
+// Decides the CPU side for `w` (the workload as built): `measured_by` names the untraced measurement that supports
+// the traced CPU side ("" none); `gearshift_traced`: the trace is gearshift's own tracer's (its cost per call
+// known). Without a measurement and with a dependency graph, sets w's CPU reading (cpu_time_scale,
+// cpu_less_per_event_ns) and says so. `m`: the model the baselines are simulated with.
+CpuSide decide_cpu_side(model::Workload& w, const model::DvfsModel& m, const std::string& measured_by,
+                        bool gearshift_traced);
+
+// Where `c` replayed the step GPU-bound: plans `chosen`'s strategy at its latency on `w` with the traced CPU side
+// (cpu_time_scale 1) under the same budget, into c.if_launch_bound.
+void plan_if_launch_bound(CpuSide& c, const model::Workload& w, const model::DvfsModel& m, sim::EvaluateOptions eo,
+                          const sim::StrategyResult& chosen);
+
+}  // namespace gearshift::service

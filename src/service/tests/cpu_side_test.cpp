@@ -1,0 +1,91 @@
+// A profiler's delay is not slack (issue 46, service/cpu_side.hpp): the same steps recorded with a profiler's
+// slower launches plan the same saving as without them, unless an untraced measurement says the job really waits.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "service/plan_job.hpp"
+#include "service/tests/kernel_sequence.hpp"
+#include "trace/record.hpp"
+
+namespace gearshift::service {
+namespace {
+
+// Steps of 20 blocks, each a GEMM and nine elementwise kernels of 50 µs, then the fused AdamW update; the CPU
+// launches every kernel `lead_ns` before it starts. `profiled_delay_ns` > 0: before each block's GEMM the GPU idles
+// that long, the GEMM's launch arriving just ahead of it (a profiler's slower CPU side: the GPU waits for launches).
+trace::Trace job(int steps, std::int64_t profiled_delay_ns) {
+  trace::Trace t;
+  t.names = {"nvjet_sm90_gemm_qkv", "vectorized_elementwise_kernel", "multi_tensor_apply_kernel<FusedAdamMathFunctor>"};
+  testing::KernelSequence seq(t);
+  for (int s = 0; s < steps; ++s) {
+    for (int b = 0; b < 20; ++b) {
+      seq.idle(profiled_delay_ns);
+      seq.kernel(0, 50'000, 1'000, profiled_delay_ns > 0 ? 5'000 : 40'000);  // 1 µs dispatch gap after each
+      for (int k = 0; k < 9; ++k) seq.kernel(1, 50'000, 1'000, 40'000);
+    }
+    for (int k = 0; k < 4; ++k) seq.kernel(2, 50'000, 1'000, 40'000);
+  }
+  return t;
+}
+
+PlanJobResult plan(trace::Trace t, const std::string& measured_by = "") {
+  PlanJobOptions o;
+  o.display_name = "synthetic";
+  o.gpu = "h200";
+  o.range_samples = 20;
+  o.check_in_time = false;
+  o.cpu_measured_by = measured_by;
+  return plan_trace(o, std::move(t));
+}
+
+// Before: the profiled copy's 20 idle gaps of 200 µs per step were slack the kernels before them could fill at
+// lower clocks, at no modelled step-time cost; the plan saved far more than the same steps recorded without them.
+TEST(CpuSide, AProfilersLaunchDelaysAreNotSlack) {
+  const PlanJobResult plain = plan(job(6, 0));
+  const PlanJobResult profiled = plan(job(6, 200'000));
+  ASSERT_FALSE(profiled.cpu.as_traced);
+  EXPECT_EQ(profiled.cpu.reading, CpuSide::Reading::gpu_bound);
+  // The profiled step replayed GPU-bound is the plain job's step.
+  EXPECT_NEAR(profiled.cpu.traced_step_ns, plain.evaluation.baseline.step_time_ns + 20 * 200e3, 30e3);
+  EXPECT_NEAR(profiled.evaluation.baseline.step_time_ns, plain.evaluation.baseline.step_time_ns, 10e3);
+  // Within the plain plan's range and 0.5 points of its saving: what is left is the power limit's window, read from
+  // the traced gaps (model::WorkloadOp::window_idle_share: GEMMs beside the profiler's gaps may draw more).
+  EXPECT_NEAR(profiled.chosen->saving_pct, plain.chosen->saving_pct, 0.5);
+  EXPECT_GE(profiled.chosen->saving_pct, plain.range.saving_low_pct);
+  EXPECT_LE(profiled.chosen->saving_pct, plain.range.saving_high_pct);
+  EXPECT_LE(profiled.chosen->slowdown_pct, 0.5);
+  // What the delays would give, were they the job's, is said apart.
+  ASSERT_TRUE(profiled.cpu.if_launch_bound);
+  EXPECT_GT(profiled.cpu.if_launch_bound->saving_pct, plain.chosen->saving_pct + 3);
+  const nlohmann::json j = report_json(PlanJobOptions{}, profiled).at("cpu_side");
+  EXPECT_EQ(j.at("reading"), "gpu_bound");
+  EXPECT_NEAR(j.at("if_launch_bound").at("saving_pct").get<double>(), profiled.cpu.if_launch_bound->saving_pct, 1e-12);
+  EXPECT_NE(profiled.cpu.line().find("if the job is as launch-bound as traced"), std::string::npos);
+}
+
+// With an untraced measurement behind the CPU side, the launch-bound waits count: the figure is the one shown apart.
+TEST(CpuSide, AnUntracedMeasurementLetsTheLaunchBoundWaitsCount) {
+  const PlanJobResult profiled = plan(job(6, 200'000));
+  const PlanJobResult measured = plan(job(6, 200'000), "the test's untraced step");
+  EXPECT_TRUE(measured.cpu.as_traced);
+  EXPECT_FALSE(measured.cpu.if_launch_bound);
+  EXPECT_NEAR(measured.evaluation.baseline.step_time_ns, profiled.cpu.traced_step_ns, 1e-3);
+  ASSERT_TRUE(profiled.cpu.if_launch_bound);
+  EXPECT_NEAR(measured.chosen->saving_pct, profiled.cpu.if_launch_bound->saving_pct, 1e-9);
+  EXPECT_EQ(report_json(PlanJobOptions{}, measured).at("cpu_side").at("reading"), "as_traced");
+}
+
+// A trace of gearshift's own tracer: its measured cost per call (3 µs) is taken out of each of the step's 204
+// launches, not the whole CPU side; the CPU, 4 ms behind the GPU per step, still bounds the step.
+TEST(CpuSide, GearshiftsOwnTraceLosesOnlyTheTracersCost) {
+  trace::Trace t = job(6, 200'000);
+  t.format = "gearshift-trace v2";
+  const PlanJobResult r = plan(std::move(t));
+  EXPECT_EQ(r.cpu.reading, CpuSide::Reading::tracer_cost_out);
+  EXPECT_NEAR(r.cpu.traced_step_ns - r.cpu.replayed_step_ns, 204 * kGearshiftTracerCostPerCallNs, 1e3);
+  EXPECT_NE(r.cpu.evidence.find("gearshift's tracer adds up to 3 µs"), std::string::npos) << r.cpu.evidence;
+}
+
+}  // namespace
+}  // namespace gearshift::service
