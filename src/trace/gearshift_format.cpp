@@ -206,6 +206,54 @@ Trace read_gearshift_trace(const std::string& path) {
   return out;
 }
 
+namespace {
+
+// The file's first bytes after decompression (up to `n`), or what was read before a read error (a truncated gzip:
+// the importer says so with its position).
+std::string file_head(const std::string& path, std::size_t n) {
+  std::string head;
+  try {
+    GzStreamBuf buf(path);
+    std::istream in(&buf);
+    head.resize(n);
+    in.read(head.data(), static_cast<std::streamsize>(n));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+  } catch (const std::runtime_error&) {
+  }
+  return head;
+}
+
+}  // namespace
+
+std::string what_file_is(std::string_view head) {
+  if (head.empty()) return "";
+  std::string_view h = head;
+  if (h.starts_with("\xEF\xBB\xBF")) h.remove_prefix(3);  // a UTF-8 byte order mark
+  const std::size_t at = h.find_first_not_of(" \t\r\n");
+  if (at == std::string_view::npos) return "";
+  const char first = h[at];
+  if (first == '{' || first == '[') {
+    // PyTorch's ExecutionTraceObserver (Chakra's JSON input): CPU operators and their tensors, no GPU times.
+    if (h.find("\"schema\"") != std::string_view::npos &&
+        (h.find("chakra") != std::string_view::npos || h.find("\"nodes\"") != std::string_view::npos))
+      return "a PyTorch execution trace (ExecutionTraceObserver / Chakra: CPU operators, no GPU kernel times); record "
+             "the same run with torch.profiler (CUDA activity on) or `gearshift trace`";
+    return "";
+  }
+  if (head.size() > 262 && head.substr(257, 5) == "ustar") return "a tar archive: unpack it and pass the trace inside";
+  if (head.starts_with("PK\x03\x04")) return "a zip archive: unpack it and pass the trace inside";
+  if (head.starts_with("SQLite format 3")) return "an SQLite database (an Nsight Systems export?): gearshift reads "
+                                                  "torch.profiler (Kineto) JSON traces and gearshift trace files";
+  if (head.starts_with("\x1f\x8b")) return "gzip inside gzip: decompress it once";
+  std::size_t binary = 0;
+  for (unsigned char c : head) binary += c == 0 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r');
+  if (binary > 0) return "binary data, not JSON (a protobuf Chakra trace, an Nsight report?)";
+  std::string line(h.substr(at, std::min<std::size_t>(h.find_first_of("\r\n", at) - at, 40)));
+  if (line.find(',') != std::string::npos)
+    return fmt::format("text that is not JSON (it begins '{}': a CSV? `gearshift pipeline` reads stage profiles)", line);
+  return fmt::format("text that is not JSON (it begins '{}')", line);
+}
+
 Trace import_trace(const std::string& path) {
   std::string head;
   try {
@@ -217,6 +265,8 @@ Trace import_trace(const std::string& path) {
   } catch (const std::runtime_error&) {
     throw TraceError(path, "cannot open for reading (missing file or no permission)");
   }
+  if (const std::string what = what_file_is(file_head(path, 512)); !what.empty())
+    throw TraceError(path, "not a trace: " + what);
   Trace t = head.find("\"gearshift-trace\"") != std::string::npos ? read_gearshift_trace(path) : import_chrome_trace(path);
   sanitize_trace(t);  // the timing rules, once for every reader (trace/sanitize.hpp)
   check_time_unit(t, path);

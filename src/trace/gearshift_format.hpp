@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "trace/gearshift_writer.hpp"
 #include "trace/record.hpp"
@@ -28,7 +29,14 @@ inline constexpr double kMaxDroppedRecordShare = 0.01;
 // complete=false, health.dropped_records and a warning naming the count and share.
 Trace read_gearshift_trace(const std::string& path);
 
-// Reads any supported trace: gearshift format (sniffed from its first line) or Chrome trace JSON.
+// What a file is, from its first bytes after decompression (up to 512), where it is not a trace gearshift reads
+// and that can be told: a PyTorch execution trace (Chakra's JSON), a tar or zip archive, an SQLite database, gzip
+// inside gzip, binary data, text that is not JSON (a CSV named as such). "" for anything that may be a trace
+// (JSON, an empty head): the importers then judge it.
+std::string what_file_is(std::string_view head);
+
+// Reads any supported trace: gearshift format (sniffed from its first line) or Chrome trace JSON. Throws
+// TraceError "not a trace: <what_file_is>" for a file that can be told apart.
 Trace import_trace(const std::string& path);
 
 }  // namespace gearshift::trace

@@ -381,3 +381,43 @@ TEST(GearshiftFormat, WriterReportsAnUnwritablePath) {
 
 }  // namespace
 }  // namespace gearshift::trace
+
+namespace gearshift::trace {
+namespace {
+
+// A file that is not a trace says what it is where its first bytes tell (issue 46: a Chakra execution trace read as
+// "no kernel events among 0 events", a CSV as "not valid JSON ... last read: 's'").
+TEST(ImportTrace, AFileThatIsNotATraceSaysWhatItIs) {
+  EXPECT_EQ(what_file_is(""), "");
+  EXPECT_EQ(what_file_is("{\"traceEvents\": []}"), "");
+  EXPECT_EQ(what_file_is("\xEF\xBB\xBF\r\n  [ {\"ph\": \"X\"} ]"), "");
+  EXPECT_EQ(what_file_is("{\"format\":\"gearshift-trace\",\"version\":1}"), "");
+  EXPECT_NE(what_file_is("{\"schema\": \"1.0.3-chakra.0.0.4\", \"pid\": 7, \"nodes\": [").find("PyTorch execution trace"),
+            std::string::npos);
+  std::string tar(600, '\0');
+  tar.replace(0, 10, "trace.json");
+  tar.replace(257, 5, "ustar");
+  EXPECT_NE(what_file_is(tar).find("a tar archive"), std::string::npos);
+  EXPECT_NE(what_file_is(std::string("PK\x03\x04\x14\x00", 6)).find("a zip archive"), std::string::npos);
+  EXPECT_NE(what_file_is("SQLite format 3").find("SQLite"), std::string::npos);
+  EXPECT_NE(what_file_is(std::string("\x0a\x05\x08\x01\x00\x12", 6)).find("binary data"), std::string::npos);
+  EXPECT_EQ(what_file_is("stage,instruction,frequency,time,energy\n0,forward,1410,0.1,20\n"),
+            "text that is not JSON (it begins 'stage,instruction,frequency,time,energy': a CSV? `gearshift pipeline` "
+            "reads stage profiles)");
+  // Through the reader: the file's path and the words.
+  const std::string p = temp_path("profile.csv");
+  {
+    std::ofstream f(p);
+    f << "stage,instruction,frequency,time,energy\n";
+  }
+  try {
+    import_trace(p);
+    FAIL() << "a CSV was read as a trace";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a trace: text that is not JSON"), std::string::npos) << e.what();
+  }
+  std::remove(p.c_str());
+}
+
+}  // namespace
+}  // namespace gearshift::trace
