@@ -1,12 +1,17 @@
 #include "service/sync_slack.hpp"
 
+#include "service/cpu_side.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "gpu/spec.hpp"
 #include "plan/clock_table.hpp"
 #include "plan/strategies.hpp"
+#include "service/cpu_side.hpp"
 #include "sim/collectives.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
@@ -36,6 +41,12 @@ RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::str
   // `gearshift plan` prints them: plan-ranks' report said nothing of a rank's 415 ms stalled step.
   std::vector<std::string> warnings = t.health.warnings;
   warnings.insert(warnings.end(), a.evidence.warnings.begin(), a.evidence.warnings.end());
+  // The CPU side as `plan` takes it (service/cpu_side.hpp): a profiler's launch delays are no rank's slack.
+  const CpuSide cpu = decide_cpu_side(
+      w, m,
+      ms.step_time_s && *ms.step_time_s > 0 ? fmt::format("the trace's measured untraced step, {:.2f} ms", *ms.step_time_s * 1e3) : "",
+      t.format.starts_with("gearshift-trace"));
+  if (!cpu.as_traced) warnings.push_back("CPU side: " + cpu.evidence);
   return RankInput{
       std::move(w), std::move(m), label, ms.step_time_s.value_or(0) * 1e9, ms.energy_per_step_j.value_or(0),
       std::move(p), std::move(warnings)};

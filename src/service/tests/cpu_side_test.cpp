@@ -5,6 +5,7 @@
 #include <string>
 
 #include "service/plan_job.hpp"
+#include "service/sync_slack.hpp"
 #include "service/tests/kernel_sequence.hpp"
 #include "trace/record.hpp"
 
@@ -85,6 +86,22 @@ TEST(CpuSide, GearshiftsOwnTraceLosesOnlyTheTracersCost) {
   EXPECT_EQ(r.cpu.reading, CpuSide::Reading::tracer_cost_out);
   EXPECT_NEAR(r.cpu.traced_step_ns - r.cpu.replayed_step_ns, 204 * kGearshiftTracerCostPerCallNs, 1e3);
   EXPECT_NE(r.cpu.evidence.find("gearshift's tracer adds up to 3 µs"), std::string::npos) << r.cpu.evidence;
+}
+
+}  // namespace
+}  // namespace gearshift::service
+
+namespace gearshift::service {
+namespace {
+
+// plan-ranks takes each rank's CPU side as plan does: a profiled rank without a measured step is replayed GPU-bound
+// and its warnings say so (before, its launch waits were slack the straggler plan could spend).
+TEST(CpuSide, APlanRanksRankIsReadAsPlanReadsIt) {
+  const RankInput r = rank_from_trace(job(6, 200'000), "h200", "rank0", /*calibrate=*/false);
+  EXPECT_EQ(r.workload.cpu_time_scale, 0);
+  bool said = false;
+  for (const auto& w : r.warnings) said |= w.starts_with("CPU side: no untraced step measured");
+  EXPECT_TRUE(said);
 }
 
 }  // namespace
