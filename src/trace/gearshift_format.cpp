@@ -206,25 +206,6 @@ Trace read_gearshift_trace(const std::string& path) {
   return out;
 }
 
-namespace {
-
-// The file's first bytes after decompression (up to `n`), or what was read before a read error (a truncated gzip:
-// the importer says so with its position).
-std::string file_head(const std::string& path, std::size_t n) {
-  std::string head;
-  try {
-    GzStreamBuf buf(path);
-    std::istream in(&buf);
-    head.resize(n);
-    in.read(head.data(), static_cast<std::streamsize>(n));
-    head.resize(static_cast<std::size_t>(in.gcount()));
-  } catch (const std::runtime_error&) {
-  }
-  return head;
-}
-
-}  // namespace
-
 std::string what_file_is(std::string_view head) {
   if (head.empty()) return "";
   std::string_view h = head;
@@ -255,19 +236,22 @@ std::string what_file_is(std::string_view head) {
 }
 
 Trace import_trace(const std::string& path) {
+  // One read of the first bytes for both sniffs (the stream keeps a read error to itself: a truncated gzip reads
+  // short here and the importer says where it ends).
   std::string head;
   try {
     GzStreamBuf buf(path);
     std::istream in(&buf);
-    head.resize(64);
-    in.read(head.data(), 64);
+    head.resize(512);
+    in.read(head.data(), 512);
     head.resize(static_cast<std::size_t>(in.gcount()));
   } catch (const std::runtime_error&) {
     throw TraceError(path, "cannot open for reading (missing file or no permission)");
   }
-  if (const std::string what = what_file_is(file_head(path, 512)); !what.empty())
+  if (const std::string what = what_file_is(head); !what.empty())
     throw TraceError(path, "not a trace: " + what);
-  Trace t = head.find("\"gearshift-trace\"") != std::string::npos ? read_gearshift_trace(path) : import_chrome_trace(path);
+  const bool gearshift_format = head.substr(0, 64).find("\"gearshift-trace\"") != std::string::npos;  // its first line
+  Trace t = gearshift_format ? read_gearshift_trace(path) : import_chrome_trace(path);
   sanitize_trace(t);  // the timing rules, once for every reader (trace/sanitize.hpp)
   check_time_unit(t, path);
   check_measured(t, path);
