@@ -48,6 +48,33 @@ int main() {
     }
     std::printf("\n");
   }
+  // A job's own cycle of slow steps (Megatron-LM's logging iteration every 10: +30 %, H200), CV 1 %, budget 1 %:
+  // blocks of >= 5 steps hold 0 or 1 slow step, blocks of whole cycles exactly one.
+  std::printf("\nA cycle of slow steps (every 10th step +30 %%; CV 1 %%, budget 1 %%; median of %d seeds):\n", kSeeds);
+  for (const std::size_t max_cycle : {std::size_t{0}, std::size_t{32}}) {
+    LawJobOptions lo{1, 2, 0.01, 0.005};
+    lo.slow_every = 10;
+    lo.slow_extra = 0.30;
+    const LawJob j = make_law_job(lo);
+    ControllerOptions o;
+    o.budget = 0.01;
+    o.max_cycle = max_cycle;
+    std::vector<double> steps, width;
+    int held = 0, found = 0;
+    for (int s = 0; s < kSeeds; ++s) {
+      const ClosedLoopResult r = run_closed_loop(j.job, j.ladder, o, kSteps, 1 + static_cast<std::uint64_t>(s));
+      steps.push_back(static_cast<double>(r.steps_to_verdict ? r.steps_to_verdict : kSteps));
+      held += r.phase == Phase::held;
+      found += r.cycle == 10;
+      if (r.phase == Phase::held) width.push_back(r.reported.slowdown.hi - r.reported.slowdown.lo);
+    }
+    std::nth_element(steps.begin(), steps.begin() + kSeeds / 2, steps.end());
+    std::sort(width.begin(), width.end());
+    std::printf("  %-34s first verdict after %6.0f steps, %2d/%d held, cycle of 10 found in %2d/%d, slowdown "
+                "interval width (held) %.2f %%\n",
+                max_cycle ? "blocks of whole cycles (default):" : "blocks of >= 5 steps and 2 s alone:", steps[kSeeds / 2],
+                held, kSeeds, found, kSeeds, width.empty() ? 0.0 : 100 * width[width.size() / 2]);
+  }
   // Steady state: one plan that holds, a long run; baseline steps as a share and their energy against the saving.
   const LawJob j = make(0.01, 0.02);
   ControllerOptions o;

@@ -47,7 +47,7 @@ job_cmd() {
         --vocab-size 32000 --log-interval 10 --log-energy --eval-iters 0 --eval-interval 100000
         --no-gradient-accumulation-fusion --no-masked-softmax-fusion --no-bias-gelu-fusion
         --no-bias-dropout-fusion --no-persist-layer-norm --attention-backend unfused --distributed-backend nccl
-        --split 100,0,0) ;;
+        --split 100,0,0 ${MEGATRON_EXTRA:-}) ;;  # MEGATRON_EXTRA: more of Megatron-LM's arguments (later ones win)
     ddp | ddp_cpu)  # two data-parallel ranks through torchrun (gloo), both on GPU 0 or on the CPU; rank 1 half the batch
       CMD=(torchrun --nproc_per_node 2 --master_port "${MASTER_PORT:-29612}" "$HERE/ddp_ranks.py" --imbalance 0.5)
       [[ $1 == ddp_cpu ]] && CMD+=(--device cpu --steps 60)
@@ -61,7 +61,8 @@ auto_run() {  # JOB TAG
   job_cmd "$1"
   timeout -k 10 "$JOB_TIMEOUT" "$GS" run --auto --max-slowdown "$SLOWDOWN" --switch-latency-ms 6 \
     --warmup-timeout "${WARMUP_TIMEOUT:-120}" --plan-output "$OUT/$1.$2.plan.json" \
-    --dry-run-log "$OUT/$1.$2.dry.jsonl" --verify-log "$OUT/$1.$2.verify.jsonl" -- "${CMD[@]}"
+    --dry-run-log "$OUT/$1.$2.dry.jsonl" --verify-log "$OUT/$1.$2.verify.jsonl" \
+    --untraced-dump "$OUT/$1.$2.untraced.txt" -- "${CMD[@]}"
 }
 
 for j in "${JOBS[@]}"; do

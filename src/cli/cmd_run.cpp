@@ -39,7 +39,7 @@ namespace {
 // The options the job takes as they are (lr), and those checked and turned into it (check_run_options).
 struct Opts {
   LiveRunOptions lr;
-  std::string plan, max_slowdown, plan_output, gpu_spec, model, prometheus;
+  std::string plan, max_slowdown, plan_output, gpu_spec, model, prometheus, untraced_dump;
   bool no_verify = false;
   bool apply = false, auto_plan = false, lock_memory = false;
   std::size_t warmup_steps = 20;
@@ -73,6 +73,7 @@ LiveRunOptions check_run_options(const Opts& o, const CLI::App& cmd) {
     if (lr.switching.latency_ns) lr.ao.switch_latency_ns = *lr.switching.latency_ns;  // none: the spec's
     if (!o.plan_output.empty()) check_directory("--plan-output", o.plan_output);
     lr.ao.plan_output = o.plan_output;
+    lr.ao.untraced_dump = o.untraced_dump;
     lr.ao.job_name = "launch feed of `" + lr.cmd[0] + "` (gearshift run --auto)";
     if (!o.model.empty()) {
       lr.ao.model = load_model_checked(o.model);
@@ -164,6 +165,8 @@ void add_run_command(CLI::App& app) {
                   "process and at least 20,000 kernels recorded (default 30)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--plan-output", o->plan_output, "With --auto: also write the plan made (plan.json)");
+  // A bench aid (bench/device/auto_real_jobs.sh), hidden from --help: the untraced window's launch times.
+  cmd->add_option("--untraced-dump", o->untraced_dump)->group("");
   cmd->add_option("--model", o->model,
                   "With --auto: plan with this `gearshift calibrate` model file instead of the class priors");
   cmd->add_flag("--apply", o->apply, "Lock clocks through NVML (needs root or CAP_SYS_ADMIN); default: dry-run");

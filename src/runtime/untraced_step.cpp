@@ -143,6 +143,14 @@ double UntracedStep::period_ns() const {
   return static_cast<double>(median_of(spans)) * per_step_ / static_cast<double>(span);
 }
 
+void UntracedStep::write(std::ostream& os) const {
+  os << "# untraced window: from_ns " << from_ns_ << " launches_per_step " << per_step_ << " anchored "
+     << anchored_ << " min_steps " << o_.min_steps << "\n";
+  for (std::size_t i = 0; i < times_.size(); ++i)
+    os << "L " << times_[i] << ' ' << (anchored_ && is_anchor_[i] ? 1 : 0) << '\n';
+  for (const std::int64_t s : syncs_) os << "S " << s << '\n';
+}
+
 double UntracedStep::period_by_anchors_ns() const {
   // In time order, each launch marked when it is the anchor's; the window's last tenth left out as above.
   std::vector<std::pair<std::int64_t, bool>> t;
@@ -154,10 +162,15 @@ double UntracedStep::period_by_anchors_ns() const {
   std::vector<std::int64_t> anchors;
   std::vector<std::size_t> steps_before(t.size(), 0), since_anchor(t.size(), 0);
   std::size_t last_anchor = t.size();  // none yet
+  // An anchor launch less than half a step's launches after the one counted before it starts no step: the same
+  // kernel launched again outside the step's own work (a logging iteration's reductions, an evaluation) would
+  // count a step that did not happen, and every step counted too many shortens the step measured.
+  const double min_apart = per_step_ / 2;
   for (std::size_t i = 0; i < t.size(); ++i) {
     steps_before[i] = anchors.size();
     since_anchor[i] = last_anchor == t.size() ? 0 : i - last_anchor;
-    if (t[i].second) anchors.push_back(t[i].first), last_anchor = i;
+    if (t[i].second && (last_anchor == t.size() || static_cast<double>(i - last_anchor) >= min_apart))
+      anchors.push_back(t[i].first), last_anchor = i;
   }
   if (anchors.size() < 3) return 0;
   const double per_step = static_cast<double>(t.size()) / static_cast<double>(anchors.size());

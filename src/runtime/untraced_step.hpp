@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,9 @@ class UntracedStep {
   bool anchored() const;
   static constexpr double kAnchorSlack = 1.5;
   std::size_t anchors() const { return anchors_; }
+  // The window's raw counts for offline analysis (`gearshift run --untraced-dump`): a header line, then one line
+  // per launch "L CPU_NS ANCHOR" (arrival order) and per synchronize "S EXIT_NS".
+  void write(std::ostream& os) const;
   std::uint64_t counted() const { return times_.size(); }
   double window_ns() const { return times_.size() > 1 ? static_cast<double>(last_ - first_) : 0; }
 

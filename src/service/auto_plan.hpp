@@ -53,6 +53,7 @@ struct AutoOptions {
   std::string gpu_spec = "h200";            // spec name (gpu::find_spec)
   std::optional<double> switch_latency_ns;  // for the phase plan, ns; default: the spec's estimate
   std::string plan_output;                  // write plan.json here too (empty: no)
+  std::string untraced_dump;                // write the untraced window's launches here (UntracedStep::write; empty: no)
   std::string job_name;                     // how to name the input in the plan's provenance
   std::int64_t timeout_ns = 600'000'000'000;  // give up after this much warm-up, ns
   std::size_t max_kernels = 1'000'000;      // and after this many ops (kernels, copies) collected, all processes (bounds memory)

@@ -79,6 +79,7 @@ LiveVerifier::LiveVerifier(const VerifyOptions& o, const runtime::ClockPlan& pla
     if (!log_) throw std::runtime_error("--verify-log " + o_.log_path + ": cannot open it for writing");
   }
   settle_left_ = ctl_.options().settle_steps;
+  cycle_ = verify::StepCycle(ctl_.options().max_cycle);
   update_gauges();
   if (counter_) thread_ = std::thread([this] { counter_loop(); });
 }
@@ -205,6 +206,15 @@ void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime:
   const std::int64_t prev = last_boundary_ns_;
   last_boundary_ns_ = now;
   if (first) return;  // the first boundary seen: steps are measured from here
+  if (cycle_.period() == 0) {
+    cycle_.add(static_cast<double>(now - prev) * 1e-9, ctl_.blocks());
+    if (cycle_.period() > 0) {
+      log(nlohmann::json({{"event", "cycle"}, {"block", ctl_.blocks()}, {"steps", cycle_.period()},
+                          {"why", cycle_.why()}})
+              .dump());
+      lines_.push_back(fmt::format("block {}: cycle: {}", ctl_.blocks(), cycle_.why()));
+    }
+  }
   if (settle_left_ > 0) {
     if (--settle_left_ == 0) measured_from_ns_ = now;
     return;
@@ -212,7 +222,7 @@ void LiveVerifier::on_live_event(std::int64_t now, std::uint64_t steps, runtime:
   step_s_.push_back(static_cast<double>(now - prev) * 1e-9);
   const double block_s = static_cast<double>(now - measured_from_ns_) * 1e-9;
   const verify::ControllerOptions& co = ctl_.options();
-  if (step_s_.size() < co.block_steps || block_s < co.block_seconds) return;
+  if (step_s_.size() < co.block_steps || block_s < co.block_seconds || !cycle_.whole(step_s_.size())) return;
   const verify::BlockPlan b = ctl_.next();
   const verify::BlockResult r = close_block(now);
   const std::size_t block = ctl_.blocks();

@@ -25,6 +25,7 @@
 #include "runtime/clock_plan.hpp"
 #include "verify/clock_watch.hpp"
 #include "verify/controller.hpp"
+#include "verify/step_cycle.hpp"
 
 namespace gearshift::runtime {
 class LiveRuntime;
@@ -116,6 +117,7 @@ class LiveVerifier {
   std::uint64_t settle_left_ = 0;
   std::int64_t measured_from_ns_ = -1;
   std::vector<double> step_s_;
+  verify::StepCycle cycle_;          // the job's own cycle of slow steps: blocks span whole ones once found
   bool arm_set_ = false;
   std::uint64_t partial_steps_ = 0;  // steps of the block the job ended in
   std::string stopped_why_;          // why verification stopped early ("" none)

@@ -45,6 +45,9 @@ struct ControllerOptions {
   std::size_t steady_gap_first = 4;   // plan-only blocks between quads once a rung holds, doubling ...
   std::size_t steady_gap_max = 32;    // ... up to this
   double stall_factor = 4;            // a step this many times its block's median step is a stall: block re-run
+  // Blocks span whole cycles of the job's own slow steps once one is found (step_cycle.hpp), looked for up to this
+  // many steps long (0: never; blocks end at block_steps and block_seconds alone).
+  std::size_t max_cycle = 32;
   // false: measure only (a dry run, where both arms ran the same clocks): quads go on at the plan's rung and no
   // decision is made, since one from an A/A comparison would be about noise, not about the plan.
   bool decide = true;

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "verify/step_cycle.hpp"
+
 namespace gearshift::verify {
 
 SimJob::SimJob(std::vector<TruthPosition> positions, model::ClockPair baseline, SimJobOptions o)
@@ -74,6 +76,7 @@ ClosedLoopResult run_closed_loop(const SimJob& job, const Ladder& ladder, const 
   const double total_s = base_step_s * static_cast<double>(steps);
   double t = 0;  // wall time, s
   std::uint64_t done = 0;
+  StepCycle cycle(o.max_cycle);
   while (done < steps) {
     const BlockPlan b = c.next();
     const std::vector<model::ClockPair> clocks = ladder.clocks_at(b.arm == Arm::plan ? b.alpha : 0);
@@ -85,9 +88,13 @@ ClosedLoopResult run_closed_loop(const SimJob& job, const Ladder& ladder, const 
     // An unmeasured block runs as long as a measured one would.
     while (done < steps) {
       const double drift = 1 + job.options().drift * t / total_s;
-      const double s = std::max(0.1 * ts, ts * drift * (1 + job.options().step_cv * noise(rng)));
-      res.run_energy_j += tj;
-      res.baseline_energy_j += base_step_j;
+      double s = std::max(0.1 * ts, ts * drift * (1 + job.options().step_cv * noise(rng)));
+      double slow = 1;  // this step's share of a normal one (the job's cycle of slow steps)
+      if (job.options().slow_every > 0 && done % job.options().slow_every == job.options().slow_every - 1)
+        slow = 1 + job.options().slow_extra, s *= slow;
+      cycle.add(s, c.blocks());
+      res.run_energy_j += tj * slow;
+      res.baseline_energy_j += base_step_j * slow;
       ++done;
       ++in_block;
       if (in_block > o.settle_steps) {
@@ -96,9 +103,10 @@ ClosedLoopResult run_closed_loop(const SimJob& job, const Ladder& ladder, const 
         block_s += s;
       }
       t += s;
-      if (r.step_s.size() >= o.block_steps && block_s >= o.block_seconds) break;
+      if (r.step_s.size() >= o.block_steps && block_s >= o.block_seconds && cycle.whole(r.step_s.size())) break;
     }
-    if (done >= steps && (r.step_s.size() < o.block_steps || block_s < o.block_seconds)) break;  // ended mid-block
+    if (done >= steps && (r.step_s.size() < o.block_steps || block_s < o.block_seconds || !cycle.whole(r.step_s.size())))
+      break;  // ended mid-block
     // The counter's window: the first and last tick inside the measured steps, each located within the jitter.
     const double period = job.options().counter_period_s;
     const double first_tick = std::ceil(measured_from / period) * period, last_tick = std::floor(t / period) * period;
@@ -115,6 +123,7 @@ ClosedLoopResult run_closed_loop(const SimJob& job, const Ladder& ladder, const 
     if (res.steps_to_verdict == 0 && c.phase() != Phase::verifying) res.steps_to_verdict = done;
   }
   res.steps = done;
+  res.cycle = cycle.period();
   res.phase = c.phase();
   res.alpha = c.phase() == Phase::baseline ? 0 : c.alpha();
   const auto end_clocks = ladder.clocks_at(res.alpha);
@@ -168,6 +177,8 @@ LawJob make_law_job(const LawJobOptions& o) {
   SimJobOptions so;
   so.gap_ns = 0.1 * std::accumulate(base_ns.begin(), base_ns.end(), 0.0);
   so.step_cv = o.step_cv;
+  so.slow_every = o.slow_every;
+  so.slow_extra = o.slow_extra;
   Ladder l;
   l.duration_ns = base_ns;
   l.baseline = base;

@@ -32,6 +32,10 @@ struct SimJobOptions {
   double drift = 0.02;         // step time drifts linearly by this share over the run
   double counter_period_s = 0.1;  // energy-counter tick period, s
   double tick_jitter_s = 0.004;   // how far a located tick's time may be off, s (uniform)
+  // Every slow_every-th step of the run is slow_extra (a share) longer, at the step's power: a job's own cycle of
+  // slow steps (Megatron-LM's logging iteration). 0: none.
+  std::uint64_t slow_every = 0;
+  double slow_extra = 0;
 };
 
 class SimJob {
@@ -63,11 +67,13 @@ struct ClosedLoopResult {
   double baseline_energy_j = 0;   // the same steps all at the baseline clocks
   std::uint64_t steps = 0;        // steps run
   std::uint64_t steps_to_verdict = 0;  // steps until the first hold or the baseline (0: none)
+  std::size_t cycle = 0;               // the job's cycle of slow steps the blocks spanned (0: none found)
   std::size_t events = 0;
 };
 
 // Runs `steps` steps of `job` under a Controller made of `o` and `ladder` (seeded noise). Blocks as the live glue
-// runs them: settle steps, then measured steps until block_steps and block_seconds; the energy of a block is the
+// runs them: settle steps, then measured steps until block_steps and block_seconds, and whole cycles of the job's
+// slow steps once one is found (step_cycle.hpp); the energy of a block is the
 // counter's between the first and last tick inside its measured steps.
 ClosedLoopResult run_closed_loop(const SimJob& job, const Ladder& ladder, const ControllerOptions& o,
                                  std::uint64_t steps, std::uint64_t seed);
@@ -86,6 +92,8 @@ std::vector<model::ClockPair> plan_by_model(const std::vector<double>& base_ns, 
 // plan_by_model at `plan_budget` on H100/H200 SM clocks (345-1980 MHz, every 15).
 struct LawJobOptions {
   double a_scale = 1, gamma = 2, step_cv = 0.01, plan_budget = 0.02;
+  std::uint64_t slow_every = 0;  // SimJobOptions::slow_every, slow_extra
+  double slow_extra = 0;
 };
 struct LawJob {
   SimJob job;

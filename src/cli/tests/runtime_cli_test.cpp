@@ -1192,17 +1192,21 @@ TEST(RunAuto, AnUntracedStepLongerThanTheTracedOneIsMeasuredAgain) {
   EXPECT_LT(j["period_us"].get<double>(), 58000);
 }
 
-// Kernels 1.5 times as long while recorded: the untraced step is shorter than the traced kernels alone, so the
-// trace's times are not the job's and nothing is planned.
+// Kernels 1.5 times as long while recorded: the untraced step is shorter than the traced kernels alone, measured
+// again over twice the steps, still so: the trace's times are not the job's and nothing is planned.
 TEST(RunAuto, RefusesAStepWhoseKernelsAloneOutlastTheUntracedStep) {
   AutoEnv s;
   const fs::path out = s.t.dir / "out.txt";
   s.env.push_back("FAKE_JOB_TRACED_SCALE=1.5");
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
-                          {"--synthetic", "70"}),
+                          {"--synthetic", "140"}),
                 s.env, out),
             0);
   const std::string o = slurp(out);
+  EXPECT_NE(o.find("ms its kernels alone were busy in the traced steps; measuring the untraced step again over 32 "
+                   "steps"),
+            std::string::npos)
+      << o;
   EXPECT_NE(o.find("is shorter than the "), std::string::npos) << o;
   EXPECT_NE(o.find("the warm-up's kernel times are not the job's"), std::string::npos) << o;
   EXPECT_NE(o.find("continuing as a pass-through"), std::string::npos) << o;
@@ -1215,6 +1219,31 @@ TEST(RunAuto, RefusesAStepWhoseKernelsAloneOutlastTheUntracedStep) {
             std::string::npos)
       << o;
   EXPECT_EQ(o.find("none launched kernels on GPU"), std::string::npos) << o;
+}
+
+// Kernels 1.2 times as long while recorded (the synthetic step's 45.3 ms of kernels traced as 54.4 ms, its step
+// 52.4 ms): the untraced step is a little shorter than the traced kernels alone. Measured again over twice the
+// steps and still within the untraced measurement's 4 % of them, the job is planned as GPU-bound: the template's
+// idle time removed, nothing to slow into. Before, it was refused (H100, Megatron-LM with 3 microbatches of
+// accumulation: 944 ms measured for 947 ms of kernels, issue 50).
+TEST(RunAuto, AnUntracedStepJustShortOfTheTracedKernelsIsMeasuredAgainThenPlannedGpuBound) {
+  AutoEnv s;
+  s.env.push_back("FAKE_JOB_TRACED_SCALE=1.2");
+  ASSERT_EQ(s.run_synthetic("160"), 0) << slurp(s.out);
+  const std::string o = slurp(s.out);
+  EXPECT_NE(o.find("ms its kernels alone were busy in the traced steps; measuring the untraced step again over 32 "
+                   "steps"),
+            std::string::npos)
+      << o;
+  const double busy_ms = number_after(o, "shorter than the ");
+  EXPECT_NEAR(busy_ms, 45.3 * 1.2, 1.5) << o;
+  const double second_ms = number_after(o.substr(o.rfind("untraced step ")), "untraced step ");
+  if (second_ms >= busy_ms)
+    GTEST_SKIP() << "a loaded machine stretched the untraced step past the traced kernels: " << second_ms << " ms";
+  EXPECT_NE(o.find("the job is planned as GPU-bound, its template's idle time removed"), std::string::npos) << o;
+  EXPECT_NE(o.find("MODELLED saving"), std::string::npos) << o;
+  auto j = nlohmann::json::parse(slurp(s.made));
+  EXPECT_NEAR(j["period_us"].get<double>() / 1e3, busy_ms, 0.02 * busy_ms) << o;  // the kernels' busy time
 }
 
 TEST(RunAuto, AStepTheJobsSynchronizesDoNotRecurInIsNeverPlanned) {
@@ -1328,17 +1357,18 @@ TEST(RunAuto, GivingUpTurnsTheJobsFeedOff) {
   s.env.push_back("FAKE_JOB_CONTROL_LOG=" + control.string());
   s.env.push_back("FAKE_JOB_TRACED_SCALE=1.5");  // a warm-up whose kernel times are not the job's: refused
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--dry-run-log", s.log.string()},
-                          {"--synthetic", "90"}),
+                          {"--synthetic", "140"}),
                 s.env, out),
             0);
   const std::string o = slurp(out);
   EXPECT_NE(o.find("continuing as a pass-through (the job's launch feed turned off)"), std::string::npos) << o;
   const std::string c = slurp(control);
   EXPECT_TRUE(c.ends_with("O\n")) << c;  // every kernel's activity off to measure the untraced step, then off
-  // The job launched 90 steps of 113 kernels; the feed carried only those before the "O".
+  // The job launched 140 steps of 113 kernels; the feed carried only those before the "O" (after the untraced
+  // step was measured twice).
   const double launched = number_after(o, "GPU 0: ", "connected to the launch feed");
   EXPECT_GT(launched, 10 * 113) << o;
-  EXPECT_LT(launched, 90 * 113) << o;
+  EXPECT_LT(launched, 140 * 113) << o;
 }
 
 // The plan is calibrated to the untraced run's measured power (the NVML energy counter over the window in which

@@ -119,6 +119,38 @@ TEST(Run, VerificationBacksOffAPlanOverTheBudgetAndHolds) {
   }
 }
 
+// A job whose every 10th step is 8 ms (about a third) longer, as Megatron-LM's logging iteration: once the cycle
+// shows, every block spans an even number of whole cycles (20, 40, ... steps), so that no block holds one slow step
+// more than another. Before, blocks of a fixed count held 0 or 1 of them (H200, Megatron-LM dry run: one block's
+// mean step 328 ms against 252-268 ms, an A/A interval of +-3 % after 10 quads).
+TEST(Run, VerificationBlocksSpanWholeCyclesOfTheJobsSlowSteps) {
+  SimEnv s;
+  const fs::path out = s.t.dir / "out.txt", vlog = s.t.dir / "verify.jsonl";
+  std::vector<std::string> env = s.env;
+  env.push_back("FAKE_JOB_SLOW_EVERY=10:8000");
+  std::vector<std::string> a = s.run_argv("420");
+  a.insert(a.begin() + 2, {"--verify-log", vlog.string(), "--max-slowdown", "2%", "--verify-block-s", "0.4"});
+  ASSERT_EQ(run(a, env, out), 0) << slurp(out);
+  std::ifstream in(vlog);
+  bool cycle = false;
+  int whole = 0;
+  for (std::string l; std::getline(in, l);) {
+    const auto j = nlohmann::json::parse(l);
+    if (j["event"] == "cycle") {
+      cycle = true;
+      EXPECT_EQ(j["steps"].get<int>(), 10) << l;
+      continue;
+    }
+    if (j["event"] != "block" || !cycle) continue;
+    EXPECT_EQ(j["steps"].get<int>() % 20, 0) << l;
+    ++whole;
+  }
+  const std::string o = slurp(out);
+  ASSERT_TRUE(cycle) << o;
+  EXPECT_GE(whole, 4) << o;
+  EXPECT_NE(o.find(": cycle: the job's steps run in a cycle of 10 (its slowest step 1."), std::string::npos) << o;
+}
+
 // Faults under verification: without an energy counter the blocks still measure step time (time-only verdicts,
 // energy said not measured); a GPU lost mid-run stops the blocks there, so that no later quad compares two arms
 // that ran the same clocks.

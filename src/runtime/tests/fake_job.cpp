@@ -348,6 +348,10 @@ bool run_steps(int fd, const Step& step_in, long steps) {
                      std::to_string(i % 7) + "\n"))
       return false;
   const Step& given = step_in;
+  // FAKE_JOB_SLOW_EVERY=N:US: every N-th step waits US µs more after its kernels (a logging iteration's CPU work,
+  // Megatron-LM's every --log-interval): the job's own cycle of slow steps.
+  long slow_every = 0, slow_every_us = 0;
+  if (const char* v = std::getenv("FAKE_JOB_SLOW_EVERY")) std::sscanf(v, "%ld:%ld", &slow_every, &slow_every_us);
   long variant_every = 0, variant_kernels = 0, variant_after = 0;
   if (const char* v = std::getenv("FAKE_JOB_VARIANT"))
     std::sscanf(v, "%ld:%ld:%ld", &variant_every, &variant_kernels, &variant_after);
@@ -436,7 +440,8 @@ bool run_steps(int fd, const Step& step_in, long steps) {
       if (g_traced && !put(fd, line)) return false;
     }
     log_control();
-    sleep_until(t0 + scaled(step.period_ns) + slow * static_cast<std::int64_t>(step.kernels.size()));
+    const std::int64_t logging_ns = slow_every > 0 && s % slow_every == slow_every - 1 ? slow_every_us * 1000 : 0;
+    sleep_until(t0 + scaled(step.period_ns) + slow * static_cast<std::int64_t>(step.kernels.size()) + logging_ns);
   }
   // FAKE_JOB_TAIL_S=X: X seconds of kernels outside the step after the last one (an evaluation, a checkpoint).
   if (const char* t = std::getenv("FAKE_JOB_TAIL_S")) return run_noise(fd, std::atof(t), corr);

@@ -205,6 +205,30 @@ TEST(UntracedStep, StepsCountedByTheirAnchorKernelWhateverVariantsTheyRun) {
   EXPECT_LT(measure(false), 900);
 }
 
+// The anchor kernel launched again outside the step's own work: every 5th step is a logging iteration that
+// launches 10 more kernels (one of them the anchor's) and takes 200 ns more. Steps of 100 launches over 1000 ns,
+// the anchor last, a synchronize at 950 ns: the job's mean step is 1040 ns. Counted as a step, each extra anchor
+// launch measured 5/6 of it.
+TEST(UntracedStep, AnAnchorLaunchedAgainInALoggingIterationStartsNoStep) {
+  const UntracedStepOptions o = counting_at_once(16);
+  UntracedStep u(0, 100, o, true);
+  std::int64_t t0 = 0;
+  for (int s = 0; s < 40; ++s) {
+    for (int k = 0; k < 100; ++k) u.add_launch(t0 + k * 9, k == 99);
+    u.add_sync(t0 + 950);
+    std::int64_t len = 1000;
+    if (s % 5 == 4) {  // the logging iteration's own launches, after the step's
+      for (int k = 0; k < 10; ++k) u.add_launch(t0 + 960 + k * 20, k == 5);
+      u.add_sync(t0 + 1150);
+      len = 1200;
+    }
+    t0 += len;
+  }
+  ASSERT_TRUE(u.anchored());
+  // Whole steps between synchronizes: m steps of which about a fifth are logging ones.
+  EXPECT_NEAR(u.period_ns(), 1040, 1040 * 0.01);
+}
+
 TEST(UntracedStep, AnchoredNeedsEnoughAnchorLaunches) {
   const UntracedStepOptions o = counting_at_once(4);
   UntracedStep u(0, 10, o, true);
