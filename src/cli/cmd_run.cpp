@@ -161,8 +161,8 @@ void add_run_command(CLI::App& app) {
                   fmt::format("With --auto: GPU spec to plan for ({}; default: from NVML's name)",
                               fmt::join(gpu::spec_names(), ", ")));
   cmd->add_option("--warmup-no-step-s", o->warmup_no_step_s,
-                  "With --auto: give up (the job's feed off) once this long passed with no training step found in any "
-                  "process and at least 20,000 kernels recorded (default 30)")
+                  "With --auto: give up (the job's feed off) once this long passed, since the first 20,000 kernels and "
+                  "copies were recorded, with no training step found in any process (default 30)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--plan-output", o->plan_output, "With --auto: also write the plan made (plan.json)");
   // A bench aid (bench/device/auto_real_jobs.sh), hidden from --help: the untraced window's launch times.

@@ -26,7 +26,22 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   const auto& spec = r.model->spec();
   const auto& it = r.iterations;
   fmt::print("gearshift plan: {} on {} ({})\n", o.display_name, spec.full_name, spec.name);
-  fmt::print("All time and energy figures are MODELLED (DVFS model + simulator) unless marked measured.\n\n");
+  fmt::print("All time and energy figures are MODELLED (DVFS model + simulator) unless marked measured.\n");
+  // The one answer first (issue 51: a newcomer found it on line ~30, after two warnings): the plan, its saving and
+  // step time with their ranges, and the chance it breaks the budget; the detail follows.
+  const auto& c = *r.chosen;
+  const auto& g = r.range;
+  if (c.within_budget)
+    fmt::print("Answer        {} plan at L = {} ({} clock changes per step): saving {:.2f} % of the energy per step "
+               "({:.2f} to {:.2f} %) at {:+.2f} % step time; P(step time over the {:.2f} % budget) = {:.0f} %. "
+               "MODELLED: `gearshift run` measures it on the job (docs/verification.md)\n",
+               plan::to_string(c.schedule.strategy), latency_label(c), c.sim.clock_changes, g.saving_expected_pct,
+               g.saving_low_pct, g.saving_high_pct, c.slowdown_pct, o.max_slowdown * 100, 100 * g.p_over_budget);
+  else
+    fmt::print("Answer        no {} plan fits the {:.2f} % budget: the default clocks (a larger --max-slowdown, "
+               "or the frontier below, shows what one would save)\n",
+               plan::to_string(c.schedule.strategy), o.max_slowdown * 100);
+  fmt::print("Terms         docs/glossary.md (SM clock, switch latency L, phase, strategies, in time, ...)\n\n");
   fmt::print("GPU           {}\n", r.gpu.line());
   fmt::print("Iterations    {} detected by {}; {} kernels ({} ops) per step; period {:.2f} ms; confidence {:.3f}\n",
              it.iterations.size(), it.method, it.tmpl.kernels, it.tmpl.ops.size(), it.tmpl.period_ns / 1e6,
@@ -38,7 +53,6 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
   fmt::print("Replay        {}\n", graph::build_step_graph(r.workload).note);
   if (!r.cpu.as_traced) fmt::print("CPU side      {}\n", r.cpu.line());
-  for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
   const auto& b = r.evaluation.baseline;
   fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
              spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w,
@@ -63,11 +77,11 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   fmt::print("{:<14} {:>9} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "strategy", "switch L", "time (s)", "energy (J)",
              "saving", "slowdown", "changes/step");
   for (const auto& s : r.evaluation.strategies) {
-    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}\n", plan::to_string(s.schedule.strategy),
+    fmt::print("{:<14} {:>9} {:>10.4f} {:>11.2f} {:>7.2f}% {:>8.3f}% {:>13}{}{}\n", plan::to_string(s.schedule.strategy),
                latency_label(s), s.sim.step_time_ns * 1e-9, s.sim.energy_j, s.saving_pct, s.slowdown_pct,
-               s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)");
+               s.sim.clock_changes, s.within_budget ? "" : "  (no plan fits: default clocks)",
+               &s == r.chosen ? "  <- the plan" : "");
   }
-  const auto& g = r.range;
   const std::string outside = sim::expected_outside_range(g);
   fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
              "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
@@ -81,6 +95,8 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                       : std::string()) +
                  (outside.empty() ? std::string() : "; " + outside),
              r.in_time.summary());
+  // After the table: what was dropped, left out or disagrees with a measurement (the detail in --json and the report).
+  for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
   if (!r.evaluation.frontier.empty()) {

@@ -327,16 +327,19 @@ void AutoPlanner::loop() {
         b = best();
         ops = collected();
       }
-      // No step anywhere after the no-step bound (AutoOptions::no_step_timeout_ns): recording on costs the job.
-      const bool no_step = b.steps == 0 && ns_since(t0_) >= o_.no_step_timeout_ns && ops >= o_.no_step_min_ops;
+      // No step anywhere after the no-step bound (AutoOptions::no_step_timeout_ns), counted from when the warm-up
+      // had collected no_step_min_ops ops: recording on costs the job.
+      if (!min_ops_at_ && ops >= o_.no_step_min_ops) min_ops_at_ = std::chrono::steady_clock::now();
+      const bool no_step = b.steps == 0 && min_ops_at_ && ns_since(*min_ops_at_) >= o_.no_step_timeout_ns;
       if (full || timed_out || no_step) {
         const double s = seconds_since(t0_);
         std::string why =
             full       ? fmt::format("gave up after {} kernels and copies without enough steps", o_.max_kernels)
             : no_step  ? fmt::format("gave up after {:.0f} s of warm-up and {} ops with no training step found in "
-                                     "any process (--warmup-no-step-s {:g}; recording every kernel costs the job, "
-                                     "so it stops here)",
-                                     s, ops, static_cast<double>(o_.no_step_timeout_ns) * 1e-9)
+                                     "any process, {:.0f} s after its first {} ops (--warmup-no-step-s {:g}; "
+                                     "recording every kernel costs the job, so it stops here)",
+                                     s, ops, seconds_since(*min_ops_at_), o_.no_step_min_ops,
+                                     static_cast<double>(o_.no_step_timeout_ns) * 1e-9)
                        : fmt::format("gave up after {:g} s of warm-up (--warmup-timeout)",
                                      static_cast<double>(o_.timeout_ns) * 1e-9);
         give_up(why + ": " + progress(b));

@@ -57,8 +57,10 @@ struct AutoOptions {
   std::string job_name;                     // how to name the input in the plan's provenance
   std::int64_t timeout_ns = 600'000'000'000;  // give up after this much warm-up, ns
   std::size_t max_kernels = 1'000'000;      // and after this many ops (kernels, copies) collected, all processes (bounds memory)
-  // A warm-up that finds no step at all stops early: once this long has passed and at least no_step_min_ops ops
-  // were collected with no step in any process, it gives up (the job's feed off). Recording every kernel costs a
+  // A warm-up that finds no step at all stops early: once this long has passed since at least no_step_min_ops ops
+  // were collected, with no step in any process, it gives up (the job's feed off). From then, not from the job's
+  // start: Megatron-LM with 3 microbatches of accumulation spent ~35 s building its model, then reached 20,000
+  // ops within 3 iterations, and a bound counted from its start gave up there, 3 iterations in (H100, session 32). Recording every kernel costs a
   // launch-bound job: a T5 seq2seq job with Adafactor ran 32-42 % slower for its whole run while the warm-up
   // recorded every kernel up to the 1 M cap and found nothing (H100, issue 50). A job launching fewer ops than
   // no_step_min_ops pays little for its recording and keeps its chance up to timeout_ns (long steps).
@@ -172,6 +174,8 @@ class AutoPlanner {
   StartLive start_;
   OnRunGpu on_run_gpu_;
   std::chrono::steady_clock::time_point t0_;
+  // When the warm-up had first collected no_step_min_ops ops (the no-step bound runs from there), if it has.
+  std::optional<std::chrono::steady_clock::time_point> min_ops_at_;
   std::mutex mu_;  // guards the members below
   std::condition_variable cv_;
   bool stopping_ = false;

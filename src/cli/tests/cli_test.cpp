@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,35 @@ TEST(Cli, DemoTableSaysModelledAndWritesAPlan) {
   EXPECT_LT(j["predicted"]["saving_low_pct"].get<double>(), j["predicted"]["saving_high_pct"].get<double>());
   EXPECT_EQ(j["predicted"]["range_samples"], 200);
   EXPECT_NE(r.out.find("Range         phase at L = 6 ms: saving"), std::string::npos) << r.out;
+}
+
+// The answer first (issue 51: a newcomer found it on line ~30, after two warnings): the third line says the plan,
+// its saving with its range, its step time and the chance it breaks the budget, as the Range line below it does;
+// the table marks the plan's row; the warnings follow the table.
+TEST(Cli, DemoSaysTheAnswerFirstAndMarksThePlansRow) {
+  Result r = run("demo");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream lines(r.out);
+  std::string line;
+  for (int i = 0; i < 3; ++i) std::getline(lines, line);
+  EXPECT_EQ(line.rfind("Answer        phase plan at L = 6 ms (2 clock changes per step): saving 1.80 % of the energy "
+                       "per step (0.20 to 2.15 %) at +0.50 % step time; P(step time over the 0.50 % budget) = 62 %. "
+                       "MODELLED",
+                       0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find("saving 1.80 % expected, 0.20 to 2.15 %"), std::string::npos) << r.out;  // the Range line
+  EXPECT_NE(r.out.find("P(step time over the budget) = 62 %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("docs/glossary.md"), std::string::npos) << r.out;
+  // One row marked, the chosen one.
+  const std::size_t mark = r.out.find("  <- the plan\n");
+  ASSERT_NE(mark, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("<- the plan", mark + 3), std::string::npos) << r.out;
+  const std::size_t row = r.out.rfind('\n', mark) + 1;
+  EXPECT_EQ(r.out.substr(row, 24), "phase               6 ms") << r.out.substr(row, mark - row);
+  // Warnings after the table, before the frontier.
+  EXPECT_GT(r.out.find("Warning       "), mark) << r.out;
+  EXPECT_LT(r.out.find("Warning       "), r.out.find("Frontier      ")) << r.out;
 }
 
 // --kernels-only plans the trace as `run --auto` sees the job: its launch feed carries no copies or memsets, so the

@@ -1335,16 +1335,48 @@ TEST(RunAuto, AWarmupWithNoStepStopsRecordingAfterItsBound) {
   const fs::path out = s.t.dir / "out.txt";
   s.env.push_back("FAKE_JOB_NOISE_US=50");
   EXPECT_EQ(run(auto_argv({"--max-slowdown", "1%", "--warmup-no-step-s", "1.5", "--dry-run-log", s.log.string()},
-                          {"--noise", "5"}),
+                          {"--noise", "9"}),
                 s.env, out),
             0);
   const std::string o = slurp(out);
-  EXPECT_NE(o.find("with no training step found in any process (--warmup-no-step-s 1.5"), std::string::npos) << o;
+  EXPECT_NE(o.find("with no training step found in any process, "), std::string::npos) << o;
+  EXPECT_NE(o.find(" s after its first 20000 ops (--warmup-no-step-s 1.5"), std::string::npos) << o;
   EXPECT_NE(o.find("continuing as a pass-through (the job's launch feed turned off)"), std::string::npos) << o;
   const double after = number_after(o, "gave up after ");
   EXPECT_GE(after, 1.0) << o;
-  EXPECT_LT(after, 4.5) << o;  // well before the job's 5 s end (and the 600 s --warmup-timeout)
+  // 1.5 s after its first 20,000 ops (1-4 s in at this machine's pace), well before the job's 9 s end (and the
+  // 600 s --warmup-timeout)
+  EXPECT_LT(after, 8) << o;
+  EXPECT_GE(number_after(o, "any process, "), 1) << o;  // 1.5 s and up to one 1 s attempt later, rounded
+  EXPECT_LE(number_after(o, "any process, "), 3) << o;
   EXPECT_EQ(slurp(s.log), "");
+}
+
+// The no-step bound runs from the warm-up's first 20,000 ops, not from the job's start: a job that starts up for
+// 2 s without a kernel (Megatron-LM builds its model for ~35 s), then runs 1.2 s steps of 10,001 kernels (100
+// layers of 100, then its Adam update), crosses 20,000 ops in its second step. Counted from its start, the bound (5 s)
+// gave up there, before a step could be detected (H100, Megatron-LM with 3 microbatches of accumulation: "gave up
+// after 42 s of warm-up and 23753 ops", 3 iterations in). From the 20,000th op, the job's steps are detected.
+TEST(RunAuto, TheNoStepBoundRunsFromTheFirstOpsNotTheJobsStart) {
+  AutoEnv s;
+  const fs::path step = s.t.dir / "step.txt";
+  {
+    std::ofstream f(step);
+    const int us = 20;
+    f << "period " << 1'200'000'000 << "\n";  // the kernels in its first 0.2 s, then a 1 s gap
+    for (int k = 0; k < 10'000; ++k) f << "layer_kernel_" << k % 100 << " " << k * us * 1000 << " " << us * 1000 << "\n";
+    f << "multi_tensor_apply_kernel<AdamFunctor> " << 10'000 * us * 1000 << " " << us * 1000 << "\n";
+  }
+  s.env.push_back("FAKE_JOB_START_DELAY_MS=2000");
+  ASSERT_EQ(run(auto_argv({"--max-slowdown", "5%", "--warmup-steps", "10", "--warmup-no-step-s", "5",
+                           "--dry-run-log", s.log.string()},
+                          {"--step", step.string(), "9"}),
+                s.env, s.out),
+            0)
+      << slurp(s.out);
+  const std::string o = slurp(s.out);
+  EXPECT_EQ(o.find("with no training step found"), std::string::npos) << o;
+  EXPECT_GE(number_before(o, " steps detected"), 3) << o;
 }
 
 // A refused --auto turns the job's launch feed off: before, every kernel's activity and the launch callbacks

@@ -343,6 +343,9 @@ bool run_steps(int fd, const Step& step_in, long steps) {
     if (!put(fd, names)) return false;
   }
   const std::size_t graph_kernels = graph && !step_in.kernels.empty() ? step_in.kernels.size() - 1 : 0;
+  // FAKE_JOB_START_DELAY_MS=X: X ms before the first launch, init kernels included (a job's start-up: Megatron-LM
+  // builds its model and data for ~35 s before its first iteration).
+  if (const char* d = std::getenv("FAKE_JOB_START_DELAY_MS")) sleep_until(monotonic_ns() + std::atoll(d) * 1'000'000);
   for (long i = 0; i < init; ++i)
     if (!put(fd, "L " + std::to_string(monotonic_ns()) + " " + std::to_string(corr++) + " init_kernel_" +
                      std::to_string(i % 7) + "\n"))
