@@ -27,7 +27,7 @@ struct StepLaunches {
 //
 // Steps of equal length (`by_position` null): the steps' i-th synchronizes, averaged, as above.
 // Steps of unequal length (update-delimited: the template's offsets are laid out from mean durations and gaps,
-// trace/iteration.cpp), `by_position` given: a synchronize is placed by the main-stream position the CPU launched
+// trace/step/template.cpp), `by_position` given: a synchronize is placed by the main-stream position the CPU launched
 // last before entering it, not by its time in the step. Those that recur (same position, same order after it)
 // in more than half of the steps are kept: entered their mean CPU time after that launch (and before the next
 // main-stream launch), and, where the CPU waited for the GPU in most steps, returning their mean return latency

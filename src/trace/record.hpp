@@ -103,7 +103,7 @@ struct Trace {
   std::vector<Marker> markers;         // sorted by start_ns
   // The framework's optimizer-step annotations (torch's "Optimizer.step#<class>.step" CPU ranges), sorted by
   // start_ns: evidence that a period is the training step where the update's kernels are on no name list
-  // (trace/iteration.cpp). Chrome traces only.
+  // (trace/step/evidence.cpp). Chrome traces only.
   std::vector<Marker> optimizer_ranges;
   std::vector<DeviceSample> samples;   // clock/power readings, sorted by time_ns (gearshift format only)
   std::vector<SyncRecord> syncs;       // the job's synchronizes, sorted by enter_ns

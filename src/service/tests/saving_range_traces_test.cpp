@@ -53,7 +53,7 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
   // Megatron-LM's recorded iteration (session 26) is the exception the plan states: 96.5 % of the draws save less
   // than the expected 2.62 % (median 1.49 %), so the expected figure lies above the range; before, the plan printed
   // the range beside it without a word (sim::expected_outside_range). Its third step differs from the template by
-  // 3 ops, so since session 28 its launches sit at their mean lead on the laid-out ops (trace/iteration.cpp,
+  // 3 ops, so since session 28 its launches sit at their mean lead on the laid-out ops (trace/step/template.cpp,
   // LayOut::launches): 2.50 / 0.05-2.31 / median 1.42 before.
   // Since session 31 (issue 46, service/cpu_side.hpp) the two gearshift-trace excerpts, which carry no measured
   // untraced step, are replayed with the tracer's measured 3 µs per CPU call taken out: Megatron-LM's iteration

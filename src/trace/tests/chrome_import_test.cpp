@@ -122,7 +122,8 @@ TEST(ChromeImport, MapsKernelsToLaunchTimesThroughCorrelation) {
 }
 
 // torch.optim's profiler hook ranges ("Optimizer.step#<class>.step") are kept apart from the step markers: they are
-// evidence of the update (trace/iteration.cpp), never a step boundary; a GPU annotation of that name is neither.
+// evidence of the update (trace/step/evidence.cpp), never a step boundary; a GPU annotation of that name is
+// neither.
 TEST(ChromeImport, KeepsTheOptimizerStepAnnotationsApartFromTheStepMarkers) {
   TempFile f(".json");
   f.write(R"({"traceEvents":[{"ph":"X","cat":"user_annotation","name":"Optimizer.step#Adafactor.step","ts":300,"dur":40},)"
