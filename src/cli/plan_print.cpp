@@ -20,6 +20,17 @@ std::string latency_label(const sim::StrategyResult& s) {
   return fmt::format("{:g} ms", us / 1000);
 }
 
+// A plain-words headline for the warnings a newcomer meets on every H200 trace (issue 51: "the other reading of
+// power the model cannot place" could not be placed); the expert detail follows it, as in --json and the report.
+std::string headline(const std::string& w) {
+  if (w.starts_with("memory clock kept at its default"))
+    return "only the SM clock is planned (how much power the memory draws is not known here; nothing to do, or "
+           "measure it with `gearshift calibrate`): ";
+  if (w.find("read instead as SM activity") != std::string::npos)
+    return "the saving depends on where part of the measured power is placed (the other reading's figure is here): ";
+  return "";
+}
+
 }  // namespace
 
 void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
@@ -96,7 +107,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                  (outside.empty() ? std::string() : "; " + outside),
              r.in_time.summary());
   // After the table: what was dropped, left out or disagrees with a measurement (the detail in --json and the report).
-  for (const auto& w : r.warnings) fmt::print("Warning       {}\n", w);
+  for (const auto& w : r.warnings) fmt::print("Warning       {}{}\n", headline(w), w);
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"
              "phase at least L long (a change issued less than L after the previous one lands late: old clocks hold).\n");
   if (!r.evaluation.frontier.empty()) {

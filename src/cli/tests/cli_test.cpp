@@ -109,7 +109,16 @@ TEST(Cli, DemoSaysTheAnswerFirstAndMarksThePlansRow) {
   EXPECT_EQ(r.out.find("<- the plan", mark + 3), std::string::npos) << r.out;
   const std::size_t row = r.out.rfind('\n', mark) + 1;
   EXPECT_EQ(r.out.substr(row, 24), "phase               6 ms") << r.out.substr(row, mark - row);
-  // Warnings after the table, before the frontier.
+  // Warnings after the table, before the frontier, each led by plain words on what it means for the plan.
+  EXPECT_NE(r.out.find("Warning       only the SM clock is planned (how much power the memory draws is not known "
+                       "here; nothing to do, or measure it with `gearshift calibrate`): memory clock kept at its "
+                       "default 3201 MHz"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Warning       the saving depends on where part of the measured power is placed (the other "
+                       "reading's figure is here): the calibration puts 317 W"),
+            std::string::npos)
+      << r.out;
   EXPECT_GT(r.out.find("Warning       "), mark) << r.out;
   EXPECT_LT(r.out.find("Warning       "), r.out.find("Frontier      ")) << r.out;
 }
