@@ -1,5 +1,7 @@
 // `gearshift replay` on the shipped traces and `gearshift run --apply` against the simulated GPU (safety:
 // restore at exit, after kill -9 of the job and of gearshift, one writer per GPU, no permission).
+// Long (one test per behaviour seen on a real job, ~1,500 lines): its measured-verification tests already live
+// apart (verify_cli_test.cpp); the RunAuto tests are the next to move to a file of their own.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>

@@ -1,6 +1,7 @@
 // A stand-in training job for `gearshift run` tests (no CUDA): it connects to the runtime's socket
 // (GEARSHIFT_RUNTIME_SOCKET), says hello, and launches a step's kernels step after step through the feed, with the
-// GPU simulated by sleeping through the kernels' durations.
+// GPU simulated by sleeping through the kernels' durations. One file above ~600 lines because it is one program:
+// its FAKE_JOB_* knobs each bend one loop (run_steps) the way a real job behaved somewhere.
 // Usage:
 //   runtime_fake_job PLAN STEPS [PIDFILE]      the plan's template step (STEPS < 0: until the feed closes); its
 //                                              memcpy/memset positions sent as copies (Y lines) while traced
