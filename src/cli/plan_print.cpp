@@ -31,6 +31,21 @@ std::string headline(const std::string& w) {
   return "";
 }
 
+// What the plan's saving rests on (sim/saving_parts.hpp); where the step is replayed GPU-bound, how much of the
+// saving it would have if the job is as launch-bound as traced rests on the launch-bound waits.
+std::string rests_on(const service::PlanJobResult& r) {
+  const sim::SavingParts& p = r.saving_parts;
+  std::string s = fmt::format("the plan's {:.2f} %: {} (% of the baseline energy, MODELLED; docs/simulator.md){}",
+                              p.pct(p.saving_j), p.line(),
+                              p.dependency_replay ? "" : "; no launch events: no slowing is replayed into a wait");
+  if (r.cpu.if_launch_bound_parts) {
+    const sim::SavingParts& q = *r.cpu.if_launch_bound_parts;
+    s += fmt::format("; as launch-bound as traced it would save {:.2f} %, {:.2f} % of it in waits not measured",
+                     q.pct(q.saving_j), q.pct(q.waits_total_j()));
+  }
+  return s;
+}
+
 }  // namespace
 
 void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
@@ -96,7 +111,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   const std::string outside = sim::expected_outside_range(g);
   fmt::print("\nRange         {} at L = {}: saving {:.2f} % expected, {:.2f} to {:.2f} %; step time {:.4f} s, {:.4f} to "
              "{:.4f} s;\n              P(step time over the budget) = {:.0f} % ({:.0f}th to {:.0f}th percentile of {} draws of "
-             "the class priors' measured spread, docs/model-validation.md{})\nIn time       {}\n",
+             "the class priors' measured spread, docs/model-validation.md{})\n",
              plan::to_string(r.chosen->schedule.strategy), latency_label(*r.chosen), g.saving_expected_pct, g.saving_low_pct,
              g.saving_high_pct, g.time_expected_ns * 1e-9, g.time_low_ns * 1e-9, g.time_high_ns * 1e-9,
              100 * g.p_over_budget, 100 * g.low_quantile, 100 * g.high_quantile, g.samples,
@@ -104,8 +119,9 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
                  (g.other_reading_saving_pct
                       ? fmt::format("; the saving's range holds the other reading's {:.2f} %", *g.other_reading_saving_pct)
                       : std::string()) +
-                 (outside.empty() ? std::string() : "; " + outside),
-             r.in_time.summary());
+                 (outside.empty() ? std::string() : "; " + outside));
+  fmt::print("Rests on      {}\n", rests_on(r));
+  fmt::print("In time       {}\n", r.in_time.summary());
   // After the table: what was dropped, left out or disagrees with a measurement (the detail in --json and the report).
   for (const auto& w : r.warnings) fmt::print("Warning       {}{}\n", headline(w), w);
   fmt::print("\n'ideal': switching is free and instant; 'phase' issues each change L before its phase and keeps every\n"

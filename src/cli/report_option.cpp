@@ -80,7 +80,8 @@ void write_report(const PlanJobOptions& o, const PlanJobResult& r, const std::st
                                                : r.calibration_source;
   const report::PlanReportInput in{r.trace, r.iterations, r.workload, *r.model, r.evaluation, *r.chosen,
                                    o.display_name, own_command_line(), created, o.max_slowdown, r.gpu.line(),
-                                   calibration, r.model_warnings, r.warnings, &r.range};
+                                   calibration, r.model_warnings, r.warnings, &r.range,
+                                   &r.saving_parts};
   try {
     report::write_plan_report(in, path);
   } catch (const report::ReportError& e) {

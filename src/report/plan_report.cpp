@@ -269,6 +269,7 @@ json plan_report_data(const PlanReportInput& in) {
                                   {"p_over_budget", in.range->p_over_budget},
                                   {"saving_median_pct", in.range->saving_median_pct},
                                   {"expected_outside_range", outside_range(in.range)}}},
+      {"saving_parts", in.parts == nullptr ? json(nullptr) : in.parts->to_json()},
       {"baseline",
        {{"time_s", b.step_time_ns * 1e-9},
         {"energy_j", b.energy_j},

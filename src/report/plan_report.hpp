@@ -18,6 +18,7 @@
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/saving_parts.hpp"
 #include "sim/saving_range.hpp"
 #include "trace/iteration.hpp"
 #include "trace/record.hpp"
@@ -47,6 +48,7 @@ struct PlanReportInput {
   std::vector<std::string> model_warnings;  // where the model disagrees with a measurement (low confidence)
   std::vector<std::string> warnings;        // everything a user must read before trusting the figures
   const sim::SavingRange* range;            // the chosen plan's error bars (sim/saving_range.hpp); null: none
+  const sim::SavingParts* parts = nullptr;  // what the chosen plan's saving rests on (sim/saving_parts.hpp); null: none
 };
 
 // The figures the page draws, as JSON (docs/report.md lists the keys). Times in µs from the step's start,

@@ -56,6 +56,8 @@ void plan_if_launch_bound(CpuSide& c, const model::Workload& w, const model::Dvf
     if (s.schedule.strategy == chosen.schedule.strategy &&
         (s.schedule.strategy != plan::Strategy::phase || s.switch_latency_ns == chosen.switch_latency_ns))
       c.if_launch_bound = s;
+  if (c.if_launch_bound)
+    c.if_launch_bound_parts = sim::saving_parts(traced, m, c.if_launch_bound->schedule, c.if_launch_bound->switch_latency_ns);
 }
 
 std::string CpuSide::line() const {
@@ -81,6 +83,7 @@ nlohmann::json CpuSide::to_json() const {
                             {"saving_pct", if_launch_bound->saving_pct},
                             {"slowdown_pct", if_launch_bound->slowdown_pct},
                             {"time_s", if_launch_bound->sim.step_time_ns * 1e-9}};
+  if (if_launch_bound_parts) j["if_launch_bound"]["saving_parts"] = if_launch_bound_parts->to_json();
   return j;
 }
 

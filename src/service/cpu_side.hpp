@@ -20,6 +20,7 @@
 #include "model/dvfs_model.hpp"
 #include "model/workload.hpp"
 #include "sim/evaluate.hpp"
+#include "sim/saving_parts.hpp"
 
 namespace gearshift::service {
 
@@ -38,6 +39,7 @@ struct CpuSide {
   // Where the step is replayed GPU-bound: the chosen strategy (same latency) planned on the traced CPU side, its
   // saving and slowdown against that side's own baseline (modelled; not the plan written).
   std::optional<sim::StrategyResult> if_launch_bound;
+  std::optional<sim::SavingParts> if_launch_bound_parts;  // what that saving rests on (its launch-bound waits)
 
   std::string line() const;        // the plan table's "CPU side" line
   nlohmann::json to_json() const;  // the JSON report's "cpu_side"

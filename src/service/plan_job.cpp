@@ -249,6 +249,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   ro.level_normalised = r.calibrated_to_w.has_value() || static_cast<bool>(o.model);
   r.range = sim::saving_range(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns, o.max_slowdown, ro);
   if (r.chosen_in_activity_reading) sim::include_other_reading(r.range, r.chosen_in_activity_reading->saving_pct);
+  r.saving_parts = sim::saving_parts(r.workload, *r.model, r.chosen->schedule, r.chosen->switch_latency_ns);
   return r;
 }
 
@@ -331,6 +332,9 @@ nlohmann::json report_json(const PlanJobOptions& o, const PlanJobResult& r) {
                        {"saving_median_pct", g.saving_median_pct},
                        {"expected_outside_range", outside.empty() ? json(nullptr) : json(outside)},
                        {"quantiles", {g.low_quantile, g.high_quantile}}};
+  j["saving_parts"] = r.saving_parts.to_json();
+  j["saving_parts"]["strategy"] = plan::to_string(r.chosen->schedule.strategy);
+  j["saving_parts"]["switch_latency_us"] = r.chosen->switch_latency_ns / 1e3;
   {  // The in-time check (service/plan_in_time.hpp): every rung replayed, the last one taken.
     const InTimeCheck& c = r.in_time;
     json rungs = json::array();

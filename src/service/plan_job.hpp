@@ -18,6 +18,7 @@
 #include "service/plan_in_time.hpp"
 #include "sim/power_attribution.hpp"
 #include "sim/saving_range.hpp"
+#include "sim/saving_parts.hpp"
 #include "trace/iteration.hpp"
 #include "trace/step_variants.hpp"
 #include "trace/record.hpp"
@@ -106,6 +107,8 @@ struct PlanJobResult {
   std::string activity_reading_note;
   // The chosen plan's error bars: its saving and step time under draws of the class priors' spread.
   sim::SavingRange range;
+  // What the chosen plan's saving rests on: busy kernels' clocks, waits by kind, idle power (sim/saving_parts.hpp).
+  sim::SavingParts saving_parts;
   // The in-time check's rungs (service/plan_in_time.hpp); `chosen` is its taken rung's plan when it ran.
   InTimeCheck in_time;
   // Everything a user must read before trusting the figures (trace health, step evidence, GPU identity), plain

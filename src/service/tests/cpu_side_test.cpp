@@ -77,6 +77,34 @@ TEST(CpuSide, AnUntracedMeasurementLetsTheLaunchBoundWaitsCount) {
   EXPECT_EQ(report_json(PlanJobOptions{}, measured).at("cpu_side").at("reading"), "as_traced");
 }
 
+// What each saving rests on (sim/saving_parts.hpp): replayed GPU-bound the plan spends no launch-bound wait; the
+// figure said apart (the CPU side as traced) rests mostly on the profiler's 20 waits a step; with an untraced
+// measurement the plan is that figure and says so. The parts add up to each saving.
+TEST(CpuSide, EachSavingSaysWhatItRestsOn) {
+  const PlanJobResult profiled = plan(job(6, 200'000));
+  const sim::SavingParts& p = profiled.saving_parts;
+  EXPECT_NEAR(p.pct(p.saving_j), profiled.chosen->saving_pct, 1e-9);
+  EXPECT_NEAR(p.busy_kernels_j + p.waits_total_j() + p.idle_j, p.saving_j, 1e-12);
+  EXPECT_LT(p.pct(p.waits_j[static_cast<std::size_t>(graph::WaitKind::launch_bound)]), 0.05);
+  ASSERT_TRUE(profiled.cpu.if_launch_bound_parts);
+  const sim::SavingParts& q = *profiled.cpu.if_launch_bound_parts;
+  EXPECT_NEAR(q.pct(q.saving_j), profiled.cpu.if_launch_bound->saving_pct, 1e-9);
+  const double launch_bound = q.pct(q.waits_j[static_cast<std::size_t>(graph::WaitKind::launch_bound)]);
+  // The 32 points it gains over the plan: 28.7 in the launch-bound waits, most of the rest the idle power in them.
+  const double gain = profiled.cpu.if_launch_bound->saving_pct - p.pct(p.saving_j);
+  EXPECT_GT(launch_bound, 0.8 * gain);
+  EXPECT_NEAR(launch_bound + q.pct(q.idle_j) - p.pct(p.idle_j), gain, 0.1 * gain);
+  const PlanJobResult measured = plan(job(6, 200'000), "the test's untraced step");
+  EXPECT_NEAR(measured.saving_parts.waits_j[static_cast<std::size_t>(graph::WaitKind::launch_bound)],
+              q.waits_j[static_cast<std::size_t>(graph::WaitKind::launch_bound)], 1e-12);
+  const nlohmann::json j = report_json(PlanJobOptions{}, profiled);
+  EXPECT_NEAR(j.at("saving_parts").at("busy_kernels_pct").get<double>() + j.at("saving_parts").at("waits_pct").get<double>() +
+                  j.at("saving_parts").at("idle_power_pct").get<double>(),
+              profiled.chosen->saving_pct, 1e-9);
+  EXPECT_NEAR(j.at("cpu_side").at("if_launch_bound").at("saving_parts").at("waits_by_kind_pct").at("launch_bound").get<double>(),
+              launch_bound, 1e-12);
+}
+
 // A trace of gearshift's own tracer: its measured cost per call (3 µs) is taken out of each of the step's 204
 // launches, not the whole CPU side; the CPU, 4 ms behind the GPU per step, still bounds the step.
 TEST(CpuSide, GearshiftsOwnTraceLosesOnlyTheTracersCost) {
