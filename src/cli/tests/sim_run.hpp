@@ -182,4 +182,13 @@ inline std::string http_get(int port, const std::string& path) {
   return body == std::string::npos ? "" : got.substr(body + 4);
 }
 
+// The lines of `o` naming a connected process that contain `what` (the exit summary's process list).
+inline int process_lines(const std::string& o, const std::string& what) {
+  int n = 0;
+  std::istringstream in(o);
+  for (std::string l; std::getline(in, l);)
+    n += l.starts_with("  pid ") && l.find(what) != std::string::npos;
+  return n;
+}
+
 }  // namespace gearshift::test
