@@ -5,7 +5,7 @@
 # job ran them (launches at their CPU times, every op and synchronize at its recorded times: `--trace` mode), on the simulated GPU drawing WATTS (GEARSHIFT_SIMGPU_POWER_W) with its SM clock read
 # as SM_MHZ while none is locked. PLAN is any plan.json: one `gearshift plan` made from a device run's trace, or the
 # one a device run's `--auto` wrote. What --auto decides on the GPU's measured power is then reproducible here:
-# whether it plans, at what MODELLED saving, or why it refuses (docs/benchmarks.md, "Rehearsals of --auto").
+# whether it plans, at what MODELLED saving, or why it refuses (bench/results/2026-12-05-s26-rehearsals.md, "Rehearsals of --auto").
 # Usage: bench/rehearse_auto.sh BUILD_DIR PLAN WATTS STEPS OUT_DIR [SM_MHZ] [-- extra `gearshift run` options]
 # Always passed: --max-slowdown 0.5% --switch-latency-ms 6 (issue 15's checks); extra options come after them.
 # Not replayed: the job's own synchronizes (the stand-in makes one a step), step variants, jitter, CUPTI's cost,

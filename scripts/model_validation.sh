@@ -465,7 +465,7 @@ the fallback adds 2.6 %. Against the meta s/step the one trace with both launch 
 accum4_gpt2s replays its traced 0.1412 s exactly, 7.3 % above the untraced 0.1316 s, because the profiled run
 itself was that much slower (torch.profiler's per-launch overhead on the CPU), which no replay of its trace can
 know. Re-exporting the stripped traces with their runtime events (or tracing with `gearshift trace`, whose
-overhead is measured in docs/benchmarks.md) gives them the dependency replay. MoE excerpt: 4650 of 5385
+overhead is measured in bench/results/2026-11-30-tracer.md) gives them the dependency replay. MoE excerpt: 4650 of 5385
 positions know their launch (gearshift's CUPTI tracer records kernel launches; its copies and memsets keep the
 stream rule); its steps differ in length, so each launch keeps its lead on its op's laid-out start.
 REPLAY2

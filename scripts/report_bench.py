@@ -4,7 +4,7 @@ on the shipped GPT-3 XL trace. Median of N runs each, alternating with and witho
 
     python3 scripts/report_bench.py [--binary build/src/cli/gearshift] [--runs 7]
 
-Budget: report <= 5 MB, added time <= 0.5 s. Exits 1 when a budget is exceeded. Results: docs/benchmarks.md.
+Budget: report <= 5 MB, added time <= 0.5 s. Exits 1 when a budget is exceeded. Results: bench/results/2026-12-01-plan-report.md.
 """
 import argparse
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `gearshift run --auto` on real training jobs of several families, one GPU, dry-run only (docs/benchmarks.md,
+# `gearshift run --auto` on real training jobs of several families, one GPU, dry-run only (bench/results/2026-12-01-auto-real-jobs.md,
 # "`gearshift run --auto` on real jobs and launchers").
 # Usage: auto_real_jobs.sh BIN OUT [JOB ...]
 #   jobs: llama moe ckpt compile accum (train_families.py) and megatron (Megatron-LM pretrain_gpt.py through

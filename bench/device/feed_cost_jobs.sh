@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What watching costs a launch-bound job, split by part, dry-run only (docs/benchmarks.md, "What watching costs a
+# What watching costs a launch-bound job, split by part, dry-run only (bench/results/2026-12-07-s31-feed.md, "What watching costs a
 # launch-bound job"). Usage: feed_cost_jobs.sh BIN OUT [ROUNDS] [FAMILY]
 # FAMILY (default resnet: ResNet-50, AMP + GradScaler, channels_last; train_families.py) runs ROUNDS rounds (default
 # 2) of, in rotated order (overhead.py --family): the plain job; the injection library loaded with no feed

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Step-time overhead and in-time fraction of `gearshift run` on one GPU with the runtime's default GPU progress
-# (the job's synchronizes; kernel activity sampled 200 of every 5000 ms), dry-run only (docs/benchmarks.md,
+# (the job's synchronizes; kernel activity sampled 200 of every 5000 ms), dry-run only (bench/results/2026-11-30-gpu-progress.md,
 # "Where the overhead is, and GPU progress from synchronizes"). Usage:
 #   [SECTIONS="gpt2 accum gpt3xl"] [PAIRS=5] [STEPS=30] [MAX_SLOWDOWN=0.5%] [ACTIVITY_FOR="gpt2"]
 #   [ACCUM_SYNC="1 0"] [ACCUM_PAIRS=0] [VARIANTS="NAME:K=V,... ..."] gpu_progress_overhead.sh BIN OUT

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The online runtime on one GPU, dry-run only: per-launch cost, `gearshift run --plan` on three workloads, the
-# step-time overhead of `run` and of `trace` (docs/benchmarks.md, "Online runtime"). Usage:
+# step-time overhead of `run` and of `trace` (bench/results/2026-11-30-runtime.md, "Online runtime"). Usage:
 #   [SECTIONS="launch runtime run_overhead trace_overhead"] [PAIRS=5] runtime_dry_run_checks.sh BIN OUT
 # BIN holds gearshift, libgearshift_inject.so, cupti_callback_bench (built on the dev machine) and the shared
 # libraries they need. Reads NVML only: never changes clocks, power limits or any other GPU setting

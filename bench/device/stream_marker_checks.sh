@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stream markers on one GPU (docs/benchmarks.md, "Stream markers"), dry-run only. Usage: stream_marker_checks.sh BIN OUT
+# Stream markers on one GPU (bench/results/2026-11-30-stream-markers.md, "Stream markers"), dry-run only. Usage: stream_marker_checks.sh BIN OUT
 #  1. launch_cost.cu: CPU per launch and GPU per empty kernel, plain vs followed by a stream marker's two driver
 #     calls; and through the injection library with markers as often as they can go (GEARSHIFT_FEED_MARKER_US=1:
 #     its exit note counts the markers issued and seen on the real driver).

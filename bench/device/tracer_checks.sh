@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CUPTI tracer on one GPU: hot-path benchmark, traced vs torch.profiler kernels, step detection, faults,
-# step-time overhead of tracing (docs/benchmarks.md, "CUPTI tracer"). Usage:
+# step-time overhead of tracing (bench/results/2026-11-30-tracer.md, "CUPTI tracer"). Usage:
 #   [SECTIONS="bench compare steps faults overhead"] [OVERHEAD_ARGS="--preset gpt3-xl --batch 8"] \
 #   tracer_checks.sh BIN_DIR OUT_DIR [train_gpt.py args for the comparison runs]
 # BIN_DIR holds gearshift, libgearshift_inject.so and cupti_callback_bench (built on a CUDA 13 machine).

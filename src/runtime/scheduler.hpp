@@ -49,7 +49,7 @@ struct SchedulerOptions {
 // before it ended about when it returned. Shorter: the GPU was already idle when it was entered.
 inline constexpr double kSyncWaitedNs = 20e3;
 // A kernel launched on an idle GPU starts about this long after its launch call was entered (the launch's own
-// CPU time; 3.5-4.7 µs per launch on an H200, docs/benchmarks.md).
+// CPU time; 3.5-4.7 µs per launch on an H200, bench/results/2026-11-30-runtime.md).
 inline constexpr double kLaunchToStartNs = 5e3;
 
 // A stalled CPU. By the estimate the GPU finished every launched kernel this long ago, and the job launched nothing
@@ -60,7 +60,7 @@ inline constexpr double kLaunchToStartNs = 5e3;
 // starts kLaunchToStartNs after its launch call, as the first launch after a synchronize does).
 // Measured live: a checkpointing job's 200-ms pauses (about one per 10 steps) had changes issued up to 240 ms
 // before their kernels started; 56.5 % of its sampled kernel time ran at the plan's clocks and the guard fell
-// back (H200, docs/benchmarks.md, session 16).
+// back (H200, bench/results/2026-12-03-s16-typical-timing.md, session 16).
 inline constexpr double kCpuStallNs = 5e6;
 
 // Staleness. The estimate's error grows with the time it is extrapolated over from its anchor, at a rate the
@@ -70,7 +70,7 @@ inline constexpr double kCpuStallNs = 5e6;
 // a measured rate: after kStaleSteps periods). Stale: the default clocks until the next anchor. Measured by
 // time, not launches: a CPU that runs ahead (CUDA graphs) launches steps before the GPU reaches its anchor's
 // position, and a count in launches sent a torch.compile job to the default clocks 80 % of the time (H200,
-// in-time 18.8 %, docs/benchmarks.md).
+// in-time 18.8 %, bench/results/2026-12-01-s08-staleness.md).
 inline constexpr double kStaleSteps = 2;
 inline constexpr double kStaleDriftNs = 1e6;
 inline constexpr double kStaleMaxNs = 1e9;

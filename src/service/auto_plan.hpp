@@ -87,7 +87,7 @@ struct AutoOptions {
   // attempt over the traced steps; plain reads where they only stand by), it gives the job's measured power that
   // the plan is calibrated to, within the ticks' few ms over the window instead of one 100 ms tick at each end.
   // Without a measured power (and without `model`) nothing is planned: the priors' power modelled 3-4x the
-  // saving of the same job's calibrated offline plan on idle-heavy jobs (37.7 vs 9.4 %, H200, docs/benchmarks.md).
+  // saving of the same job's calibrated offline plan on idle-heavy jobs (37.7 vs 9.4 %, H200, bench/results/2026-12-01-s08-staleness.md).
   std::function<std::optional<monitor::CounterAtTick>(bool at_tick)> energy;
   // Other processes on the run GPU that launched at least this share of the planned process's launches while
   // its untraced step was measured: no plan (the clocks would be set for all, the model knows one).

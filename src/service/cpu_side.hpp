@@ -25,7 +25,7 @@
 namespace gearshift::service {
 
 // The CPU cost per launch that recording every kernel's activity adds, ns: an empty kernel's launch measured
-// 3.06-4.11 us plain and 3.86-6.11 us with every kernel's activity on an H200 (docs/benchmarks.md, session 17);
+// 3.06-4.11 us plain and 3.86-6.11 us with every kernel's activity on an H200 (bench/results/2026-12-03-overhead.md, session 17);
 // the largest difference, so that no tracer delay is left in the CPU side.
 inline constexpr double kGearshiftTracerCostPerCallNs = 3000;
 

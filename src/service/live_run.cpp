@@ -141,7 +141,7 @@ launch::ChildExit LiveRun::run_job() {
             say(o_.progress_sink, "gearshift run: note: could not tell the job to stop recording every kernel");
         },
         // Nothing will be followed: every process's callbacks and kernel activity off (they cost the job ~3 %
-        // of a CPU-bound step; docs/benchmarks.md, session 17).
+        // of a CPU-bound step; bench/results/2026-12-03-overhead.md, session 17).
         [this] { server_.tell_all(feed::off_command()); });
   }
   server_.start();

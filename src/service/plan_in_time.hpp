@@ -4,7 +4,7 @@
 // change L before the boundary's estimated GPU time (runtime/scheduler.hpp); where the job's steps vary more than
 // that estimate can follow, kernels run at clocks planned for others, and the fraction of kernel time at the
 // intended clocks falls with the number of changes per step times the boundaries' timing error. Measured on an
-// H200 (docs/benchmarks.md, sessions 13-14): gradient checkpointing's 16-phase plan ran 93.8-96.3 % in time with
+// H200 (bench/results/2026-12-03-s13-power-limit.md and 2026-12-03-s14-step-variants.md, sessions 13-14): gradient checkpointing's 16-phase plan ran 93.8-96.3 % in time with
 // boundary errors of about ±1 ms (10-90 %); a Mixtral-like MoE's 24-phase plan 70.2 %.
 //
 // So before a plan is handed on, it is replayed on the trace it was made from (runtime/replay.hpp: the runtime's
@@ -29,7 +29,7 @@
 namespace gearshift::service {
 
 // The replayed in-time fraction a plan needs: above the runtime's guard (runtime::kMinInTime, 95 %), because live
-// lands fewer changes in time than replay of the job's own trace says (H200, docs/benchmarks.md): gradient
+// lands fewer changes in time than replay of the job's own trace says (H200, bench/results/2026-12-03-s15-in-time-check.md): gradient
 // checkpointing's plan replayed 98.5 % at planning and ran 96.2 % live, its guard falling back at step 60 on a
 // 94.0 % window; a Mixtral-like MoE's 80.6 % replayed ran 70.2 % live. At 97 % gradient accumulation's plan
 // (99.3 % replayed) ran 99.4 % live and the guard held.

@@ -3,7 +3,7 @@
 // 10 ms beside CUPTI, into the same cupti::ClockTimeline). Without them the model takes the spec's sag for the
 // GEMMs (H200: 1875 MHz) where the GPU may run them faster: Megatron-LM's GEMMs sampled at 1965 MHz (H200, session
 // 24); planned from its trace at 647 W, unsampled clocks moved the MODELLED saving from 1.79 to 2.36 %
-// (docs/benchmarks.md, session 25).
+// (bench/results/2026-12-04-s25-template-copies.md, session 25).
 // One thread of gearshift's own process reads NVML (read only) every period; the feed's times and these samples
 // are both CLOCK_MONOTONIC.
 #pragma once

@@ -84,7 +84,7 @@ TEST_P(ReplayShipped, AccurateAndReportsInTimeFraction) {
   // The options' ms become ns once (cli/switching_args.cpp) and the report's L is back in ms, as given.
   EXPECT_EQ(replay({"--switch-latency-ms", "0.1", "--min-interval-ms", "2.5"})["switch_latency_ms"].get<double>(), 0.1);
   // Anchored only by one synchronize per step, the same launches are placed as well; the boundaries, estimated
-  // up to a step from their anchor, are met less often (modelled; docs/benchmarks.md).
+  // up to a step from their anchor, are met less often (modelled; bench/results/2026-11-30-gpu-progress.md).
   auto y = replay({"--switch-latency-ms", "6", "--gpu-progress", "sync"});
   EXPECT_EQ(y["prediction_accuracy"].get<double>(), replay({"--switch-latency-ms", "6"})["prediction_accuracy"].get<double>());
   EXPECT_GT(y["changes"].get<int>(), 0);
@@ -93,7 +93,7 @@ TEST_P(ReplayShipped, AccurateAndReportsInTimeFraction) {
   std::printf("%s sync L=6 ms: %s\n", GetParam().c_str(), y.dump().c_str());
   // Stream markers every 5 ms on top of the synchronizes bring the anchor back within milliseconds of the GPU:
   // the in-time fraction returns to within a few points of every kernel's completion anchoring (modelled,
-  // docs/benchmarks.md: 100 / 98.75 / 96.64 / 65.50 % vs 100 / 99.19 / 97.41 / 72.66 %).
+  // bench/results/2026-11-30-stream-markers.md: 100 / 98.75 / 96.64 / 65.50 % vs 100 / 99.19 / 97.41 / 72.66 %).
   auto m = replay({"--switch-latency-ms", "6", "--gpu-progress", "markers"});
   EXPECT_EQ(m["prediction_accuracy"].get<double>(), y["prediction_accuracy"].get<double>());
   EXPECT_GE(m["in_time_fraction"].get<double>(), y["in_time_fraction"].get<double>()) << GetParam();
