@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Energy measurement on a real GPU (docs/benchmarks.md, "Energy measurement"); reads NVML only: never sets
+# Energy measurement on a real GPU (bench/results/2026-11-30-energy-measurement.md, "Energy measurement"); reads NVML only: never sets
 # clocks, power limit or modes.
 # Writes into $OUT: env.txt, gpus.txt, cost.jsonl, idle.json, train.json, train_log.txt, probe_log.csv.
 # Analyse afterwards with bench/device/analyze.py $OUT.
-# Usage (repo root): OUT=/tmp/out bench/device/monitor_check.sh [PAIRS] [PHASE_STEPS]
+# Usage (repo root): [BIN=build-dev/bin] OUT=/tmp/out bench/device/monitor_check.sh [PAIRS] [PHASE_STEPS]
+# BIN holds the carried gearshift (bench/device/bundle.sh); nvml_probe is built there by bench/device/build.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gearshift-monitor-check}
@@ -25,11 +26,9 @@ if ! ldconfig -p | grep -q libnvidia-ml.so.1; then
 fi
 echo "GEARSHIFT_NVML_LIBRARY=${GEARSHIFT_NVML_LIBRARY:-}" >>"$OUT/env.txt"
 
-bin=build-device/prebuilt
-if ! "$bin/gearshift" --version >>"$OUT/env.txt" 2>&1; then
-  echo "prebuilt binary does not run here; building" >>"$OUT/env.txt"
-  bash bench/device/build.sh build-device/bin >>"$OUT/env.txt" 2>&1 && bin=build-device/bin
-fi
+bin=${BIN:-build-dev/bin}
+"$bin/gearshift" --version >>"$OUT/env.txt" 2>&1 || { echo "no gearshift in $bin (bench/device/bundle.sh)" >&2; exit 1; }
+[ -x "$bin/nvml_probe" ] || bash bench/device/build.sh "$bin" >>"$OUT/env.txt" 2>&1
 echo "bin=$bin" >>"$OUT/env.txt"
 
 "$bin/gearshift" gpus >"$OUT/gpus.txt" 2>&1; echo "rc=$?" >>"$OUT/gpus.txt"
