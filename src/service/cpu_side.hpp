@@ -2,10 +2,10 @@
 //
 // The dependency-driven replay lets a kernel run slower where the GPU waited for the CPU: its launch came late, or
 // the CPU was busy after a synchronize. In a profiled trace those waits are partly the profiler's own: it slows
-// the CPU side (gearshift measured profiled H200 steps 12-49 % longer than the untraced ones, docs/benchmarks.md),
-// and the GPU that waited under it may not wait at all without it. So the CPU side counts as traced only where an
-// untraced measurement supports it: the trace's measured untraced step (its meta; a far longer traced step is
-// re-timed to it first), or `run --auto`'s own untraced window. Without one, a trace of gearshift's own tracer
+// the CPU side (gearshift found profiled H200 steps 12-49 % longer than the untraced ones: issue 46, on every shared
+// H200 trace that carries its untraced step), and the GPU that waited under it may not wait at all without it. So
+// the CPU side counts as traced only where an untraced measurement supports it: the trace's measured untraced
+// step (its meta; a far longer traced step is re-timed to it first), or `run --auto`'s own untraced window. Without one, a trace of gearshift's own tracer
 // (whose cost per call is measured) is replayed with that cost taken out of every CPU call, and any other trace
 // GPU-bound (model::Workload::cpu_time_scale 0: the CPU's own time cut to its calls' least cost); the chosen
 // strategy planned on the CPU side as traced is then shown apart, as what the job could give if it really is as
