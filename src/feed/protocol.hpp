@@ -30,9 +30,10 @@
 // correlation is the copy call's, or the graph launch's for a copy inside a CUDA graph), <bytes> its size and
 // <label> CUPTI's kinds as torch.profiler writes them ("Memcpy HtoD (Pageable -> Device)"). Planning from the
 // feed needs them: a step's copies are not idle time (Megatron-LM runs ~1,330 a step; taken as idle, its
-// calibration put 569 W instead of 422 W in memory/uncore power, H200, bench/results/2026-12-04-s25-template-copies.md).
-// Correlation ids are unique within one process only (CUPTI's are 32-bit): a reader of several processes
-// namespaces them (namespaced_correlation) before they meet; N lines' name ids likewise.
+// calibration put 569 W instead of 422 W in memory/uncore power, H200,
+// bench/results/2026-12-04-s25-template-copies.md). Correlation ids are unique within one process only (CUPTI's are
+// 32-bit): a reader of several processes namespaces them (namespaced_correlation) before they meet; N lines' name ids
+// likewise.
 //
 // gearshift -> job (control commands, one per line):
 //   A <period_ms> <window_ms>   kernel activity: every kernel (period 0), none (window 0), or only kernels

@@ -72,7 +72,8 @@ struct StepGraph {
 StepGraph build_step_graph(const model::Workload& w);
 
 // The least CPU time one launch or synchronize call takes, ns: an empty kernel's launch measured 3.06-4.11 us on
-// an H200 with nothing traced (bench/device/launch_cost_phases.cu, bench/results/2026-12-03-overhead.md, session 17); the lower end.
+// an H200 with nothing traced (bench/device/launch_cost_phases.cu, bench/results/2026-12-03-overhead.md, session 17);
+// the lower end.
 inline constexpr double kMinCpuPerEventNs = 3000;
 
 // Shrinks the CPU's own time (what a profiler inflates): every stretch d of the CPU timeline that ends at a launch,

@@ -65,7 +65,8 @@ struct SamplerOptions {
   std::chrono::milliseconds interval{100};          // full sample period
   std::chrono::nanoseconds counter_period{100'000'000};  // NVML counter update period (GpuSpec's, 100 ms)
   // Between window edges the counter is read only this often: one read cost 3.95 ms of CPU on an H200
-  // (measured, bench/results/2026-11-30-energy-measurement.md), 4 % of a core at 100 ms. Power (≈10 µs a read) is read every interval.
+  // (measured, bench/results/2026-11-30-energy-measurement.md), 4 % of a core at 100 ms. Power (≈10 µs a read) is read
+  // every interval.
   std::chrono::milliseconds counter_interval{1000};
   std::chrono::microseconds burst_gap{1000};        // between reads while locating a tick after an edge
   std::chrono::milliseconds precise{15};            // a tick located within this span counts as located

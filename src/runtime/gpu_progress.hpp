@@ -5,7 +5,8 @@
 //  - sync: the job's device/stream synchronizes only (torch.cuda.synchronize, loss.item()): one anchor per
 //    step, so boundaries late in a long step are estimated from the template's offsets alone;
 //  - activity: every kernel's activity record anchors the estimate (GPU progress at most ~10 ms old), at
-//    CUPTI's per-kernel cost: measured on an H200 (bench/results/2026-11-30-gpu-progress.md, 2026-11-30 session 3) 1-2 % of GPT-2
+//    CUPTI's per-kernel cost: measured on an H200 (bench/results/2026-11-30-gpu-progress.md, 2026-11-30 session 3) 1-2
+// % of GPT-2
 //    small's step time, the launch and synchronize callbacks alone within the run-to-run noise.
 // In markers and sync mode kernel activity is off until the runtime follows the job (its first anchor while
 // live), then recorded only in short windows (kAuditWindowNs of every kAuditPeriodNs, counted from then) that
@@ -13,16 +14,16 @@
 // A job that gives no anchor (no synchronize, and markers unavailable) for two template steps of launches made
 // while the runtime's predictor follows the job (as of the last launch it handled: not the model's
 // initialisation), and for at least kNoAnchorFallbackNs, is
-// asked (a control command on its feed connection, feed/protocol.hpp) for every kernel's activity and the runtime anchors on it from
-// then on (one way). `run --auto` collects every kernel until its plan exists (it needs their durations),
-// then samples.
+// asked (a control command on its feed connection, feed/protocol.hpp) for every kernel's activity and the runtime
+// anchors on it from then on (one way). `run --auto` collects every kernel until its plan exists (it needs their
+// durations), then samples.
 // A plan of one clock pair for the whole step (ClockPlan::one_pair: no change inside the step) needs a sign of
 // GPU progress only until the runtime has set its pair: then no boundary is left to time and no change can be
 // late. Its job is told to stop its markers once the runtime holds an anchor, and its kernel activity is never
 // sampled (the in-time fraction is then not measured: nothing can miss). What markers and sampled windows cost a
-// CPU-bound H200 MoE job was measured at 0 to 9 % of its step time, within the job's own drift (bench/results/2026-12-04-one-pair.md,
-// session 21): unresolved, but a plan that needs neither should not pay for them.
-// Once that pair is set and the job followed for kOnePairFollowNs more (its J per step measured meanwhile,
+// CPU-bound H200 MoE job was measured at 0 to 9 % of its step time, within the job's own drift
+// (bench/results/2026-12-04-one-pair.md, session 21): unresolved, but a plan that needs neither should not pay for
+// them. Once that pair is set and the job followed for kOnePairFollowNs more (its J per step measured meanwhile,
 // monitor/run_energy.hpp), the job is told to turn its launch feed off (feed/protocol.hpp's O: CUPTI's callbacks
 // off), so that nothing of gearshift costs it from then on: the launch and synchronize callbacks alone cost a
 // CPU-bound GPT-2 step ~3 % (session 17); a MoE synchronizing ~330 times a step measured +7 to +17 % in five of
@@ -54,8 +55,8 @@ enum class GpuProgress { markers, sync, activity };
 GpuProgress parse_gpu_progress(const std::string& name);
 
 // One marker at most every this long: each costs ~0.4-2 µs of the launching thread and ~2 µs of GPU time
-// (measured, H200, bench/results/2026-11-30-stream-markers.md, session 4); 2 and 5 ms gave the same modelled in-time fraction.
-// (ns; the feed's commands and the injection's environment carry them in µs and ms.)
+// (measured, H200, bench/results/2026-11-30-stream-markers.md, session 4); 2 and 5 ms gave the same modelled in-time
+// fraction. (ns; the feed's commands and the injection's environment carry them in µs and ms.)
 inline constexpr std::int64_t kMarkerPeriodNs = 5'000'000;
 inline constexpr std::int64_t kAuditPeriodNs = 5'000'000'000;
 inline constexpr std::int64_t kAuditWindowNs = 200'000'000;

@@ -53,9 +53,9 @@ inline constexpr std::size_t kMaxBoundaryErrors = 100'000;
 // The in-time guard, for a plan that carries ClockPlan::in_time_fallback (`run --auto`). The plan's modelled
 // saving and step time assume its changes land at their boundaries; when they do not, kernels run at clocks
 // planned for others (a slow clock in a phase planned fast costs step time) and the figures are not what runs.
-// Measured on an H200 (bench/results/2026-12-01-s10-gap-power.md, session 10): torch.compile's 2-phase plan ran 44.6 % of its kernel
-// time at the intended clocks, the MoE's 65.1 %. So the completed kernels are scored in windows of at least
-// kGuardWindowSteps steps and kGuardMinKernelSteps steps' worth of kernel time (the plan's positions' summed
+// Measured on an H200 (bench/results/2026-12-01-s10-gap-power.md, session 10): torch.compile's 2-phase plan ran 44.6 %
+// of its kernel time at the intended clocks, the MoE's 65.1 %. So the completed kernels are scored in windows of at
+// least kGuardWindowSteps steps and kGuardMinKernelSteps steps' worth of kernel time (the plan's positions' summed
 // durations; activity is sampled: 200 ms of every 5 s in markers mode). Counted in step periods instead, a job
 // whose kernels fill a quarter of its step never completed a window (H200, MoE: 163 live steps, no verdict at
 // 74.3 % in time); in the first window below kMinInTime the positions' clocks become the

@@ -2,10 +2,10 @@
 //
 // `run --auto` learns the step from the kernels of a warm-up in which CUPTI recorded every kernel; that
 // recording costs the launching thread time, so a launch-bound job runs slower then (measured on an H200: a
-// MoE's traced steps 60 % longer than its untraced ones, bench/results/2026-12-01-auto-real-jobs.md). Once recording stops, the job's
-// launch feed still names every launch with its CPU time: launches per step (counted in the traced steps) over
-// launches per second (counted after recording stopped) is the untraced step. A job in a steady loop launches
-// as fast as its GPU drains the queue (GPU-bound) or as its CPU allows (launch-bound): either way its launch
+// MoE's traced steps 60 % longer than its untraced ones, bench/results/2026-12-01-auto-real-jobs.md). Once recording
+// stops, the job's launch feed still names every launch with its CPU time: launches per step (counted in the traced
+// steps) over launches per second (counted after recording stopped) is the untraced step. A job in a steady loop
+// launches as fast as its GPU drains the queue (GPU-bound) or as its CPU allows (launch-bound): either way its launch
 // rate is its step rate. Launches outside the steps (logging, evaluation) count in both, at the same rate.
 // Launches come in bursts (a step's launches, then a wait), so the rate is taken over whole steps of launches
 // (period_ns()), which a window's partial bursts at its ends do not bias.
@@ -42,8 +42,8 @@ struct UntracedStepOptions {
   double min_window_ns = 2e9;    // count launches over at least this long, ns
   // and over at least this many steps of launches. A job's occasional slow step (Megatron-LM's logging
   // iteration, every 10th) falls in or out of a short window: 8 steps measured 248.7 ms for an iteration that
-  // averaged 257-275 ms in Megatron-LM's own log (H200, bench/results/2026-12-01-s09-graph-kernels.md). Whole steps between
-  // synchronizes err by at most one slow step's excess over the steps spanned.
+  // averaged 257-275 ms in Megatron-LM's own log (H200, bench/results/2026-12-01-s09-graph-kernels.md). Whole steps
+  // between synchronizes err by at most one slow step's excess over the steps spanned.
   std::size_t min_steps = 16;
 };
 
@@ -69,8 +69,8 @@ class UntracedStep {
   // steps of launches apart (the widest m; median over its pairs): their time over m. Whole steps matter: a step
   // launches unevenly (a Megatron-LM optimizer's hundreds of small launches in a few ms), and counting between
   // the first and last of its 444 synchronizes per step, wherever they fell in it, measured 237.8 ms for a
-  // 265 ms iteration (H200, bench/results/2026-12-01-s08-staleness.md). Otherwise the median span of half the window's steps of
-  // launches in time order. The window's last tenth is left out either way (another thread's launches may not
+  // 265 ms iteration (H200, bench/results/2026-12-01-s08-staleness.md). Otherwise the median span of half the window's
+  // steps of launches in time order. The window's last tenth is left out either way (another thread's launches may not
   // have arrived); 0 before enough launches were counted. Anchored, "whole steps apart" is two such launches at
   // the same number of launches (within 0.5 % of a step's) after the anchor launch before each, m the anchor
   // launches between them; else the median span of half the window's anchor launches over their count.

@@ -60,10 +60,10 @@ struct AutoOptions {
   // A warm-up that finds no step at all stops early: once this long has passed since at least no_step_min_ops ops
   // were collected, with no step in any process, it gives up (the job's feed off). From then, not from the job's
   // start: Megatron-LM with 3 microbatches of accumulation spent ~35 s building its model, then reached 20,000
-  // ops within 3 iterations, and a bound counted from its start gave up there, 3 iterations in (H100, session 32). Recording every kernel costs a
-  // launch-bound job: a T5 seq2seq job with Adafactor ran 32-42 % slower for its whole run while the warm-up
-  // recorded every kernel up to the 1 M cap and found nothing (H100, issue 50). A job launching fewer ops than
-  // no_step_min_ops pays little for its recording and keeps its chance up to timeout_ns (long steps).
+  // ops within 3 iterations, and a bound counted from its start gave up there, 3 iterations in (H100, session 32).
+  // Recording every kernel costs a launch-bound job: a T5 seq2seq job with Adafactor ran 32-42 % slower for its whole
+  // run while the warm-up recorded every kernel up to the 1 M cap and found nothing (H100, issue 50). A job launching
+  // fewer ops than no_step_min_ops pays little for its recording and keeps its chance up to timeout_ns (long steps).
   std::int64_t no_step_timeout_ns = 30'000'000'000;
   std::size_t no_step_min_ops = 20'000;
   std::chrono::milliseconds attempt_period{1000};  // how often detection is tried
@@ -87,7 +87,8 @@ struct AutoOptions {
   // attempt over the traced steps; plain reads where they only stand by), it gives the job's measured power that
   // the plan is calibrated to, within the ticks' few ms over the window instead of one 100 ms tick at each end.
   // Without a measured power (and without `model`) nothing is planned: the priors' power modelled 3-4x the
-  // saving of the same job's calibrated offline plan on idle-heavy jobs (37.7 vs 9.4 %, H200, bench/results/2026-12-01-s08-staleness.md).
+  // saving of the same job's calibrated offline plan on idle-heavy jobs (37.7 vs 9.4 %, H200,
+  // bench/results/2026-12-01-s08-staleness.md).
   std::function<std::optional<monitor::CounterAtTick>(bool at_tick)> energy;
   // Other processes on the run GPU that launched at least this share of the planned process's launches while
   // its untraced step was measured: no plan (the clocks would be set for all, the model knows one).

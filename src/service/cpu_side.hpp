@@ -5,11 +5,11 @@
 // the CPU side (gearshift found profiled H200 steps 12-49 % longer than the untraced ones: issue 46, on every shared
 // H200 trace that carries its untraced step), and the GPU that waited under it may not wait at all without it. So
 // the CPU side counts as traced only where an untraced measurement supports it: the trace's measured untraced
-// step (its meta; a far longer traced step is re-timed to it first), or `run --auto`'s own untraced window. Without one, a trace of gearshift's own tracer
-// (whose cost per call is measured) is replayed with that cost taken out of every CPU call, and any other trace
-// GPU-bound (model::Workload::cpu_time_scale 0: the CPU's own time cut to its calls' least cost); the chosen
-// strategy planned on the CPU side as traced is then shown apart, as what the job could give if it really is as
-// launch-bound as its trace.
+// step (its meta; a far longer traced step is re-timed to it first), or `run --auto`'s own untraced window. Without
+// one, a trace of gearshift's own tracer (whose cost per call is measured) is replayed with that cost taken out of
+// every CPU call, and any other trace GPU-bound (model::Workload::cpu_time_scale 0: the CPU's own time cut to its
+// calls' least cost); the chosen strategy planned on the CPU side as traced is then shown apart, as what the job could
+// give if it really is as launch-bound as its trace.
 #pragma once
 
 #include <optional>
@@ -25,8 +25,8 @@
 namespace gearshift::service {
 
 // The CPU cost per launch that recording every kernel's activity adds, ns: an empty kernel's launch measured
-// 3.06-4.11 us plain and 3.86-6.11 us with every kernel's activity on an H200 (bench/results/2026-12-03-overhead.md, session 17);
-// the largest difference, so that no tracer delay is left in the CPU side.
+// 3.06-4.11 us plain and 3.86-6.11 us with every kernel's activity on an H200 (bench/results/2026-12-03-overhead.md,
+// session 17); the largest difference, so that no tracer delay is left in the CPU side.
 inline constexpr double kGearshiftTracerCostPerCallNs = 3000;
 
 struct CpuSide {

@@ -4,8 +4,9 @@
 // change L before the boundary's estimated GPU time (runtime/scheduler.hpp); where the job's steps vary more than
 // that estimate can follow, kernels run at clocks planned for others, and the fraction of kernel time at the
 // intended clocks falls with the number of changes per step times the boundaries' timing error. Measured on an
-// H200 (bench/results/2026-12-03-s13-power-limit.md and 2026-12-03-s14-step-variants.md, sessions 13-14): gradient checkpointing's 16-phase plan ran 93.8-96.3 % in time with
-// boundary errors of about ±1 ms (10-90 %); a Mixtral-like MoE's 24-phase plan 70.2 %.
+// H200 (bench/results/2026-12-03-s13-power-limit.md and 2026-12-03-s14-step-variants.md, sessions 13-14): gradient
+// checkpointing's 16-phase plan ran 93.8-96.3 % in time with boundary errors of about ±1 ms (10-90 %); a Mixtral-like
+// MoE's 24-phase plan 70.2 %.
 //
 // So before a plan is handed on, it is replayed on the trace it was made from (runtime/replay.hpp: the runtime's
 // own predictor and scheduler in virtual time, with the job's synchronizes and stream markers as `gearshift run`
@@ -29,10 +30,10 @@
 namespace gearshift::service {
 
 // The replayed in-time fraction a plan needs: above the runtime's guard (runtime::kMinInTime, 95 %), because live
-// lands fewer changes in time than replay of the job's own trace says (H200, bench/results/2026-12-03-s15-in-time-check.md): gradient
-// checkpointing's plan replayed 98.5 % at planning and ran 96.2 % live, its guard falling back at step 60 on a
-// 94.0 % window; a Mixtral-like MoE's 80.6 % replayed ran 70.2 % live. At 97 % gradient accumulation's plan
-// (99.3 % replayed) ran 99.4 % live and the guard held.
+// lands fewer changes in time than replay of the job's own trace says (H200,
+// bench/results/2026-12-03-s15-in-time-check.md): gradient checkpointing's plan replayed 98.5 % at planning and ran
+// 96.2 % live, its guard falling back at step 60 on a 94.0 % window; a Mixtral-like MoE's 80.6 % replayed ran 70.2 %
+// live. At 97 % gradient accumulation's plan (99.3 % replayed) ran 99.4 % live and the guard held.
 inline constexpr double kPlanMinInTime = 0.97;
 // Steps replayed per rung (after the first, which the predictor locks on): bounds the check's cost on long traces
 // (a 140-iteration Megatron-LM trace replays in about 9 s CPU; its first 32 steps in about 2 s).

@@ -168,10 +168,10 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     r.calibration_source = measured->source;
     // The calibration's memory/uncore power is what is left of the measured power after the priors' SM power: far
     // above what the memory can draw, it stands for power the model misplaced (short gaps drawing more than idle,
-    // kernels more active than their class priors, bench/results/2026-12-01-s10-gap-power.md, 2026-12-04-s24-step-anchor.md), which an SM-clock plan leaves alone but a
-    // memory-clock change would count as saved. check_the_other_reading simulates the plan with it read as SM
-    // activity; where the memory reading is impossible, the plan is made in that other reading when it fits
-    // (plan_in_activity_reading).
+    // kernels more active than their class priors, bench/results/2026-12-01-s10-gap-power.md,
+    // 2026-12-04-s24-step-anchor.md), which an SM-clock plan leaves alone but a memory-clock change would count as
+    // saved. check_the_other_reading simulates the plan with it read as SM activity; where the memory reading is
+    // impossible, the plan is made in that other reading when it fits (plan_in_activity_reading).
     const double mem_bound = sim::max_memory_power_w(spec);
     const model::DvfsModel calibrated = *r.model;
     auto bound = sim::calibration_bound_warnings(*r.model);

@@ -57,7 +57,8 @@ struct PlanUnderReading {
 };
 
 // A plan in the other reading may slow the step a little more than the budget where a cap's discrete clocks move
-// its baseline: 0.05 % of step time, a tenth of the 0.5 % budget the device checks run at (bench/results/2026-12-05-s27-family-checks.md).
+// its baseline: 0.05 % of step time, a tenth of the 0.5 % budget the device checks run at
+// (bench/results/2026-12-05-s27-family-checks.md).
 inline constexpr double kReadingSlowdownTolerance = 0.0005;
 
 // Why a plan must be refused for its figures in the other reading `p`: it costs energy there (saving <= 0) or

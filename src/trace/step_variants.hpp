@@ -2,11 +2,11 @@
 //
 // A training step is not always the same kernel sequence. Megatron-LM clips gradients only when their norm
 // exceeds the threshold: its GPT iterations launch 2,806 kernels, or 3,098 with the clipping block (H200,
-// bench/results/2026-12-01-step-contract-moe-megatron-compile.md), and which one the template holds depends on the run. A block that long is far beyond
-// what the runtime's predictor absorbs as inserted or missing kernels (runtime/predictor.hpp), so it lost lock
-// in every iteration of the other variant (live prediction 79.6 %, with the default clocks while searching).
-// This finds such blocks by aligning every whole step's op sequence to the template's (trace/sequence_align.hpp),
-// so the predictor can follow them as optional blocks (docs/runtime.md, "Step variants").
+// bench/results/2026-12-01-step-contract-moe-megatron-compile.md), and which one the template holds depends on the run.
+// A block that long is far beyond what the runtime's predictor absorbs as inserted or missing kernels
+// (runtime/predictor.hpp), so it lost lock in every iteration of the other variant (live prediction 79.6 %, with the
+// default clocks while searching). This finds such blocks by aligning every whole step's op sequence to the template's
+// (trace/sequence_align.hpp), so the predictor can follow them as optional blocks (docs/runtime.md, "Step variants").
 #pragma once
 
 #include <cstddef>
@@ -23,7 +23,8 @@ namespace gearshift::trace {
 // One block: in the steps that ran it, `ops` ran after template position `after` (-1: before the first position)
 // in place of the `skip` template positions after it (after + 1 .. after + skip). An insertion has skip 0, a skip
 // no ops; both is an alternative: cub's radix sort is one kernel or eight ops by the step's token count (an MoE's
-// expert index sort, bench/results/2026-12-03-abba-moe.md, session 18), so a step runs one where the template holds the other.
+// expert index sort, bench/results/2026-12-03-abba-moe.md, session 18), so a step runs one where the template holds the
+// other.
 struct StepVariant {
   std::int64_t after = -1;
   std::vector<std::pair<std::string, OpKind>> ops;  // ops run there, in launch order; empty for a skip

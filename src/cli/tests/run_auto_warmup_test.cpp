@@ -296,8 +296,9 @@ TEST(RunAuto, TheNoStepBoundRunsFromTheFirstOpsNotTheJobsStart) {
 
 // A refused --auto turns the job's launch feed off: before, every kernel's activity and the launch callbacks
 // stayed on for the rest of the job (measured on an H200: every kernel's activity cost GPT-2 small with gradient
-// accumulation +2.5 to +3 % a step, bench/results/2026-12-03-overhead.md, session 17) while the summary said "the job ran untouched".
-// The stand-in job stops sending once told, as the injection library does: its later launches never arrive.
+// accumulation +2.5 to +3 % a step, bench/results/2026-12-03-overhead.md, session 17) while the summary said "the job
+// ran untouched". The stand-in job stops sending once told, as the injection library does: its later launches never
+// arrive.
 TEST(RunAuto, GivingUpTurnsTheJobsFeedOff) {
   AutoEnv s;
   const fs::path out = s.t.dir / "out.txt", control = s.t.dir / "control.txt";

@@ -179,10 +179,10 @@ model::Workload gemm_blocks_with_gaps(const model::DvfsModel& m) {
   return w;
 }
 
-// Measured on an H200 (bench/results/2026-12-03-s13-power-limit.md): jobs busy 86–93 % drew 657–692 W, more than kernels held to 700 W
-// each reach with the board falling to idle in their gaps. Held per kernel, the calibration can only reach such a
-// figure by a memory/uncore power no board draws (refused) or by tripling every kernel's activity, which caps
-// dense GEMMs far below the 1815–1935 MHz they sagged to at the limit (docs/design.md). Held on the 0.6 ms
+// Measured on an H200 (bench/results/2026-12-03-s13-power-limit.md): jobs busy 86–93 % drew 657–692 W, more than
+// kernels held to 700 W each reach with the board falling to idle in their gaps. Held per kernel, the calibration can
+// only reach such a figure by a memory/uncore power no board draws (refused) or by tripling every kernel's activity,
+// which caps dense GEMMs far below the 1815–1935 MHz they sagged to at the limit (docs/design.md). Held on the 0.6 ms
 // average, the kernels next to idle time draw more and the same figure calibrates with activity near the priors.
 TEST(Measurement, PowerAboveWhatKernelsCappedOneByOneReachCalibratesWithTheAveragedLimit) {
   const gpu::GpuSpec h200 = gpu::find_spec("h200");

@@ -128,9 +128,10 @@ TEST_F(SimFixture, StreamsOverlap) {
   EXPECT_NEAR(r.busy_time_ns, 8e6, 1e-3);
 }
 
-// Measured on an H200 (bench/device/gap_power.py, bench/results/2026-12-01-s10-gap-power.md): after a kernel the board's power falls to
-// idle over tens of µs, so a gap of a few µs costs nearly the kernel's power and a gap of ms nearly the idle
-// power. Before, every gap was charged at idle: a job of short gaps could not be given its measured power.
+// Measured on an H200 (bench/device/gap_power.py, bench/results/2026-12-01-s10-gap-power.md): after a kernel the
+// board's power falls to idle over tens of µs, so a gap of a few µs costs nearly the kernel's power and a gap of ms
+// nearly the idle power. Before, every gap was charged at idle: a job of short gaps could not be given its measured
+// power.
 TEST_F(SimFixture, AShortGapCostsNearlyTheKernelsPowerALongOneTheIdlePower) {
   const double idle = m.idle_power_w(1980);
   auto gap_power_w = [&](double gap_ns) {  // the average power over a gap after a 1 ms GEMM

@@ -39,8 +39,8 @@ void Detector::exclude_outliers(IterationAnalysis& a, const std::vector<bool>& h
 // step after CUDA's lazy initialisation has the job's kernel sequence but not its timing: in a mean its offsets
 // put every later position milliseconds late in every typical step, and the runtime issued its clock changes
 // for those estimates (H200 gradient accumulation: a 1.75 s first step among 170-199 ms ones moved the period
-// and the late offsets by 14 ms; bench/results/2026-12-03-s16-typical-timing.md, session 16). A step's distance is the mean |offset -
-// median offset| over its matched positions.
+// and the late offsets by 14 ms; bench/results/2026-12-03-s16-typical-timing.md, session 16). A step's distance is the
+// mean |offset - median offset| over its matched positions.
 void Detector::mark_atypical_timing(IterationAnalysis& a, const std::vector<std::vector<std::int64_t>>& maps,
                                     const std::vector<Seg>& segs) const {
   std::vector<std::size_t> steps;
