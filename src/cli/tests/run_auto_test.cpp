@@ -43,6 +43,13 @@ TEST(RunAuto, PlansFromTheFirstStepsThenApplies) {
   EXPECT_NE(o.find("plan for h200"), std::string::npos) << o;  // from the simulated GPU's NVML name
   EXPECT_NE(o.find("live check passed: modelled step"), std::string::npos) << o;
   EXPECT_GT(number_after(o, "MODELLED saving "), 0) << o;
+  // What that saving rests on, in parts that add up to it (sim/saving_parts.hpp).
+  EXPECT_NE(o.find("gearshift run --auto: the saving rests on: busy kernels' clocks "), std::string::npos) << o;
+  {
+    const double parts = number_after(o, "rests on: busy kernels' clocks ") + number_after(o, "%, waits ", "rests on:") +
+                         number_after(o, "board idle power ", "rests on:");
+    EXPECT_NEAR(parts, number_after(o, "MODELLED saving "), 0.02) << o;  // each rounded to 0.01
+  }
   // How likely the plan overruns its budget, beside its saving (plan.json's predicted.p_over_budget, in %).
   const double p_over = number_after(o, "(P(step time over the budget) ", "MODELLED saving");
   EXPECT_GE(p_over, 0) << o;
