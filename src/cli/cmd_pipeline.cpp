@@ -1,14 +1,17 @@
 // `gearshift pipeline`: the iteration time–energy frontier of a pipeline-parallel job and its clock plans
 // (Perseus, Chung et al., SOSP'24). Reads a stage profile, writes OUTDIR/frontier.csv, OUTDIR/pareto.csv,
-// OUTDIR/schedules.json and prints the (modelled) summary.
+// OUTDIR/schedules.json and prints the (modelled) summary. With --evaluate PLAN: the modelled time, energy and
+// per-rank busy/idle of that one plan instead (service/evaluate_pipeline.hpp).
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
 #include "pipeline/report.hpp"
+#include "service/evaluate_pipeline.hpp"
 #include "service/plan_pipeline.hpp"
 
 namespace gearshift::cli {
@@ -19,6 +22,10 @@ struct PipelineOptions {
   service::PipelineJobOptions job;
   std::string outdir;
   bool json = false;
+  std::string evaluate;  // --evaluate PLAN
+  // Options whose presence matters: --evaluate takes the plan file's values for those not given.
+  CLI::Option *schedule = nullptr, *stages = nullptr, *microbatches = nullptr, *virtual_stages = nullptr,
+              *unit = nullptr, *power = nullptr, *cost = nullptr, *output = nullptr;
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -27,8 +34,41 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!f) throw Exit(kBadInput, "-o: cannot write " + path.string());
 }
 
+template <typename T>
+std::optional<T> given(const CLI::Option* opt, const T& value) {
+  return opt->count() ? std::optional<T>(value) : std::nullopt;
+}
+
+void evaluate(const PipelineOptions& o) {
+  service::PipelineEvaluateOptions e;
+  e.profile_path = o.job.profile_path;
+  e.plan_path = o.evaluate;
+  e.schedule = given(o.schedule, o.job.schedule);
+  e.stages = given(o.stages, o.job.stages);
+  e.microbatches = given(o.microbatches, o.job.microbatches);
+  e.virtual_stages = given(o.virtual_stages, o.job.virtual_stages);
+  e.time_unit_ms = given(o.unit, o.job.time_unit_ms);
+  e.blocking_power_w = given(o.power, o.job.blocking_power_w);
+  e.cost_model = given(o.cost, o.job.cost_model);
+  const auto r = service::evaluate_pipeline_plan(e);  // ServiceError: exit codes in main.cpp
+  const auto j = service::evaluation_json(r);
+  if (!o.outdir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.outdir, ec);
+    if (ec || !std::filesystem::is_directory(o.outdir))
+      throw Exit(kBadInput, fmt::format("-o {}: cannot create the output directory: {}", o.outdir,
+                                        ec ? ec.message() : std::string("a file of that name exists")));
+    write_file(std::filesystem::path(o.outdir) / "evaluation.json", j.dump(1) + "\n");
+  }
+  if (o.json) fmt::print("{}\n", j.dump(2));
+  else fmt::print("{}", service::evaluation_text(r));
+}
+
 void run(const PipelineOptions& o) {
   using namespace pipeline;
+  if (!o.evaluate.empty()) return evaluate(o);
+  for (const CLI::Option* req : {o.stages, o.microbatches, o.output})
+    if (!req->count()) throw Exit(kUsage, req->get_name() + " is required (without --evaluate)");
   const service::PipelineJobResult r = service::run_pipeline_job(o.job);  // ServiceError: exit codes in main.cpp
   const PipelinePlan& plan = r.plan;
   const Summary& sum = r.summary;
@@ -62,27 +102,34 @@ void add_pipeline_command(CLI::App& app) {
                   "Stage profile CSV: Perseus 'stage,instruction,frequency,time,energy' or gearshift "
                   "'stage,instruction,sm_clock_mhz,time_s,energy_j'")
       ->required();
-  cmd->add_option("--schedule", o->job.schedule, "Pipeline schedule")
+  o->schedule = cmd->add_option("--schedule", o->job.schedule, "Pipeline schedule")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
       ->capture_default_str();
-  cmd->add_option("--stages", o->job.stages, "Pipeline stages (ranks) S")->required()->check(CLI::Range(1, 4096));
-  cmd->add_option("--microbatches", o->job.microbatches, "Microbatches per iteration M")
-      ->required()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--virtual-stages", o->job.virtual_stages, "Model chunks per rank v (interleaved 1F1B)")
+  o->stages = cmd->add_option("--stages", o->job.stages, "Pipeline stages (ranks) S (required without --evaluate)")
+                  ->check(CLI::Range(1, 4096));
+  o->microbatches = cmd->add_option("--microbatches", o->job.microbatches,
+                                    "Microbatches per iteration M (required without --evaluate)")
+                        ->check(CLI::Range(1, 1 << 20));
+  o->virtual_stages = cmd->add_option("--virtual-stages", o->job.virtual_stages, "Model chunks per rank v (interleaved 1F1B)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  cmd->add_option("--time-unit-ms", o->job.time_unit_ms, "Time grid unit U [ms]")->capture_default_str();
-  cmd->add_option("--blocking-power-w", o->job.blocking_power_w, "Per-GPU power while waiting [W]")->capture_default_str();
-  cmd->add_option("--cost-model", o->job.cost_model,
+  o->unit = cmd->add_option("--time-unit-ms", o->job.time_unit_ms, "Time grid unit U [ms]")->capture_default_str();
+  o->power = cmd->add_option("--blocking-power-w", o->job.blocking_power_w, "Per-GPU power while waiting [W]")
+                 ->capture_default_str();
+  o->cost = cmd->add_option("--cost-model", o->job.cost_model,
                   "hull: lower convex hull of measured options; exp-fit: a·exp(b·t)+c as in Perseus")
       ->check(CLI::IsMember({"hull", "exp-fit"}))
       ->capture_default_str();
   cmd->add_option("--straggler", o->job.straggler, "Straggler factor F: another pipeline takes F·T_min")
       ->capture_default_str();
   cmd->add_option("--deadline-ms", o->job.deadline_ms, "Also plan for this iteration deadline [ms]");
-  cmd->add_option("-o,--output", o->outdir, "Output directory")->required();
-  cmd->add_flag("--json", o->json, "Print the summary as JSON");
+  o->output = cmd->add_option("-o,--output", o->outdir,
+                              "Output directory (required without --evaluate; with it: OUTDIR/evaluation.json)");
+  cmd->add_flag("--json", o->json, "Print the summary (or the evaluation) as JSON");
+  cmd->add_option("--evaluate", o->evaluate,
+                  "Evaluate this clock plan instead of planning: gearshift schedules.json, a lowtime "
+                  "freqs_pipeline_*.py or a Perseus sched.json (gzip too); modelled time, energy, per-rank busy/idle. "
+                  "Shape, unit, power and cost model default to the plan file's where it records them");
   cmd->callback([o] { run(*o); });
 }
 

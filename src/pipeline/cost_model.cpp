@@ -43,6 +43,17 @@ std::vector<int> lower_hull(const std::vector<KeptOption>& pts) {
 
 }  // namespace
 
+KeptOption grid_option(const ProfileRow& r, const ModelParams& params, const std::string& what) {
+  double q = std::floor(r.time_s / params.unit_s);
+  if (q < 1)
+    throw PipelineError(fmt::format("{}: {} MHz takes {} s, less than one time unit ({} s); use a smaller "
+                                    "--time-unit-ms",
+                                    what, r.sm_clock_mhz, r.time_s, params.unit_s));
+  if (q > 1e8) throw PipelineError(fmt::format("{}: {} s is over 1e8 time units; use a larger --time-unit-ms", what, r.time_s));
+  const int qi = static_cast<int>(q);
+  return {r.sm_clock_mhz, qi, r.time_s, r.energy_j, r.energy_j - params.blocking_power_w * qi * params.unit_s};
+}
+
 OperationModel::OperationModel(const std::vector<ProfileRow>& rows, const ModelParams& params,
                                const std::string& what)
     : kind_(params.kind) {
@@ -52,16 +63,7 @@ OperationModel::OperationModel(const std::vector<ProfileRow>& rows, const ModelP
   if (keep.size() <= 3) keep = pareto(rows, 0.95);
   dropped_dominated_ = static_cast<int>(rows.size() - keep.size());
   std::vector<KeptOption> opts;
-  for (auto i : keep) {
-    const auto& r = rows[i];
-    double q = std::floor(r.time_s / params.unit_s);
-    if (q < 1)
-      throw PipelineError(fmt::format("{}: {} MHz takes {} s, less than one time unit ({} s); use a smaller "
-                                      "--time-unit-ms",
-                                      what, r.sm_clock_mhz, r.time_s, params.unit_s));
-    if (q > 1e8) throw PipelineError(fmt::format("{}: {} s is over 1e8 time units; use a larger --time-unit-ms", what, r.time_s));
-    opts.push_back({r.sm_clock_mhz, static_cast<int>(q), r.time_s, r.energy_j, 0.0});
-  }
+  for (auto i : keep) opts.push_back(grid_option(rows[i], params, what));
   // Same q: the largest raw energy wins (README §3.1 step 3).
   std::sort(opts.begin(), opts.end(), [](const KeptOption& a, const KeptOption& b) {
     return a.q != b.q ? a.q < b.q : a.energy_j > b.energy_j;
@@ -69,7 +71,6 @@ OperationModel::OperationModel(const std::vector<ProfileRow>& rows, const ModelP
   for (const auto& o : opts)
     if (kept_.empty() || kept_.back().q != o.q) kept_.push_back(o);
   dropped_same_q_ = static_cast<int>(opts.size() - kept_.size());
-  for (auto& o : kept_) o.e_eff_j = o.energy_j - params.blocking_power_w * o.q * params.unit_s;
   q_min_ = kept_.front().q;
   q_max_ = kept_.back().q;
   hull_ = lower_hull(kept_);

@@ -50,6 +50,10 @@ struct Realisation {
   double rounded_extra_j = 0; // e_eff(rounded) − f(d) [J], ≥ 0 for the hull model
 };
 
+// One profiled clock on the planner's grid: q = floor(time/u) [units] (< 1 or > 1e8 units: PipelineError naming
+// `what`), e_eff = energy − P·q·u [J]. The cost model and the schedule evaluator (evaluate.hpp) both use it.
+KeptOption grid_option(const ProfileRow& row, const ModelParams& params, const std::string& what);
+
 class OperationModel {
  public:
   // rows: every profile row of one (stage, instruction). Throws PipelineError (e.g. time below one unit).

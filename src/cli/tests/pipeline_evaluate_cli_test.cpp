@@ -1,0 +1,133 @@
+// `gearshift pipeline PROFILE --evaluate PLAN` through the real binary: the planner's own schedules.json evaluates
+// to the planner's own figures; a Perseus sched.json; bad plans exit 3 with one line naming the file; options that
+// contradict the plan exit 2.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "run_binary.hpp"
+
+namespace gearshift {
+namespace {
+
+namespace fs = std::filesystem;
+using test::Result;
+using test::run;
+
+struct TmpDir {
+  fs::path dir = fs::temp_directory_path() / ("gearshift_pipeline_evaluate_" + std::to_string(::getpid()));
+  TmpDir() { fs::create_directories(dir); }
+  ~TmpDir() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+const char* kTiny =
+    "stage,instruction,frequency,time,energy\n"
+    "0,forward,1400,0.0105,2.0\n0,forward,1200,0.0122,1.75\n0,forward,1000,0.0145,1.6\n"
+    "0,backward,1400,0.0205,4.0\n0,backward,1200,0.0241,3.5\n0,backward,1000,0.0285,3.2\n"
+    "1,forward,1400,0.0105,2.0\n1,forward,1200,0.0122,1.75\n1,forward,1000,0.0145,1.6\n"
+    "1,backward,1400,0.0215,4.2\n1,backward,1200,0.0251,3.6\n1,backward,1000,0.0295,3.3\n";
+
+nlohmann::json json_of(const Result& r) {
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+TEST(PipelineEvaluateCli, PlannersOwnSchedulesEvaluateToItsFigures) {
+  TmpDir t;
+  const std::string prof = t.write("tiny.csv", kTiny);
+  for (const char* model : {"hull", "exp-fit"}) {
+    const std::string out = (t.dir / model).string();
+    Result plan = run("pipeline " + prof + " --stages 2 --microbatches 6 --blocking-power-w 50 --cost-model " + model +
+                      " --deadline-ms 240 --json -o " + out);
+    ASSERT_EQ(plan.code, 0) << plan.out;
+    const auto summary = json_of(plan);
+    Result ev = run("pipeline " + prof + " --evaluate " + out + "/schedules.json --json");
+    ASSERT_EQ(ev.code, 0) << ev.out;
+    const auto j = json_of(ev);
+    EXPECT_EQ(j["modelled"], true);
+    EXPECT_EQ(j["plan_format"], "gearshift schedules.json");
+    EXPECT_EQ(j["cost_model"], model);  // from the file
+    EXPECT_EQ(j["blocking_power_w"], 50.0);
+    ASSERT_EQ(j["plans"].size(), summary["points"].size());
+    ASSERT_EQ(j["plans"].size(), 4u);
+    for (std::size_t k = 0; k < j["plans"].size(); ++k) {
+      const auto& e = j["plans"][k];
+      const auto& p = summary["points"][k];
+      EXPECT_EQ(e["name"], p["name"]);
+      EXPECT_DOUBLE_EQ(e["iteration_time_s"].get<double>(), p["plan_time_s"].get<double>()) << p["name"];
+      // The summary's energy runs to the point's deadline, the GPUs blocking at 50 W after the plan ends.
+      const double to_deadline =
+          e["energy_j"].get<double>() + 2 * (p["deadline_s"].get<double>() - e["iteration_time_s"].get<double>()) * 50;
+      EXPECT_NEAR(to_deadline, p["energy_j"].get<double>(), 1e-9 * p["energy_j"].get<double>()) << p["name"];
+      double busy = 0;
+      for (const auto& r : e["ranks"]) {
+        EXPECT_NEAR(r["busy_s"].get<double>() + r["idle_s"].get<double>(), e["iteration_time_s"].get<double>(), 1e-12);
+        busy += r["busy_s"].get<double>();
+      }
+      EXPECT_GT(busy, 0);
+    }
+  }
+}
+
+TEST(PipelineEvaluateCli, PerseusSchedTextAndEvaluationJson) {
+  TmpDir t;
+  const std::string prof = t.write("tiny.csv", kTiny);
+  // S = 2, M = 2 (Merak: 12 entries per rank); computations at 1400 MHz, the rest at 1410 (not profiled, not priced).
+  const std::string plan = t.write("sched.json", R"([{"rank": 0, "power_states": [1410, 1400, 1410, 1410, 1400, 1410,
+      1400, 1410, 1400, 1410, 1410, 1410]}, {"rank": 1, "power_states": [1410, 1410, 1400, 1400, 1410, 1410, 1400, 1400,
+      1410, 1410, 1410, 1410]}])");
+  Result r = run("pipeline " + prof + " --evaluate " + plan + " --blocking-power-w 50 -o " + (t.dir / "o").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(Perseus sched.json)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pipeline 1f1b S=2 M=2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MODELLED"), std::string::npos) << r.out;
+  // F 10, B 20 on rank 0 and 21 on rank 1 units: rank 1 F0 10-20, B0 20-41, F1 41-51, B1 51-72; rank 0 B0 41-61,
+  // B1 72-92. Compute 2·1.5 + 2·3.0 + 2·1.5 + 2·(4.2 − 1.05) = 18.3 J; blocking 2·0.092·50 = 9.2 J.
+  EXPECT_NE(r.out.find("plan plan: iteration 0.0920 s, energy 27.50 J (compute 18.30 J + blocking 9.20 J)"),
+            std::string::npos)
+      << r.out;
+  std::ifstream f(t.dir / "o" / "evaluation.json");
+  ASSERT_TRUE(f.good());
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["plans"][0]["iteration_units"], 92);
+  EXPECT_NEAR(j["plans"][0]["ranks"][1]["idle_s"].get<double>(), 0.092 - 0.062, 1e-12);
+}
+
+TEST(PipelineEvaluateCli, BadPlansAndContradictionsExitWithOneLine) {
+  TmpDir t;
+  const std::string prof = t.write("tiny.csv", kTiny);
+  const std::string empty = t.write("empty.json", "");
+  Result r = run("pipeline " + prof + " --evaluate " + empty);
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find(empty + ": empty file; expected gearshift's schedules.json"), std::string::npos) << r.out;
+  const std::string wrong = t.write("w.py", "[[1400, 1400, 1400], [1400, 1400, 1400, 1400]]");
+  r = run("pipeline " + prof + " --evaluate " + wrong + " --microbatches 2");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("rank 0: 3 computations; the DAG of 2 stages x 2 microbatches runs 4"), std::string::npos)
+      << r.out;
+  const std::string ok = t.write("ok.py", "[[1400, 1400, 1400, 1400], [1400, 1400, 1400, 1400]]");
+  r = run("pipeline " + prof + " --evaluate " + ok + " --stages 3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--stages 3 contradicts the plan lowtime freqs (2)"), std::string::npos) << r.out;
+  r = run("pipeline " + prof + " --evaluate " + ok + " --schedule gpipe");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = run("pipeline " + prof + " --evaluate " + (t.dir / "missing.json").string());
+  EXPECT_EQ(r.code, 3) << r.out;
+  // Without --evaluate, the shape and -o stay required.
+  r = run("pipeline " + prof + " --microbatches 2 -o " + (t.dir / "x").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--stages is required (without --evaluate)"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace gearshift
