@@ -3,7 +3,8 @@
 // BM_PlanJob/*: the whole `gearshift plan` computation on a trace, as plan_job does it (import, step detection,
 // workload, calibration to the measured power, every strategy, the latency sweep, the frontier, the error bars of
 // the phase plan at the spec's latency); BM_EvaluateAll/*
-// the same after import and calibration.
+// the same after import and calibration. BM_PlanCommand/*: all that `gearshift plan TRACE --json` computes
+// (service::run_plan_job: also the launch-bound what-if and the in-time replay), on the slowest shipped traces.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "plan/strategies.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/measurement.hpp"
+#include "service/plan_job.hpp"
 #include "sim/saving_range.hpp"
 #include "trace/gearshift_format.hpp"
 
@@ -38,6 +40,29 @@ struct Setup {
 
 Setup& setup() {
   static Setup s;
+  return s;
+}
+
+// The shipped MoE excerpt (5,385 positions x 220 clock pairs): the slowest plan of issue 48, its phase DP most
+// of it.
+struct MoeSetup {
+  model::DvfsModel m{gpu::find_spec("h200")};
+  model::Workload w;
+  plan::ClockTable table;
+  double budget = 0;
+  MoeSetup() {
+    trace::Trace t = trace::import_trace(std::string(GEARSHIFT_DATA_DIR) + "/step_traces/moe_excerpt_3steps.trace.jsonl.gz");
+    auto a = trace::detect_iterations(t);
+    w = model::build_workload(t, a, m);
+    if (auto mp = sim::measured_power(t, a)) sim::calibrate_to_measured_power(w, m, mp->average_power_w);
+    table = plan::build_clock_table(w, m);
+    double base_ns = sim::simulate(w, m, sim::default_schedule(w, m), 0).step_time_ns;
+    budget = plan::total_time_ns(table, table.default_index) + 0.005 * base_ns;
+  }
+};
+
+MoeSetup& moe_setup() {
+  static MoeSetup s;
   return s;
 }
 
@@ -67,6 +92,17 @@ void BM_Phase(benchmark::State& st) {
   const double latency_ns = static_cast<double>(st.range(0)) * 1e3;
   for (auto _ : st) benchmark::DoNotOptimize(plan::plan_phase(s.table, s.w, s.budget, latency_ns));
   st.SetLabel("L = " + std::to_string(st.range(0)) + " us");
+}
+void BM_PhaseMoe(benchmark::State& st) {
+  auto& s = moe_setup();
+  const double latency_ns = static_cast<double>(st.range(0)) * 1e3;
+  for (auto _ : st) benchmark::DoNotOptimize(plan::plan_phase(s.table, s.w, s.budget, latency_ns));
+  st.SetLabel("MoE excerpt, L = " + std::to_string(st.range(0)) + " us");
+}
+void BM_KernelGlobalMoe(benchmark::State& st) {
+  auto& s = moe_setup();
+  for (auto _ : st) benchmark::DoNotOptimize(plan::plan_kernel_global(s.table, s.budget));
+  st.SetLabel("MoE excerpt, hulls included");
 }
 void BM_Simulate(benchmark::State& st) {
   auto& s = setup();
@@ -191,6 +227,14 @@ void BM_EvaluateTrace(benchmark::State& st, const std::string& rel) {
   st.SetLabel(std::to_string(p.w.ops.size()) + " ops: every strategy, L sweep, frontier");
 }
 
+void BM_PlanCommand(benchmark::State& st, const std::string& path) {
+  service::PlanJobOptions o;
+  o.trace_path = path;
+  o.display_name = path;
+  for (auto _ : st) benchmark::DoNotOptimize(service::run_plan_job(o));
+  st.SetLabel("gearshift plan --json's computation, whole");
+}
+
 void BM_Import(benchmark::State& st, const std::string& rel) {
   std::string path = std::string(GEARSHIFT_SHARED_DIR) + "/" + rel;
   if (!std::filesystem::exists(path)) {
@@ -213,6 +257,8 @@ BENCHMARK(BM_Pass)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_KernelLocal)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_KernelGlobal)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Phase)->Arg(10)->Arg(100)->Arg(1000)->Arg(6000)->Arg(20000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PhaseMoe)->Arg(100)->Arg(6000)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_KernelGlobalMoe)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimulateDependency)->Arg(5000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StepGraph)->Arg(5000)->Unit(benchmark::kMillisecond);
@@ -222,6 +268,8 @@ BENCHMARK_CAPTURE(BM_EvaluateTrace, ddp2_rank0, std::string("data/traces/ddp2_gp
 BENCHMARK_CAPTURE(BM_PlanJob, gpt3xl, std::string(GEARSHIFT_DATA_DIR) + "/traces/gpt3xl_h200_trace.json.gz")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanJob, accum4_gpt2s, std::string(GEARSHIFT_DATA_DIR) + "/step_traces/accum4_gpt2s.json.gz")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanJob, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanCommand, moe_excerpt, std::string(GEARSHIFT_DATA_DIR) + "/step_traces/moe_excerpt_3steps.trace.jsonl.gz")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanCommand, megatron_excerpt, std::string(GEARSHIFT_DATA_DIR) + "/step_traces/megatron_excerpt_3steps.trace.jsonl.gz")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, gpt3xl, std::string("data/traces/gpt3xl_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, gpt2, std::string("data/traces/gpt2_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Import, ddp2_rank0, std::string("data/traces/ddp2_gpt2m_rank0_h200_trace.json.gz"))->Unit(benchmark::kMillisecond);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <unordered_map>
 #include <utility>
 
 namespace gearshift::model {
@@ -36,12 +38,17 @@ Workload build_workload(const trace::Trace& trace, const trace::IterationAnalysi
   w.cpu_note = a.tmpl.cpu_note;
   double last_end = 0;
   std::size_t first_backward = a.tmpl.ops.size(), first_optimizer = a.tmpl.ops.size();
+  // Ops repeat names (every layer's kernels): each (name, kind) is classified once.
+  std::unordered_map<std::uint64_t, KernelClass> class_of;
   for (std::size_t i = 0; i < a.tmpl.ops.size(); ++i) {
     const auto& t = a.tmpl.ops[i];
     WorkloadOp op;
     op.name = trace.names[t.name_id];
     op.kind = t.kind;
-    op.cls = classify(t.kind, op.name);
+    const std::uint64_t key = std::uint64_t{t.name_id} << 8 | static_cast<std::uint64_t>(t.kind);
+    auto known = class_of.find(key);
+    if (known == class_of.end()) known = class_of.emplace(key, classify(t.kind, op.name)).first;
+    op.cls = known->second;
     op.coeffs = class_prior(op.cls);
     op.stream = t.stream;
     op.ref_time_ns = t.duration_ns;

@@ -48,11 +48,6 @@ std::vector<std::size_t> hull(const MckpInstance& in, std::size_t g) {
   return h;
 }
 
-struct Segment {
-  double slope;  // J per unit time saved
-  std::size_t group, to_rank;
-};
-
 // Branch and bound from the greedy's incumbent `r`, with the LP's time price λ = `price` (Lagrangian duality):
 // for any choice within the budget, E = Σ (e + λ·t) − λ·T ≥ Σ_g min_o (e + λ·t) + Σ_g rc_g − λ·B, where rc_g is
 // the choice's reduced cost e + λ·t − min in group g. So LB = Σ_g min − λ·B is a lower bound, an option whose
@@ -152,32 +147,42 @@ void exact_search(const MckpInstance& in, double budget, double price, MckpResul
 
 }  // namespace
 
-MckpResult solve_mckp(const MckpInstance& in, double budget) {
-  MckpResult r;
-  r.choice.assign(in.groups, 0);
-  std::vector<std::vector<std::size_t>> hulls(in.groups);
-  std::vector<Segment> segs;
+MckpSolver::MckpSolver(const MckpInstance& in) : in_(in), hulls_(in.groups) {
+  min_energy_choice_.assign(in.groups, 0);
   for (std::size_t g = 0; g < in.groups; ++g) {
-    hulls[g] = hull(in, g);
-    const auto& h = hulls[g];
+    hulls_[g] = hull(in, g);
+    const auto& h = hulls_[g];
     const double* t = in.time + g * in.options;
     const double* e = in.energy + g * in.options;
-    r.choice[g] = h.front();
-    r.time += t[h.front()];
-    r.energy += e[h.front()];
+    min_energy_choice_[g] = h.front();
+    min_energy_time_ += t[h.front()];
+    min_energy_ += e[h.front()];
     for (std::size_t k = 1; k < h.size(); ++k)
-      segs.push_back({(e[h[k]] - e[h[k - 1]]) / (t[h[k - 1]] - t[h[k]]), g, k});
+      segs_.push_back({(e[h[k]] - e[h[k - 1]]) / (t[h[k - 1]] - t[h[k]]), g, k});
   }
+}
+
+MckpResult solve_mckp(const MckpInstance& in, double budget) { return MckpSolver(in).solve(budget); }
+
+MckpResult MckpSolver::solve(double budget) {
+  const MckpInstance& in = in_;
+  MckpResult r;
+  r.choice = min_energy_choice_;
+  r.time = min_energy_time_;
+  r.energy = min_energy_;
   r.lower_bound = r.energy;
   if (r.time <= budget) return r;  // the unconstrained minimum fits: optimal, gap 0
   double price = 0;  // slope of the segment that meets the budget: the LP's time price λ*, J per unit time
-  std::sort(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) {
-    return a.slope != b.slope ? a.slope < b.slope : a.group < b.group;
-  });
-  for (const Segment& s : segs) {
+  if (!segs_sorted_) {
+    std::sort(segs_.begin(), segs_.end(), [](const Segment& a, const Segment& b) {
+      return a.slope != b.slope ? a.slope < b.slope : a.group < b.group;
+    });
+    segs_sorted_ = true;
+  }
+  for (const Segment& s : segs_) {
     const double* t = in.time + s.group * in.options;
     const double* e = in.energy + s.group * in.options;
-    std::size_t from = hulls[s.group][s.to_rank - 1], to = hulls[s.group][s.to_rank];
+    std::size_t from = hulls_[s.group][s.to_rank - 1], to = hulls_[s.group][s.to_rank];
     double dt = t[from] - t[to], de = e[to] - e[from];
     price = s.slope;  // the last segment taken prices time (also when rounding leaves the loop at the end)
     if (r.time - dt <= budget) {

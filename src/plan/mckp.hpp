@@ -34,6 +34,27 @@ struct MckpResult {
 
 MckpResult solve_mckp(const MckpInstance& in, double budget);
 
+// solve_mckp for several budgets on one instance: the groups' hulls and the segments in slope order do not
+// depend on the budget, so they are made once (they dominated a frontier's kernel-global plans). The instance's
+// arrays must outlive the solver. solve(b) == solve_mckp(in, b).
+class MckpSolver {
+ public:
+  explicit MckpSolver(const MckpInstance& in);
+  MckpResult solve(double budget);
+
+ private:
+  struct Segment {
+    double slope;  // J per unit time saved
+    std::size_t group, to_rank;
+  };
+  MckpInstance in_;
+  std::vector<std::vector<std::size_t>> hulls_;
+  std::vector<Segment> segs_;
+  bool segs_sorted_ = false;  // sorted on the first budget the minimum-energy choice misses
+  std::vector<std::size_t> min_energy_choice_;
+  double min_energy_time_ = 0, min_energy_ = 0;
+};
+
 // Exhaustive optimum for tiny instances (tests): options^groups combinations.
 MckpResult solve_mckp_brute_force(const MckpInstance& in, double budget);
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -31,6 +32,24 @@ double min_of(const double* v, std::size_t from, std::size_t to) {
   return std::min(std::min(m0, m1), std::min(m2, m3));
 }
 
+// min_of's value and the first index holding it, in one pass for the backtracking sweep: four lanes, each keeping
+// its least value and where it first held it; of the lanes holding the least, the smallest index.
+double min_and_first(const double* v, std::size_t width, std::size_t& first) {
+  double m[4] = {kInf, kInf, kInf, kInf};
+  std::size_t at[4] = {0, 1, 2, 3};
+  std::size_t c = 0;
+  for (; c + 4 <= width; c += 4)
+    for (std::size_t l = 0; l < 4; ++l)
+      if (v[c + l] < m[l]) m[l] = v[c + l], at[l] = c + l;
+  for (; c < width; ++c)
+    if (v[c] < m[0]) m[0] = v[c], at[0] = c;
+  const double least = std::min(std::min(m[0], m[1]), std::min(m[2], m[3]));
+  first = width;
+  for (std::size_t l = 0; l < 4; ++l)
+    if (m[l] == least) first = std::min(first, at[l]);
+  return least;
+}
+
 }  // namespace
 
 // Dynamic programming over positions × clock pairs (the simulator's semantics, sim/simulator.hpp): a phase
@@ -43,14 +62,19 @@ struct PhasePlanner::Impl {
   std::size_t n, nc;
   std::vector<std::size_t> window_end;  // first position a phase landing at i may end at; n + 1: none
   std::vector<std::size_t> lands_from;  // [k]: first i with window_end[i] >= k (those == k land at k)
-  std::vector<double> prefix, dp;
-  std::vector<double> best;  // per position a phase may land at: the least dp value to leave from
-  std::map<double, Result> solved;  // λ -> the cyclic plan for it
-  double change_penalty_j = 1e-9;   // kChangePenaltyShare of the step at the default clocks, J
+  // Rows of prefix kept at once: the sweep at row k reads those from the earliest phase start landing at k + 1.
+  // A ring of that many rows instead of all n + 1: short latencies keep it in cache.
+  std::size_t prefix_rows = 0, ring_mask = 0;
+  std::vector<double> best;          // per position a phase may land at: the least dp value to leave from
+  std::vector<std::size_t> best_at;  // per such position: the first clock index with that value (backtracking)
+  std::map<double, Result> solved;   // λ -> the cyclic plan for it
+  double change_penalty_j = 1e-9;    // kChangePenaltyShare of the step at the default clocks, J
+  PhaseScratch own_scratch;          // used when no shared scratch is given
+  PhaseScratch& scratch;
 
-  Impl(const ClockTable& table, double latency_ns)
+  Impl(const ClockTable& table, double latency_ns, PhaseScratch* shared)
       : t(table), n(table.ops), nc(table.clocks.size()), window_end(n + 1, n + 1), lands_from(n + 2, 0),
-        prefix((n + 1) * nc), dp((n + 1) * nc), best(n + 1) {
+        best(n + 1), best_at(n + 1), scratch(shared ? *shared : own_scratch) {
     double step_j = 0;
     for (std::size_t i = 0; i < n && t.default_index < nc; ++i) step_j += t.energy(i, t.default_index);
     if (step_j > 0) change_penalty_j = std::max(change_penalty_j, kChangePenaltyShare * step_j);
@@ -71,70 +95,98 @@ struct PhasePlanner::Impl {
       while (i < n && window_end[i] < kk) ++i;
       lands_from[kk] = i;
     }
+    // lands_from[kk] < kk for kk >= 1 (window_end[kk - 1] >= kk), so this is at least 2.
+    prefix_rows = 2;
+    for (std::size_t kk = 1; kk <= n; ++kk) prefix_rows = std::max(prefix_rows, kk - lands_from[kk] + 1);
+    // A power of two, so that a row's place is its index masked, not divided; all n + 1 rows (no ring, the
+    // mask all ones) where that would be as many.
+    prefix_rows = std::bit_ceil(prefix_rows);
+    ring_mask = prefix_rows - 1;
+    if (prefix_rows >= n + 1) prefix_rows = n + 1, ring_mask = ~std::size_t{0};
   }
 
   // The plan minimising Σ (E + λ·T); start_clock < nc forces the clocks in effect at the step start and makes
-  // the plan end on them (no change at the wrap).
-  Result solve_once(double lambda, std::size_t start_clock) {
+  // the plan end on them (no change at the wrap). Without `backtrack` only end_clock is set.
+  //
+  // dp is kept two rows at a time: instead of the whole table, the sweep records per cell how it was reached
+  // (came_from: 0 continued, j + 1 a phase that landed there from j, the first of the cheapest, as a backtrack
+  // over the whole table chose) and per position the clocks its phases leave from (best_at). The sums are the
+  // same, in the same order; it only touches less memory.
+  Result solve_once(double lambda, std::size_t start_clock, bool backtrack) {
+    // Local copies: the compiler cannot tell that the stores through the scratch leave them unchanged.
+    const std::size_t ops = n, width = nc;
     const double* budget = t.budget_data();
-    for (std::size_t c = 0; c < nc; ++c) prefix[c] = 0;
-    for (std::size_t c = 0; c < nc; ++c) dp[c] = start_clock >= nc || c == start_clock ? 0 : kInf;
-    // One sweep (memory-bound: each row's table entries, prefix and dp are touched once).
-    for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t ring = ring_mask;
+    if (scratch.prefix.size() < prefix_rows * width) scratch.prefix.resize(prefix_rows * width);
+    if (scratch.rows.size() < 2 * width) scratch.rows.resize(2 * width);
+    if (backtrack && scratch.came_from.size() < ops * width) scratch.came_from.resize(ops * width);
+    double* prefix = scratch.prefix.data();
+    double* dp = scratch.rows.data();
+    std::uint32_t* came_from = scratch.came_from.data();
+    for (std::size_t c = 0; c < width; ++c) prefix[c] = 0;
+    for (std::size_t c = 0; c < width; ++c) dp[c] = start_clock >= width || c == start_clock ? 0 : kInf;
+    // One sweep: each row's table entries are touched once.
+    for (std::size_t k = 0; k < ops; ++k) {
       // Row k is final: where a phase may land at k, the cheapest clocks to leave from. (Landing on those very
       // clocks is never cheaper than continuing on them, so that min serves every target clock.)
-      const double* __restrict row = &dp[k * nc];
-      if (window_end[k] <= n) best[k] = t.may_change.empty() || t.may_change[k] ? min_of(row, 0, nc) : kInf;
+      const double* __restrict row = &dp[(k & 1) * width];
+      if (window_end[k] <= ops) {
+        if (!t.may_change.empty() && !t.may_change[k]) best[k] = kInf;
+        else if (!backtrack) best[k] = min_of(row, 0, width);
+        else best[k] = min_and_first(row, width, best_at[k]);  // the same value as min_of
+      }
       // Row k+1: continue at the same clocks, or the end of the hold of a phase that landed earlier.
-      const double* __restrict e = &t.energy_j[k * nc];
-      const double* __restrict b = budget + k * nc;
-      const double* __restrict pk = &prefix[k * nc];
-      double* __restrict pn = &prefix[(k + 1) * nc];
-      double* __restrict next = &dp[(k + 1) * nc];
-      for (std::size_t c = 0; c < nc; ++c) {
+      const double* __restrict e = &t.energy_j[k * width];
+      const double* __restrict b = budget + k * width;
+      const double* __restrict pk = &prefix[(k & ring) * width];
+      double* __restrict pn = &prefix[((k + 1) & ring) * width];
+      double* __restrict next = &dp[((k + 1) & 1) * width];
+      for (std::size_t c = 0; c < width; ++c) {
         const double cost = e[c] + lambda * b[c];
         pn[c] = pk[c] + cost;
         next[c] = row[c] + cost;
       }
+      std::uint32_t* __restrict from = backtrack ? &came_from[k * width] : nullptr;
+      if (backtrack) std::fill(from, from + width, 0u);
       for (std::size_t j = lands_from[k + 1]; j < lands_from[k + 2] && j <= k; ++j) {
         if (!(best[j] < kInf)) continue;
-        const double* __restrict pj = &prefix[j * nc];
+        const double* __restrict pj = &prefix[(j & ring) * width];
         const double bj = best[j] + change_penalty_j;
-        for (std::size_t c = 0; c < nc; ++c) next[c] = std::min(next[c], bj + (pn[c] - pj[c]));
+        if (!backtrack) {
+          for (std::size_t c = 0; c < width; ++c) next[c] = std::min(next[c], bj + (pn[c] - pj[c]));
+          continue;
+        }
+        const auto mark = static_cast<std::uint32_t>(j + 1);
+        for (std::size_t c = 0; c < width; ++c) {
+          const double u = bj + (pn[c] - pj[c]);
+          if (u < next[c]) next[c] = u, from[c] = mark;  // strictly less: the first of equal ways is kept
+        }
       }
     }
-    const double* last = &dp[n * nc];
+    const double* last = &dp[(ops & 1) * width];
     std::size_t c = 0;
-    for (std::size_t k = 1; k < nc; ++k)
+    for (std::size_t k = 1; k < width; ++k)
       if (last[k] < last[c]) c = k;
-    if (start_clock < nc && last[start_clock] < kInf) c = start_clock;
+    if (start_clock < width && last[start_clock] < kInf) c = start_clock;
     Result r;
     r.end_clock = c;
-    r.clock.assign(n, c);
-    // Back from the end: at (k, c) the cheapest of the ways into it (continuing first on a tie); a phase that
-    // landed at j left from the cheapest clocks of row j.
-    std::size_t k = n;
+    if (!backtrack) return r;
+    r.clock.assign(ops, c);
+    // Back from the end: at (k, c) the way the sweep reached it; a phase that landed at k from j left from the
+    // cheapest clocks of row j.
+    std::size_t k = ops;
     while (k > 0) {
-      const std::size_t cell = (k - 1) * nc + c;
-      double v = dp[cell] + (t.energy_j[cell] + lambda * budget[cell]);
-      std::size_t from = k;  // k: continued
-      for (std::size_t j = lands_from[k]; j < lands_from[k + 1] && j < k; ++j) {
-        if (!(best[j] < kInf)) continue;
-        const double u = best[j] + change_penalty_j + (prefix[k * nc + c] - prefix[j * nc + c]);
-        if (u < v) v = u, from = j;
-      }
-      if (from == k) {
+      const std::uint32_t way = came_from[(k - 1) * width + c];
+      if (way == 0) {
         r.clock[--k] = c;
       } else {
-        for (std::size_t i = from; i < k; ++i) r.clock[i] = c;
-        const double* row = &dp[from * nc];
-        std::size_t a = 0;
-        while (a + 1 < nc && row[a] != best[from]) ++a;
-        c = a;
-        k = from;
+        const std::size_t j = way - 1;
+        for (std::size_t i = j; i < k; ++i) r.clock[i] = c;
+        c = best_at[j];
+        k = j;
       }
     }
-    for (std::size_t i = 0; i < n; ++i) r.time_ns += t.budget(i, r.clock[i]), r.energy_j += t.energy(i, r.clock[i]);
+    for (std::size_t i = 0; i < ops; ++i) r.time_ns += t.budget(i, r.clock[i]), r.energy_j += t.energy(i, r.clock[i]);
     return r;
   }
 
@@ -143,13 +195,13 @@ struct PhasePlanner::Impl {
   const Result& solve(double lambda) {
     auto it = solved.find(lambda);
     if (it != solved.end()) return it->second;
-    Result r = solve_once(lambda, solve_once(lambda, nc).end_clock);
+    Result r = solve_once(lambda, solve_once(lambda, nc, false).end_clock, true);
     return solved.emplace(lambda, std::move(r)).first->second;
   }
 };
 
-PhasePlanner::PhasePlanner(const ClockTable& t, double switch_latency_ns)
-    : impl_(std::make_unique<Impl>(t, switch_latency_ns)), latency_ns_(switch_latency_ns) {}
+PhasePlanner::PhasePlanner(const ClockTable& t, double switch_latency_ns, PhaseScratch* scratch)
+    : impl_(std::make_unique<Impl>(t, switch_latency_ns, scratch)), latency_ns_(switch_latency_ns) {}
 PhasePlanner::~PhasePlanner() = default;
 PhasePlanner::PhasePlanner(PhasePlanner&&) noexcept = default;
 

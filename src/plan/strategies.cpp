@@ -76,8 +76,15 @@ Schedule plan_kernel_local(const ClockTable& t, double eps) {
 }
 
 Schedule plan_kernel_global(const ClockTable& t, double budget, double* lower_bound_j) {
-  MckpInstance in{t.ops, t.clocks.size(), t.budget_data(), t.energy_j.data()};
-  MckpResult r = solve_mckp(in, budget);
+  return KernelGlobalPlanner(t).plan(budget, lower_bound_j);
+}
+
+KernelGlobalPlanner::KernelGlobalPlanner(const ClockTable& t)
+    : t_(t), solver_(MckpInstance{t.ops, t.clocks.size(), t.budget_data(), t.energy_j.data()}) {}
+
+Schedule KernelGlobalPlanner::plan(double budget, double* lower_bound_j) {
+  const ClockTable& t = t_;
+  MckpResult r = solver_.solve(budget);
   if (lower_bound_j) *lower_bound_j = r.feasible ? r.lower_bound : -1;
   Schedule s{Strategy::kernel_global, 0, {}, r.gap};
   for (std::size_t i = 0; i < t.ops; ++i) s.clocks.push_back(t.clocks[r.feasible ? r.choice[i] : t.default_index]);

@@ -6,11 +6,13 @@
 // The simulator checks every plan against the real step-time budget (streams, gaps, switching) afterwards.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "model/workload.hpp"
 #include "plan/clock_table.hpp"
+#include "plan/mckp.hpp"
 #include "plan/schedule.hpp"
 
 namespace gearshift::plan {
@@ -31,6 +33,18 @@ Schedule plan_kernel_local(const ClockTable& t, double eps);
 // `lower_bound_j`, when given, receives the proven lower bound on the table energy of any plan that fits).
 Schedule plan_kernel_global(const ClockTable& t, double time_budget_ns, double* lower_bound_j = nullptr);
 
+// plan_kernel_global kept for several budgets on one table (a frontier, re-planning): the knapsack's hulls are
+// made once. `t` must outlive it.
+class KernelGlobalPlanner {
+ public:
+  explicit KernelGlobalPlanner(const ClockTable& t);
+  Schedule plan(double time_budget_ns, double* lower_bound_j = nullptr);
+
+ private:
+  const ClockTable& t_;
+  MckpSolver solver_;
+};
+
 // Phases under switching latency L (the simulator's semantics, sim/simulator.hpp): a phase's change is
 // issued L before its first op and lands as that op starts, one change in flight at a time, so every phase
 // lasts at least L (on the table's fastest timeline). Dynamic programming over positions × clock pairs with a
@@ -38,10 +52,19 @@ Schedule plan_kernel_global(const ClockTable& t, double time_budget_ns, double* 
 // λ tried is returned. A plan for L is also one for any shorter latency, and with L = 0 it is a kernel plan.
 Schedule plan_phase(const ClockTable& t, const model::Workload& w, double time_budget_ns, double switch_latency_ns);
 
+// The phase DP's working memory (4 to 12 bytes per position and clock pair, the most for long latencies), which
+// planners used one at a time may share: evaluate() keeps a planner per latency, and their own copies were most
+// of its peak memory.
+struct PhaseScratch {
+  std::vector<double> prefix, rows;
+  std::vector<std::uint32_t> came_from;
+};
+
 // The same planner kept for several budgets (a frontier, re-planning): the DP's solutions per λ are shared.
 class PhasePlanner {
  public:
-  PhasePlanner(const ClockTable& t, double switch_latency_ns);
+  // `scratch`: shared working memory (outlives the planner; not used by two planners at once), null: its own.
+  PhasePlanner(const ClockTable& t, double switch_latency_ns, PhaseScratch* scratch = nullptr);
   ~PhasePlanner();
   PhasePlanner(PhasePlanner&&) noexcept;
   // `lambda_hint`: a time price to start from (e.g. last_lambda() of another latency's planner), J/ns.

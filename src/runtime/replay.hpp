@@ -37,6 +37,17 @@ class PlanMismatchError : public std::runtime_error {
 // (plan::position_match_share; memcpy and memset count as one kind: the runtime's plan keeps only "not a kernel").
 double plan_match_share(const ClockPlan& plan, const trace::Trace& trace, const trace::IterationAnalysis& analysis);
 
+// The steps' alignments to a plan's positions (an LCS of op names, most of a replay's time and memory), kept by
+// replay() to be reused when it replays the same steps against a plan of the same positions again, as the
+// in-time check does for each rung of its ladder. Keyed by content: a different step or plan is aligned anew.
+struct StepAlignments {
+  struct Entry {
+    std::vector<std::int32_t> ops, tmpl;  // the step's op ids, the plan's position ids
+    std::vector<std::int64_t> truth;      // per op of the step: its matched position, -1 none
+  };
+  std::vector<Entry> entries;
+};
+
 struct ReplayOptions {
   // Below this plan_match_share the plan is refused (PlanMismatchError). The ranks of one data-parallel job share
   // 0.93 (ddp2 gpt2-medium rank 0 vs 1); GPT-3 XL vs GPT-2 medium, both 24 layers, 0.68; 0 accepts any plan.
@@ -72,6 +83,8 @@ struct ReplayOptions {
   // Replay only the first this many detected steps (their launches, and the synchronizes up to the last one's
   // end); 0: every step. A plan's in-time check (service/plan_in_time.hpp) bounds its cost with it.
   std::size_t max_steps = 0;
+  // Where given, alignments are taken from and added to it (not shared between threads).
+  StepAlignments* alignments = nullptr;
 };
 
 // Where replay's synchronizes came from: none (activity mode), the trace's recorded ones, or one per step assumed

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <unordered_map>
 
 #include "model/kernel_class.hpp"
 
@@ -18,8 +20,13 @@ model::ClockPair max_of(const model::ClockPair& a, const model::ClockPair& b) {
 ActuationScheduler::ActuationScheduler(const ClockPlan& plan, SchedulerOptions options)
     : plan_(plan), o_(options), changes_(plan.change_positions()), requested_(plan.default_clocks) {
   if (!o_.horizon_positions) o_.horizon_positions = static_cast<std::int64_t>(plan.size());
-  for (const auto& p : plan.positions)
-    anchors_.push_back(model::classify(trace::OpKind::kernel, p.name) != model::KernelClass::communication);
+  // Positions repeat names (every layer's kernels): each name is classified once.
+  std::unordered_map<std::string_view, bool> anchor_of;
+  for (const auto& p : plan.positions) {
+    auto [it, fresh] = anchor_of.try_emplace(p.name, false);
+    if (fresh) it->second = model::classify(trace::OpKind::kernel, p.name) != model::KernelClass::communication;
+    anchors_.push_back(it->second);
+  }
 }
 
 void ActuationScheduler::plan_changed() {

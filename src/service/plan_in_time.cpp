@@ -59,6 +59,8 @@ InTimeCheck check_in_time(const trace::Trace& trace, const trace::IterationAnaly
   ro.sync_progress = true;
   ro.marker_period_ns = static_cast<double>(runtime::kMarkerPeriodNs);
   ro.max_steps = max_steps + 1;  // the first step only locks the predictor
+  runtime::StepAlignments alignments;  // every rung's plan has the same positions: the steps align once
+  ro.alignments = &alignments;
   c.steps_replayed = std::min(analysis.iterations.size(), ro.max_steps) - 1;
   for (std::size_t i = 0; i < ladder.size(); ++i) {
     InTimeRung rung = ladder[i];

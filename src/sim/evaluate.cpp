@@ -61,10 +61,12 @@ struct Context {
   const SimResult& base;
   const plan::ClockTable& table;
   double serial_base_ns = 0;
+  plan::PhaseScratch phase_scratch;             // the phase planners' working memory, one at a time
   std::map<double, plan::PhasePlanner> phase;  // per latency, shared by every budget
+  std::optional<plan::KernelGlobalPlanner> kernel_global;  // shared by every budget
   plan::PhasePlanner& phase_planner(double latency_ns) {
     auto it = phase.find(latency_ns);
-    if (it == phase.end()) it = phase.emplace(latency_ns, plan::PhasePlanner(table, latency_ns)).first;
+    if (it == phase.end()) it = phase.emplace(latency_ns, plan::PhasePlanner(table, latency_ns, &phase_scratch)).first;
     return it->second;
   }
 };
@@ -216,7 +218,8 @@ std::vector<StrategyResult> plan_budget(Context& c, double eps, const std::vecto
     return plan::plan_kernel_local(t, eps * std::max(0.0, scale));
   }));
   double lower_bound_j = -1;
-  out.push_back(run(c, eps, 0, [&](double b) { return plan::plan_kernel_global(t, b, &lower_bound_j); }));
+  if (!c.kernel_global) c.kernel_global.emplace(t);
+  out.push_back(run(c, eps, 0, [&](double b) { return c.kernel_global->plan(b, &lower_bound_j); }));
   const std::size_t global = 3, first_phase = out.size();
   double lambda_hint = -1;
   // Inside a CUDA graph launch no change can land: then even L = 0 phases are not single ops.
@@ -289,7 +292,7 @@ Evaluation evaluate(const model::Workload& w, const model::DvfsModel& m, const E
   Evaluation ev;
   ev.baseline = simulate(w, m, default_schedule(w, m), 0);
   const plan::ClockTable table = plan::build_clock_table(w, m);
-  Context c{w, m, ev.baseline, table, plan::total_time_ns(table, table.default_index), {}};
+  Context c{w, m, ev.baseline, table, plan::total_time_ns(table, table.default_index), {}, {}, {}};
   ev.frontier_latency_ns = o.frontier_latency_ns.value_or(m.spec().switch_latency_ns);
   // Budgets in ascending order, the main one with the whole latency sweep; each sees the smaller ones' plans.
   std::vector<double> budgets = o.frontier_slowdowns;

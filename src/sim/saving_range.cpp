@@ -40,10 +40,12 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
   r.low_quantile = o.low_quantile;
   r.high_quantile = o.high_quantile;
   const plan::Schedule base_schedule = default_schedule(w, m);
+  double level_w = 0;  // the baseline's average power (below)
   {
     const SimResult b = simulate(w, m, base_schedule, 0), p = simulate(w, m, plan, switch_latency_ns);
     r.saving_expected_pct = (b.energy_j - p.energy_j) / b.energy_j * 100;
     r.time_expected_ns = p.step_time_ns;
+    level_w = b.average_power_w;
   }
   // Every draw must reproduce what was measured: the baseline's average power at default clocks (the plan's
   // calibration set the model's to the trace's measured power) and the dense GEMMs' clock sag at the power cap
@@ -52,7 +54,6 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
   // it: no kernel class of a training step draws more SM power than a dense GEMM), and one scale on the other
   // classes' activity brings the draw's baseline power back to the level. A draw that no scale brings within
   // kLevelTolerance is a model the measurement rules out: it is left out of the quantiles.
-  const double level_w = simulate(w, m, base_schedule, 0).average_power_w;
   constexpr int kGemm = static_cast<int>(model::KernelClass::gemm);
   model::Workload drawn = w;
   std::vector<double> drawn_activity(w.ops.size());

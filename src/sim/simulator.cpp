@@ -157,8 +157,7 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
   if (keep_timeline) tl[0].resize(n), tl[1].resize(n);
   const bool tails = m.params().gap_decay_ns > 0;
   BusySpans spans[2];  // the last two steps' ops (the measured one is one of them)
-  std::vector<double> fall_w;
-  if (tails) spans[0].resize(n), spans[1].resize(n), fall_w = fall_from_w(w, m);
+  if (tails) spans[0].resize(n), spans[1].resize(n);
   // The clocks at a position repeat from step to step once the replay settles: one prediction per position.
   std::vector<model::ClockPair> cached_clocks(n, model::ClockPair{-1, -1});
   std::vector<model::Prediction> cached(n);
@@ -207,7 +206,16 @@ SimResult run_dependency(const model::Workload& w, const graph::StepGraph& g, co
   SimResult r;
   r.dependency_replay = true;
   r.step_time_ns = t.step_ns;
-  r.gap_tail_j = tails ? gap_tails_j(spans[t.measured % 2], fall_w, to, m) : 0;
+  if (tails) {
+    // fall_from_w, taking the predictions already made at the default clocks (all of them for a baseline).
+    const model::ClockPair def{m.spec().default_sm_clock_mhz, m.spec().default_mem_clock_mhz};
+    std::vector<double> fall_w(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const model::Prediction p = cached_clocks[i] == def ? cached[i] : model::predict_op(m, w.ops[i], def);
+      fall_w[i] = p.power_w - p.idle_power_w;
+    }
+    r.gap_tail_j = gap_tails_j(spans[t.measured % 2], fall_w, to, m);
+  }
   r.energy_j = ps.dynamic_j + idle_j + r.gap_tail_j;
   r.average_power_w = r.energy_j / (t.step_ns * 1e-9);
   r.clock_changes = ps.changes;
