@@ -79,6 +79,7 @@ void print_report(const PlanJobOptions& o, const PlanJobResult& r) {
   for (const auto& e : it.evidence.lines) fmt::print("Evidence      {}\n", e);
   fmt::print("Replay        {}\n", graph::build_step_graph(r.workload).note);
   if (!r.cpu.as_traced) fmt::print("CPU side      {}\n", r.cpu.line());
+  if (r.cpu.profiler) fmt::print("Profiler      {}\n", r.cpu.profiler->line(r.cpu.traced_step_ns, r.cpu.replayed_step_ns));
   const auto& b = r.evaluation.baseline;
   fmt::print("Baseline      default clocks (SM {} MHz, memory {} MHz, {:.0f} W cap): modelled {:.4f} s, {:.2f} J, {:.0f} W per step\n",
              spec.default_sm_clock_mhz, spec.default_mem_clock_mhz, r.model->params().power_cap_w,

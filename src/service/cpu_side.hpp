@@ -21,6 +21,7 @@
 #include "model/workload.hpp"
 #include "sim/evaluate.hpp"
 #include "sim/saving_parts.hpp"
+#include "trace/record.hpp"
 
 namespace gearshift::service {
 
@@ -28,6 +29,25 @@ namespace gearshift::service {
 // 3.06-4.11 us plain and 3.86-6.11 us with every kernel's activity on an H200 (bench/results/2026-12-03-overhead.md,
 // session 17); the largest difference, so that no tracer delay is left in the CPU side.
 inline constexpr double kGearshiftTracerCostPerCallNs = 3000;
+
+// What torch.profiler's recording costs the CPU per recorded CPU op, ns: 2.9-4.2 µs in six of eight runs of two
+// launch-bound jobs on an H100 (default, record_shapes, with_stack; the step's extra time over the CPU op records;
+// bench/device/profiler_cost.py, bench/results/2026-12-07-s33-device.md). Noisy (one run each): a range, not a figure.
+inline constexpr double kProfilerCostPerCpuOpLowNs = 2900;
+inline constexpr double kProfilerCostPerCpuOpHighNs = 4200;
+
+// The profiler's own cost on the traced step, estimated from its records (trace::ProfilerRecords) and that range.
+struct ProfilerCost {
+  double cpu_ops_per_step = 0, runtime_calls_per_step = 0;  // records per step (the trace's count over its span)
+  bool shapes = false, stacks = false;
+  double low_ns = 0, high_ns = 0;  // CPU time per step the recording cost the job, ns (estimate)
+  std::string line(double traced_step_ns, double replayed_step_ns) const;  // the plan table's "Profiler" line
+  nlohmann::json to_json() const;
+};
+
+// None where the trace holds fewer than kMinCpuOpsPerStep profiler CPU op records per step or no step period (ns).
+inline constexpr double kMinCpuOpsPerStep = 10;
+std::optional<ProfilerCost> profiler_cost(const trace::ProfilerRecords& p, double period_ns);
 
 struct CpuSide {
   enum class Reading { as_traced, tracer_cost_out, gpu_bound };
@@ -40,6 +60,7 @@ struct CpuSide {
   // saving and slowdown against that side's own baseline (modelled; not the plan written).
   std::optional<sim::StrategyResult> if_launch_bound;
   std::optional<sim::SavingParts> if_launch_bound_parts;  // what that saving rests on (its launch-bound waits)
+  std::optional<ProfilerCost> profiler;  // what the trace's profiler cost its CPU side (set by the caller)
 
   std::string line() const;        // the plan table's "CPU side" line
   nlohmann::json to_json() const;  // the JSON report's "cpu_side"

@@ -203,6 +203,7 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     cpu_measured_by = fmt::format("the trace's measured untraced step, {:.2f} ms{}", *r.trace.measured.step_time_s * 1e3,
                                   retimed_o ? " (the template re-timed to it)" : "");
   r.cpu = decide_cpu_side(r.workload, *r.model, cpu_measured_by, r.trace.format.starts_with("gearshift-trace"));
+  r.cpu.profiler = profiler_cost(r.trace.profiler, r.iterations.tmpl.period_ns);
   sim::EvaluateOptions eo;
   eo.max_slowdown = o.max_slowdown;
   // L: --switch-latency-ms, else the one a --model file measured (its slower direction's median), else the spec's.

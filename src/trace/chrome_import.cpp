@@ -195,6 +195,8 @@ class Handler : public json::json_sax_t {
       f = Frame::events;
     } else if (parent == Frame::top_object && key_ == "deviceProperties"sv) {
       f = Frame::device_props;
+    } else if (parent == Frame::args && key_ == "Input Dims"sv) {
+      out_.profiler.shapes = true;  // record_shapes: the array itself is not needed
     } else if (parent == Frame::args && (key_ == "grid"sv || key_ == "block"sv)) {
       f = Frame::dims;
       dim_target_ = key_ == "grid"sv ? &ev_.grid : &ev_.block;
@@ -329,6 +331,19 @@ class Handler : public json::json_sax_t {
     return n.present && n.is_integer ? static_cast<std::int32_t>(n.integer) : fallback;
   }
 
+  // The profiler's own CPU-side records (trace::ProfilerRecords): what tracing cost the job's CPU.
+  void count_profiler_record(const std::string& cat, bool cpu_op, bool runtime) {
+    const bool python = cat == "python_function"sv;
+    if (!cpu_op && !runtime && !python) return;
+    (cpu_op ? out_.profiler.cpu_ops : runtime ? out_.profiler.runtime_calls : out_.profiler.python_functions) += 1;
+    if (auto ts = micros_to_ns(ev_.ts)) {
+      ProfilerRecords& p = out_.profiler;
+      const bool first = p.first_ns == 0 && p.last_ns == 0;
+      p.first_ns = first ? *ts : std::min(p.first_ns, *ts);
+      p.last_ns = first ? *ts : std::max(p.last_ns, *ts);
+    }
+  }
+
   void finish_event() {
     const std::string cat = lower(ev_.cat);
     std::optional<OpKind> kind;
@@ -342,6 +357,7 @@ class Handler : public json::json_sax_t {
     bool marker = optimizer_range ||
                   (annotation && (ev_.name.rfind("ProfilerStep#", 0) == 0 || ev_.name.rfind("gearshift.step", 0) == 0));
     bool runtime = cat == "cuda_runtime"sv || cat == "runtime"sv || cat == "cuda_driver"sv;
+    count_profiler_record(cat, annotation && cat != "gpu_user_annotation"sv, runtime);
     if (runtime) {
       runtime_events_ = true;
       // Launch calls: their CPU time places each kernel in the CPU-side step that launched it.

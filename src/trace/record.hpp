@@ -95,6 +95,17 @@ struct TraceHealth {
   std::vector<std::string> warnings;   // one line each, plain words, no trailing period
 };
 
+// What a profiler recorded on the CPU side besides the GPU's ops (torch.profiler's Chrome traces): each record
+// cost the job CPU time while it was traced (issue 46; bench/device/profiler_cost.py measured a few µs per
+// recorded CPU event on an H100, bench/results/2026-12-07-s33-device.md). Counts over the whole trace.
+struct ProfilerRecords {
+  std::int64_t cpu_ops = 0;           // CPU op and user annotation ranges ("cpu_op", "operator", "user_annotation")
+  std::int64_t runtime_calls = 0;     // CUDA runtime and driver calls ("cuda_runtime", "runtime", "cuda_driver")
+  std::int64_t python_functions = 0;  // Python frames ("python_function": `with_stack=True`)
+  bool shapes = false;                // ops carry "Input Dims" (`record_shapes=True`)
+  std::int64_t first_ns = 0, last_ns = 0;  // span of those records' starts, ns (0, 0: none)
+};
+
 struct Trace {
   std::string source;                  // file path or "embedded:<name>"
   std::string format;                  // "chrome-trace" or "gearshift-trace v1"
@@ -115,6 +126,7 @@ struct Trace {
   std::string gpu_name;                // device name when the trace says it, else empty
   bool complete = true;                // false when the producer said the trace was cut short
   TraceHealth health;                  // what import and sanitizing found and did
+  ProfilerRecords profiler;            // a profiler's own CPU-side records (Chrome traces; zero otherwise)
   std::size_t kernel_count() const;
   const std::string& name_of(const OpRecord& r) const { return names[r.name_id]; }
 };

@@ -105,6 +105,33 @@ TEST(CpuSide, EachSavingSaysWhatItRestsOn) {
               launch_bound, 1e-12);
 }
 
+// The profiler's own cost from its records (service::profiler_cost): 4,000 CPU ops over 2 steps of 100 ms, at
+// 2.9-4.2 µs each, cost each traced step 5.8-8.4 ms; a trace stripped of its CPU ops says nothing.
+TEST(CpuSide, TheProfilersCostIsEstimatedFromItsRecords) {
+  trace::ProfilerRecords p;
+  p.cpu_ops = 4000;
+  p.runtime_calls = 1000;
+  p.python_functions = 7;
+  p.first_ns = 0;
+  p.last_ns = 200'000'000;
+  const auto c = profiler_cost(p, 100e6);
+  ASSERT_TRUE(c);
+  EXPECT_DOUBLE_EQ(c->cpu_ops_per_step, 2000);
+  EXPECT_DOUBLE_EQ(c->runtime_calls_per_step, 500);
+  EXPECT_TRUE(c->stacks);
+  EXPECT_FALSE(c->shapes);
+  EXPECT_DOUBLE_EQ(c->low_ns, 2000 * kProfilerCostPerCpuOpLowNs);
+  EXPECT_DOUBLE_EQ(c->high_ns, 2000 * kProfilerCostPerCpuOpHighNs);
+  EXPECT_NEAR(c->low_ns, 5.8e6, 1);
+  const std::string l = c->line(100e6, 80e6);
+  EXPECT_NE(l.find("about 2000 CPU ops and 500 runtime calls per step, with stacks"), std::string::npos) << l;
+  EXPECT_NE(l.find("5.8-8.4 ms"), std::string::npos) << l;
+  EXPECT_NE(l.find("20.00 ms shorter"), std::string::npos) << l;
+  p.cpu_ops = 6;  // 3 a step: the step annotations only
+  EXPECT_FALSE(profiler_cost(p, 100e6));
+  EXPECT_FALSE(profiler_cost(trace::ProfilerRecords{}, 100e6));
+}
+
 // A trace of gearshift's own tracer: its measured cost per call (3 µs) is taken out of each of the step's 204
 // launches, not the whole CPU side; the CPU, 4 ms behind the GPU per step, still bounds the step.
 TEST(CpuSide, GearshiftsOwnTraceLosesOnlyTheTracersCost) {

@@ -139,6 +139,33 @@ TEST(ChromeImport, KeepsTheOptimizerStepAnnotationsApartFromTheStepMarkers) {
   EXPECT_EQ(t.markers[0].name, "ProfilerStep#3");
 }
 
+// What the profiler itself recorded on the CPU side (trace::ProfilerRecords, issue 46): its CPU ops (user
+// annotations, not GPU ones), runtime calls, Python frames (with_stack) and "Input Dims" (record_shapes), and the
+// span of their starts.
+TEST(ChromeImport, CountsTheProfilersOwnCpuRecords) {
+  TempFile f(".json");
+  f.write(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":100,"dur":5,"args":{"Input Dims":[[2,3],[3,4]]}},)"
+          R"({"ph":"X","cat":"cpu_op","name":"aten::add","ts":120,"dur":5},)"
+          R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","ts":90,"dur":400},)"
+          R"({"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#1","ts":95,"dur":400},)"
+          R"({"ph":"X","cat":"python_function","name":"train.py(10): step","ts":91,"dur":300},)"
+          R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":130,"dur":4,"args":{"correlation":1}},)" +
+          kernel_event("140", "1") + "]}");
+  Trace t = import_chrome_trace(f.path());
+  EXPECT_EQ(t.profiler.cpu_ops, 3);  // two ops and the step annotation; the GPU one is not the CPU's
+  EXPECT_EQ(t.profiler.runtime_calls, 1);
+  EXPECT_EQ(t.profiler.python_functions, 1);
+  EXPECT_TRUE(t.profiler.shapes);
+  EXPECT_EQ(t.profiler.first_ns, 90000);
+  EXPECT_EQ(t.profiler.last_ns, 130000);
+  // Without them: nothing counted.
+  TempFile g(".json");
+  g.write(R"({"traceEvents":[)" + kernel_event("140", "1") + "]}");
+  const Trace u = import_chrome_trace(g.path());
+  EXPECT_EQ(u.profiler.cpu_ops + u.profiler.runtime_calls + u.profiler.python_functions, 0);
+  EXPECT_FALSE(u.profiler.shapes);
+}
+
 // torch.profiler keeps the job's synchronizes as CUDA runtime events; the driver's synchronize inside a runtime
 // one is the same wait and is not counted twice.
 TEST(ChromeImport, MapsRuntimeSynchronizesToSyncRecords) {
