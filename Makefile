@@ -32,8 +32,10 @@ configure: $(PY_DEPS)
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on the embedded GPT-3 XL H200 trace: no arguments, no GPU.
-demo: build
+# The main job on the embedded GPT-3 XL H200 trace: no arguments, no GPU. Builds only the CLI (and what it links):
+# the tests and benchmarks wait for `make test` (issue 48: a newcomer's first command built all 344 targets).
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target gearshift
 	$(BUILD)/src/cli/gearshift demo
 
 # Build and run every test: CTest runs the GoogleTest suites, pytest the Python package's.
