@@ -1,6 +1,7 @@
 // `gearshift replay` on the shipped traces and `gearshift run --apply` against the simulated GPU (safety:
 // restore at exit, after kill -9 of the job and of gearshift, one writer per GPU, no permission).
-// Its measured-verification tests live apart (verify_cli_test.cpp), as do `run --auto`'s, by stage
+// Over 600 lines because each test is one behaviour seen on a real job and they share the stand-in job's helpers;
+// its measured-verification tests live apart (verify_cli_test.cpp), as do `run --auto`'s, by stage
 // (run_auto_warmup_test.cpp, run_auto_untraced_test.cpp, run_auto_test.cpp).
 #include <fcntl.h>
 #include <signal.h>
