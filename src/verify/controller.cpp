@@ -57,11 +57,12 @@ double Controller::shape(double alpha) const { return shape_from_clocks_ ? ladde
 BlockPlan Controller::next() const {
   if (phase_ == Phase::baseline) return {Arm::baseline, 0, false};
   if (phase_ == Phase::held && steady_left_ > 0) return {Arm::plan, alpha(), false};
-  return {quad_arm(rungs_.back().quads.size(), quad_pos_), alpha(), true};
+  return {quad_arm(rungs_[cur_].quads.size(), quad_pos_), alpha(), true};
 }
 
-AbEstimate Controller::current() const {
-  const Rung& r = rungs_.back();
+AbEstimate Controller::current() const { return rung_estimate(rungs_[cur_]); }
+
+AbEstimate Controller::rung_estimate(const Rung& r) const {
   if (r.held_at > 0 && r.quads.size() >= r.held_at + o_.min_quads)
     return estimate(std::vector<Quad>(r.quads.begin() + static_cast<long>(r.held_at), r.quads.end()), o_.confidence);
   return estimate(r.quads, o_.confidence);
@@ -114,7 +115,7 @@ std::vector<VerifyEvent> Controller::finish_block(const BlockResult& r) {
   }
   if (++quad_pos_ < 4) return out;
   // A quad whose energy rests on one arm's single block is still paired: each arm's power is over its own blocks.
-  rungs_.back().quads.push_back(quad_);
+  rungs_[cur_].quads.push_back(quad_);
   quad_ = {};
   quad_pos_ = 0;
   quad_done(out);
@@ -133,15 +134,18 @@ void Controller::quad_done(std::vector<VerifyEvent>& out) {
   if (!o_.decide) return;
   const AbEstimate e = current();
   const std::size_t q = e.quads;
+  // A climbed rung still being verified: whatever fails it returns the loop to the held rung it climbed from.
+  const bool climbing = phase_ == Phase::verifying && rungs_[cur_].climbed;
   if (e.saving && e.saving->hi < 0) {
-    to_baseline(out, e, "drop",
-                fmt::format("the rung costs energy with confidence: saving {} (measured)", interval_text(*e.saving)));
+    const std::string why =
+        fmt::format("the rung costs energy with confidence: saving {} (measured)", interval_text(*e.saving));
+    climbing ? climb_back(out, e, why) : to_baseline(out, e, "drop", why);
     return;
   }
   if (q >= o_.min_quads && e.slowdown.lo > o_.budget) {
-    back_off(out, e, phase_ == Phase::held ? "recheck_over" : "back_off",
-             fmt::format("step time {} (measured) is over the {:.2f} % budget with confidence",
-                         interval_text(e.slowdown), 100 * o_.budget));
+    const std::string why = fmt::format("step time {} (measured) is over the {:.2f} % budget with confidence",
+                                        interval_text(e.slowdown), 100 * o_.budget);
+    climbing ? climb_back(out, e, why) : back_off(out, e, phase_ == Phase::held ? "recheck_over" : "back_off", why);
     return;
   }
   if (phase_ == Phase::held) {  // a steady-state quad that did not break anything: the next after a longer gap
@@ -153,11 +157,21 @@ void Controller::quad_done(std::vector<VerifyEvent>& out) {
   // zero with confidence: a plan that may cost energy is worth nothing to keep.
   // The saving is judged at a stricter level (kSavingConfidence): the rung is looked at after every quad, and a
   // saving near zero must not pass on one lucky look (simulated: 1 run in 40 kept a plan that cost 0.1 % at 95 %).
-  const AbEstimate strict = estimate(rungs_.back().quads, std::max(o_.confidence, kSavingConfidence));  // not held yet: all
+  const AbEstimate strict = estimate(rungs_[cur_].quads, std::max(o_.confidence, kSavingConfidence));  // not held yet: all
   const bool saves = !strict.saving || strict.saving->lo > 0;
   if (q >= o_.min_quads && e.slowdown.hi <= o_.budget && saves) {
+    if (climbing) {  // worth keeping only if it saves more than the rung below, which is measured too
+      const AbEstimate below = rung_estimate(rungs_[climb_from_]);
+      if (e.saving && below.saving && e.saving->estimate <= below.saving->estimate) {
+        climb_back(out, e,
+                   fmt::format("step time {} is within the budget but the energy per step saving {} is no more than "
+                               "the {} of the rung below (measured)",
+                               interval_text(e.slowdown), interval_text(*e.saving), pct(below.saving->estimate)));
+        return;
+      }
+    }
     phase_ = Phase::held;
-    rungs_.back().held_at = q;
+    rungs_[cur_].held_at = q;
     steady_gap_ = o_.steady_gap_first;
     steady_left_ = steady_gap_;
     VerifyEvent ev{blocks_, "hold", alpha(), alpha(), e,
@@ -168,26 +182,90 @@ void Controller::quad_done(std::vector<VerifyEvent>& out) {
                                q, e.steps)};
     events_.push_back(ev);
     out.push_back(ev);
+    maybe_climb(out, e);
     return;
   }
   if (q >= o_.max_quads && e.slowdown.hi <= o_.budget) {
-    to_baseline(out, e, "no_saving",
-                fmt::format("after {} quads ({} steps) step time {} is within the budget but the energy per step "
-                            "saving {} is not above zero with confidence: the baseline clocks",
-                            q, e.steps, interval_text(e.slowdown), interval_text(*e.saving)));
+    const std::string why =
+        fmt::format("after {} quads ({} steps) step time {} is within the budget but the energy per step "
+                    "saving {} is not above zero with confidence",
+                    q, e.steps, interval_text(e.slowdown), interval_text(*e.saving));
+    climbing ? climb_back(out, e, why) : to_baseline(out, e, "no_saving", why + ": the baseline clocks");
     return;
   }
   if (q >= o_.max_quads) {
     // The distance the interval must resolve: from the estimate to the budget, on whichever side it lies.
     const std::size_t need = quads_to_resolve(std::max(e.sd_log_time, e.sd_floor),
                                               std::max(1e-4, std::abs(o_.budget - e.slowdown.estimate)), o_.confidence);
-    back_off(out, e, "undecided",
-             fmt::format("after {} quads ({} steps) step time {} neither holds nor breaks the {:.2f} % budget: the "
-                         "quads' step-time ratios scatter by {:.2f} % (sd), and resolving this rung needs about {} "
-                         "quads ({} steps)",
-                         q, e.steps, interval_text(e.slowdown), 100 * o_.budget, 100 * e.sd_log_time, need,
-                         need * (e.steps / std::max<std::size_t>(q, 1))));
+    const std::string why =
+        fmt::format("after {} quads ({} steps) step time {} neither holds nor breaks the {:.2f} % budget: the "
+                    "quads' step-time ratios scatter by {:.2f} % (sd), and resolving this rung needs about {} "
+                    "quads ({} steps)",
+                    q, e.steps, interval_text(e.slowdown), 100 * o_.budget, 100 * e.sd_log_time, need,
+                    need * (e.steps / std::max<std::size_t>(q, 1)));
+    climbing ? climb_back(out, e, why) : back_off(out, e, "undecided", why);
   }
+}
+
+// From the rung that just held toward the plan, bounded by the lowest rung above it that did not hold (backed off
+// from, undecided or climbed back from; the plan itself at first). The next rung is the higher of two readings:
+// the secant between the two rungs' measured slowdowns at margin x
+// budget, which is right where the slowdown is linear in the clock shape, and the midpoint between the two rungs
+// (a bisection), which is what finds the knee where it is not (measured kernel sweeps: flat over most of the
+// ladder, then steep). No climb when the held rung's slowdown is over half of margin x budget, when the
+// held rung is the plan, after max_climbs climbs, or when the new rung would be within 1/32 of the held one.
+void Controller::maybe_climb(std::vector<VerifyEvent>& out, const AbEstimate& held) {
+  if (climbs_ >= o_.max_climbs || alpha() >= 1) return;
+  const Rung* ceiling = nullptr;
+  for (const Rung& r : rungs_)
+    if (r.alpha > alpha() && !r.outcome.empty() && (ceiling == nullptr || r.alpha < ceiling->alpha)) ceiling = &r;
+  if (ceiling == nullptr) return;
+  const double top = ceiling->alpha;
+  const AbEstimate above = rung_estimate(*ceiling);
+  // Room is judged on the estimate, not the interval's bound: the climbed rung must hold on its own quads to be
+  // kept, so climbing risks quads, never the budget.
+  const double target = o_.margin * o_.budget - held.slowdown.estimate;
+  if (above.quads == 0 || !(held.slowdown.estimate < o_.margin * o_.budget / 2)) return;
+  double to = (alpha() + top) / 2;
+  const double s_held = shape(alpha()), s_above = shape(top);
+  const double rise = above.slowdown.estimate - held.slowdown.estimate;
+  if (s_above > s_held && rise > 0) {
+    const double s_to = s_held + target * (s_above - s_held) / rise;
+    to = std::max(to, shape_from_clocks_ ? ladder_.alpha_for_shape(s_to) : s_to);
+  }
+  to = std::min(to, top - 1.0 / 64);
+  if (to < alpha() + 1.0 / 32) return;
+  const double from = alpha();
+  ++climbs_;
+  climb_from_ = cur_;
+  rungs_.push_back(Rung{to, {}, "", 0, true});
+  cur_ = rungs_.size() - 1;
+  phase_ = Phase::verifying;
+  quad_ = {};
+  quad_pos_ = 0;
+  VerifyEvent ev{blocks_, "climb", from, to, held,
+                 fmt::format("the held rung's step time {} leaves room under the {:.2f} % budget, and the rung at "
+                             "{:.0f} % measured {}: climbing to {:.0f} % of the plan's clock reduction",
+                             interval_text(held.slowdown), 100 * o_.budget, 100 * top, pct(above.slowdown.estimate),
+                             100 * to)};
+  events_.push_back(ev);
+  out.push_back(ev);
+}
+
+void Controller::climb_back(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& why) {
+  const double from = alpha();
+  rungs_[cur_].outcome = "climb_back";
+  cur_ = climb_from_;
+  phase_ = Phase::held;
+  steady_gap_ = o_.steady_gap_first;
+  steady_left_ = steady_gap_;
+  quad_ = {};
+  quad_pos_ = 0;
+  VerifyEvent ev{blocks_, "climb_back", from, alpha(), e,
+                 why + fmt::format("; back to the held rung at {:.0f} % of the plan's clock reduction", 100 * alpha())};
+  events_.push_back(ev);
+  out.push_back(ev);
+  maybe_climb(out, current());  // between the held rung and the one just left, while climbs are left
 }
 
 // The regression's points: per quad of a rung above the baseline, (its clock shape, its log step-time ratio).
@@ -223,7 +301,7 @@ double Controller::sensitivity_upper() const {
 void Controller::back_off(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind,
                           const std::string& why) {
   const double from = alpha();
-  if (rungs_.size() >= o_.max_rungs) {
+  if (rungs_.size() - climbs_ >= o_.max_rungs) {
     to_baseline(out, e, kind, why + fmt::format("; {} rungs tried: the baseline clocks", rungs_.size()));
     return;
   }
@@ -236,8 +314,9 @@ void Controller::back_off(std::vector<VerifyEvent>& out, const AbEstimate& e, co
                                     "baseline clocks");
     return;
   }
-  rungs_.back().outcome = kind;
+  rungs_[cur_].outcome = kind;
   rungs_.push_back(Rung{to, {}, ""});
+  cur_ = rungs_.size() - 1;
   phase_ = Phase::verifying;
   quad_ = {};
   quad_pos_ = 0;
@@ -252,8 +331,9 @@ void Controller::back_off(std::vector<VerifyEvent>& out, const AbEstimate& e, co
 void Controller::to_baseline(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind,
                              const std::string& why) {
   const double from = alpha();
-  rungs_.back().outcome = kind;
+  rungs_[cur_].outcome = kind;
   rungs_.push_back(Rung{0, {}, "baseline"});
+  cur_ = rungs_.size() - 1;
   phase_ = Phase::baseline;
   VerifyEvent ev{blocks_, kind, from, 0, e, why};
   events_.push_back(ev);

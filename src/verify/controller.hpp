@@ -8,6 +8,13 @@
 // Backing off moves to the largest alpha whose step-time cost, by the job's clock sensitivity learnt from every
 // quad so far (a regression of the quads' log-ratios on the ladder's clock shape, taken at its upper bound), is at
 // most `margin` of the budget; after max_rungs rungs, or where that alpha is below 1/16, the baseline (final).
+// A rung that holds below a rung that did not (backed off from, or undecided) and leaves room under the budget is
+// climbed from: the next rung is read off the secant between the two rungs' measured slowdowns (its clock shape at
+// margin x budget from the held rung's upper bound), at most max_climbs times. A climbed rung that breaks the
+// budget, costs energy, cannot be decided or saves less than the rung below is left for the held one (final for
+// climbing): the loop converges toward the best rung it measured within the budget, where one measured sensitivity
+// through the origin is wrong whenever the job's slowdown is not linear in the clock shape (measured kernel sweeps:
+// their time rises faster at low clocks, so the first back-off lands far under the budget).
 // Once a rung holds, quads go on at a lower rate (gap plan-only blocks between quads, doubling up to
 // steady_gap_max), so that a job whose behaviour changes is caught, and their baseline blocks cost a bounded share
 // of the saving: at most 2 blocks in steady_gap_max + 4.
@@ -40,7 +47,8 @@ struct ControllerOptions {
   std::uint64_t settle_steps = 1;     // steps after a block's clocks were requested that are not measured
   std::size_t min_quads = 3;          // quads of a rung before it may hold
   std::size_t max_quads = 10;         // quads of a rung before it is backed off undecided
-  std::size_t max_rungs = 4;          // rungs tried (the plan included) before the baseline
+  std::size_t max_rungs = 4;          // rungs tried backing off (the plan included) before the baseline
+  std::size_t max_climbs = 3;         // rungs tried climbing back toward the plan from a held one
   double margin = 0.8;                // a backed-off rung aims at this share of the budget
   std::size_t steady_gap_first = 4;   // plan-only blocks between quads once a rung holds, doubling ...
   std::size_t steady_gap_max = 32;    // ... up to this
@@ -74,7 +82,9 @@ const char* phase_name(Phase p);
 // Something the loop decided or noticed, for the run's summary and the verify log.
 struct VerifyEvent {
   std::size_t block = 0;  // blocks run before it (the block that caused it is block - 1)
-  std::string kind;       // "hold", "back_off", "drop", "no_saving", "undecided", "stall", "no_tick", "recheck_over"
+  // "hold", "back_off", "drop", "no_saving", "undecided", "stall", "no_tick", "recheck_over", "climb" (from a held
+  // rung toward the plan), "climb_back" (the climbed rung left for the held one below it)
+  std::string kind;
   double alpha_from = 1, alpha_to = 1;
   AbEstimate estimate;    // the rung's estimate when it was decided
   std::string why;        // plain words
@@ -86,6 +96,7 @@ struct Rung {
   std::vector<Quad> quads;
   std::string outcome;
   std::size_t held_at = 0;  // quads when it held (0: not held)
+  bool climbed = false;     // tried climbing from a held rung (climb_from_ is that rung)
 };
 
 class Controller {
@@ -97,8 +108,11 @@ class Controller {
   std::vector<VerifyEvent> finish_block(const BlockResult& r);
 
   Phase phase() const { return phase_; }
-  double alpha() const { return rungs_.back().alpha; }  // the plan rung now (0 once the baseline is final)
+  double alpha() const { return rungs_[cur_].alpha; }  // the plan rung now (0 once the baseline is final)
+  // Every rung tried, in the order tried (a rung returned to after a climb is not repeated: rung_index() says
+  // which is current).
   const std::vector<Rung>& rungs() const { return rungs_; }
+  std::size_t rung_index() const { return cur_; }
   // The current rung's estimate: over the quads since it held once they are min_quads (the quads that made it
   // hold were chosen by the decision, a lucky run among them: they bias the figure toward the budget), else over all.
   AbEstimate current() const;
@@ -119,21 +133,27 @@ class Controller {
 
  private:
   double shape(double alpha) const;
+  AbEstimate rung_estimate(const Rung& r) const;
   std::vector<std::pair<double, double>> shape_points() const;
   void quad_done(std::vector<VerifyEvent>& out);
   void back_off(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind, const std::string& why);
   void to_baseline(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& kind, const std::string& why);
+  void maybe_climb(std::vector<VerifyEvent>& out, const AbEstimate& held);
+  void climb_back(std::vector<VerifyEvent>& out, const AbEstimate& e, const std::string& why);
 
   ControllerOptions o_;
   Ladder ladder_;
   bool shape_from_clocks_ = true;  // the ladder's shape at alpha = 1 is > 0 (else alpha itself is the shape)
   Phase phase_ = Phase::verifying;
   std::vector<Rung> rungs_;
+  std::size_t cur_ = 0;            // the current rung's index in rungs_
   std::size_t quad_pos_ = 0;       // block within the quad in progress, 0-3
   Quad quad_;                      // the quad in progress
   std::size_t steady_left_ = 0;    // plan-only blocks before the next quad (held)
   std::size_t steady_gap_ = 0;
   std::size_t blocks_ = 0;
+  std::size_t climbs_ = 0;
+  std::size_t climb_from_ = 0;     // while on a climbed rung: the index of the held rung it climbed from
   std::uint64_t baseline_steps_ = 0, plan_steps_ = 0;
   std::vector<VerifyEvent> events_;
 };

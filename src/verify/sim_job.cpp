@@ -118,9 +118,11 @@ ClosedLoopResult run_closed_loop(const SimJob& job, const Ladder& ladder, const 
       r.energy_seconds = e1 - e0;
       r.joules = watts * (last_tick - first_tick);
     }
-    for (const auto& ev : c.finish_block(r))
+    for (const auto& ev : c.finish_block(r)) {
       if (std::getenv("VERIFY_DEBUG_EVENTS")) std::printf("    [%llu] %s: %s\n", static_cast<unsigned long long>(seed), ev.kind.c_str(), ev.why.c_str());
-    if (res.steps_to_verdict == 0 && c.phase() != Phase::verifying) res.steps_to_verdict = done;
+      // The first verdict: the first rung that holds, or the baseline (a climb after a hold comes later).
+      if (res.steps_to_verdict == 0 && (ev.kind == "hold" || c.phase() == Phase::baseline)) res.steps_to_verdict = done;
+    }
   }
   res.steps = done;
   res.cycle = cycle.period();

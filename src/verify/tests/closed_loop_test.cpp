@@ -95,6 +95,12 @@ Outcome run_case(const Case& c, const ControllerOptions& base_opt, const char* n
     const auto cl = c.ladder.clocks_at(k / 64.0);
     if (c.job.step_s(cl) / t0 - 1 <= c.budget) out.best_saving = std::max(out.best_saving, 1 - c.job.step_j(cl) / e0);
   }
+  if (std::getenv("VERIFY_DEBUG_CURVE"))  // the truth along the ladder, to read a case by
+    for (int k = 0; k <= 32; ++k) {
+      const auto cl = c.ladder.clocks_at(k / 32.0);
+      std::printf("  alpha %.3f shape %.4f slowdown %+.3f %% saving %.3f %%\n", k / 32.0, c.ladder.shape(k / 32.0),
+                  100 * (c.job.step_s(cl) / t0 - 1), 100 * (1 - c.job.step_j(cl) / e0));
+    }
   std::uint64_t verdict_steps = 0;
   for (int s = 0; s < kSeeds; ++s) {
     const ClosedLoopResult r = run_closed_loop(c.job, c.ladder, o, kSteps, 1000 + static_cast<std::uint64_t>(s));
@@ -138,9 +144,7 @@ TEST_P(ClosedLoop, RightModelKeepsMostOfTheSaving) {
   const Outcome o = run_case(law_case(1, 2, GetParam(), 0.02), {}, "(d) right model");
   expect_safe(o);
   EXPECT_LE(o.open_loop_slowdown, 0.02 + 1e-9);
-  if (GetParam() <= 0.01) {
-    EXPECT_GE(o.kept, 0.8);
-  }
+  EXPECT_GE(o.kept, 0.8);  // at CV 5 % too since rungs climb back from a conservative hold (78 % before)
 }
 
 TEST_P(ClosedLoop, TimeTwiceAsSensitiveBreaksTheOpenLoopNotTheClosedOne) {
@@ -159,7 +163,11 @@ TEST_P(ClosedLoop, PowerLessSensitiveNeverCostsEnergy) {
 TEST_P(ClosedLoop, MeasuredV100SweepsAsTheTruth) {
   auto c = sweep_case(GetParam(), 0.02);
   if (!c) GTEST_SKIP() << "../shared/data/kernel_sweeps not found beside the checkout";
-  expect_safe(run_case(*c, {}, "(a) V100 sweeps"));
+  const Outcome o = run_case(*c, {}, "(a) V100 sweeps");
+  expect_safe(o);
+  // Climbing from the back-off's conservative rung toward the knee keeps most of the best saving along the ladder
+  // (45-48 % when the back-off was final).
+  EXPECT_GE(o.kept, 0.8);
 }
 
 INSTANTIATE_TEST_SUITE_P(StepNoise, ClosedLoop, ::testing::Values(0.01, 0.05),

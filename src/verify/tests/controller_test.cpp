@@ -102,6 +102,36 @@ TEST(Controller, APlanOverTheBudgetBacksOffByTheMeasuredSensitivity) {
   EXPECT_LE(c.ladder().shape(c.alpha()) * c.sensitivity_upper(), 0.8 * 0.005 + 1e-12);
 }
 
+// A job whose step time ignores the first 40 % of the plan's clock shape and then rises steeply (measured kernel
+// sweeps look like this: flat over most of the ladder, then a knee). The one sensitivity the back-off measures
+// through the origin puts the first held rung far under the budget; climbing (a bisection toward the rung that
+// broke it) ends on a rung near the knee, still within the budget, after one climb that broke it and came back.
+TEST(Controller, AHeldRungFarUnderTheBudgetClimbsTowardTheKnee) {
+  ControllerOptions o;
+  o.budget = 0.01;
+  Controller c(o, ladder());
+  auto slowdown = [](double shape) { return std::max(0.0, shape - 0.4) * 0.1; };  // 6 % at the plan
+  for (int i = 0; i < 1500 && (c.phase() == Phase::verifying || c.events().back().kind != "hold" ||
+                               c.rungs().size() < 5); ++i) {
+    const BlockPlan b = c.next();
+    const double s = c.ladder().shape(b.arm == Arm::plan ? b.alpha : 0);
+    const double wiggle = (i % 3 == 0 ? 1.0005 : 0.9997);
+    c.finish_block(block((1 + slowdown(s)) * wiggle, 100 * (1 - 0.2 * s)));
+  }
+  std::vector<std::string> kinds;
+  for (const auto& e : c.events()) kinds.push_back(e.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"back_off", "hold", "climb", "climb_back", "climb", "hold", "climb",
+                                             "hold"}));
+  ASSERT_EQ(c.phase(), Phase::held);
+  const double s = c.ladder().shape(c.alpha());
+  EXPECT_LE(slowdown(s), o.budget);  // within the budget by the truth
+  EXPECT_GT(s, 0.4);                 // past the knee's start: the back-off alone stopped near 0.13
+  EXPECT_EQ(c.rungs()[c.rung_index()].alpha, c.alpha());
+  ASSERT_EQ(c.rungs().size(), 5u);  // the plan, the back-off, three climbs (the first came back)
+  EXPECT_EQ(c.rungs()[2].outcome, "climb_back");
+  EXPECT_EQ(c.rung_index(), 4u);
+}
+
 TEST(Controller, APlanThatCostsEnergyIsDroppedForTheBaseline) {
   Controller c({}, ladder());
   run(c, 1.0, 110);
