@@ -42,14 +42,59 @@ nlohmann::json ProfilerCost::to_json() const {
           {"cost_per_cpu_op_us", {kProfilerCostPerCpuOpLowNs / 1e3, kProfilerCostPerCpuOpHighNs / 1e3}}};
 }
 
+namespace {
+
+double replayed_at(model::Workload& w, const model::DvfsModel& m, double scale) {
+  w.cpu_time_scale = scale;
+  return sim::simulate(w, m, sim::default_schedule(w, m), 0).step_time_ns;
+}
+
+// The measured untraced step weighed against the replay: as traced where it is as long, else the CPU's own time
+// scaled to it (the replayed step is non-decreasing in the scale: every CPU stretch is).
+void weigh_measured_step(CpuSide& c, model::Workload& w, const model::DvfsModel& m, double measured_ns) {
+  if (!(measured_ns > 0) || measured_ns >= c.traced_step_ns * (1 - kCpuSideMeasuredTolerance) ||
+      !graph::build_step_graph(w).dependency)
+    return;
+  const std::string supports = c.evidence;
+  c.gpu_bound_step_ns = replayed_at(w, m, 0);
+  c.as_traced = false;
+  if (measured_ns <= c.gpu_bound_step_ns) {
+    c.reading = CpuSide::Reading::gpu_bound;
+    c.cpu_time_scale = 0;
+    c.replayed_step_ns = c.gpu_bound_step_ns;
+    c.evidence = fmt::format("{} is no longer than the step replayed GPU-bound ({:.2f} ms; {:.2f} ms with the CPU "
+                             "side as traced): none of the GPU's waits for the CPU in the trace is supported, so "
+                             "every figure is of the GPU-bound step",
+                             supports, c.gpu_bound_step_ns / 1e6, c.traced_step_ns / 1e6);
+    return;
+  }
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 30 && hi - lo > 1e-4; ++i) {
+    const double mid = (lo + hi) / 2;
+    (replayed_at(w, m, mid) > measured_ns ? hi : lo) = mid;
+  }
+  c.reading = CpuSide::Reading::scaled_to_measured;
+  c.cpu_time_scale = lo;  // the largest scale found whose step is within the measured one
+  c.replayed_step_ns = replayed_at(w, m, lo);
+  const double waits = c.traced_step_ns - c.gpu_bound_step_ns;
+  c.evidence = fmt::format("{} supports {:.2f} of the {:.2f} ms the GPU waited for the CPU as traced (the step "
+                           "replayed: {:.2f} ms as traced, {:.2f} ms GPU-bound): the CPU's own time scaled by {:.3f}, "
+                           "so every figure is of the {:.2f} ms step",
+                           supports, (c.replayed_step_ns - c.gpu_bound_step_ns) / 1e6, waits / 1e6,
+                           c.traced_step_ns / 1e6, c.gpu_bound_step_ns / 1e6, lo, c.replayed_step_ns / 1e6);
+}
+
+}  // namespace
+
 CpuSide decide_cpu_side(model::Workload& w, const model::DvfsModel& m, const std::string& measured_by,
-                        bool gearshift_traced) {
+                        bool gearshift_traced, double measured_step_ns) {
   CpuSide c;
   w.cpu_time_scale = 1;
   w.cpu_less_per_event_ns = 0;
   c.traced_step_ns = c.replayed_step_ns = sim::simulate(w, m, sim::default_schedule(w, m), 0).step_time_ns;
   if (!measured_by.empty()) {
     c.evidence = measured_by;
+    weigh_measured_step(c, w, m, measured_step_ns);
     return c;
   }
   if (!graph::build_step_graph(w).dependency) {
@@ -63,6 +108,7 @@ CpuSide decide_cpu_side(model::Workload& w, const model::DvfsModel& m, const std
   } else {
     c.reading = CpuSide::Reading::gpu_bound;
     w.cpu_time_scale = 0;
+    c.cpu_time_scale = 0;
   }
   c.replayed_step_ns = sim::simulate(w, m, sim::default_schedule(w, m), 0).step_time_ns;
   c.evidence =
@@ -107,11 +153,13 @@ std::string CpuSide::line() const {
 }
 
 nlohmann::json CpuSide::to_json() const {
-  const char* name = reading == Reading::as_traced         ? "as_traced"
-                     : reading == Reading::tracer_cost_out ? "tracer_cost_out"
-                                                           : "gpu_bound";
+  const char* name = reading == Reading::as_traced            ? "as_traced"
+                     : reading == Reading::tracer_cost_out    ? "tracer_cost_out"
+                     : reading == Reading::scaled_to_measured ? "scaled_to_measured"
+                                                              : "gpu_bound";
   nlohmann::json j = {{"reading", name}, {"evidence", evidence}, {"traced_step_s", traced_step_ns * 1e-9},
                       {"replayed_step_s", replayed_step_ns * 1e-9}};
+  if (reading == Reading::scaled_to_measured) j["cpu_time_scale"] = cpu_time_scale;
   if (if_launch_bound)
     j["if_launch_bound"] = {{"strategy", plan::to_string(if_launch_bound->schedule.strategy)},
                             {"switch_latency_us", if_launch_bound->switch_latency_ns / 1e3},

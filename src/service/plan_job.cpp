@@ -107,28 +107,6 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   for (const auto& w : r.trace.health.warnings) r.warnings.push_back(w);
   for (const auto& w : r.iterations.evidence.warnings) r.warnings.push_back(w);
   r.variants = trace::step_variants(r.trace, r.iterations);
-  // A profiled step far longer than the trace's measured untraced step (issue 46): the profiler slowed the CPU side,
-  // and the GPU's waits for launches under it need not exist without it. As `run --auto` does, the template's idle
-  // time is re-timed to the measured step when its kernels fit in it (trace/idle_rescale.hpp), so that no saving
-  // rests on the profiler's delays; where the kernels alone outlast it, the calibration's step check refuses below.
-  std::optional<PlanJobOptions> retimed_o;
-  if (o.calibrate && !o.model && !o.traced_template && r.trace.measured.step_time_s &&
-      *r.trace.measured.step_time_s > 0) {
-    const double untraced = *r.trace.measured.step_time_s * 1e9, traced = r.iterations.tmpl.period_ns;
-    const double busy = trace::template_busy_ns(r.iterations.tmpl);
-    if (traced > untraced * (1 + sim::kMaxCalibratedStepDisagreement) && busy <= untraced && traced > busy) {
-      retimed_o = o;
-      retimed_o->traced_template = r.iterations.tmpl;  // the in-time check replays the trace at its own timing
-      trace::rescale_idle(r.iterations.tmpl, untraced);
-      r.warnings.push_back(fmt::format(
-          "re-timed to the measured untraced step: the traced step {:.2f} ms is {:+.1f} % longer than the {:.2f} ms "
-          "the trace's meta measured without tracing (a profiler slows the CPU side: the GPU's waits for launches "
-          "need not exist without it), so its idle time is scaled by {:.2f} and its {:.2f} ms of busy time kept; "
-          "every figure below is of the untraced step",
-          traced / 1e6, 100 * (traced / untraced - 1), untraced / 1e6, (untraced - busy) / (traced - busy), busy / 1e6));
-    }
-  }
-  const PlanJobOptions& oo = retimed_o ? *retimed_o : o;
   if (!r.variants.empty()) r.warnings.push_back(describe_variants(r.variants, r.iterations));
   r.model.emplace(spec);
   r.workload = model::build_workload(r.trace, r.iterations, *r.model);
@@ -140,6 +118,50 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
     r.model.emplace(sampled);
     r.workload = model::build_workload(r.trace, r.iterations, *r.model);
     r.gemm_clock_source = fmt::format("{} MHz, the median SM clock the trace sampled on its GEMMs", *f);
+  }
+  // A profiled step far longer than the trace's measured untraced step (issue 46): the profiler slowed the CPU side,
+  // and the GPU's waits for launches under it need not exist without it. Where the step replayed GPU-bound fits in
+  // the measured step, the CPU side explains the difference and is scaled to it below (decide_cpu_side). Where even
+  // that replay is longer, as `run --auto` does, the template's idle time is re-timed to the measured step when its
+  // kernels fit in it (trace/idle_rescale.hpp), so that no saving rests on the profiler's delays; where the kernels
+  // alone outlast it, the calibration's step check refuses below.
+  std::optional<PlanJobOptions> retimed_o;
+  if (o.calibrate && !o.model && !o.traced_template && r.trace.measured.step_time_s &&
+      *r.trace.measured.step_time_s > 0) {
+    const double untraced = *r.trace.measured.step_time_s * 1e9, traced = r.iterations.tmpl.period_ns;
+    const double busy = trace::template_busy_ns(r.iterations.tmpl);
+    double gpu_bound = traced;
+    if (graph::build_step_graph(r.workload).dependency) {
+      model::Workload probe = r.workload;
+      probe.cpu_time_scale = 0;
+      gpu_bound = sim::simulate(probe, *r.model, sim::default_schedule(probe, *r.model), 0).step_time_ns;
+    }
+    if (traced > untraced * (1 + sim::kMaxCalibratedStepDisagreement) && busy <= untraced && traced > busy &&
+        gpu_bound > untraced * (1 + kCpuSideMeasuredTolerance)) {
+      retimed_o = o;
+      retimed_o->traced_template = r.iterations.tmpl;  // the in-time check replays the trace at its own timing
+      trace::rescale_idle(r.iterations.tmpl, untraced);
+      r.workload = model::build_workload(r.trace, r.iterations, *r.model);
+      r.warnings.push_back(fmt::format(
+          "re-timed to the measured untraced step: the traced step {:.2f} ms is {:+.1f} % longer than the {:.2f} ms "
+          "the trace's meta measured without tracing (a profiler slows the CPU side: the GPU's waits for launches "
+          "need not exist without it), so its idle time is scaled by {:.2f} and its {:.2f} ms of busy time kept; "
+          "every figure below is of the untraced step",
+          traced / 1e6, 100 * (traced / untraced - 1), untraced / 1e6, (untraced - busy) / (traced - busy), busy / 1e6));
+    }
+  }
+  const PlanJobOptions& oo = retimed_o ? *retimed_o : o;
+  // What the CPU side may give (issue 46): as traced only where an untraced measurement supports it, and the
+  // trace's own measured step is weighed against the replay: it supports the waits it has room for only. Its
+  // reading is taken before the calibration too, since the trace's measured power is of that untraced step.
+  std::string cpu_measured_by = o.cpu_measured_by;
+  double measured_step_ns = 0;
+  if (cpu_measured_by.empty() && r.trace.measured.step_time_s && *r.trace.measured.step_time_s > 0) {
+    cpu_measured_by = fmt::format("the trace's measured untraced step, {:.2f} ms{}", *r.trace.measured.step_time_s * 1e3,
+                                  retimed_o ? " (the template re-timed to it)" : "");
+    measured_step_ns = *r.trace.measured.step_time_s * 1e9;
+    decide_cpu_side(r.workload, *r.model, cpu_measured_by, r.trace.format.starts_with("gearshift-trace"),
+                    measured_step_ns);
   }
   std::string no_power;
   const std::optional<sim::MeasuredPower> measured =
@@ -197,12 +219,9 @@ PlanJobResult plan_trace(const PlanJobOptions& o, trace::Trace trace,
   } else if (!no_power.empty()) {
     r.calibration_source = "uncalibrated: " + no_power;
   }
-  // What the CPU side may give (issue 46): as traced only where an untraced measurement supports it.
-  std::string cpu_measured_by = o.cpu_measured_by;
-  if (cpu_measured_by.empty() && r.trace.measured.step_time_s && *r.trace.measured.step_time_s > 0)
-    cpu_measured_by = fmt::format("the trace's measured untraced step, {:.2f} ms{}", *r.trace.measured.step_time_s * 1e3,
-                                  retimed_o ? " (the template re-timed to it)" : "");
-  r.cpu = decide_cpu_side(r.workload, *r.model, cpu_measured_by, r.trace.format.starts_with("gearshift-trace"));
+  // Decided again on the calibrated model (the reading above set the workload's CPU side for the calibration).
+  r.cpu = decide_cpu_side(r.workload, *r.model, cpu_measured_by, r.trace.format.starts_with("gearshift-trace"),
+                          measured_step_ns);
   r.cpu.profiler = profiler_cost(r.trace.profiler, r.iterations.tmpl.period_ns);
   sim::EvaluateOptions eo;
   eo.max_slowdown = o.max_slowdown;

@@ -45,7 +45,7 @@ RankInput rank_from_trace(trace::Trace t, const std::string& gpu, const std::str
   const CpuSide cpu = decide_cpu_side(
       w, m,
       ms.step_time_s && *ms.step_time_s > 0 ? fmt::format("the trace's measured untraced step, {:.2f} ms", *ms.step_time_s * 1e3) : "",
-      t.format.starts_with("gearshift-trace"));
+      t.format.starts_with("gearshift-trace"), ms.step_time_s.value_or(0) * 1e9);
   if (!cpu.as_traced) warnings.push_back("CPU side: " + cpu.evidence);
   return RankInput{
       std::move(w), std::move(m), label, ms.step_time_s.value_or(0) * 1e9, ms.energy_per_step_j.value_or(0),

@@ -60,10 +60,13 @@ TEST(SavingRangeOnTraces, TheRangeHoldsTheExpectedSavingOnEveryShippedTrace) {
   // 275.8 -> 274.5 ms (2.62 / 0.07-2.42 / median 1.49 before), and the input-bound job's GPU, nearly as slow as its
   // loader, becomes the bottleneck (105.0 -> 104.0 ms): its one-pair saving 3.38 % (2.01-3.73) rested on 1 ms of
   // CPU wait that the tracer's own cost can explain.
+  // Since session 34 a measured untraced step shorter than the step replayed as traced supports only the waits it
+  // has room for (service/cpu_side.hpp, Reading::scaled_to_measured): accum4's 131.6 ms against its 141.2 ms replay
+  // keeps 4.67 of its 14.30 ms of waits for the CPU (3.62 / 4.40 / 5.38 before, now shown apart).
   const std::map<std::string, Figures> documented = {
       {"gpt3xl_h200_trace.json.gz", {0.20, 1.80, 2.15}},
       {"megatron_excerpt_3steps.trace.jsonl.gz", {-0.14, 2.49, 2.30, true}},
-      {"accum4_gpt2s.json.gz", {3.62, 4.40, 5.38}},
+      {"accum4_gpt2s.json.gz", {1.48, 1.88, 2.34}},
       {"input_bound_gpt2s_8steps.trace.jsonl.gz", {0.69, 1.03, 1.16}},
   };
   int planned = 0;
