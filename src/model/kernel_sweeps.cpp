@@ -119,7 +119,7 @@ std::vector<KernelSweep> parse_synergy_csv(const std::string& text, const std::s
   std::map<std::string, std::size_t> index;
   for (const auto& [line_no, row] : r.rows) {
     auto [it, added] = index.try_emplace(row[name], out.size());
-    if (added) out.push_back({"synergy", "v100", "real", row[name], {}, {}});
+    if (added) out.push_back({"synergy", "v100", "real", row[name], {}, {}, origin});
     Sample s;
     s.sm_mhz = clock_mhz(row[f], origin, line_no, "core-freq");
     s.mem_mhz = clock_mhz(row[m], origin, line_no, "memory-freq");
@@ -145,7 +145,7 @@ std::vector<KernelSweep> parse_nvdvfs_profile_csv(const std::string& text, const
   for (const auto& [line_no, row] : r.rows) {
     const std::string key = row[bench] + "/" + row[arg];
     auto [it, added] = index.try_emplace(key, out.size());
-    if (added) out.push_back({"nv-dvfs", gpu, "real", key, {}, {}});
+    if (added) out.push_back({"nv-dvfs", gpu, "real", key, {}, {}, origin});
     Sample s;
     s.sm_mhz = clock_mhz(row[f], origin, line_no, "core_frequency");
     s.mem_mhz = clock_mhz(row[m], origin, line_no, "memory_frequency");
@@ -179,7 +179,7 @@ std::vector<KernelSweep> parse_gpuptx_csv(const std::string& text, const std::st
     if (f.size() == 1) {  // a kernel-name line starts a block
       std::string name = f[0];
       if (int n = ++seen[name]; n > 1) name += "#" + std::to_string(n);  // stencil2d appears twice (README)
-      out.push_back({"gpuptx", "gtxtitanx", "real", name, {}, {}});
+      out.push_back({"gpuptx", "gtxtitanx", "real", name, {}, {}, origin});
       continue;
     }
     if (out.empty()) throw std::invalid_argument(where(origin, line_no) + ": a data line before any kernel name");
@@ -207,7 +207,7 @@ KernelSweep parse_kernel_tuner_cache(const std::string& text, const std::string&
   if (j.is_discarded() || !j.is_object()) throw std::invalid_argument(origin + ": not a JSON object");
   if (!j.contains("cache") || !j["cache"].is_object() || j["cache"].empty())
     throw std::invalid_argument(origin + ": no 'cache' object with entries (a Kernel Tuner cache file?)");
-  KernelSweep k{"kernel-tuner", "a100-pcie", "real", j.value("kernel_name", std::string("kernel")), {}, {}};
+  KernelSweep k{"kernel-tuner", "a100-pcie", "real", j.value("kernel_name", std::string("kernel")), {}, {}, origin};
   for (const auto& [key, e] : j["cache"].items()) {
     auto num = [&](const char* field) {
       if (!e.contains(field) || !e[field].is_number() || !(e[field].get<double>() > 0))

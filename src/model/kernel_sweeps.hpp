@@ -41,6 +41,7 @@ struct KernelSweep {
   std::string kernel;   // kernel name; "benchmark/argNo" for nv-dvfs, "name" for the others
   std::vector<Sample> samples;                   // ascending (mem_mhz, sm_mhz)
   std::vector<ActivityCounters> counters;        // parallel to samples (nv-dvfs), else empty
+  std::string source;                            // the file it was read from (origin); empty when not set
 };
 
 std::vector<KernelSweep> parse_synergy_csv(const std::string& text, const std::string& origin);

@@ -91,18 +91,25 @@ gpu::GpuSpec validation_spec(const std::string& gpu, const std::vector<const Ker
   if (gpu == "a100-pcie") return gpu::find_spec("a100");
   if (gpu != "rtx8000" && gpu != "gtxtitanx")
     throw std::invalid_argument("validation_spec: no board model for GPU '" + gpu + "'");
+  return stand_in_spec(gpu, gpu == "rtx8000" ? "Quadro RTX 8000 (stand-in spec)" : "GTX Titan X Maxwell (stand-in spec)",
+                       sweeps, gpu == "rtx8000" ? 295 : 250);  // board TDPs (NVIDIA product pages)
+}
+
+gpu::GpuSpec stand_in_spec(const std::string& name, const std::string& full_name,
+                           const std::vector<const KernelSweep*>& sweeps, double power_limit_w) {
+  if (!(power_limit_w > 0)) throw std::invalid_argument("stand_in_spec: power limit must be > 0 W for " + name);
   gpu::GpuSpec s;
-  s.name = gpu;
-  s.full_name = gpu == "rtx8000" ? "Quadro RTX 8000 (stand-in spec)" : "GTX Titan X Maxwell (stand-in spec)";
+  s.name = name;
+  s.full_name = full_name;
   std::set<int> sm, mem;
   for (const auto* k : sweeps)
     for (const auto& p : k->samples) sm.insert(p.sm_mhz), mem.insert(p.mem_mhz);
-  if (sm.size() < 2) throw std::invalid_argument("validation_spec: fewer than 2 SM clocks for " + gpu);
+  if (sm.size() < 2) throw std::invalid_argument("stand_in_spec: fewer than 2 SM clocks for " + name);
   s.sm_clocks_mhz.assign(sm.begin(), sm.end());
   s.mem_clocks_mhz.assign(mem.begin(), mem.end());
   s.default_sm_clock_mhz = s.sm_clocks_mhz.back();
   s.default_mem_clock_mhz = s.mem_clocks_mhz.back();
-  s.max_board_power_w = gpu == "rtx8000" ? 295 : 250;  // board TDPs (NVIDIA product pages)
+  s.max_board_power_w = power_limit_w;
   s.power_limit_min_w = s.power_limit_max_w = s.power_limit_default_w = s.max_board_power_w;
   double lo = 1e9, hi = 1e9;
   for (const auto* k : sweeps)
@@ -203,11 +210,14 @@ CounterRule fit_counter_rule(const std::vector<const SweepEval*>& training) {
   return {x[0], x[1], x[2], n};
 }
 
-KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
+KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps, const std::map<std::string, gpu::GpuSpec>& specs) {
   KernelValidation v;
   std::map<std::string, std::vector<const KernelSweep*>> by_gpu;
   for (const auto& k : sweeps) by_gpu[k.gpu].push_back(&k);
-  for (const auto& [gpu, ks] : by_gpu) v.specs.emplace(gpu, validation_spec(gpu, ks));
+  for (const auto& [gpu, ks] : by_gpu) {
+    auto given = specs.find(gpu);
+    v.specs.emplace(gpu, given != specs.end() ? given->second : validation_spec(gpu, ks));
+  }
 
   // Units: one per (kernel, memory clock) with ≥ 4 clocks; fold by the kernel's index in its (dataset, GPU).
   std::map<std::pair<std::string, std::string>, int> counter;
@@ -217,7 +227,7 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
     for (const auto& s : k.samples) mems.insert(s.mem_mhz);
     for (int m : mems) {
       SweepEval e;
-      e.dataset = k.dataset, e.gpu = k.gpu, e.suite = k.suite, e.kernel = k.kernel, e.mem_mhz = m;
+      e.dataset = k.dataset, e.gpu = k.gpu, e.suite = k.suite, e.kernel = k.kernel, e.source = k.source, e.mem_mhz = m;
       e.cls = validation_class(k);
       e.fold = fold;
       for (std::size_t i = 0; i < k.samples.size(); ++i) {
@@ -349,6 +359,14 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
         if (std::count(splits[i].calib_mhz.begin(), splits[i].calib_mhz.end(), s.sm_mhz)) calib.push_back(s);
       const FittedKernel k = fit_kernel(calib, fit_board, fo);
       (i ? e.extrap_law : e.interp_law) = k.time_law;
+      if (i == 0) {  // the same fit and predictions as evaluate_split's, at every clock
+        const DvfsModel m = k.model(spec);
+        for (const auto& s : e.samples) {
+          const Prediction p = predict(m, k, s.sm_mhz);
+          e.interp_every.push_back({s.sm_mhz, s.time_s, s.energy_j, p.time_ns * 1e-9, p.energy_j,
+                                    baseline_time_s(calib, s.sm_mhz), baseline_energy_j(calib, s.sm_mhz)});
+        }
+      }
       (i ? e.extrap_rises : e.interp_rises) = !fo.time_shape.empty() && k.time_rises;
     }
     if (e.gpu == "v100") {
@@ -379,11 +397,19 @@ KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps) {
 
   // The prior-adjustment rule (a = the class's median measured a in the other fold) and the counter rule,
   // each learnt on one fold and applied to the other.
+  // A fold without 3 kernels whose counters were measured at the top clock, or whose counters cannot tell the
+  // coefficients apart, gets no rule (n = 0): its kernels have no counter figures.
   for (int f = 0; f < 2; ++f) {
     std::vector<const SweepEval*> training;
     for (const auto& e : v.sweeps)
       if (e.fold != f && !e.counters.empty()) training.push_back(&e);
-    if (training.size() >= 3) v.counter_rule[f] = fit_counter_rule(training);
+    const auto measured = std::count_if(training.begin(), training.end(),
+                                        [](const SweepEval* e) { return e->counters.back().measured; });
+    if (measured < 3) continue;
+    try {
+      v.counter_rule[f] = fit_counter_rule(training);
+    } catch (const std::invalid_argument&) {
+    }
   }
   for (auto& e : v.sweeps) {
     const DvfsModel board(v.specs.at(e.gpu), curves.at({e.dataset, e.gpu, e.fold}));

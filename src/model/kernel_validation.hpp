@@ -32,6 +32,14 @@ KernelClass validation_class(const KernelSweep& k);
 // measured power at the lowest and highest clock, memory power 12 % of the board power, knee mid-range.
 gpu::GpuSpec validation_spec(const std::string& gpu, const std::vector<const KernelSweep*>& sweeps);
 
+// A board model for a GPU without a shipped spec (validation_spec's stand-ins, `gearshift validate-model` for a
+// board named with its power limit): SM and memory clocks = those of the sweeps, power limit and board power =
+// `power_limit_w` (W), idle power 0.9 × the lowest measured power at the lowest and at the highest SM clock
+// (estimate: an upper bound of idle there), memory power 12 % of the power limit (as the shipped specs assume),
+// voltage knee at the middle clock. Throws std::invalid_argument on fewer than 2 SM clocks or a limit ≤ 0.
+gpu::GpuSpec stand_in_spec(const std::string& name, const std::string& full_name,
+                           const std::vector<const KernelSweep*>& sweeps, double power_limit_w);
+
 // Calibration clocks: interpolation = lowest, middle (index n/2), highest; extrapolation = the highest and,
 // going down, the next clocks at least 100 MHz below the previous one (1530, 1425, 1320 MHz on V100).
 std::vector<Split> kernel_splits(const std::vector<int>& clocks_mhz);
@@ -74,6 +82,7 @@ struct ShapeSpread {
 // One validation kernel at one memory clock.
 struct SweepEval {
   std::string dataset, gpu, suite, kernel;
+  std::string source;  // the file the kernel was read from (KernelSweep::source)
   int mem_mhz = 0;
   KernelClass cls = KernelClass::other;
   int fold = 0;  // 0 or 1
@@ -84,6 +93,9 @@ struct SweepEval {
   std::vector<HeldOut> interp_spec, extrap_spec;  // the same with the GPU spec's V-curve (v100 only)
   std::vector<HeldOut> interp_additive, extrap_additive;  // the same board, time law T_c + A/f only (no roofline, r ≡ 1)
   std::vector<HeldOut> interp_flat, extrap_flat;  // the same board, fit_kernel without the board's time shape (r ≡ 1)
+  // The interpolation fit (as interp) predicted at every clock of the sweep, its calibration clocks included, in
+  // sample order: the model's clock choice (model/model_check.hpp).
+  std::vector<HeldOut> interp_every;
   TimeLaw interp_law = TimeLaw::additive, extrap_law = TimeLaw::additive;  // the law fit_kernel chose
   // The board's time shape was offered and fit_kernel did not apply it: the calibration times rise with the clock
   // (FittedKernel::time_rises).
@@ -139,7 +151,10 @@ struct KernelValidation {
 };
 
 // Every sweep of `sweeps` with ≥ 4 clocks at a memory clock is evaluated (gpuptx: each memory clock a sweep).
-KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps);
+// The board model of each GPU (KernelSweep::gpu) is `specs`' entry of that name where there is one, else
+// validation_spec's. Throws std::invalid_argument where validation_spec or kernel_splits does.
+KernelValidation validate_kernels(const std::vector<KernelSweep>& sweeps,
+                                  const std::map<std::string, gpu::GpuSpec>& specs = {});
 
 // ShapeSpread of class `cls` over the real-suite sweeps of `v` (fold -1: both folds).
 ShapeSpread shape_spread(const KernelValidation& v, KernelClass cls, int fold = -1);
