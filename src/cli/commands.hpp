@@ -42,5 +42,6 @@ void add_replay_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_plan_ranks_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
+void add_validate_model_command(CLI::App& app);
 
 }  // namespace gearshift::cli

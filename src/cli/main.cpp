@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   gearshift::cli::add_run_command(app);
   gearshift::cli::add_plan_ranks_command(app);
   gearshift::cli::add_calibrate_command(app);
+  gearshift::cli::add_validate_model_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

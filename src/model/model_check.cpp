@@ -214,7 +214,9 @@ CheckInput read_check_input(const std::vector<std::string>& paths, const ModelCh
   if (in.kernels.empty()) {
     std::string list;
     for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
-    throw std::invalid_argument(list + ": no kernel with at least 4 SM clocks to check (see the lines above)");
+    std::string why;
+    for (const auto& n : in.notes) why += "\n  " + n;
+    throw std::invalid_argument(list + ": no kernel left to check:" + why);
   }
   return in;
 }
