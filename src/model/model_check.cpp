@@ -1,6 +1,7 @@
 #include "model/model_check.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -149,6 +150,14 @@ CheckInput read_check_input(const std::vector<std::string>& paths, const ModelCh
       } else {
         in.board_source[gpu] += ", power limit " + fmt_w(spec->power_limit_default_w) + " W (spec)";
       }
+      // Clocks outside the spec's range: the sweep is likely of another board of that name (the fit still runs).
+      int lo = INT32_MAX, hi = 0;
+      for (const auto* k : ks)
+        for (const auto& s : k->samples) lo = std::min(lo, s.sm_mhz), hi = std::max(hi, s.sm_mhz);
+      if (lo < spec->min_sm_clock_mhz() || hi > spec->max_sm_clock_mhz())
+        in.notes.push_back("board '" + gpu + "': SM clocks " + std::to_string(lo) + "-" + std::to_string(hi) +
+                           " MHz measured, outside the spec's " + std::to_string(spec->min_sm_clock_mhz()) + "-" +
+                           std::to_string(spec->max_sm_clock_mhz()) + " MHz: is it that GPU?");
       in.boards.emplace(gpu, *spec);
     } else if (w > 0) {
       in.boards.emplace(gpu, stand_in_spec(gpu, gpu + " (stand-in spec)", ks, w));
@@ -156,7 +165,8 @@ CheckInput read_check_input(const std::vector<std::string>& paths, const ModelCh
                              "power), power limit " + fmt_w(w) + " W (" + w_from + ")";
     } else if (public_board[gpu] && !open_board[gpu]) {
       in.boards.emplace(gpu, validation_spec(gpu, ks));  // throws naming the GPU when it has none
-      in.board_source[gpu] = "bench/kernel_validation's board model: " + in.boards.at(gpu).full_name;
+      in.board_source[gpu] = "bench/kernel_validation's board model: " + in.boards.at(gpu).full_name +
+                             ", power limit " + fmt_w(in.boards.at(gpu).power_limit_default_w) + " W";
     } else {
       std::string known;
       for (const auto& n : gpu::spec_names()) known += (known.empty() ? "" : ", ") + n;

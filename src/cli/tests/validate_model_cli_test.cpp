@@ -198,5 +198,18 @@ TEST(ValidateModelCli, SkipsAKernelWithOneClockAndIgnoresAnEmptyCounterColumn) {
   EXPECT_NE(r.out.find("6 kernel sweep(s) from 1 file(s)"), std::string::npos) << r.out;
 }
 
+// A sweep whose clocks lie outside its named board's spec is checked, with a line saying so.
+TEST(ValidateModelCli, ClocksOutsideTheSpecAreSaid) {
+  TmpDir t;
+  std::string s = "# board: v100\nkernel,sm_clock_mhz,time_s,energy_j\n";
+  for (int f : {1600, 1700, 1800, 1900, 2000}) s += fmt::format("k,{},{},{}\n", f, 1 + 1000.0 / f, 100 + f / 10.0);
+  const std::string path = t.write("fast.csv", s);
+  const Result r = run("validate-model " + path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("board 'v100': SM clocks 1600-2000 MHz measured, outside the spec's 135-1530 MHz"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace gearshift
