@@ -1,7 +1,8 @@
 // `gearshift pipeline`: the iteration time–energy frontier of a pipeline-parallel job and its clock plans
 // (Perseus, Chung et al., SOSP'24). Reads a stage profile, writes OUTDIR/frontier.csv, OUTDIR/pareto.csv,
 // OUTDIR/schedules.json and prints the (modelled) summary. With --evaluate PLAN: the modelled time, energy and
-// per-rank busy/idle of that one plan instead (service/evaluate_pipeline.hpp).
+// per-rank busy/idle of that one plan instead (service/evaluate_pipeline.hpp); --overhead-from MEASURED adds the time
+// the graph leaves out (pipeline/left_out_time.hpp).
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -23,9 +24,12 @@ struct PipelineOptions {
   std::string outdir;
   bool json = false;
   std::string evaluate;  // --evaluate PLAN
+  std::string overhead_from;  // --overhead-from MEASURED (with --evaluate)
+  double lag_ms = 0;          // --lag-ms (with --overhead-from)
   // Options whose presence matters: --evaluate takes the plan file's values for those not given.
   CLI::Option *schedule = nullptr, *stages = nullptr, *microbatches = nullptr, *virtual_stages = nullptr,
-              *unit = nullptr, *power = nullptr, *cost = nullptr, *output = nullptr;
+              *unit = nullptr, *power = nullptr, *cost = nullptr, *output = nullptr, *overhead = nullptr,
+              *lag = nullptr;
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -50,6 +54,8 @@ void evaluate(const PipelineOptions& o) {
   e.time_unit_ms = given(o.unit, o.job.time_unit_ms);
   e.blocking_power_w = given(o.power, o.job.blocking_power_w);
   e.cost_model = given(o.cost, o.job.cost_model);
+  e.overhead_from = given(o.overhead, o.overhead_from);
+  e.lag_ms = given(o.lag, o.lag_ms);
   const auto r = service::evaluate_pipeline_plan(e);  // ServiceError: exit codes in main.cpp
   const auto j = service::evaluation_json(r);
   if (!o.outdir.empty()) {
@@ -67,6 +73,8 @@ void evaluate(const PipelineOptions& o) {
 void run(const PipelineOptions& o) {
   using namespace pipeline;
   if (!o.evaluate.empty()) return evaluate(o);
+  for (const CLI::Option* only : {o.overhead, o.lag})
+    if (only->count()) throw Exit(kUsage, only->get_name() + " needs --evaluate");
   for (const CLI::Option* req : {o.stages, o.microbatches, o.output})
     if (!req->count()) throw Exit(kUsage, req->get_name() + " is required (without --evaluate)");
   const service::PipelineJobResult r = service::run_pipeline_job(o.job);  // ServiceError: exit codes in main.cpp
@@ -130,6 +138,14 @@ void add_pipeline_command(CLI::App& app) {
                   "Evaluate this clock plan instead of planning: gearshift schedules.json, a lowtime "
                   "freqs_pipeline_*.py or a Perseus sched.json (gzip too); modelled time, energy, per-rank busy/idle. "
                   "Shape, unit, power and cost model default to the plan file's where it records them");
+  o->overhead = cmd->add_option(
+      "--overhead-from", o->overhead_from,
+      "With --evaluate: a Perseus prof.json(.gz) of a MEASURED all-max-clock run of this pipeline; the time the "
+      "compute-only graph leaves out (optimizer step, syncs) is fitted from it as a per-iteration overhead and added "
+      "at the blocking power");
+  o->lag = cmd->add_option("--lag-ms", o->lag_ms,
+                           "With --overhead-from: send/receive lag added on each cross-stage edge [ms] (given, not "
+                           "fitted: one iteration cannot tell it from the overhead; default 0)");
   cmd->callback([o] { run(*o); });
 }
 

@@ -37,6 +37,7 @@ void add_demo_command(CLI::App& app);
 void add_gpus_command(CLI::App& app);
 void add_monitor_command(CLI::App& app);
 void add_pipeline_command(CLI::App& app);
+void add_pipeline_profile_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_run_command(CLI::App& app);

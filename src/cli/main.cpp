@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   gearshift::cli::add_gpus_command(app);
   gearshift::cli::add_monitor_command(app);
   gearshift::cli::add_pipeline_command(app);
+  gearshift::cli::add_pipeline_profile_command(app);
   gearshift::cli::add_trace_command(app);
   gearshift::cli::add_replay_command(app);
   gearshift::cli::add_run_command(app);

@@ -125,6 +125,8 @@ Evaluation evaluate_schedule(const PipelineDag& dag, const StageModels& models, 
   in.num_ops = static_cast<int>(dag.ops.size());
   in.edges = dag.edges;
   ev.T = makespan(in, d);
+  ev.op_time_s.reserve(d.size());
+  for (int x : d) ev.op_time_s.push_back(x * u);
   ev.iteration_time_s = ev.T * u;
   for (double x : e) ev.compute_j += x;
   ev.blocking_j = dag.stages * static_cast<double>(ev.T) * u * P;

@@ -55,6 +55,9 @@ struct Evaluation {
   double blocking_j = 0;          // S·T·u·P [J]
   double energy_j = 0;            // compute_j + blocking_j [J]
   std::vector<RankUse> ranks;
+  std::vector<double> op_time_s;  // [DAG op] d·u [s]
+  double left_out_s = 0;          // time added for what the graph leaves out [s] (left_out_time.hpp; 0 without)
+  double left_out_j = 0;          // its energy at the blocking power [J], included in blocking_j and energy_j
 };
 
 // Throws PipelineError (one line naming the step) on: a rank count other than the DAG's, a rank whose number of

@@ -16,7 +16,9 @@ namespace {
 
 using Kind = ServiceError::Kind;
 
-std::string read_maybe_gz(const std::string& path) {
+}  // namespace
+
+std::string read_plan_text(const std::string& path) {
   try {
     trace::GzStreamBuf buf(path);
     std::istream in(&buf);
@@ -29,6 +31,8 @@ std::string read_maybe_gz(const std::string& path) {
     throw ServiceError(Kind::kBadPlan, e.what());
   }
 }
+
+namespace {
 
 template <typename T>
 T settle(const std::optional<T>& option, const std::optional<T>& file, T fallback, const char* flag,
@@ -48,9 +52,13 @@ PipelineEvaluateResult evaluate_pipeline_plan(const PipelineEvaluateOptions& o) 
     throw ServiceError(Kind::kBadArgument, "--blocking-power-w must be ≥ 0");
   if (o.cost_model && *o.cost_model != "hull" && *o.cost_model != "exp-fit")
     throw ServiceError(Kind::kBadArgument, "--cost-model must be hull or exp-fit");
+  if (o.lag_ms && !o.overhead_from)
+    throw ServiceError(Kind::kBadArgument, "--lag-ms needs --overhead-from (the lag is added with the fitted overhead)");
+  if (o.lag_ms && (!(*o.lag_ms >= 0) || !std::isfinite(*o.lag_ms)))
+    throw ServiceError(Kind::kBadArgument, "--lag-ms must be ≥ 0");
   PlanFile plan;
   try {
-    plan = parse_plan_file(read_maybe_gz(o.plan_path), o.plan_path);
+    plan = parse_plan_file(read_plan_text(o.plan_path), o.plan_path);
   } catch (const PipelineError& e) {
     throw ServiceError(Kind::kBadPlan, e.what());
   }
@@ -93,6 +101,21 @@ PipelineEvaluateResult evaluate_pipeline_plan(const PipelineEvaluateOptions& o) 
   } catch (const PipelineError& e) {
     throw ServiceError(Kind::kBadPlan, e.what());
   }
+  if (o.overhead_from) {
+    std::string text;
+    try {
+      text = read_plan_text(*o.overhead_from);
+    } catch (const ServiceError& e) {
+      throw ServiceError(Kind::kBadInput, std::string("--overhead-from ") + e.what());
+    }
+    try {
+      const MeasuredRun run = parse_measured_run(text, *o.overhead_from);
+      r.left_out = fit_left_out_time(dag, run, o.lag_ms.value_or(0.0) * 1e-3);
+    } catch (const PipelineError& e) {
+      throw ServiceError(Kind::kBadInput, std::string("--overhead-from ") + e.what());
+    }
+    for (auto& ev : r.evaluations) add_left_out_time(ev, dag, *r.left_out, p.model.blocking_power_w);
+  }
   return r;
 }
 
@@ -105,9 +128,20 @@ std::string evaluation_text(const PipelineEvaluateResult& r) {
                    p.model.kind == pipeline::CostModelKind::kHull ? "hull" : "exp-fit", p.model.unit_s * 1e3,
                    p.model.blocking_power_w);
   o += "Every figure below is MODELLED from the profile (the planner's DAG and cost model), not measured.\n";
+  if (const auto& lo = r.left_out)
+    o += fmt::format("left-out time (sends/receives, optimizer step, syncs): lag {:.3f} ms per cross-stage edge (given), "
+                     "overhead {:.4f} s per iteration fitted from {} (MEASURED iteration {:.4f} s, its graph {:.4f} s, "
+                     "{} cross-stage edges on its longest path); waiting at {} W/GPU\n",
+                     lo->lag_s * 1e3, lo->overhead_s, lo->source, lo->measured_iteration_s, lo->graph_s, lo->crossings,
+                     p.model.blocking_power_w);
+  else
+    o += "left-out time (sends/receives, loads, optimizer step, syncs): absent; the graph is compute only "
+         "(--overhead-from MEASURED fits it)\n";
   for (const auto& e : r.evaluations) {
     o += fmt::format("plan {}: iteration {:.4f} s, energy {:.2f} J (compute {:.2f} J + blocking {:.2f} J)\n", e.name,
                      e.iteration_time_s, e.energy_j, e.compute_j, e.blocking_j);
+    if (r.left_out)
+      o += fmt::format("  of which left out by the graph: {:.4f} s, {:.2f} J\n", e.left_out_s, e.left_out_j);
     o += "  rank   busy_s   idle_s  idle_%  energy_J  clocks_MHz\n";
     for (std::size_t k = 0; k < e.ranks.size(); ++k) {
       const auto& u = e.ranks[k];
@@ -133,6 +167,17 @@ nlohmann::json evaluation_json(const PipelineEvaluateResult& r) {
                       {"time_unit_s", p.model.unit_s},
                       {"blocking_power_w", p.model.blocking_power_w},
                       {"plans", nlohmann::json::array()}};
+  if (const auto& lo = r.left_out)
+    j["left_out_time"] = {{"absent", false},
+                          {"fitted_from", lo->source},
+                          {"lag_s", lo->lag_s},
+                          {"lag_fitted", false},
+                          {"overhead_s", lo->overhead_s},
+                          {"measured_iteration_s", lo->measured_iteration_s},
+                          {"graph_s", lo->graph_s},
+                          {"crossings", lo->crossings}};
+  else
+    j["left_out_time"] = {{"absent", true}};
   for (const auto& e : r.evaluations) {
     nlohmann::json ranks = nlohmann::json::array();
     for (std::size_t k = 0; k < e.ranks.size(); ++k)
@@ -148,6 +193,8 @@ nlohmann::json evaluation_json(const PipelineEvaluateResult& r) {
                           {"energy_j", e.energy_j},
                           {"compute_energy_j", e.compute_j},
                           {"blocking_energy_j", e.blocking_j},
+                          {"left_out_s", e.left_out_s},
+                          {"left_out_energy_j", e.left_out_j},
                           {"ranks", std::move(ranks)}});
   }
   return j;

@@ -1,0 +1,198 @@
+#include "pipeline/measured_profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/core.h>
+
+#include "pipeline/error.hpp"
+
+namespace gearshift::pipeline {
+
+namespace {
+
+struct Instance {
+  int clock = 0;
+  double time_s = 0;
+};
+
+// [rank] -> per (instruction, microbatch) clock and measured time of one plan.
+std::vector<std::map<std::pair<Instruction, int>, Instance>> instances(const MeasuredPlan& p) {
+  const auto& run = p.run;
+  const auto& sch = p.schedule;
+  if (sch.ranks.size() != run.ranks.size())
+    throw PipelineError(fmt::format("plan {}: the sched has {} ranks, the measured run ({}) {}", p.name,
+                                    sch.ranks.size(), run.source, run.ranks.size()));
+  std::vector<std::map<std::pair<Instruction, int>, Instance>> out(run.ranks.size());
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const MeasuredRank& m = run.ranks[r];
+    for (const PlanStep& st : sch.ranks[r]) {
+      if (!st.instruction || !st.microbatch || st.clock_mhz <= 0 ||
+          (*st.instruction != Instruction::kForward && *st.instruction != Instruction::kBackward))
+        throw PipelineError(fmt::format("plan {}: {}: not a forward/backward with a microbatch and a clock", p.name,
+                                        st.where));
+      const int mb = *st.microbatch;
+      if (mb < 0 || mb >= run.microbatches)
+        throw PipelineError(fmt::format("plan {}: {}: microbatch {}, but {} measures {} per iteration", p.name,
+                                        st.where, mb, run.source, run.microbatches));
+      const auto k = static_cast<std::size_t>(mb);
+      const bool fw = *st.instruction == Instruction::kForward;
+      if (!out[r].emplace(std::make_pair(*st.instruction, mb),
+                          Instance{st.clock_mhz, fw ? m.forward_s[k] + m.load_s[k] : m.backward_s[k]})
+               .second)
+        throw PipelineError(fmt::format("plan {}: {}: a second {} of microbatch {}", p.name, st.where,
+                                        instruction_name(*st.instruction), mb));
+    }
+    if (out[r].size() != 2 * static_cast<std::size_t>(run.microbatches))
+      throw PipelineError(fmt::format("plan {}: rank {}: the sched has {} computations; {} measures {} microbatches",
+                                      p.name, r, out[r].size(), run.source, run.microbatches));
+  }
+  return out;
+}
+
+// Solves A x = b (n×n, partial pivoting); false when singular relative to the matrix's scale.
+bool solve(std::vector<std::vector<double>> A, std::vector<double> b, std::vector<double>& x) {
+  const std::size_t n = b.size();
+  double scale = 0;
+  for (const auto& row : A)
+    for (double v : row) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t p = i;
+    for (std::size_t r = i + 1; r < n; ++r)
+      if (std::abs(A[r][i]) > std::abs(A[p][i])) p = r;
+    if (!(std::abs(A[p][i]) > 1e-10 * scale)) return false;
+    std::swap(A[i], A[p]);
+    std::swap(b[i], b[p]);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == i) continue;
+      const double f = A[r][i] / A[i][i];
+      for (std::size_t c = i; c < n; ++c) A[r][c] -= f * A[i][c];
+      b[r] -= f * b[i];
+    }
+  }
+  x.resize(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = b[i] / A[i][i];
+  return true;
+}
+
+}  // namespace
+
+MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans) {
+  if (plans.empty()) throw PipelineError("no measured plans to build a profile from");
+  const std::size_t S = plans.front().run.ranks.size();
+  const int M = plans.front().run.microbatches;
+  // (stage, instruction, clock) -> (sum of times, count)
+  std::map<std::tuple<int, Instruction, int>, std::pair<double, int>> acc;
+  struct Row {  // one (plan, rank) of the power fit
+    std::vector<double> x;
+    double y;
+  };
+  std::vector<Row> fit;
+  const std::size_t nx = 2 * S + 1;
+  for (const auto& p : plans) {
+    if (p.run.ranks.size() != S || p.run.microbatches != M)
+      throw PipelineError(fmt::format("plan {} ({}): {} ranks x {} microbatches; plan {} has {} x {}", p.name,
+                                      p.run.source, p.run.ranks.size(), p.run.microbatches, plans.front().name, S, M));
+    const auto inst = instances(p);
+    for (std::size_t r = 0; r < S; ++r) {
+      Row row{std::vector<double>(nx, 0.0), p.run.ranks[r].energy_j};
+      double busy = 0;
+      for (const auto& [key, in] : inst[r]) {
+        auto& a = acc[{static_cast<int>(r), key.first, in.clock}];
+        a.first += in.time_s;
+        a.second += 1;
+        row.x[2 * r] += in.time_s;
+        row.x[2 * r + 1] += in.clock / 1000.0 * in.time_s;
+        busy += in.time_s;
+      }
+      row.x[nx - 1] = p.run.ranks[r].iteration_s - busy;
+      fit.push_back(std::move(row));
+    }
+  }
+  MeasuredProfile mp;
+  mp.plans = static_cast<int>(plans.size());
+  // Clocks inside every group's measured range.
+  std::map<std::pair<int, Instruction>, std::map<int, double>> groups;
+  std::set<int> all;
+  for (const auto& [k, a] : acc) {
+    groups[{std::get<0>(k), std::get<1>(k)}][std::get<2>(k)] = a.first / a.second;
+    all.insert(std::get<2>(k));
+  }
+  std::vector<int> kept;
+  for (int c : all) {
+    bool inside = true;
+    for (const auto& [g, by] : groups) inside &= c >= by.begin()->first && c <= by.rbegin()->first;
+    (inside ? kept : mp.dropped_clocks).push_back(c);
+  }
+  if (kept.empty()) throw PipelineError("the measured plans have no clock inside every stage's measured range");
+  // Power fit: normal equations.
+  if (fit.size() < nx)
+    throw PipelineError(fmt::format("the power fit has {} unknowns but only {} (plan, rank) energies; give more plans",
+                                    nx, fit.size()));
+  std::vector<std::vector<double>> A(nx, std::vector<double>(nx, 0.0));
+  std::vector<double> b(nx, 0.0), w;
+  for (const auto& row : fit)
+    for (std::size_t i = 0; i < nx; ++i) {
+      b[i] += row.x[i] * row.y;
+      for (std::size_t j = 0; j < nx; ++j) A[i][j] += row.x[i] * row.x[j];
+    }
+  if (!solve(A, b, w))
+    throw PipelineError("the measured plans do not determine the power fit (every rank at one clock in every plan? "
+                        "then busy power at 0 MHz and its slope cannot be told apart; add plans at other clocks)");
+  mp.blocking_power_w = w[nx - 1];
+  for (std::size_t s = 0; s < S; ++s) mp.power.push_back({w[2 * s], w[2 * s + 1]});
+  if (mp.blocking_power_w < 0)
+    throw PipelineError(fmt::format("the power fit gives a blocking power of {:.1f} W (< 0): the plans' energies do "
+                                    "not separate waiting from computing", mp.blocking_power_w));
+  double ss = 0;
+  for (const auto& row : fit) {
+    double e = 0;
+    for (std::size_t i = 0; i < nx; ++i) e += w[i] * row.x[i];
+    ss += (e - row.y) * (e - row.y);
+    if (row.y > 0) mp.max_residual_pct = std::max(mp.max_residual_pct, 100 * std::abs(e - row.y) / row.y);
+  }
+  mp.rms_residual_j = std::sqrt(ss / static_cast<double>(fit.size()));
+  mp.profile.source = "measured";
+  int line = 0;
+  for (const auto& [g, by] : groups) {
+    const auto& pw = mp.power[static_cast<std::size_t>(g.first)];
+    for (int c : kept) {
+      double t;
+      auto hit = by.find(c);
+      if (hit != by.end()) {
+        t = hit->second;
+      } else {
+        auto hi = by.upper_bound(c);
+        auto lo = std::prev(hi);
+        t = lo->second + (hi->second - lo->second) * (c - lo->first) / static_cast<double>(hi->first - lo->first);
+        ++mp.interpolated_rows;
+      }
+      if (pw.at(c) <= 0)
+        throw PipelineError(fmt::format("the power fit gives stage {} a busy power of {:.1f} W at {} MHz (≤ 0)",
+                                        g.first, pw.at(c), c));
+      mp.profile.rows.push_back({g.first, g.second, c, t, pw.at(c) * t, ++line});
+    }
+  }
+  return mp;
+}
+
+std::string measured_profile_csv(const MeasuredProfile& mp, const std::string& origin) {
+  std::string o = "# gearshift pipeline profile v1\n";
+  o += fmt::format("# built from {} measured plans: {} (times MEASURED, mean per clock; energies MODELLED from a "
+                   "least-squares power fit of the per-rank iteration energies)\n",
+                   mp.plans, origin);
+  o += fmt::format("# blocking_power_w={:.3f} (fitted; pass it as --blocking-power-w)\n", mp.blocking_power_w);
+  for (std::size_t s = 0; s < mp.power.size(); ++s)
+    o += fmt::format("# stage {} busy power [W] = {:.3f} + {:.3f} * MHz/1000\n", s, mp.power[s].a_w,
+                     mp.power[s].b_w_per_ghz);
+  o += "stage,instruction,sm_clock_mhz,time_s,energy_j\n";
+  for (const auto& r : mp.profile.rows)
+    o += fmt::format("{},{},{},{:.9g},{:.9g}\n", r.stage, instruction_name(r.instruction), r.sm_clock_mhz, r.time_s,
+                     r.energy_j);
+  return o;
+}
+
+}  // namespace gearshift::pipeline

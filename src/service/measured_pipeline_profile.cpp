@@ -1,0 +1,118 @@
+#include "service/measured_pipeline_profile.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "pipeline/error.hpp"
+#include "pipeline/plan_formats.hpp"
+#include "service/error.hpp"
+#include "service/evaluate_pipeline.hpp"
+
+namespace gearshift::service {
+
+namespace {
+
+using Kind = ServiceError::Kind;
+namespace fs = std::filesystem;
+
+}  // namespace
+
+MeasuredProfileResult build_measured_pipeline_profile(const MeasuredProfileOptions& o) {
+  using namespace pipeline;
+  std::error_code ec;
+  if (!fs::is_directory(o.dir, ec)) throw ServiceError(Kind::kBadInput, o.dir + ": not a directory of measured plans");
+  // plan number -> (prof path, sched path)
+  std::map<int, std::pair<std::string, std::string>> files;
+  static const std::regex name(R"((\d+)\.(prof|sched)\.json(\.gz)?)");
+  for (const auto& entry : fs::directory_iterator(o.dir, ec)) {
+    std::smatch m;
+    const std::string f = entry.path().filename().string();
+    if (!std::regex_match(f, m, name)) continue;
+    auto& slot = files[std::stoi(m[1].str())];
+    (m[2] == "prof" ? slot.first : slot.second) = entry.path().string();
+  }
+  MeasuredProfileResult r;
+  r.dir = o.dir;
+  for (int n : o.leave_out)
+    if (!files.count(n)) throw ServiceError(Kind::kBadArgument, fmt::format("--leave-out {}: no plan {} in {}", n, n, o.dir));
+  std::vector<MeasuredPlan> plans;
+  for (const auto& [n, paths] : files) {
+    if (std::count(o.leave_out.begin(), o.leave_out.end(), n)) {
+      r.left_out.push_back(n);
+      continue;
+    }
+    if (paths.first.empty() || paths.second.empty())
+      throw ServiceError(Kind::kBadInput, fmt::format("{}: plan {} has {} but no {}", o.dir, n,
+                                                      paths.first.empty() ? "a sched.json" : "a prof.json",
+                                                      paths.first.empty() ? "prof.json" : "sched.json"));
+    MeasuredPlan p;
+    p.name = std::to_string(n);
+    try {
+      p.run = parse_measured_run(read_plan_text(paths.first), paths.first);
+      PlanFile pf = parse_plan_file(read_plan_text(paths.second), paths.second);
+      if (pf.format != PlanFormat::kPerseusSched || pf.plans.size() != 1)
+        throw PipelineError(paths.second + ": not a Perseus sched.json");
+      p.schedule = std::move(pf.plans.front());
+    } catch (const PipelineError& e) {
+      throw ServiceError(Kind::kBadInput, e.what());
+    } catch (const ServiceError& e) {
+      throw ServiceError(Kind::kBadInput, e.what());
+    }
+    r.used.push_back(n);
+    plans.push_back(std::move(p));
+  }
+  if (plans.empty()) throw ServiceError(Kind::kBadInput, o.dir + ": no N.prof.json(.gz) + N.sched.json(.gz) plans to use");
+  try {
+    r.profile = build_measured_profile(plans);
+  } catch (const PipelineError& e) {
+    throw ServiceError(Kind::kBadInput, fmt::format("{}: {}", o.dir, e.what()));
+  }
+  return r;
+}
+
+std::string measured_profile_text(const MeasuredProfileResult& r) {
+  const auto& mp = r.profile;
+  std::string o = fmt::format("profile from {} measured plans in {}{}\n", r.used.size(), r.dir,
+                              r.left_out.empty() ? "" : fmt::format(" (left out: {})", fmt::join(r.left_out, ", ")));
+  o += "times MEASURED (mean per stage, instruction, clock; loads counted into the forward they precede); energies "
+       "MODELLED: busy power a + b*MHz/1000 per stage and one blocking power, least squares over the per-rank "
+       "iteration energies (forward and backward share a stage's power at a clock)\n";
+  o += fmt::format("blocking power {:.2f} W/GPU (fitted)\n", mp.blocking_power_w);
+  for (std::size_t s = 0; s < mp.power.size(); ++s)
+    o += fmt::format("stage {}: busy power {:.2f} + {:.2f}*MHz/1000 W ({:.1f} W at 1005 MHz, {:.1f} W at 1410 MHz)\n",
+                     s, mp.power[s].a_w, mp.power[s].b_w_per_ghz, mp.power[s].at(1005), mp.power[s].at(1410));
+  o += fmt::format("fit residual: RMS {:.2f} J, largest {:.2f} % of a rank's iteration energy\n", mp.rms_residual_j,
+                   mp.max_residual_pct);
+  o += fmt::format("{} rows, {} interpolated between measured clocks{}\n", mp.profile.rows.size(),
+                   mp.interpolated_rows,
+                   mp.dropped_clocks.empty() ? std::string()
+                                             : fmt::format("; clocks dropped (outside some stage's measured range): {}",
+                                                           fmt::join(mp.dropped_clocks, ", ")));
+  return o;
+}
+
+nlohmann::json measured_profile_json(const MeasuredProfileResult& r) {
+  const auto& mp = r.profile;
+  nlohmann::json stages = nlohmann::json::array();
+  for (std::size_t s = 0; s < mp.power.size(); ++s)
+    stages.push_back({{"stage", s}, {"a_w", mp.power[s].a_w}, {"b_w_per_ghz", mp.power[s].b_w_per_ghz}});
+  return {{"dir", r.dir},
+          {"plans_used", r.used},
+          {"left_out", r.left_out},
+          {"blocking_power_w", mp.blocking_power_w},
+          {"busy_power", stages},
+          {"rms_residual_j", mp.rms_residual_j},
+          {"max_residual_pct", mp.max_residual_pct},
+          {"rows", mp.profile.rows.size()},
+          {"interpolated_rows", mp.interpolated_rows},
+          {"dropped_clocks_mhz", mp.dropped_clocks},
+          {"power_modelled", true},
+          {"times_measured", true}};
+}
+
+}  // namespace gearshift::service
