@@ -2,8 +2,9 @@
 """Leave-one-out check of a profile built from measured Perseus plans (issue 47 items 2 and 3, docs/pipeline.md).
 
 For each model of ../shared/data/perseus_measured (4 x A100 PCIe, Merak synchronous 1F1B, PP = 4) and each plan N:
-  1. `gearshift pipeline-profile DIR --leave-out N`: a stage profile from the OTHER plans (times MEASURED, power
-     fitted from their per-rank energies, MODELLED; its fitted blocking power is used below);
+  1. `gearshift pipeline-profile DIR --leave-out N --clock-step-mhz 15`: a stage profile from the OTHER plans (times
+     MEASURED, power fitted from their per-rank energies, MODELLED; its fitted blocking power is used below; rows on
+     the A100's 15 MHz clock grid, interpolated where no other plan ran that clock on that stage);
   2. `gearshift pipeline PROFILE --evaluate N.sched.json.gz` on a 0.01 ms grid: plan N's iteration time and energy
      predicted (MODELLED), once on the compute-only graph and once with `--overhead-from R.prof.json.gz`, the time
      the graph leaves out fitted from the all-max plan R (0, or 1 when N = 0);
@@ -67,7 +68,8 @@ def main():
         for n in plans:
             ref = 0 if n != 0 else 1
             profile = os.path.join(tmp, f"{model}-{n}.csv")
-            fit = gearshift(binary, "pipeline-profile", folder, "--leave-out", str(n), "-o", profile)
+            fit = gearshift(binary, "pipeline-profile", folder, "--leave-out", str(n), "--clock-step-mhz", "15",
+                            "-o", profile)
             power = fit["blocking_power_w"]
             t_m, e_m = measured(model, n)
             t_r, e_r = measured(model, ref)

@@ -45,6 +45,10 @@ void add_pipeline_profile_command(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--output", o->output, "Profile CSV to write (gearshift format)")->required();
   cmd->add_option("--leave-out", o->job.leave_out, "Plan number not to use (repeatable)");
+  cmd->add_option("--clock-step-mhz", o->job.clock_step_mhz,
+                  "Also give rows on this clock grid (e.g. 15, the A100's) from the highest measured clock down to the "
+                  "lowest, interpolated; default 0: measured clocks only")
+      ->check(CLI::Range(0, 1000));
   cmd->add_flag("--json", o->json, "Print the fit as JSON");
   cmd->callback([o] { run(*o); });
 }

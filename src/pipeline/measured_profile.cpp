@@ -80,7 +80,7 @@ bool solve(std::vector<std::vector<double>> A, std::vector<double> b, std::vecto
 
 }  // namespace
 
-MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans) {
+MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans, int clock_step_mhz) {
   if (plans.empty()) throw PipelineError("no measured plans to build a profile from");
   const std::size_t S = plans.front().run.ranks.size();
   const int M = plans.front().run.microbatches;
@@ -91,7 +91,7 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans) {
     double y;
   };
   std::vector<Row> fit;
-  const std::size_t nx = 2 * S + 1;
+  const std::size_t nx = 3 * S + 1;
   for (const auto& p : plans) {
     if (p.run.ranks.size() != S || p.run.microbatches != M)
       throw PipelineError(fmt::format("plan {} ({}): {} ranks x {} microbatches; plan {} has {} x {}", p.name,
@@ -104,8 +104,10 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans) {
         auto& a = acc[{static_cast<int>(r), key.first, in.clock}];
         a.first += in.time_s;
         a.second += 1;
-        row.x[2 * r] += in.time_s;
-        row.x[2 * r + 1] += in.clock / 1000.0 * in.time_s;
+        const double x = in.clock / 1000.0;
+        row.x[3 * r] += in.time_s;
+        row.x[3 * r + 1] += x * in.time_s;
+        row.x[3 * r + 2] += x * x * in.time_s;
         busy += in.time_s;
       }
       row.x[nx - 1] = p.run.ranks[r].iteration_s - busy;
@@ -114,20 +116,21 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans) {
   }
   MeasuredProfile mp;
   mp.plans = static_cast<int>(plans.size());
-  // Clocks inside every group's measured range.
+  // Every clock measured anywhere gets a row in every group (validate_profile wants the same clocks everywhere).
   std::map<std::pair<int, Instruction>, std::map<int, double>> groups;
   std::set<int> all;
   for (const auto& [k, a] : acc) {
     groups[{std::get<0>(k), std::get<1>(k)}][std::get<2>(k)] = a.first / a.second;
     all.insert(std::get<2>(k));
   }
-  std::vector<int> kept;
-  for (int c : all) {
-    bool inside = true;
-    for (const auto& [g, by] : groups) inside &= c >= by.begin()->first && c <= by.rbegin()->first;
-    (inside ? kept : mp.dropped_clocks).push_back(c);
-  }
-  if (kept.empty()) throw PipelineError("the measured plans have no clock inside every stage's measured range");
+  if (clock_step_mhz < 0) throw PipelineError("the clock step must be ≥ 0 MHz");
+  if (clock_step_mhz > 0 && !all.empty())
+    for (int c = *all.rbegin(); c > *all.begin(); c -= clock_step_mhz) all.insert(c);
+  for (const auto& [g, by] : groups)
+    if (by.size() < 2 && all.size() > 1)
+      throw PipelineError(fmt::format("stage {} {} was measured at one clock ({} MHz) only; its time at the other "
+                                      "measured clocks cannot be interpolated",
+                                      g.first, instruction_name(g.second), by.begin()->first));
   // Power fit: normal equations.
   if (fit.size() < nx)
     throw PipelineError(fmt::format("the power fit has {} unknowns but only {} (plan, rank) energies; give more plans",
@@ -140,10 +143,10 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans) {
       for (std::size_t j = 0; j < nx; ++j) A[i][j] += row.x[i] * row.x[j];
     }
   if (!solve(A, b, w))
-    throw PipelineError("the measured plans do not determine the power fit (every rank at one clock in every plan? "
-                        "then busy power at 0 MHz and its slope cannot be told apart; add plans at other clocks)");
+    throw PipelineError("the measured plans do not determine the power fit (fewer than three clocks on some stage "
+                        "over the plans? a parabola in clock needs three; add plans at other clocks)");
   mp.blocking_power_w = w[nx - 1];
-  for (std::size_t s = 0; s < S; ++s) mp.power.push_back({w[2 * s], w[2 * s + 1]});
+  for (std::size_t s = 0; s < S; ++s) mp.power.push_back({w[3 * s], w[3 * s + 1], w[3 * s + 2]});
   if (mp.blocking_power_w < 0)
     throw PipelineError(fmt::format("the power fit gives a blocking power of {:.1f} W (< 0): the plans' energies do "
                                     "not separate waiting from computing", mp.blocking_power_w));
@@ -159,16 +162,23 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans) {
   int line = 0;
   for (const auto& [g, by] : groups) {
     const auto& pw = mp.power[static_cast<std::size_t>(g.first)];
-    for (int c : kept) {
+    for (int c : all) {
       double t;
       auto hit = by.find(c);
       if (hit != by.end()) {
         t = hit->second;
       } else {
+        // The two measured clocks around c, or the two nearest on its side when c is outside the measured range.
         auto hi = by.upper_bound(c);
+        if (hi == by.begin()) ++hi;
+        if (hi == by.end()) --hi;
         auto lo = std::prev(hi);
         t = lo->second + (hi->second - lo->second) * (c - lo->first) / static_cast<double>(hi->first - lo->first);
-        ++mp.interpolated_rows;
+        const bool inside = c > by.begin()->first && c < by.rbegin()->first;
+        ++(inside ? mp.interpolated_rows : mp.extrapolated_rows);
+        if (!(t > 0))
+          throw PipelineError(fmt::format("stage {} {} at {} MHz: extrapolated time {} s is not positive", g.first,
+                                          instruction_name(g.second), c, t));
       }
       if (pw.at(c) <= 0)
         throw PipelineError(fmt::format("the power fit gives stage {} a busy power of {:.1f} W at {} MHz (≤ 0)",
@@ -186,8 +196,8 @@ std::string measured_profile_csv(const MeasuredProfile& mp, const std::string& o
                    mp.plans, origin);
   o += fmt::format("# blocking_power_w={:.3f} (fitted; pass it as --blocking-power-w)\n", mp.blocking_power_w);
   for (std::size_t s = 0; s < mp.power.size(); ++s)
-    o += fmt::format("# stage {} busy power [W] = {:.3f} + {:.3f} * MHz/1000\n", s, mp.power[s].a_w,
-                     mp.power[s].b_w_per_ghz);
+    o += fmt::format("# stage {} busy power [W] = {:.3f} + {:.3f} * x + {:.3f} * x^2, x = MHz/1000\n", s,
+                     mp.power[s].a_w, mp.power[s].b_w_per_ghz, mp.power[s].k_w_per_ghz2);
   o += "stage,instruction,sm_clock_mhz,time_s,energy_j\n";
   for (const auto& r : mp.profile.rows)
     o += fmt::format("{},{},{},{:.9g},{:.9g}\n", r.stage, instruction_name(r.instruction), r.sm_clock_mhz, r.time_s,

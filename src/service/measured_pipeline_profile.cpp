@@ -68,7 +68,7 @@ MeasuredProfileResult build_measured_pipeline_profile(const MeasuredProfileOptio
   }
   if (plans.empty()) throw ServiceError(Kind::kBadInput, o.dir + ": no N.prof.json(.gz) + N.sched.json(.gz) plans to use");
   try {
-    r.profile = build_measured_profile(plans);
+    r.profile = build_measured_profile(plans, o.clock_step_mhz);
   } catch (const PipelineError& e) {
     throw ServiceError(Kind::kBadInput, fmt::format("{}: {}", o.dir, e.what()));
   }
@@ -80,19 +80,18 @@ std::string measured_profile_text(const MeasuredProfileResult& r) {
   std::string o = fmt::format("profile from {} measured plans in {}{}\n", r.used.size(), r.dir,
                               r.left_out.empty() ? "" : fmt::format(" (left out: {})", fmt::join(r.left_out, ", ")));
   o += "times MEASURED (mean per stage, instruction, clock; loads counted into the forward they precede); energies "
-       "MODELLED: busy power a + b*MHz/1000 per stage and one blocking power, least squares over the per-rank "
-       "iteration energies (forward and backward share a stage's power at a clock)\n";
+       "MODELLED: busy power a + b*x + k*x^2 (x = MHz/1000) per stage and one blocking power, least squares over the "
+       "per-rank iteration energies (forward and backward share a stage's power at a clock)\n";
   o += fmt::format("blocking power {:.2f} W/GPU (fitted)\n", mp.blocking_power_w);
   for (std::size_t s = 0; s < mp.power.size(); ++s)
-    o += fmt::format("stage {}: busy power {:.2f} + {:.2f}*MHz/1000 W ({:.1f} W at 1005 MHz, {:.1f} W at 1410 MHz)\n",
-                     s, mp.power[s].a_w, mp.power[s].b_w_per_ghz, mp.power[s].at(1005), mp.power[s].at(1410));
+    o += fmt::format("stage {}: busy power {:.1f} W at 1005 MHz, {:.1f} W at 1200 MHz, {:.1f} W at 1410 MHz\n", s,
+                     mp.power[s].at(1005), mp.power[s].at(1200), mp.power[s].at(1410));
   o += fmt::format("fit residual: RMS {:.2f} J, largest {:.2f} % of a rank's iteration energy\n", mp.rms_residual_j,
                    mp.max_residual_pct);
-  o += fmt::format("{} rows, {} interpolated between measured clocks{}\n", mp.profile.rows.size(),
-                   mp.interpolated_rows,
-                   mp.dropped_clocks.empty() ? std::string()
-                                             : fmt::format("; clocks dropped (outside some stage's measured range): {}",
-                                                           fmt::join(mp.dropped_clocks, ", ")));
+  o += fmt::format("{} rows; where a stage did not run a clock{}: {} interpolated between its measured clocks, {} "
+                   "extrapolated beyond them\n",
+                   mp.profile.rows.size(), mp.interpolated_rows ? " (or no plan did: --clock-step-mhz)" : "",
+                   mp.interpolated_rows, mp.extrapolated_rows);
   return o;
 }
 
@@ -100,7 +99,10 @@ nlohmann::json measured_profile_json(const MeasuredProfileResult& r) {
   const auto& mp = r.profile;
   nlohmann::json stages = nlohmann::json::array();
   for (std::size_t s = 0; s < mp.power.size(); ++s)
-    stages.push_back({{"stage", s}, {"a_w", mp.power[s].a_w}, {"b_w_per_ghz", mp.power[s].b_w_per_ghz}});
+    stages.push_back({{"stage", s},
+                      {"a_w", mp.power[s].a_w},
+                      {"b_w_per_ghz", mp.power[s].b_w_per_ghz},
+                      {"k_w_per_ghz2", mp.power[s].k_w_per_ghz2}});
   return {{"dir", r.dir},
           {"plans_used", r.used},
           {"left_out", r.left_out},
@@ -110,7 +112,7 @@ nlohmann::json measured_profile_json(const MeasuredProfileResult& r) {
           {"max_residual_pct", mp.max_residual_pct},
           {"rows", mp.profile.rows.size()},
           {"interpolated_rows", mp.interpolated_rows},
-          {"dropped_clocks_mhz", mp.dropped_clocks},
+          {"extrapolated_rows", mp.extrapolated_rows},
           {"power_modelled", true},
           {"times_measured", true}};
 }

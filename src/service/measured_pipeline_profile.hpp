@@ -15,6 +15,7 @@ namespace gearshift::service {
 struct MeasuredProfileOptions {
   std::string dir;             // the plans' folder
   std::vector<int> leave_out;  // plan numbers not to use (e.g. the one to predict)
+  int clock_step_mhz = 0;      // > 0: rows on this clock grid between the measured extremes too (interpolated)
 };
 
 struct MeasuredProfileResult {

@@ -163,8 +163,9 @@ TEST(MeasuredRun, BadInputsGetClearErrors) {
 // ---- profile from measured plans: known power recovered ----
 
 // S = 2, M = 2. Forward time 10 ms·1410/c (+1 ms load on both ranks), backward 20 ms·1410/c, stage 1 10 % slower;
-// true busy power a_s + b_s·c/1000 with (a, b) = (40, 150), (60, 120) and P_block = 70 W.
-constexpr double kA[2] = {40, 60}, kB[2] = {150, 120}, kPblock = 70;
+// true busy power a_s + b_s·x + k_s·x² (x = c/1000) with (a, b, k) = (40, 50, 60), (60, 20, 55), P_block = 70 W.
+constexpr double kA[2] = {40, 60}, kB[2] = {50, 20}, kK[2] = {60, 55}, kPblock = 70;
+double power(int s, int c) { return kA[s] + kB[s] * c / 1000.0 + kK[s] * c / 1000.0 * c / 1000.0; }
 double ftime(int s, int c) { return 0.010 * 1410.0 / c * (s ? 1.1 : 1.0); }
 double btime(int s, int c) { return 0.020 * 1410.0 / c * (s ? 1.1 : 1.0); }
 
@@ -189,8 +190,7 @@ MeasuredPlan synthetic_plan(const std::string& name, const std::vector<std::vect
       steps.push_back({Instruction::kForward, k, std::nullopt, c[static_cast<std::size_t>(k)], std::nullopt, "f"});
       steps.push_back({Instruction::kBackward, k, std::nullopt, c[static_cast<std::size_t>(2 + k)], std::nullopt, "b"});
       const double tf = m.forward_s.back() + 0.001, tb = m.backward_s.back();
-      e += (kA[s] + kB[s] * c[static_cast<std::size_t>(k)] / 1000.0) * tf +
-           (kA[s] + kB[s] * c[static_cast<std::size_t>(2 + k)] / 1000.0) * tb;
+      e += power(s, c[static_cast<std::size_t>(k)]) * tf + power(s, c[static_cast<std::size_t>(2 + k)]) * tb;
       busy += tf + tb;
     }
     m.iteration_s = iter_s;
@@ -205,7 +205,8 @@ std::vector<MeasuredPlan> synthetic_plans() {
   return {synthetic_plan("0", {{1410, 1410, 1410, 1410}, {1410, 1410, 1410, 1410}}, 0.150),
           synthetic_plan("1", {{1200, 1200, 1200, 1200}, {1200, 1200, 1200, 1200}}, 0.175),
           synthetic_plan("2", {{1200, 1410, 1410, 1200}, {1410, 1200, 1200, 1410}}, 0.170),
-          synthetic_plan("3", {{1005, 1410, 1200, 1005}, {1005, 1200, 1410, 1005}}, 0.200)};
+          synthetic_plan("3", {{1005, 1410, 1200, 1005}, {1005, 1200, 1410, 1005}}, 0.200),
+          synthetic_plan("4", {{1005, 1005, 1005, 1005}, {1005, 1005, 1005, 1005}}, 0.230)};
 }
 
 TEST(MeasuredProfile, RecoversKnownPowerAndTimes) {
@@ -214,16 +215,17 @@ TEST(MeasuredProfile, RecoversKnownPowerAndTimes) {
   for (int s = 0; s < 2; ++s) {
     EXPECT_NEAR(mp.power[static_cast<std::size_t>(s)].a_w, kA[s], 1e-6);
     EXPECT_NEAR(mp.power[static_cast<std::size_t>(s)].b_w_per_ghz, kB[s], 1e-6);
+    EXPECT_NEAR(mp.power[static_cast<std::size_t>(s)].k_w_per_ghz2, kK[s], 1e-6);
   }
   EXPECT_LT(mp.rms_residual_j, 1e-9);
-  EXPECT_EQ(mp.plans, 4);
+  EXPECT_EQ(mp.plans, 5);
   EXPECT_EQ(mp.interpolated_rows, 0);
   ASSERT_EQ(mp.profile.rows.size(), 2u * 2u * 3u);  // stages x instructions x clocks {1005, 1200, 1410}
   for (const auto& r : mp.profile.rows) {
     const double t = r.instruction == Instruction::kForward ? ftime(r.stage, r.sm_clock_mhz) + 0.001
                                                             : btime(r.stage, r.sm_clock_mhz);
     EXPECT_NEAR(r.time_s, t, 1e-12) << r.stage << " " << r.sm_clock_mhz;
-    EXPECT_NEAR(r.energy_j, (kA[r.stage] + kB[r.stage] * r.sm_clock_mhz / 1000.0) * t, 1e-9);
+    EXPECT_NEAR(r.energy_j, power(r.stage, r.sm_clock_mhz) * t, 1e-9);
   }
   // The CSV reads back as a valid gearshift profile of the same rows.
   const Profile back = parse_profile(measured_profile_csv(mp, "synthetic"), "m.csv");
@@ -231,35 +233,49 @@ TEST(MeasuredProfile, RecoversKnownPowerAndTimes) {
   EXPECT_EQ(back.rows.size(), mp.profile.rows.size());
 }
 
-TEST(MeasuredProfile, ClocksOutsideAStagesRangeAreDroppedInsideInterpolated) {
+TEST(MeasuredProfile, ClocksAStageDidNotRunAreInterpolatedOrExtrapolated) {
   auto plans = synthetic_plans();
-  // Plan 3 is the only one at 1005 MHz; stage 1's backward there is replaced by 1305 MHz: 1005 MHz is then outside
-  // stage 1 backward's measured range (dropped) and 1305 MHz inside every other group's (interpolated).
+  // Stage 1's backwards at 1005 MHz (plans 3 and 4) are replaced by 1305 MHz: 1005 MHz is then outside
+  // stage 1 backward's measured range (extrapolated through 1200 and 1305 MHz) and 1305 MHz inside every other
+  // group's (interpolated). Times are 1/clock, so the line through two clocks is exact only at them.
   plans[3] = synthetic_plan("3", {{1005, 1410, 1200, 1005}, {1005, 1200, 1410, 1305}}, 0.200);
+  plans[4] = synthetic_plan("4", {{1005, 1005, 1005, 1005}, {1005, 1005, 1305, 1305}}, 0.230);
   const MeasuredProfile mp = build_measured_profile(plans);
-  EXPECT_EQ(mp.dropped_clocks, std::vector<int>{1005});
   EXPECT_EQ(mp.interpolated_rows, 3);  // 1305 MHz for stage 0 forward, stage 0 backward, stage 1 forward
-  for (const auto& r : mp.profile.rows)
-    if (r.sm_clock_mhz == 1305 && r.stage == 0 && r.instruction == Instruction::kForward)
+  EXPECT_EQ(mp.extrapolated_rows, 1);  // 1005 MHz for stage 1 backward
+  EXPECT_EQ(mp.profile.rows.size(), 2u * 2u * 4u);
+  validate_profile(mp.profile, 2);
+  int checked = 0;
+  for (const auto& r : mp.profile.rows) {
+    if (r.sm_clock_mhz == 1305 && r.stage == 0 && r.instruction == Instruction::kForward) {
       EXPECT_NEAR(r.time_s, (ftime(0, 1200) + ftime(0, 1410)) / 2 + 0.001, 1e-12);
+      ++checked;
+    }
+    if (r.sm_clock_mhz == 1005 && r.stage == 1 && r.instruction == Instruction::kBackward) {
+      const double t1200 = btime(1, 1200), t1305 = btime(1, 1305);
+      EXPECT_NEAR(r.time_s, t1200 + (t1305 - t1200) * (1005 - 1200) / 105.0, 1e-12);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
 }
 
 TEST(MeasuredProfile, BadInputsGetClearErrors) {
   EXPECT_EQ(error_of([] { build_measured_profile({}); }), "no measured plans to build a profile from");
   // Every plan at one clock: busy power at 0 MHz and its slope cannot be told apart.
   auto same = synthetic_plans();
-  same[1] = same[2] = same[3] = same[0];
+  same[1] = same[2] = same[3] = same[4] = same[0];
   EXPECT_NE(error_of([&] { build_measured_profile(same); }).find("do not determine the power fit"), std::string::npos);
   // Rank count mismatch between a plan's sched and its run.
   auto ranks = synthetic_plans();
   ranks[2].schedule.ranks.pop_back();
   EXPECT_EQ(error_of([&] { build_measured_profile(ranks); }),
             "plan 2: the sched has 1 ranks, the measured run (2.prof.json) 2");
-  // Too few (plan, rank) energies for 5 unknowns.
+  // Too few (plan, rank) energies for 7 unknowns.
   auto few = synthetic_plans();
-  few.resize(2);
+  few.resize(3);
   EXPECT_EQ(error_of([&] { build_measured_profile(few); }),
-            "the power fit has 5 unknowns but only 4 (plan, rank) energies; give more plans");
+            "the power fit has 7 unknowns but only 6 (plan, rank) energies; give more plans");
   // A clock the profile does not list is refused by --evaluate (evaluate.hpp), naming the nearest.
   const MeasuredProfile mp = build_measured_profile(synthetic_plans());
   ModelParams params;
