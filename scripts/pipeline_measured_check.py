@@ -99,7 +99,10 @@ def main():
               f"time: time {worst['dt1']:.2f} %, energy {worst['de1']:.2f} %; saving {worst_save:.2f} pp")
         print(f"  mean error: compute-only time {mean['dt0']:+.2f} %, energy {mean['de0']:+.2f} %; with left-out time: "
               f"time {mean['dt1']:+.2f} %, energy {mean['de1']:+.2f} %")
-        if best:
+        if not best:
+            print(f"  at <= {limit:.0f} % measured slowdown: no plan of 2+ (the fastest is "
+                  f"{min(r['slow_m'] for r in rows if r['n'] >= 2):+.2f} % against plan 0)")
+        else:
             print(f"  at <= {limit:.0f} % measured slowdown: plan {best['n']} ({best['slow_m']:+.2f} % time) saves "
                   f"{best['save_m']:.2f} % measured, {best['save_p']:.2f} % predicted "
                   f"({best['save_p'] - best['save_m']:+.2f} pp)")

@@ -91,7 +91,7 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans, i
     double y;
   };
   std::vector<Row> fit;
-  const std::size_t nx = 3 * S + 1;
+  const std::size_t nx = 2 * S + 2;  // a_s, b_s per stage; k shared; P_block
   for (const auto& p : plans) {
     if (p.run.ranks.size() != S || p.run.microbatches != M)
       throw PipelineError(fmt::format("plan {} ({}): {} ranks x {} microbatches; plan {} has {} x {}", p.name,
@@ -105,9 +105,9 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans, i
         a.first += in.time_s;
         a.second += 1;
         const double x = in.clock / 1000.0;
-        row.x[3 * r] += in.time_s;
-        row.x[3 * r + 1] += x * in.time_s;
-        row.x[3 * r + 2] += x * x * in.time_s;
+        row.x[2 * r] += in.time_s;
+        row.x[2 * r + 1] += x * in.time_s;
+        row.x[2 * S] += x * x * in.time_s;
         busy += in.time_s;
       }
       row.x[nx - 1] = p.run.ranks[r].iteration_s - busy;
@@ -143,10 +143,10 @@ MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans, i
       for (std::size_t j = 0; j < nx; ++j) A[i][j] += row.x[i] * row.x[j];
     }
   if (!solve(A, b, w))
-    throw PipelineError("the measured plans do not determine the power fit (fewer than three clocks on some stage "
-                        "over the plans? a parabola in clock needs three; add plans at other clocks)");
+    throw PipelineError("the measured plans do not determine the power fit (fewer than two clocks on some stage, or "
+                        "three over all, in the plans? add plans at other clocks)");
   mp.blocking_power_w = w[nx - 1];
-  for (std::size_t s = 0; s < S; ++s) mp.power.push_back({w[3 * s], w[3 * s + 1], w[3 * s + 2]});
+  for (std::size_t s = 0; s < S; ++s) mp.power.push_back({w[2 * s], w[2 * s + 1], w[2 * S]});
   if (mp.blocking_power_w < 0)
     throw PipelineError(fmt::format("the power fit gives a blocking power of {:.1f} W (< 0): the plans' energies do "
                                     "not separate waiting from computing", mp.blocking_power_w));

@@ -15,16 +15,17 @@
 //
 // Power: no per-instruction energy is measured, only each rank's energy per iteration. Fitted by least squares over
 // every (plan, rank):
-//   E_r = Σ_{computations i of r} P_s(c_i)·t_i + P_block·(T_r − busy_r)      [J],   P_s(c) = a_s + b_s·x + k_s·x²,
+//   E_r = Σ_{computations i of r} P_s(c_i)·t_i + P_block·(T_r − busy_r)      [J],   P_s(c) = a_s + b_s·x + k·x²,
 // x = c/1000, with t_i the computation's measured time [s], c_i its clock [MHz], busy_r = Σ t_i, T_r the rank's
-// measured iteration time: 3·S + 1 unknowns (a_s [W], b_s [W/GHz], k_s [W/GHz²] per stage, one P_block [W] for
-// every GPU while waiting).
+// measured iteration time: 2·S + 2 unknowns (a_s [W], b_s [W/GHz] per stage; one curvature k [W/GHz²], the same
+// GPU model on every rank; one P_block [W] for every GPU while waiting).
 // What it leaves undetermined: the split between forward and backward power (one busy power per stage and clock,
 // so forward and backward at the same clock draw the same), the power of loads (counted as forward time) and of
 // the left-out time (sends, optimizer step: counted as waiting, at P_block), and any shape of power in clock beyond
-// a parabola (the coefficients themselves are not physical: only P_s over the measured clocks is; on the Perseus
-// A100 PCIe runs, leave one out, a parabola gave energy errors ≤ 1.3 % where a line gave ≤ 3.1 %,
-// docs/pipeline.md). A row's energy [J] = P_s(c)·time. MODELLED power, MEASURED times.
+// a parabola whose curvature all stages share. On the Perseus A100 PCIe runs, leave one out (docs/pipeline.md): a
+// line per stage gave energy errors up to 3.1 %, a parabola per stage (3·S + 1 unknowns) 1.3 % but busy powers
+// that fall with clock and exceed the 300 W board limit on some stage (over-fitted); the shared curvature ≤ 0.9 %
+// with every stage's power rising with clock. A row's energy [J] = P_s(c)·time. MODELLED power, MEASURED times.
 #pragma once
 
 #include <string>
@@ -45,7 +46,7 @@ struct MeasuredPlan {
 struct StagePower {
   double a_w = 0;            // [W]
   double b_w_per_ghz = 0;    // [W per 1000 MHz]
-  double k_w_per_ghz2 = 0;   // [W per (1000 MHz)²]
+  double k_w_per_ghz2 = 0;   // [W per (1000 MHz)²], the same for every stage
   double at(int mhz) const {  // busy power at `mhz` [W]
     const double x = mhz / 1000.0;
     return a_w + b_w_per_ghz * x + k_w_per_ghz2 * x * x;
@@ -66,7 +67,7 @@ struct MeasuredProfile {
 // Throws PipelineError on: no plans; plans whose rank or microbatch counts differ (from each other or between a
 // plan's two files); a sched that is not one clock per forward/backward of each microbatch; a (stage, instruction)
 // measured at one clock only; a power fit the plans do not determine (fewer (plan, rank) rows than unknowns, or
-// fewer than three clocks per stage over the plans: the parabola undetermined); a fitted power ≤ 0 W busy or < 0 W waiting.
+// too few clocks in the plans to tell the terms apart); a fitted power ≤ 0 W busy or < 0 W waiting.
 MeasuredProfile build_measured_profile(const std::vector<MeasuredPlan>& plans, int clock_step_mhz = 0);
 
 // The profile as gearshift's CSV (profile.hpp) with '#' lines stating its origin, the fitted powers and P_block.

@@ -80,12 +80,14 @@ std::string measured_profile_text(const MeasuredProfileResult& r) {
   std::string o = fmt::format("profile from {} measured plans in {}{}\n", r.used.size(), r.dir,
                               r.left_out.empty() ? "" : fmt::format(" (left out: {})", fmt::join(r.left_out, ", ")));
   o += "times MEASURED (mean per stage, instruction, clock; loads counted into the forward they precede); energies "
-       "MODELLED: busy power a + b*x + k*x^2 (x = MHz/1000) per stage and one blocking power, least squares over the "
+       "MODELLED: busy power a + b*x + k*x^2 (x = MHz/1000; a, b per stage, k shared) and one blocking power, least squares over the "
        "per-rank iteration energies (forward and backward share a stage's power at a clock)\n";
   o += fmt::format("blocking power {:.2f} W/GPU (fitted)\n", mp.blocking_power_w);
   for (std::size_t s = 0; s < mp.power.size(); ++s)
     o += fmt::format("stage {}: busy power {:.1f} W at 1005 MHz, {:.1f} W at 1200 MHz, {:.1f} W at 1410 MHz\n", s,
                      mp.power[s].at(1005), mp.power[s].at(1200), mp.power[s].at(1410));
+  if (!mp.power.empty())
+    o += fmt::format("busy power curvature k = {:.2f} W/GHz^2 (all stages)\n", mp.power.front().k_w_per_ghz2);
   o += fmt::format("fit residual: RMS {:.2f} J, largest {:.2f} % of a rank's iteration energy\n", mp.rms_residual_j,
                    mp.max_residual_pct);
   o += fmt::format("{} rows; where a stage did not run a clock{}: {} interpolated between its measured clocks, {} "
