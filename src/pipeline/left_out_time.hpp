@@ -10,9 +10,8 @@
 // backward times put on the DAG (load counted into the forward it precedes, as it runs right before it on that rank)
 // give the longest path T0(L); then O = T_measured − T0(L). The file gives one iteration time per rank, and those
 // are all the same iteration (they differ by ms), so it fixes ONE number, n·L + O, where n is the count of
-// cross-stage edges on the longest path (12 for every all-max plan of the Perseus runs at S = 4: each rank's
-// warm-up and cool-down chain). L and O are therefore not both identifiable from it: L is taken as given (default
-// 0, i.e. absent) and O is fitted.
+// cross-stage edges on the longest path (the same for every all-max plan: docs/pipeline.md). L and O are therefore
+// not both identifiable from it: L is taken as given (default 0, i.e. absent) and O is fitted.
 #pragma once
 
 #include <string>

@@ -22,10 +22,8 @@
 // What it leaves undetermined: the split between forward and backward power (one busy power per stage and clock,
 // so forward and backward at the same clock draw the same), the power of loads (counted as forward time) and of
 // the left-out time (sends, optimizer step: counted as waiting, at P_block), and any shape of power in clock beyond
-// a parabola whose curvature all stages share. On the Perseus A100 PCIe runs, leave one out (docs/pipeline.md): a
-// line per stage gave energy errors up to 3.1 %, a parabola per stage (3·S + 1 unknowns) 1.3 % but busy powers
-// that fall with clock and exceed the 300 W board limit on some stage (over-fitted); the shared curvature ≤ 0.9 %
-// with every stage's power rising with clock. A row's energy [J] = P_s(c)·time. MODELLED power, MEASURED times.
+// a parabola whose curvature all stages share (why this form: docs/pipeline.md, "pipeline-profile").
+// A row's energy [J] = P_s(c)·time. MODELLED power, MEASURED times.
 #pragma once
 
 #include <string>
