@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <regex>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +20,21 @@ namespace {
 using Kind = ServiceError::Kind;
 namespace fs = std::filesystem;
 
+// "N.prof.json[.gz]" or "N.sched.json[.gz]" (N digits): the plan number and whether it is the prof file. Plain
+// string matching: std::regex trips GCC 12's maybe-uninitialized warning under the sanitizers' build.
+std::optional<std::pair<int, bool>> plan_file_name(const std::string& f) {
+  const std::size_t dot = f.find('.');
+  if (dot == 0 || dot == std::string::npos || dot > 9) return std::nullopt;
+  for (std::size_t i = 0; i < dot; ++i)
+    if (f[i] < '0' || f[i] > '9') return std::nullopt;
+  const std::string rest = f.substr(dot + 1);
+  for (const bool prof : {true, false}) {
+    const std::string stem = prof ? "prof.json" : "sched.json";
+    if (rest == stem || rest == stem + ".gz") return std::make_pair(std::stoi(f.substr(0, dot)), prof);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 MeasuredProfileResult build_measured_pipeline_profile(const MeasuredProfileOptions& o) {
@@ -28,13 +43,11 @@ MeasuredProfileResult build_measured_pipeline_profile(const MeasuredProfileOptio
   if (!fs::is_directory(o.dir, ec)) throw ServiceError(Kind::kBadInput, o.dir + ": not a directory of measured plans");
   // plan number -> (prof path, sched path)
   std::map<int, std::pair<std::string, std::string>> files;
-  static const std::regex name(R"((\d+)\.(prof|sched)\.json(\.gz)?)");
   for (const auto& entry : fs::directory_iterator(o.dir, ec)) {
-    std::smatch m;
-    const std::string f = entry.path().filename().string();
-    if (!std::regex_match(f, m, name)) continue;
-    auto& slot = files[std::stoi(m[1].str())];
-    (m[2] == "prof" ? slot.first : slot.second) = entry.path().string();
+    const auto plan = plan_file_name(entry.path().filename().string());
+    if (!plan) continue;
+    auto& slot = files[plan->first];
+    (plan->second ? slot.first : slot.second) = entry.path().string();
   }
   MeasuredProfileResult r;
   r.dir = o.dir;
