@@ -1,8 +1,13 @@
-// One line of the simple CSV files the model reads (Perseus stage profiles, public kernel sweeps): fields split
-// at every comma, carriage returns dropped. No quoting: none of those files quotes a field.
+// The simple CSV files the model reads (Perseus stage profiles, public kernel sweeps, the open sweep format): one
+// line's fields split at every comma, carriage returns dropped (no quoting: none of those files quotes a field), and
+// a field read as a number with a message naming file, line and column.
 #pragma once
 
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace gearshift::model {
@@ -16,6 +21,20 @@ inline std::vector<std::string> split_csv(const std::string& line) {
       out.back() += c;
   }
   return out;
+}
+
+// "file:line", for messages.
+inline std::string csv_where(const std::string& origin, int line_no) { return origin + ":" + std::to_string(line_no); }
+
+// A finite number; integers written as floats ("412.00000000") are accepted (synergy README caveat). Throws
+// std::invalid_argument naming the file, line and column otherwise.
+inline double csv_number(const std::string& field, const std::string& origin, int line_no, const std::string& column) {
+  double v = 0;
+  const char* end = field.data() + field.size();
+  auto [ptr, ec] = std::from_chars(field.data(), end, v);
+  if (field.empty() || ec != std::errc() || ptr != end || !std::isfinite(v))
+    throw std::invalid_argument(csv_where(origin, line_no) + ": column '" + column + "' is not a number: '" + field + "'");
+  return v;
 }
 
 }  // namespace gearshift::model

@@ -16,29 +16,18 @@ namespace gearshift::model {
 namespace {
 
 
-std::string where(const std::string& origin, int line_no) { return origin + ":" + std::to_string(line_no); }
-
-// A finite number; integers written as floats ("412.00000000") are accepted (synergy README caveat).
-double number(const std::string& field, const std::string& origin, int line_no, const std::string& column) {
-  double v = 0;
-  const char* end = field.data() + field.size();
-  auto [ptr, ec] = std::from_chars(field.data(), end, v);
-  if (field.empty() || ec != std::errc() || ptr != end || !std::isfinite(v))
-    throw std::invalid_argument(where(origin, line_no) + ": column '" + column + "' is not a number: '" + field + "'");
-  return v;
-}
 
 int clock_mhz(const std::string& field, const std::string& origin, int line_no, const std::string& column) {
-  const double v = number(field, origin, line_no, column);
+  const double v = csv_number(field, origin, line_no, column);
   if (v <= 0 || v != std::floor(v))
-    throw std::invalid_argument(where(origin, line_no) + ": column '" + column + "' must be a whole positive number of "
+    throw std::invalid_argument(csv_where(origin, line_no) + ": column '" + column + "' must be a whole positive number of "
                                 "MHz, got '" + field + "'");
   return static_cast<int>(v);
 }
 
 double positive(double v, const std::string& origin, int line_no, const std::string& column) {
   if (!(v > 0))
-    throw std::invalid_argument(where(origin, line_no) + ": column '" + column + "' must be > 0, got " +
+    throw std::invalid_argument(csv_where(origin, line_no) + ": column '" + column + "' must be > 0, got " +
                                 std::to_string(v));
   return v;
 }
@@ -72,7 +61,7 @@ Rows read_rows(const std::string& text, const std::string& origin) {
       continue;
     }
     if (f.size() != r.header.names.size())
-      throw std::invalid_argument(where(origin, line_no) + ": expected " + std::to_string(r.header.names.size()) +
+      throw std::invalid_argument(csv_where(origin, line_no) + ": expected " + std::to_string(r.header.names.size()) +
                                   " columns, got " + std::to_string(f.size()));
     r.rows.emplace_back(line_no, std::move(f));
   }
@@ -123,8 +112,8 @@ std::vector<KernelSweep> parse_synergy_csv(const std::string& text, const std::s
     Sample s;
     s.sm_mhz = clock_mhz(row[f], origin, line_no, "core-freq");
     s.mem_mhz = clock_mhz(row[m], origin, line_no, "memory-freq");
-    s.time_s = positive(number(row[t], origin, line_no, "kernel-time [s]"), origin, line_no, "kernel-time [s]");
-    s.energy_j = positive(number(row[e], origin, line_no, "mean-energy [J]"), origin, line_no, "mean-energy [J]");
+    s.time_s = positive(csv_number(row[t], origin, line_no, "kernel-time [s]"), origin, line_no, "kernel-time [s]");
+    s.energy_j = positive(csv_number(row[e], origin, line_no, "mean-energy [J]"), origin, line_no, "mean-energy [J]");
     out[it->second].samples.push_back(s);
   }
   for (auto& k : out) sort_samples(k, origin);
@@ -149,14 +138,14 @@ std::vector<KernelSweep> parse_nvdvfs_profile_csv(const std::string& text, const
     Sample s;
     s.sm_mhz = clock_mhz(row[f], origin, line_no, "core_frequency");
     s.mem_mhz = clock_mhz(row[m], origin, line_no, "memory_frequency");
-    s.time_s = positive(number(row[t], origin, line_no, "time"), origin, line_no, "time") * 1e-3;  // ms
-    s.energy_j = positive(number(row[p], origin, line_no, "average_power"), origin, line_no, "average_power") * s.time_s;
+    s.time_s = positive(csv_number(row[t], origin, line_no, "time"), origin, line_no, "time") * 1e-3;  // ms
+    s.energy_j = positive(csv_number(row[p], origin, line_no, "average_power"), origin, line_no, "average_power") * s.time_s;
     double v[7] = {0, 0, 0, 0, 0, 0, 0};
     const bool none = std::all_of(std::begin(c), std::end(c), [&](std::size_t i) { return row[i].empty(); });
     for (int i = 0; i < 7 && !none; ++i) {
-      v[i] = number(row[c[i]], origin, line_no, cname[i]);
+      v[i] = csv_number(row[c[i]], origin, line_no, cname[i]);
       if (v[i] < 0 || v[i] > 1.0 + 1e-9)
-        throw std::invalid_argument(where(origin, line_no) + ": column '" + cname[i] +
+        throw std::invalid_argument(csv_where(origin, line_no) + ": column '" + cname[i] +
                                     "' is an activity ratio in [0, 1], got " + row[c[i]]);
     }
     out[it->second].samples.push_back(s);
@@ -182,16 +171,16 @@ std::vector<KernelSweep> parse_gpuptx_csv(const std::string& text, const std::st
       out.push_back({"gpuptx", "gtxtitanx", "real", name, {}, {}, origin});
       continue;
     }
-    if (out.empty()) throw std::invalid_argument(where(origin, line_no) + ": a data line before any kernel name");
+    if (out.empty()) throw std::invalid_argument(csv_where(origin, line_no) + ": a data line before any kernel name");
     if (f.size() != 5)
-      throw std::invalid_argument(where(origin, line_no) + ": expected a kernel name or 5 columns "
+      throw std::invalid_argument(csv_where(origin, line_no) + ": expected a kernel name or 5 columns "
                                   "(mem_clock_MHz,core_clock_MHz,time,power_W,energy), got " + std::to_string(f.size()));
     Sample s;
     s.mem_mhz = clock_mhz(f[0], origin, line_no, "mem_clock_MHz");
     s.sm_mhz = clock_mhz(f[1], origin, line_no, "core_clock_MHz");
-    s.time_s = positive(number(f[2], origin, line_no, "time"), origin, line_no, "time");
-    positive(number(f[3], origin, line_no, "power_W"), origin, line_no, "power_W");
-    s.energy_j = positive(number(f[4], origin, line_no, "energy"), origin, line_no, "energy");
+    s.time_s = positive(csv_number(f[2], origin, line_no, "time"), origin, line_no, "time");
+    positive(csv_number(f[3], origin, line_no, "power_W"), origin, line_no, "power_W");
+    s.energy_j = positive(csv_number(f[4], origin, line_no, "energy"), origin, line_no, "energy");
     out.back().samples.push_back(s);
   }
   if (line_no == 0) throw std::invalid_argument(origin + ": empty file");

@@ -14,7 +14,6 @@
 namespace gearshift::model {
 namespace {
 
-std::string where(const std::string& origin, int line_no) { return origin + ":" + std::to_string(line_no); }
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r");
@@ -22,26 +21,17 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
-double number(const std::string& field, const std::string& origin, int line_no, const std::string& column) {
-  double v = 0;
-  const char* end = field.data() + field.size();
-  auto [ptr, ec] = std::from_chars(field.data(), end, v);
-  if (field.empty() || ec != std::errc() || ptr != end || !std::isfinite(v))
-    throw std::invalid_argument(where(origin, line_no) + ": column '" + column + "' is not a number: '" + field + "'");
-  return v;
-}
-
 double positive(const std::string& field, const std::string& origin, int line_no, const std::string& column) {
-  const double v = number(field, origin, line_no, column);
+  const double v = csv_number(field, origin, line_no, column);
   if (!(v > 0))
-    throw std::invalid_argument(where(origin, line_no) + ": column '" + column + "' must be > 0, got '" + field + "'");
+    throw std::invalid_argument(csv_where(origin, line_no) + ": column '" + column + "' must be > 0, got '" + field + "'");
   return v;
 }
 
 // A clock in MHz; a read-back (applied) clock may be fractional and is rounded to whole MHz.
 int clock_mhz(const std::string& field, const std::string& origin, int line_no, const std::string& column) {
   const double v = positive(field, origin, line_no, column);
-  if (v > 1e6) throw std::invalid_argument(where(origin, line_no) + ": column '" + column + "' is not a clock in MHz: '" + field + "'");
+  if (v > 1e6) throw std::invalid_argument(csv_where(origin, line_no) + ": column '" + column + "' is not a clock in MHz: '" + field + "'");
   return static_cast<int>(std::lround(v));
 }
 
@@ -68,7 +58,7 @@ SweepFile parse_sweep_csv(const std::string& text, const std::string& origin, in
       const std::string value = trim(t.substr(colon + 1));
       std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
       if (key == "board") {
-        if (value.empty()) throw std::invalid_argument(where(origin, line_no) + ": '# board:' names no board");
+        if (value.empty()) throw std::invalid_argument(csv_where(origin, line_no) + ": '# board:' names no board");
         out.board = value;
       } else if (key == "power_limit_w") {
         out.power_limit_w = positive(value, origin, line_no, "power_limit_w");
@@ -83,7 +73,7 @@ SweepFile parse_sweep_csv(const std::string& text, const std::string& origin, in
       continue;
     }
     if (f.size() != names.size())
-      throw std::invalid_argument(where(origin, line_no) + ": expected " + std::to_string(names.size()) +
+      throw std::invalid_argument(csv_where(origin, line_no) + ": expected " + std::to_string(names.size()) +
                                   " fields as in the header (line " + std::to_string(header_line) + "), got " +
                                   std::to_string(f.size()));
     rows.emplace_back(line_no, std::move(f));
@@ -96,7 +86,7 @@ SweepFile parse_sweep_csv(const std::string& text, const std::string& origin, in
     return static_cast<std::size_t>(it - names.begin());
   };
   auto missing = [&](const std::string& what) {
-    return std::invalid_argument(where(origin, header_line) + ": missing column " + what +
+    return std::invalid_argument(csv_where(origin, header_line) + ": missing column " + what +
                                  " (required: kernel, sm_clock_mhz or applied_sm_clock_mhz, time_s|time_ms|time_us, "
                                  "energy_j|power_w; docs/sweep-format.md)");
   };
@@ -111,7 +101,7 @@ SweepFile parse_sweep_csv(const std::string& text, const std::string& origin, in
   for (auto [n, scale] : {std::pair<const char*, double>{"time_s", 1.0}, {"time_ms", 1e-3}, {"time_us", 1e-6}}) {
     if (!col(n)) continue;
     if (time)
-      throw std::invalid_argument(where(origin, header_line) + ": two time columns ('" + time_name + "' and '" + n +
+      throw std::invalid_argument(csv_where(origin, header_line) + ": two time columns ('" + time_name + "' and '" + n +
                                   "'); give one");
     time = col(n), time_name = n, time_scale = scale;
   }
@@ -144,19 +134,19 @@ SweepFile parse_sweep_csv(const std::string& text, const std::string& origin, in
   std::string board_line_value;
   for (const auto& [ln, row] : rows) {
     const std::string& name = row[*kernel];
-    if (name.empty()) throw std::invalid_argument(where(origin, ln) + ": column 'kernel' is empty");
+    if (name.empty()) throw std::invalid_argument(csv_where(origin, ln) + ": column 'kernel' is empty");
     if (board) {
       const std::string& b = row[*board];
-      if (b.empty()) throw std::invalid_argument(where(origin, ln) + ": column 'board' is empty");
+      if (b.empty()) throw std::invalid_argument(csv_where(origin, ln) + ": column 'board' is empty");
       if (!out.board.empty() && b != out.board)
-        throw std::invalid_argument(where(origin, ln) + ": board '" + b + "' differs from '" + out.board +
+        throw std::invalid_argument(csv_where(origin, ln) + ": board '" + b + "' differs from '" + out.board +
                                     "' named before; one board per file");
       out.board = b;
     }
     Sample s;
     const bool use_applied_sm = sm_applied && !row[*sm_applied].empty();
     if (!use_applied_sm && (!sm || row[*sm].empty()))
-      throw std::invalid_argument(where(origin, ln) + ": no SM clock (sm_clock_mhz and applied_sm_clock_mhz empty)");
+      throw std::invalid_argument(csv_where(origin, ln) + ": no SM clock (sm_clock_mhz and applied_sm_clock_mhz empty)");
     s.sm_mhz = use_applied_sm ? clock_mhz(row[*sm_applied], origin, ln, "applied_sm_clock_mhz")
                               : clock_mhz(row[*sm], origin, ln, "sm_clock_mhz");
     s.mem_mhz = default_mem_mhz;
@@ -170,10 +160,10 @@ SweepFile parse_sweep_csv(const std::string& text, const std::string& origin, in
     else if (power && !row[*power].empty())
       s.energy_j = positive(row[*power], origin, ln, "power_w") * s.time_s;
     else
-      throw std::invalid_argument(where(origin, ln) + ": no energy_j or power_w value");
+      throw std::invalid_argument(csv_where(origin, ln) + ": no energy_j or power_w value");
     const auto key = std::make_tuple(name, s.mem_mhz, s.sm_mhz);
     if (auto [it, added] = seen.try_emplace(key, ln); !added)
-      throw std::invalid_argument(where(origin, ln) + ": kernel '" + name + "' already has a sample at SM " +
+      throw std::invalid_argument(csv_where(origin, ln) + ": kernel '" + name + "' already has a sample at SM " +
                                   std::to_string(s.sm_mhz) + " MHz, memory " + std::to_string(s.mem_mhz) +
                                   " MHz (line " + std::to_string(it->second) + ")");
     ActivityCounters a;
@@ -182,9 +172,9 @@ SweepFile parse_sweep_csv(const std::string& text, const std::string& origin, in
       a.measured = std::all_of(counters.begin(), counters.end(), [&](auto c) { return !row[c.second].empty(); });
       for (const auto& [i, c] : counters) {
         if (row[c].empty()) continue;
-        v[i] = number(row[c], origin, ln, kCounters[i]);
+        v[i] = csv_number(row[c], origin, ln, kCounters[i]);
         if (v[i] < 0 || v[i] > 1.0 + 1e-9)
-          throw std::invalid_argument(where(origin, ln) + ": column '" + kCounters[i] +
+          throw std::invalid_argument(csv_where(origin, ln) + ": column '" + kCounters[i] +
                                       "' is an activity ratio in [0, 1], got '" + row[c] + "'");
       }
       if (!a.measured) std::fill(std::begin(v), std::end(v), 0.0);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_binary.hpp"
+#include "tmp_dir.hpp"
 
 namespace gearshift {
 namespace {
@@ -27,10 +28,8 @@ const std::string kShared = std::string(GEARSHIFT_SHARED_DIR) + "/data/";
 const std::string kDir = kShared + "bad_inputs/";
 const std::string kGpt2 = kShared + "traces/gpt2_h200_trace.json.gz";
 
-struct TmpDir {
-  fs::path dir = fs::temp_directory_path() / ("gearshift_bad_plan_inputs_" + std::to_string(::getpid()));
-  TmpDir() { fs::create_directories(dir); }
-  ~TmpDir() { fs::remove_all(dir); }
+struct TmpDir : test::TmpDir {
+  TmpDir() : test::TmpDir("gearshift_bad_plan_inputs_") {}
 };
 
 struct Case {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_binary.hpp"
+#include "tmp_dir.hpp"
 
 namespace gearshift {
 namespace {
@@ -19,14 +20,8 @@ namespace fs = std::filesystem;
 using test::Result;
 using test::run;
 
-struct TmpDir {
-  fs::path dir = fs::temp_directory_path() / ("gearshift_pipeline_evaluate_" + std::to_string(::getpid()));
-  TmpDir() { fs::create_directories(dir); }
-  ~TmpDir() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
+struct TmpDir : test::TmpDir {
+  TmpDir() : test::TmpDir("gearshift_pipeline_evaluate_") {}
 };
 
 const char* kTiny =

@@ -8,7 +8,6 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include "pipeline/error.hpp"
 #include "pipeline/evaluate.hpp"
@@ -16,6 +15,7 @@
 #include "pipeline/plan_formats.hpp"
 #include "pipeline/planner.hpp"
 #include "pipeline/report.hpp"
+#include "pipeline/tests/gunzip.hpp"
 
 namespace gearshift::pipeline {
 namespace {
@@ -265,16 +265,6 @@ TEST(MerakOrder, ComputationsFollowThePlannersOneFOneB) {
     }
 }
 
-std::string gunzip(const std::string& path) {
-  gzFile g = gzopen(path.c_str(), "rb");
-  std::string out;
-  char buf[1 << 14];
-  int n;
-  while (g && (n = gzread(g, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  if (g) gzclose(g);
-  return out;
-}
-
 // Every measured Perseus plan's sched.json is placed: 4 ranks, the README's microbatch counts.
 TEST(MerakOrder, EveryMeasuredPerseusPlanIsPlaced) {
   const std::string base = std::string(GEARSHIFT_SHARED_DIR) + "/data/perseus_measured/perseus/A100/";
@@ -283,7 +273,7 @@ TEST(MerakOrder, EveryMeasuredPerseusPlanIsPlaced) {
   for (const auto& [model, M] : models) {
     int plans = 0;
     for (int n = 0; std::filesystem::exists(base + model + "/" + std::to_string(n) + ".sched.json.gz"); ++n, ++plans) {
-      const PlanFile f = parse_plan_file(gunzip(base + model + "/" + std::to_string(n) + ".sched.json.gz"), model);
+      const PlanFile f = parse_plan_file(test::gunzip(base + model + "/" + std::to_string(n) + ".sched.json.gz"), model);
       EXPECT_EQ(f.stages, 4);
       EXPECT_EQ(f.microbatches, M) << model << " " << n;
       for (const auto& r : f.plans.at(0).ranks) EXPECT_EQ(r.size(), 2u * M);

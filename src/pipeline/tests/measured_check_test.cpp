@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include <zlib.h>
 
 #include "pipeline/cost_model.hpp"
 #include "pipeline/evaluate.hpp"
@@ -21,19 +20,10 @@
 #include "pipeline/measured_profile.hpp"
 #include "pipeline/measured_run.hpp"
 #include "pipeline/plan_formats.hpp"
+#include "pipeline/tests/gunzip.hpp"
 
 namespace gearshift::pipeline {
 namespace {
-
-std::string gunzip_file(const std::string& path) {
-  gzFile g = gzopen(path.c_str(), "rb");
-  std::string out;
-  char buf[1 << 14];
-  int n;
-  while (g && (n = gzread(g, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  if (g) gzclose(g);
-  return out;
-}
 
 struct Worst {
   double t0 = 0, e0 = 0, t1 = 0, e1 = 0, saving_pp = 0;  // largest |error| [%] / [pp]
@@ -44,8 +34,8 @@ Worst leave_one_out(const std::string& dir) {
   for (int n = 0; std::filesystem::exists(dir + std::to_string(n) + ".sched.json.gz"); ++n) {
     MeasuredPlan p;
     p.name = std::to_string(n);
-    p.run = parse_measured_run(gunzip_file(dir + p.name + ".prof.json.gz"), p.name + ".prof.json.gz");
-    p.schedule = parse_plan_file(gunzip_file(dir + p.name + ".sched.json.gz"), p.name + ".sched.json.gz").plans.at(0);
+    p.run = parse_measured_run(test::gunzip(dir + p.name + ".prof.json.gz"), p.name + ".prof.json.gz");
+    p.schedule = parse_plan_file(test::gunzip(dir + p.name + ".sched.json.gz"), p.name + ".sched.json.gz").plans.at(0);
     all.push_back(std::move(p));
   }
   EXPECT_GE(all.size(), 20u) << dir;
