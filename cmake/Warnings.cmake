@@ -1,5 +1,10 @@
-# gearshift_target_defaults(TARGET): warnings (as errors unless GEARSHIFT_WERROR=OFF) and sanitizers.
+# gearshift_target_defaults(TARGET): warnings (as errors unless GEARSHIFT_WERROR=OFF), unity build when
+# GEARSHIFT_UNITY_BUILD (the Makefile's builds: each .cpp instantiated the same fmt/nlohmann-json templates at -O3
+# again, and a newcomer's `make demo` spent 4.4 min compiling them; issue 48). Sanitizers: below.
 function(gearshift_target_defaults target)
+  if(GEARSHIFT_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON)
+  endif()
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
                                            -Wnon-virtual-dtor -Wold-style-cast)
   if(GEARSHIFT_WERROR)
@@ -20,6 +25,8 @@ function(gearshift_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   gearshift_target_defaults(${name})
+  # Test files keep their own helpers in anonymous namespaces (temp_path, error_of, ...): one file, one unit.
+  set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE GEARSHIFT_SHARED_DIR="${GEARSHIFT_SHARED_DIR}"
                                              GEARSHIFT_DATA_DIR="${GEARSHIFT_DATA_DIR}")

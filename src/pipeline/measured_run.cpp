@@ -26,24 +26,24 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& src, const std::string& what) { throw PipelineError(src + ": " + what); }
+[[noreturn]] void fail_run(const std::string& src, const std::string& what) { throw PipelineError(src + ": " + what); }
 
 double number(const json& v, const std::string& src, const std::string& where) {
-  if (!v.is_number()) fail(src, where + " is not a number");
+  if (!v.is_number()) fail_run(src, where + " is not a number");
   const double x = v.get<double>();
-  if (!std::isfinite(x) || x < 0) fail(src, fmt::format("{} is {} (a time or energy must be finite and ≥ 0)", where, x));
+  if (!std::isfinite(x) || x < 0) fail_run(src, fmt::format("{} is {} (a time or energy must be finite and ≥ 0)", where, x));
   return x;
 }
 
-const json& field(const json& o, const char* name, const std::string& src, const std::string& where) {
-  if (!o.is_object() || !o.contains(name)) fail(src, fmt::format("{} has no \"{}\"", where, name));
+const json& run_field(const json& o, const char* name, const std::string& src, const std::string& where) {
+  if (!o.is_object() || !o.contains(name)) fail_run(src, fmt::format("{} has no \"{}\"", where, name));
   return o.at(name);
 }
 
 // Mean over iterations 1.. of a per-iteration list of numbers.
 double mean_after_first(const json& list, const std::string& src, const std::string& where) {
   if (!list.is_array() || list.size() < 2)
-    fail(src, fmt::format("{} lists {} iterations; 2 or more are needed (the first is warm-up)", where,
+    fail_run(src, fmt::format("{} lists {} iterations; 2 or more are needed (the first is warm-up)", where,
                           list.is_array() ? list.size() : 0));
   double s = 0;
   for (std::size_t i = 1; i < list.size(); ++i) s += number(list[i], src, fmt::format("{}[{}]", where, i));
@@ -54,13 +54,13 @@ double mean_after_first(const json& list, const std::string& src, const std::str
 std::vector<double> per_microbatch(const json& list, std::size_t iterations, int M, int per, const std::string& src,
                                    const std::string& where) {
   if (!list.is_array() || list.size() != iterations)
-    fail(src, fmt::format("{} lists {} iterations; iter_time lists {}", where, list.is_array() ? list.size() : 0,
+    fail_run(src, fmt::format("{} lists {} iterations; iter_time lists {}", where, list.is_array() ? list.size() : 0,
                           iterations));
   std::vector<double> out(static_cast<std::size_t>(M), 0.0);
   for (std::size_t i = 1; i < list.size(); ++i) {
     const json& it = list[i];
     if (!it.is_array() || it.size() != static_cast<std::size_t>(M * per))
-      fail(src, fmt::format("{}[{}] has {} entries; {} expected ({} microbatches)", where, i,
+      fail_run(src, fmt::format("{}[{}] has {} entries; {} expected ({} microbatches)", where, i,
                             it.is_array() ? it.size() : 0, M * per, M));
     for (std::size_t k = 0; k < it.size(); ++k)
       out[k / static_cast<std::size_t>(per)] += number(it[k], src, fmt::format("{}[{}][{}]", where, i, k));
@@ -76,35 +76,35 @@ MeasuredRun parse_measured_run(const std::string& text, const std::string& src) 
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    fail(src, fmt::format("not JSON ({})", e.what()));
+    fail_run(src, fmt::format("not JSON ({})", e.what()));
   }
   if (!j.is_array() || j.empty())
-    fail(src, "expected a Perseus prof.json: a non-empty list of {\"rank\", \"iter_time\", \"iter_energy\", "
+    fail_run(src, "expected a Perseus prof.json: a non-empty list of {\"rank\", \"iter_time\", \"iter_energy\", "
               "\"time_breakdown\"}");
   MeasuredRun run;
   run.source = src;
   std::map<int, MeasuredRank> by_rank;
   for (std::size_t k = 0; k < j.size(); ++k) {
     const std::string where = fmt::format("entry {}", k);
-    const json& rk = field(j[k], "rank", src, where);
-    if (!rk.is_number_integer() || rk.get<int>() < 0) fail(src, where + ": \"rank\" is not a rank number");
+    const json& rk = run_field(j[k], "rank", src, where);
+    if (!rk.is_number_integer() || rk.get<int>() < 0) fail_run(src, where + ": \"rank\" is not a rank number");
     const int r = rk.get<int>();
     const std::string at = fmt::format("rank {}", r);
-    if (by_rank.count(r)) fail(src, at + " is listed twice");
-    const json& it = field(j[k], "iter_time", src, at);
+    if (by_rank.count(r)) fail_run(src, at + " is listed twice");
+    const json& it = run_field(j[k], "iter_time", src, at);
     MeasuredRank m;
     m.iteration_s = mean_after_first(it, src, at + " iter_time");
-    m.energy_j = mean_after_first(field(j[k], "iter_energy", src, at), src, at + " iter_energy");
-    if (field(j[k], "iter_energy", src, at).size() != it.size())
-      fail(src, at + ": iter_energy and iter_time list different numbers of iterations");
-    const json& tb = field(j[k], "time_breakdown", src, at);
-    const json& fw = field(tb, "forward", src, at + " time_breakdown");
-    const json& bw = field(tb, "backward", src, at + " time_breakdown");
+    m.energy_j = mean_after_first(run_field(j[k], "iter_energy", src, at), src, at + " iter_energy");
+    if (run_field(j[k], "iter_energy", src, at).size() != it.size())
+      fail_run(src, at + ": iter_energy and iter_time list different numbers of iterations");
+    const json& tb = run_field(j[k], "time_breakdown", src, at);
+    const json& fw = run_field(tb, "forward", src, at + " time_breakdown");
+    const json& bw = run_field(tb, "backward", src, at + " time_breakdown");
     if (!fw.is_array() || fw.size() < 2 || !fw[1].is_array() || fw[1].empty())
-      fail(src, at + ": time_breakdown.forward has no microbatches in iteration 1");
+      fail_run(src, at + ": time_breakdown.forward has no microbatches in iteration 1");
     const int M = static_cast<int>(fw[1].size());
     if (run.microbatches && M != run.microbatches)
-      fail(src, fmt::format("{}: {} forwards per iteration; rank {} has {}", at, M, by_rank.begin()->first,
+      fail_run(src, fmt::format("{}: {} forwards per iteration; rank {} has {}", at, M, by_rank.begin()->first,
                             run.microbatches));
     run.microbatches = M;
     m.forward_s = per_microbatch(fw, it.size(), M, 1, src, at + " forward");
@@ -114,7 +114,7 @@ MeasuredRun parse_measured_run(const std::string& text, const std::string& src) 
       const json& ld = tb.at("load");
       const std::size_t n = ld.is_array() && ld.size() > 1 && ld[1].is_array() ? ld[1].size() : 0;
       if (n % static_cast<std::size_t>(M) != 0 || n == 0)
-        fail(src, fmt::format("{}: time_breakdown.load[1] has {} entries, not a multiple of {} microbatches", at, n, M));
+        fail_run(src, fmt::format("{}: time_breakdown.load[1] has {} entries, not a multiple of {} microbatches", at, n, M));
       m.load_s = per_microbatch(ld, it.size(), M, static_cast<int>(n) / M, src, at + " load");
     }
     run.iterations = static_cast<int>(it.size()) - 1;
@@ -122,7 +122,7 @@ MeasuredRun parse_measured_run(const std::string& text, const std::string& src) 
   }
   int expect = 0;
   for (auto& [r, m] : by_rank) {
-    if (r != expect) fail(src, fmt::format("rank {} is missing (ranks must be 0..{})", expect, by_rank.size() - 1));
+    if (r != expect) fail_run(src, fmt::format("rank {} is missing (ranks must be 0..{})", expect, by_rank.size() - 1));
     ++expect;
     run.ranks.push_back(std::move(m));
   }

@@ -11,9 +11,10 @@
 
 namespace gearshift::service {
 
+using Kind = ServiceError::Kind;
+
 PipelineJobResult run_pipeline_job(const PipelineJobOptions& o) {
   using namespace pipeline;
-  using Kind = ServiceError::Kind;
   auto bad = [](const char* what) { throw ServiceError(Kind::kBadArgument, what); };
   if (!(o.time_unit_ms > 0) || !std::isfinite(o.time_unit_ms)) bad("--time-unit-ms must be > 0");
   if (!(o.blocking_power_w >= 0) || !std::isfinite(o.blocking_power_w)) bad("--blocking-power-w must be ≥ 0");

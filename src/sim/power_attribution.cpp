@@ -14,9 +14,6 @@
 namespace gearshift::sim {
 namespace {
 
-// The reading reproduces the measured power when its baseline is within 1 % of it: the power cap's discrete
-// clocks make the power step by up to ~1 % as ops cap (sim/saving_range.cpp holds its draws to the same).
-constexpr double kLevelTolerance = 0.01;
 constexpr int kBisections = 40;
 
 }  // namespace
@@ -44,7 +41,7 @@ SurplusAsActivity place_surplus_as_activity(model::Workload& w, model::DvfsModel
   // The surplus is power above what the priors draw, so z >= 0; the power rises with z (more slowly once kernels
   // cap), so bisection between 0 and the bound finds the level.
   double lo = 0, hi = kMaxReadingSigmas;
-  if (power_at(hi) < measured_w * (1 - kLevelTolerance)) {
+  if (power_at(hi) < measured_w * (1 - kPowerLevelTolerance)) {
     r.sigmas = hi;
     r.baseline_power_w = power_at(hi);
     return r;
@@ -59,12 +56,12 @@ SurplusAsActivity place_surplus_as_activity(model::Workload& w, model::DvfsModel
     lo = 0;
     for (int i = 0; i < kBisections; ++i) {
       const double mid = 0.5 * (lo + hi);
-      (power_at(mid) < measured_w * (1 - kLevelTolerance) ? lo : hi) = mid;
+      (power_at(mid) < measured_w * (1 - kPowerLevelTolerance) ? lo : hi) = mid;
     }
   }
   r.sigmas = hi;
   r.baseline_power_w = power_at(hi);
-  r.reached = std::fabs(r.baseline_power_w / measured_w - 1) <= kLevelTolerance;
+  r.reached = std::fabs(r.baseline_power_w / measured_w - 1) <= kPowerLevelTolerance;
   return r;
 }
 

@@ -30,6 +30,11 @@ namespace gearshift::sim {
 // 95 % two-sided interval of one class; several classes all off by that much is rarer still).
 inline constexpr double kMaxReadingSigmas = 2.0;
 
+// A model (or a draw of the error bars, sim/saving_range.cpp) reproduces the measured power when its baseline is
+// within 1 % of it: the power cap's discrete clocks make the power step by up to ~1 % as ops cap, and the
+// calibration's own match is as close.
+inline constexpr double kPowerLevelTolerance = 0.01;
+
 struct SurplusAsActivity {
   bool reached = false;         // the raised activities reproduce the measured power within 1 %, z <= kMaxReadingSigmas
   double memory_w = 0;          // memory/uncore power at full traffic in this reading, W (the bound)

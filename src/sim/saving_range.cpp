@@ -8,15 +8,14 @@
 #include <fmt/format.h>
 
 #include "model/prior_spread.hpp"
+#include "sim/power_attribution.hpp"
 #include "sim/simulator.hpp"
 
 namespace gearshift::sim {
 namespace {
 
 constexpr int kClasses = 8;  // model::KernelClass values
-// A draw reproduces the measured power when its baseline is within 1 % of it (the cap's discrete clocks make
-// the power step by up to ~1 % as ops cap; the calibration's own match is as close), found in at most 16 updates.
-constexpr double kLevelTolerance = 0.01;
+// A draw reproduces the measured power within kPowerLevelTolerance, found in at most 16 updates.
 constexpr int kLevelIterations = 16;
 
 double quantile(std::vector<double> v, double q) {
@@ -53,7 +52,7 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
   // So the GEMM class keeps its activity (the other classes' activities are drawn relative to it, and none above
   // it: no kernel class of a training step draws more SM power than a dense GEMM), and one scale on the other
   // classes' activity brings the draw's baseline power back to the level. A draw that no scale brings within
-  // kLevelTolerance is a model the measurement rules out: it is left out of the quantiles.
+  // kPowerLevelTolerance is a model the measurement rules out: it is left out of the quantiles.
   constexpr int kGemm = static_cast<int>(model::KernelClass::gemm);
   model::Workload drawn = w;
   std::vector<double> drawn_activity(w.ops.size());
@@ -107,9 +106,9 @@ SavingRange saving_range(const model::Workload& w, const model::DvfsModel& m, co
       const double floor_w = baseline_at(0).average_power_w;
       double g = 1, lo = 0, hi = 0;
       bool have_lo = false, have_hi = false, found = false;
-      for (int it = 0; it < kLevelIterations && floor_w < level_w * (1 + kLevelTolerance); ++it) {
+      for (int it = 0; it < kLevelIterations && floor_w < level_w * (1 + kPowerLevelTolerance); ++it) {
         b = baseline_at(g);
-        if (std::abs(b.average_power_w / level_w - 1) <= kLevelTolerance) {
+        if (std::abs(b.average_power_w / level_w - 1) <= kPowerLevelTolerance) {
           found = true;
           break;
         }
