@@ -2,7 +2,7 @@
 # `gearshift run --auto` on real training jobs of several families, one GPU, dry-run only (bench/results/2026-12-01-auto-real-jobs.md,
 # "`gearshift run --auto` on real jobs and launchers").
 # Usage: auto_real_jobs.sh BIN OUT [JOB ...]
-#   jobs: llama moe ckpt compile accum (train_families.py) and megatron (Megatron-LM pretrain_gpt.py through
+#   jobs: llama moe ckpt compile accum (train_families.py; FAMILY_OPTIMIZER, e.g. gpt2s_lion, with that --optimizer) and megatron (Megatron-LM pretrain_gpt.py through
 #   torchrun --nproc_per_node 1; needs MEGATRON_DIR with pretrain_gpt.py and the megatron-core wheel installed),
 #   megatron_direct (the same started as one plain process), ddp / ddp_cpu (ddp_ranks.py: two gloo ranks through
 #   torchrun on GPU 0 / on the CPU). ONLY_TRACE=1: the traces alone, no run --auto.
@@ -52,8 +52,10 @@ job_cmd() {
       CMD=(torchrun --nproc_per_node 2 --master_port "${MASTER_PORT:-29612}" "$HERE/ddp_ranks.py" --imbalance 0.5)
       [[ $1 == ddp_cpu ]] && CMD+=(--device cpu --steps 60)
       local per_ddp="ARGS_$1"; CMD+=(${!per_ddp:-}) ;;
-    *) local per_job="ARGS_$1"  # ARGS_<job>: that job's own arguments (e.g. ARGS_compile="--steps 1500")
-       CMD=(python3 "$HERE/train_families.py" "$1" ${FAMILY_ARGS:-} ${!per_job:-}) ;;
+    *) local per_job="ARGS_${1//-/_}"  # ARGS_<job>: that job's own arguments (e.g. ARGS_compile="--steps 1500")
+       local opt=()  # FAMILY_OPTIMIZER (e.g. gpt2s_lion): the family with train_families.py's --optimizer
+       [[ $1 == *_* ]] && opt=(--optimizer "${1#*_}")
+       CMD=(python3 "$HERE/train_families.py" "${1%%_*}" "${opt[@]}" ${FAMILY_ARGS:-} ${!per_job:-}) ;;
   esac
 }
 

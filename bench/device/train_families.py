@@ -4,7 +4,7 @@
 from pinned host memory; the loss is read (loss.item(): a synchronize) every --log-every steps, as a training loop
 that logs does.
 
-  train_families.py FAMILY [--steps N] [--log-every K] [--seed S]
+  train_families.py FAMILY [--steps N] [--log-every K] [--seed S] [--optimizer KIND]
 
 Families (the models of record_step_traces.py, sized like small real runs):
   llama    Llama-like decoder, 16 x 2048 (GQA 16/8 heads, SwiGLU 5632), batch 4 x 2048 tokens (~1 B parameters)
@@ -18,6 +18,11 @@ Families (the models of record_step_traces.py, sized like small real runs):
            batch 64 x 224 x 224 random images: many short kernels, launch-bound on a fast GPU
   t5       T5-base seq2seq (transformers, 12 + 12 layers x 768), Adafactor (transformers.optimization), bf16
            autocast, batch 16 x 512 -> 128 tokens: no step markers and an optimizer of no fused kind
+  gpt2s    GPT-2 small, plain steps (fused AdamW unless --optimizer)
+--optimizer replaces the family's optimizer (not resnet's: its GradScaler needs a torch.optim one) by one whose
+kernels are on no name list, each a loop over the parameters with no torch.optim class (so no profiler
+annotation either): hand-sgd (p -= lr * grad), lion (Chen et al. 2023, sign of the interpolated momentum,
+decoupled weight decay), adafactor (transformers.optimization.Adafactor, relative step).
 At the end it prints one line `TRAIN family=F steps=N step_s=<median s/step> late_step_s=<same, second half>
 j_per_step=<median J/step> ...`: the job's own count of its optimizer steps, their wall time per logging
 interval (the first left out) and the GPU's energy per step over the same intervals (NVML's energy counter,
@@ -48,7 +53,36 @@ FAMILIES = {
     "input": dict(GPT2S, layers=12, batch=8, seq=1024, loader=True, steps=120),
     "resnet": dict(model="resnet50", batch=64, steps=400),
     "t5": dict(model="t5", batch=16, seq=512, target=128, vocab=32128, steps=200),
+    "gpt2s": dict(GPT2S, layers=12, batch=8, seq=1024, steps=80),
 }
+
+
+class HandOptimizer:
+    """A per-parameter update loop written in the training script, as research code does: no torch.optim class,
+    no fused or foreach kernel, no name an optimizer list would know."""
+
+    def __init__(self, kind, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.01):
+        self.kind, self.params, self.lr, self.betas, self.wd = kind, [p for p in params if p.requires_grad], lr, betas, weight_decay
+        self.m = {}
+
+    def step(self):
+        import torch
+        with torch.no_grad():
+            for p in self.params:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                if self.kind == "hand-sgd":
+                    p.add_(g, alpha=-self.lr)
+                else:  # lion
+                    m = self.m.setdefault(p, torch.zeros_like(p))
+                    u = (m * self.betas[0] + g * (1 - self.betas[0])).sign_()
+                    p.mul_(1 - self.lr * self.wd).add_(u, alpha=-self.lr)
+                    m.lerp_(g, 1 - self.betas[1])
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.params:
+            p.grad = None
 
 
 class VisionTrainer:
@@ -170,6 +204,8 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--prep-sort", type=int, default=400_000, help="input: random floats sorted per sample (CPU work)")
     p.add_argument("--workers", type=int, default=1, help="input: DataLoader workers")
+    p.add_argument("--optimizer", choices=("family", "hand-sgd", "lion", "adafactor"), default="family",
+                   help="replace the family's optimizer (see above)")
     a = p.parse_args()
 
     import torch
@@ -187,6 +223,14 @@ def main():
         if spec.get("ckpt"):
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         tr = Trainer(model, spec, dev, a.seed)
+    if a.optimizer != "family":
+        if spec["model"] == "resnet50":
+            sys.exit("--optimizer: resnet keeps its SGD (GradScaler steps a torch.optim optimizer)")
+        if a.optimizer == "adafactor":
+            from transformers.optimization import Adafactor
+            tr.opt = Adafactor(model.parameters(), scale_parameter=True, relative_step=True, warmup_init=True, lr=None)
+        else:
+            tr.opt = HandOptimizer(a.optimizer, model.parameters())
     if spec.get("compile"):
         tr.model = torch.compile(model, mode="reduce-overhead")
     batches = None
