@@ -28,12 +28,13 @@ Csr make_csr(int n, const std::vector<std::pair<int, int>>& edges, bool forward)
   return c;
 }
 
-// Earliest/latest schedule of a DAG, reused every step.
+// Earliest/latest schedule of a DAG, reused every step. Kept as earliest finish ef = es + d and latest start
+// ls = lf − d, so that each pass reads one value per neighbour (the passes run once per frontier step).
 struct Cpm {
   int n = 0;
   Csr succ, pred;
   std::vector<int> topo;
-  std::vector<long> es, lf;
+  std::vector<long> es, ef, ls;
 
   explicit Cpm(const FrontierInput& in) : n(in.num_ops) {
     for (auto [u, v] : in.edges)
@@ -49,26 +50,29 @@ struct Cpm {
         if (--indeg[succ.adj[e]] == 0) topo.push_back(succ.adj[e]);
     if (static_cast<int>(topo.size()) != n) throw PipelineError("frontier: the instruction graph has a cycle");
     es.resize(n);
-    lf.resize(n);
+    ef.resize(n);
+    ls.resize(n);
   }
 
   long run(const std::vector<int>& d) {
     long T = 0;
     for (int v : topo) {
       long s = 0;
-      for (int e = pred.start[v]; e < pred.start[v + 1]; ++e) s = std::max(s, es[pred.adj[e]] + d[pred.adj[e]]);
+      for (int e = pred.start[v]; e < pred.start[v + 1]; ++e) s = std::max(s, ef[pred.adj[e]]);
       es[v] = s;
-      T = std::max(T, s + d[v]);
+      ef[v] = s + d[v];
+      T = std::max(T, ef[v]);
     }
     for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
       int v = *it;
       long f = T;
-      for (int e = succ.start[v]; e < succ.start[v + 1]; ++e) f = std::min(f, lf[succ.adj[e]] - d[succ.adj[e]]);
-      lf[v] = f;
+      for (int e = succ.start[v]; e < succ.start[v + 1]; ++e) f = std::min(f, ls[succ.adj[e]]);
+      ls[v] = f - d[v];
     }
     return T;
   }
-  bool critical(int v, const std::vector<int>& d) const { return lf[v] - d[v] == es[v]; }
+  bool critical(int v) const { return ls[v] == es[v]; }
+  long lf(int v) const { return ef[v] - es[v] + ls[v]; }  // ls + d
 };
 
 std::int64_t micro(double j) { return static_cast<std::int64_t>(std::floor(j * kMicro)); }
@@ -160,6 +164,11 @@ Frontier compute_frontier(const FrontierInput& in) {
   }
   static_assert(MinCut::kInfinity == WarmFlow::kInfinity, "one infinity for both cut engines");
   std::vector<char> is_crit(n);
+  // What the warm network was last given: per operation its state bits (kUnset before the first step) and
+  // whether its cut terms changed since; per precedence edge whether it was tight.
+  constexpr char kUnset = -1;
+  std::vector<char> op_state(static_cast<std::size_t>(n), kUnset), terms_changed(static_cast<std::size_t>(n), 0);
+  std::vector<char> edge_tight(static_cast<std::size_t>(E), 0);
   // Crossing an operation forward costs up, backward refunds `refund`: an arc of capacity up − refund plus
   // node terms of `refund`.
   auto op_cap = [&](int v) {
@@ -167,7 +176,7 @@ Frontier compute_frontier(const FrontierInput& in) {
     return up == MinCut::kInfinity ? up : std::max<std::int64_t>(0, up - refund);
   };
   // A precedence edge belongs to the critical network when both ends are critical and it has no slack.
-  auto tight = [&](int u, int w) { return is_crit[u] && is_crit[w] && cpm.es[u] + d[u] == cpm.es[w]; };
+  auto tight = [&](int u, int w) { return is_crit[u] && is_crit[w] && cpm.ef[u] == cpm.es[w]; };
   // The warm network is given only capacities that changed (the rest keeps its flow).
   auto set = [&](int arc, std::int64_t cap) {
     if (arc >= 0 && warm.capacity(arc) != cap) warm.set_capacity(arc, cap);
@@ -175,7 +184,7 @@ Frontier compute_frontier(const FrontierInput& in) {
   while (true) {
     crit.clear();
     for (int v : cpm.topo) {
-      is_crit[v] = cpm.critical(v, d);
+      is_crit[v] = cpm.critical(v);
       if (is_crit[v]) crit.push_back(v);
     }
     std::int64_t value = 0;
@@ -194,7 +203,7 @@ Frontier compute_frontier(const FrontierInput& in) {
         unary[e] += op_refund[v];
         unary[s] -= op_refund[v];
         if (cpm.es[v] == 0) boost_cut.add_edge(source, s, MinCut::kInfinity);
-        if (cpm.lf[v] == T) boost_cut.add_edge(e, sink, MinCut::kInfinity);
+        if (cpm.lf(v) == T) boost_cut.add_edge(e, sink, MinCut::kInfinity);
         for (int k = cpm.succ.start[v]; k < cpm.succ.start[v + 1]; ++k) {
           int w = cpm.succ.adj[k];
           if (tight(v, w)) boost_cut.add_edge(e, node_of[w], MinCut::kInfinity);
@@ -210,17 +219,28 @@ Frontier compute_frontier(const FrontierInput& in) {
     } else {
       // The same network as the Boost branch builds, as capacities; an operation off the critical network
       // gets 0 on all its arcs.
+      // An operation's capacities depend only on its state (critical, starts at 0, ends at T) and its cut
+      // terms, so operations whose state and terms did not change since the last step are skipped.
       for (int v = 0; v < n; ++v) {
-        const auto& a = op_arcs[v];
         const bool c = is_crit[v];
+        const bool entry = c && cpm.es[v] == 0, exit = c && cpm.lf(v) == T;
+        const char state = static_cast<char>((c ? 1 : 0) | (entry ? 2 : 0) | (exit ? 4 : 0));
+        if (state == op_state[v] && !terms_changed[v]) continue;
+        op_state[v] = state;
+        terms_changed[v] = 0;
+        const auto& a = op_arcs[v];
         set(a.op, c ? op_cap(v) : 0);
         set(a.usrc, c ? op_refund[v] : 0);
         set(a.usnk, c ? op_refund[v] : 0);
-        set(a.entry, c && cpm.es[v] == 0 ? WarmFlow::kInfinity : 0);
-        set(a.exit, c && cpm.lf[v] == T ? WarmFlow::kInfinity : 0);
+        set(a.entry, entry ? WarmFlow::kInfinity : 0);
+        set(a.exit, exit ? WarmFlow::kInfinity : 0);
       }
-      for (int k = 0; k < E; ++k)
-        set(edge_arc[k], tight(in.edges[k].first, in.edges[k].second) ? WarmFlow::kInfinity : 0);
+      for (int k = 0; k < E; ++k) {
+        const char t = tight(in.edges[k].first, in.edges[k].second) ? 1 : 0;
+        if (t == edge_tight[k]) continue;
+        edge_tight[k] = t;
+        set(edge_arc[k], t ? WarmFlow::kInfinity : 0);
+      }
       value = warm.solve();
     }
     if (value >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
@@ -245,7 +265,10 @@ Frontier compute_frontier(const FrontierInput& in) {
       break;
     }
     T = T2;
-    for (auto [v, dd] : delta) terms(v);
+    for (auto [v, dd] : delta) {
+      terms(v);
+      terms_changed[v] = 1;
+    }
     fr.changes.push_back(std::move(delta));
     record(T);
   }

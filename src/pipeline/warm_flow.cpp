@@ -57,6 +57,7 @@ void WarmFlow::build() {
     fwd_pos_[a] = f;
   }
   imbalance_.assign(n, 0);
+  value_ = 0;
   deficit_.clear();
   excess_.clear();
   side_.assign(n, 0);
@@ -94,6 +95,8 @@ void WarmFlow::set_capacity(int arc, std::int64_t capacity) {
   cres_[r] = capacity;
   const std::int64_t by = f - capacity;
   const int u = from_[static_cast<std::size_t>(arc)], v = to_[static_cast<std::size_t>(arc)];
+  if (u == s_) value_ -= by;
+  if (v == s_) value_ += by;
   if (u != s_ && u != t_) {
     imbalance_[u] += by;
     excess_.push_back(u);
@@ -124,6 +127,7 @@ void WarmFlow::repair() {
       touched_.push_back(k);
       imbalance_[v] += by;
       const int w = cto_[k];
+      if (w == s_) value_ += by;
       if (w != s_ && w != t_) {
         if (imbalance_[w] >= 0) {  // not queued yet (a queued deficit node is still negative)
           heap.push_back(w);
@@ -148,6 +152,7 @@ void WarmFlow::repair() {
       touched_.push_back(crev_[k]);
       imbalance_[v] -= by;
       const int u = cto_[k];
+      if (u == s_) value_ -= by;
       if (u != s_ && u != t_) {
         if (imbalance_[u] <= 0) {
           top.push_back(u);
@@ -377,8 +382,8 @@ std::int64_t WarmFlow::solve() {
   deficit_.clear();
   note_changes();
   adopt();
-  std::int64_t value = grow(source_outflow());
-  if (!roots_.empty() && value < kInfinity) {
+  value_ = grow(value_);
+  if (!roots_.empty() && value_ < kInfinity) {
     for (int v : roots_) {
       if (imbalance_[v] > 0) excess_.push_back(v);
       else if (imbalance_[v] < 0) deficit_.push_back(v);
@@ -388,11 +393,12 @@ std::int64_t WarmFlow::solve() {
       if (parent_[v] == kRoot) make_orphan(v);
     note_changes();
     adopt();
-    value = grow(source_outflow());
+    value_ = grow(value_);
   }
   roots_.clear();
   for (int v = 0; v < n_; ++v) side_[v] = tree_[v] == kSourceTree;
-  return std::min(value, kInfinity);
+  assert(value_ >= kInfinity || value_ == source_outflow());
+  return std::min(value_, kInfinity);
 }
 
 }  // namespace gearshift::pipeline

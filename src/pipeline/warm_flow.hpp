@@ -54,6 +54,9 @@ class WarmFlow {
   std::int64_t source_outflow() const;
 
   int n_ = 0, s_ = 0, t_ = 1;
+  // Flow value (out of the source minus into it), kept up to date wherever a flow at the source changes, so
+  // that a solve need not sum the source's arcs (one per operation).
+  std::int64_t value_ = 0;
   bool built_ = false;
   std::vector<int> from_, to_;  // by arc index, as added
   std::vector<std::int64_t> cap_;  // by arc index, so that callers can skip unchanged capacities cheaply
