@@ -36,13 +36,21 @@ struct Cpm {
   std::vector<int> topo;
   std::vector<long> es, ef, ls;
 
-  explicit Cpm(const FrontierInput& in) : n(in.num_ops) {
+  // topological_labels: the operations are numbered in a topological order, which becomes `topo`.
+  explicit Cpm(const FrontierInput& in, bool topological_labels = false) : n(in.num_ops) {
     for (auto [u, v] : in.edges)
       if (u < 0 || v < 0 || u >= n || v >= n || u == v) throw PipelineError("frontier: edge out of range");
     succ = make_csr(n, in.edges, true);
     pred = make_csr(n, in.edges, false);
     std::vector<int> indeg(n);
     for (int v = 0; v < n; ++v) indeg[v] = pred.start[v + 1] - pred.start[v];
+    if (topological_labels) {
+      for (int v = 0; v < n; ++v) topo.push_back(v);
+      es.resize(n);
+      ef.resize(n);
+      ls.resize(n);
+      return;
+    }
     for (int v = 0; v < n; ++v)
       if (!indeg[v]) topo.push_back(v);
     for (std::size_t k = 0; k < topo.size(); ++k)
@@ -91,12 +99,13 @@ int makespan(const FrontierInput& in, const std::vector<int>& durations) {
   return static_cast<int>(cpm.run(durations));
 }
 
-Frontier compute_frontier(const FrontierInput& in) {
-  if (static_cast<int>(in.costs.size()) != in.num_ops) throw PipelineError("frontier: one cost table per operation");
-  for (const auto& c : in.costs)
-    if (c.cost.empty()) throw PipelineError("frontier: empty cost table");
+namespace {
+
+// The solver, on operations numbered in a topological order (see compute_frontier); label[i] is the number of
+// the caller's operation i, whose order the initial energy sum keeps.
+Frontier frontier_in_topological_labels(const FrontierInput& in, const std::vector<int>& label) {
   const int n = in.num_ops;
-  Cpm cpm(in);
+  Cpm cpm(in, true);
   Frontier fr;
   fr.unit_s = in.unit_s;
   fr.gpus = in.gpus;
@@ -106,7 +115,7 @@ Frontier compute_frontier(const FrontierInput& in) {
   fr.initial = d;
   // Σ f_i(d_i) is updated by the few changed operations of each step (drift ~1e-12 relative over 10^4 steps).
   double compute = 0;
-  for (int i = 0; i < n; ++i) compute += in.costs[i].at(d[i]);
+  for (int i : label) compute += in.costs[i].at(d[i]);
   auto record = [&](long T) {
     fr.points.push_back({static_cast<int>(T), compute,
                          compute + in.gpus * static_cast<double>(T) * in.unit_s * in.blocking_power_w});
@@ -244,10 +253,12 @@ Frontier compute_frontier(const FrontierInput& in) {
       value = warm.solve();
     }
     if (value >= MinCut::kInfinity) break;  // some critical path is all at q_min: T_min reached
-    const auto& side = use_boost ? boost_cut.source_side() : warm.source_side();
+    auto in_source_side = [&](int node) {
+      return use_boost ? boost_cut.source_side()[node] != 0 : warm.in_source_side(node);
+    };
     std::vector<std::pair<int, int>> delta;
     for (int v : crit) {
-      const bool s_in = side[node_of[v]], e_in = side[node_of[v] + 1];
+      const bool s_in = in_source_side(node_of[v]), e_in = in_source_side(node_of[v] + 1);
       if (s_in && !e_in) delta.emplace_back(v, -1);
       else if (!s_in && e_in && d[v] < in.costs[v].q_max()) delta.emplace_back(v, +1);
     }
@@ -272,6 +283,40 @@ Frontier compute_frontier(const FrontierInput& in) {
     fr.changes.push_back(std::move(delta));
     record(T);
   }
+  return fr;
+}
+
+}  // namespace
+
+// Every step passes over all operations and edges (critical path, changed states, cut), so the operations are
+// first renumbered in the critical-path code's topological order: the passes then walk their arrays in order.
+// Each step visits the critical operations in that same order as before the renumbering, and the initial energy
+// sum runs in the caller's order, so the changes and the energy sums are the same, in the same order (the
+// outputs are byte-identical); the answers are mapped back to the caller's numbering.
+Frontier compute_frontier(const FrontierInput& in) {
+  if (static_cast<int>(in.costs.size()) != in.num_ops) throw PipelineError("frontier: one cost table per operation");
+  for (const auto& c : in.costs)
+    if (c.cost.empty()) throw PipelineError("frontier: empty cost table");
+  const int n = in.num_ops;
+  const std::vector<int> order = Cpm(in).topo;  // order[label] = operation; checks the edges and for cycles
+  std::vector<int> label(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) label[order[k]] = k;
+  FrontierInput r;
+  r.num_ops = n;
+  r.gpus = in.gpus;
+  r.unit_s = in.unit_s;
+  r.blocking_power_w = in.blocking_power_w;
+  r.engine = in.engine;
+  r.edges.reserve(in.edges.size());
+  for (auto [u, w] : in.edges) r.edges.emplace_back(label[u], label[w]);
+  r.costs.reserve(in.costs.size());
+  for (int k = 0; k < n; ++k) r.costs.push_back(in.costs[order[k]]);
+  Frontier fr = frontier_in_topological_labels(r, label);
+  std::vector<int> initial(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) initial[order[k]] = fr.initial[k];
+  fr.initial = std::move(initial);
+  for (auto& step : fr.changes)
+    for (auto& [op, delta] : step) op = order[op];
   return fr;
 }
 

@@ -396,9 +396,13 @@ std::int64_t WarmFlow::solve() {
     value_ = grow(value_);
   }
   roots_.clear();
-  for (int v = 0; v < n_; ++v) side_[v] = tree_[v] == kSourceTree;
   assert(value_ >= kInfinity || value_ == source_outflow());
   return std::min(value_, kInfinity);
+}
+
+const std::vector<char>& WarmFlow::source_side() const {
+  for (int v = 0; v < n_; ++v) side_[v] = tree_[v] == kSourceTree;
+  return side_;
 }
 
 }  // namespace gearshift::pipeline

@@ -37,8 +37,10 @@ class WarmFlow {
   // be reset before another solve.
   std::int64_t solve();
   std::int64_t flow(int arc) const { return cres_[crev_[fwd_pos_[static_cast<std::size_t>(arc)]]]; }
-  // source_side()[v] is 1 for the nodes reachable from the source in the residual network after solve().
-  const std::vector<char>& source_side() const { return side_; }
+  // source_side()[v] is 1 for the nodes reachable from the source in the residual network after solve(): the
+  // source tree. in_source_side(v) is the same for one node, without filling the whole vector.
+  const std::vector<char>& source_side() const;
+  bool in_source_side(int v) const { return tree_[static_cast<std::size_t>(v)] == kSourceTree; }
 
  private:
   void build();
@@ -69,7 +71,7 @@ class WarmFlow {
   // solve() and repair()).
   std::vector<std::int64_t> imbalance_;
   std::vector<int> deficit_, excess_;
-  std::vector<char> side_;
+  mutable std::vector<char> side_;
   // Search trees (see warm_flow.cpp): tree_ is kFree / kSourceTree / kSinkTree, parent_ the CSR position of
   // the tree arc, parent_node_ the node at its other end; ts_/dist_ cache distances to the root, valid while
   // ts_ == time_.

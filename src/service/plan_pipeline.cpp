@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/error.hpp"
+#include "pipeline/frontier_cost.hpp"
 #include "service/error.hpp"
 
 namespace gearshift::service {
@@ -21,17 +22,6 @@ PipelineJobResult run_pipeline_job(const PipelineJobOptions& o) {
   if (!(o.straggler >= 1) || !std::isfinite(o.straggler)) bad("--straggler must be ≥ 1");
   if (!(o.deadline_ms >= 0) || !std::isfinite(o.deadline_ms)) bad("--deadline-ms must be ≥ 0");
   if (o.cost_model != "hull" && o.cost_model != "exp-fit") bad("--cost-model must be hull or exp-fit");
-  // The frontier's cost grows faster than the instruction count: on a 2-core machine the A100 GPT-3 175B profile
-  // at S = 8 took 0.16 s at M = 96, 15 s at M = 1,000 and 116 s at M = 2,000 (held-out inputs, session 28), while
-  // M up to 2^20 was accepted. Past kMaxPipelineInstructions the job is refused up front, not run for hours.
-  const long long instructions = 2LL * o.stages * o.microbatches * std::max(1, o.virtual_stages);
-  if (instructions > kMaxPipelineInstructions)
-    throw ServiceError(Kind::kBadArgument,
-                       fmt::format("{} stages x {} microbatches{} make {} forward and backward instructions; at most "
-                                   "{} are planned (M = 2,000 at S = 8 took 116 s, and the cost grows faster than M)",
-                                   o.stages, o.microbatches,
-                                   o.virtual_stages > 1 ? fmt::format(" x {} chunks", o.virtual_stages) : "",
-                                   instructions, kMaxPipelineInstructions));
   PipelineProblem p;
   p.stages = o.stages;
   p.microbatches = o.microbatches;
@@ -43,6 +33,19 @@ PipelineJobResult run_pipeline_job(const PipelineJobOptions& o) {
     p.schedule = parse_schedule(o.schedule);
     const Profile profile =
         o.profile_text.empty() ? read_profile(o.profile_path) : parse_profile(o.profile_text, o.profile_path);
+    // The frontier's cost grows with instructions × time units (frontier_cost.hpp): a job estimated past
+    // kMaxPipelineSolveSeconds is refused before the work, not run for hours.
+    const FrontierCost cost = estimate_frontier_cost(profile, p, kMaxPipelineSolveSeconds);
+    if (cost.seconds() > kMaxPipelineSolveSeconds)
+      throw ServiceError(
+          Kind::kBadArgument,
+          fmt::format("{} stages x {} microbatches{} make {} instructions and {}{} frontier steps (one per {} ms "
+                      "between the slowest and the fastest iteration): an estimated {:.0f} s to plan on a 2-core "
+                      "machine, over the {:.0f} s limit; use fewer microbatches or a coarser --time-unit-ms",
+                      o.stages, o.microbatches,
+                      o.virtual_stages > 1 ? fmt::format(" x {} chunks", o.virtual_stages) : "", cost.instructions,
+                      cost.bound ? "at least " : "", cost.steps, o.time_unit_ms, cost.seconds(),
+                      kMaxPipelineSolveSeconds));
     const auto t0 = std::chrono::steady_clock::now();
     PipelineJobResult r{plan_pipeline(profile, p), {}};
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

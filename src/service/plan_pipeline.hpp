@@ -31,11 +31,12 @@ struct PipelineJobResult {
   pipeline::Summary summary;  // solve_seconds measured
 };
 
-// Forward and backward instructions (2·S·M·v) planned at most; more: kBadArgument before any work.
-inline constexpr long long kMaxPipelineInstructions = 16'384;
+// A job whose frontier is estimated (pipeline/frontier_cost.hpp) to take longer than this [s] on the 2-core
+// reference machine is refused with kBadArgument after reading the profile, before the frontier.
+inline constexpr double kMaxPipelineSolveSeconds = 60;
 
-// Throws ServiceError: kBadArgument for a parameter out of range or unknown (more than kMaxPipelineInstructions
-// too), kBadProfile for the profile or a pipeline it cannot plan (the PipelineError's one line).
+// Throws ServiceError: kBadArgument for a parameter out of range or unknown (an estimated solve time over
+// kMaxPipelineSolveSeconds too), kBadProfile for the profile or a pipeline it cannot plan (the PipelineError's one line).
 PipelineJobResult run_pipeline_job(const PipelineJobOptions& o);
 
 // {"summary": pipeline::summary_json, "schedules": pipeline::schedules_json}: the job's result as one document.

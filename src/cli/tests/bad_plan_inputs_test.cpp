@@ -148,16 +148,30 @@ TEST(PlanFileCli, DirectoryGivenAsThePlanOrProfileIsABadInput) {
 }
 
 // A pipeline too large to plan in reasonable time is refused up front. Held the wrong value: M = 5,000 at S = 8
-// ran past 120 s (M up to 2^20 was accepted).
+// ran past 120 s (M up to 2^20 was accepted). Since issue 48 the refusal is an estimate of the solve time
+// (pipeline/frontier_cost.hpp), not a fixed instruction count; here its lower bound, without building the DAG:
+// every rank works 2^20 x (2 + 4) units at its fastest, no operation is faster than 4 units, and each is 2 units
+// slower at its slowest.
 TEST(PipelineCli, APipelineTooLargeToPlanIsRefusedUpFront) {
   TmpDir t;
-  Result r = run("pipeline " + (t.dir / "p.csv").string() + " --schedule 1f1b --stages 8 --microbatches 2000 -o " +
+  const fs::path prof = t.dir / "p.csv";
+  std::ofstream(prof) << "stage,instruction,frequency,time,energy\n"
+                         "0,forward,1400,0.002,10\n0,forward,1000,0.004,7\n"
+                         "0,backward,1400,0.004,20\n0,backward,1000,0.006,14\n"
+                         "1,forward,1400,0.002,10\n1,forward,1000,0.004,7\n"
+                         "1,backward,1400,0.004,20\n1,backward,1000,0.006,14\n";
+  Result r = run("pipeline " + prof.string() + " --schedule 1f1b --stages 2 --microbatches 1048576 -o " +
                  (t.dir / "o").string());
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("8 stages x 2000 microbatches make 32000 forward and backward instructions; at most 16384 "
-                       "are planned"),
+  EXPECT_NE(r.out.find("2 stages x 1048576 microbatches make 4194304 instructions and at least 3145728 frontier "
+                       "steps (one per 1 ms between the slowest and the fastest iteration): an estimated"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("s to plan on a 2-core machine, over the 60 s limit"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(t.dir / "o")) << "refused before any output";
+  // A small job on the same profile is planned.
+  r = run("pipeline " + prof.string() + " --schedule 1f1b --stages 2 --microbatches 8 -o " + (t.dir / "o").string());
+  EXPECT_EQ(r.code, 0) << r.out;
 }
 
 // An -o that cannot be written is a bad output file, exit 3 (was 1, after the whole planning), and nothing else is
