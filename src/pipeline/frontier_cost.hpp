@@ -14,7 +14,7 @@
 
 namespace gearshift::pipeline {
 
-inline constexpr double kFrontierSecondsPerInstructionStep = 3.5e-8;  // [s], see above
+inline constexpr double kFrontierSecondsPerInstructionStep = 5.3e-8;  // [s], see above
 
 struct FrontierCost {
   long long instructions = 0;  // forward, backward and recompute operations
