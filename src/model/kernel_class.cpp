@@ -31,12 +31,8 @@ KernelClass classify(trace::OpKind kind, std::string_view name) {
   std::string s(name);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (has(s, "nccl")) return KernelClass::communication;
-  if (has(s, "flash") || has(s, "fmha") || has(s, "attention") || has(s, "sdpa") || has(s, "attn"))
-    return KernelClass::attention;
-  if (has(s, "gemm") || has(s, "nvjet") || has(s, "cutlass") || has(s, "xmma") || has(s, "sm90_") ||
-      has(s, "sm80_") || has(s, "cublas") || has(s, "wgmma") || has(s, "volta_") || has(s, "ampere_") ||
-      has(s, "turing_") || has(s, "implicit_convolve") || has(s, "cudnn::cnn") || has(s, "conv"))
-    return KernelClass::gemm;
+  if (trace::is_attention_kernel_lower(s)) return KernelClass::attention;
+  if (trace::is_gemm_kernel_lower(s)) return KernelClass::gemm;
   if (trace::is_optimizer_kernel(name)) return KernelClass::optimizer;
   if (has(s, "norm") || has(s, "reduce") || has(s, "softmax") || has(s, "cross_entropy") || has(s, "nll_loss") ||
       has(s, "reduction") || has(s, "welford") || has(s, "argmax") || has(s, "cub::"))

@@ -19,4 +19,16 @@ bool is_optimizer_kernel(std::string_view name) {
   return false;
 }
 
+bool is_attention_kernel_lower(std::string_view s) {
+  auto has = [&](std::string_view k) { return s.find(k) != std::string_view::npos; };
+  return has("flash") || has("fmha") || has("attention") || has("sdpa") || has("attn");
+}
+
+bool is_gemm_kernel_lower(std::string_view s) {
+  auto has = [&](std::string_view k) { return s.find(k) != std::string_view::npos; };
+  return has("gemm") || has("nvjet") || has("cutlass") || has("xmma") || has("sm90_") || has("sm80_") ||
+         has("cublas") || has("wgmma") || has("volta_") || has("ampere_") || has("turing_") ||
+         has("implicit_convolve") || has("cudnn::cnn") || has("conv");
+}
+
 }  // namespace gearshift::trace

@@ -11,4 +11,10 @@ namespace gearshift::trace {
 // not Adam, nor is a multi_tensor_apply copy (CopyFunctor: torch._foreach_copy_, FSDP2's per-layer copy-in).
 bool is_optimizer_kernel(std::string_view name);
 
+// Kernels of the matrix units, by the names of their libraries (cuBLAS/cuBLASLt, CUTLASS, cuDNN convolutions, the
+// architectures' GEMM kernels; attention kernels apart). `lower` is the name in lower case. model::classify's
+// gemm and attention classes; the step detector's structural update (a long stretch with neither, once a step).
+bool is_attention_kernel_lower(std::string_view lower);
+bool is_gemm_kernel_lower(std::string_view lower);
+
 }  // namespace gearshift::trace

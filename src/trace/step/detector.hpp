@@ -25,6 +25,14 @@ constexpr double kTwoPeriodsRatio = 1.5;   // two step periods further apart tha
 constexpr double kLongerRepeatMatch = 0.9;  // a longer repetition this exact makes the period a part of it
 constexpr double kSpanOutlier = 10.0;       // a step spanning 10x more or less than its siblings' median is left out
 constexpr double kWeakPeriodFactor = 0.6;   // confidence factor: the period alone (below kMinStepConfidence)
+// The structural update (evidence.cpp): the step's one stretch without a GEMM or attention kernel of at least this
+// many ops, this many times longer than any other such stretch of the step, its most frequent kernel repeated at
+// least this often and at least once per kStructuralUpdateGemmsPerRepeat GEMM/attention kernels of the step (a pass
+// over the parameter tensors: a weight per GEMM of the forward, whose backward runs two more).
+constexpr std::size_t kStructuralUpdateMinOps = 64;
+constexpr double kStructuralUpdateRatio = 4.0;
+constexpr std::size_t kStructuralUpdateMinRepeats = 16;
+constexpr std::size_t kStructuralUpdateGemmsPerRepeat = 3;
 constexpr double kMinCoverage = 0.8;        // regular steps covering less of the trace: look for a longer repetition
 constexpr std::size_t kOptimizerGap = 6;    // other ops allowed between the kernels of one optimizer update
 // Update-delimited steps (steps whose kernels differ inside: MoE routing, data-dependent clipping).
@@ -114,6 +122,7 @@ class Detector {
   bool repeats_within(const Iteration& it, std::size_t parts) const;
   void finish_evidence(IterationAnalysis& a, const Cut& first_cut) const;
   bool framework_update_agrees(IterationAnalysis& a) const;
+  bool structural_update_agrees(IterationAnalysis& a) const;
   bool cross_check_markers(IterationAnalysis& a) const;
   std::size_t micro_steps(const IterationAnalysis& a) const;
 

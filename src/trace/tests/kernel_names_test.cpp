@@ -31,3 +31,22 @@ TEST(KernelNames, NotOptimizerKernels) {
 
 }  // namespace
 }  // namespace gearshift::trace
+
+namespace gearshift::trace {
+namespace {
+
+// The matrix units' kernels by library name (lower case), shared by model::classify and the structural update.
+TEST(KernelNames, GemmAndAttentionKernels) {
+  EXPECT_TRUE(is_gemm_kernel_lower("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopb_tnt"));
+  EXPECT_TRUE(is_gemm_kernel_lower("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"));
+  EXPECT_TRUE(is_gemm_kernel_lower("void cutlass::kernel<cutlass_80_tensorop_s1688gemm>(params)"));
+  EXPECT_TRUE(is_gemm_kernel_lower("void cudnn::cnn::conv2d_grouped_direct_kernel<float>"));
+  EXPECT_FALSE(is_gemm_kernel_lower("void at::native::vectorized_elementwise_kernel<4, at::native::cudafunctor_add<float>>"));
+  EXPECT_FALSE(is_gemm_kernel_lower("void at::native::reduce_kernel<128, 4>"));
+  EXPECT_TRUE(is_attention_kernel_lower("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"));
+  EXPECT_TRUE(is_attention_kernel_lower("void pytorch_flash::flash_fwd_kernel<>"));
+  EXPECT_FALSE(is_attention_kernel_lower("void at::native::vectorized_layer_norm_kernel<float>"));
+}
+
+}  // namespace
+}  // namespace gearshift::trace

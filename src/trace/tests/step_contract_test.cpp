@@ -1,5 +1,7 @@
 // The step contract (docs/step-detection.md): a detected step is the training step only if its evidence says
 // so; otherwise detection refuses with the reason. Synthetic traces, then H200 traces recorded for it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -161,6 +163,60 @@ TEST(StepContract, TheFrameworksOptimizerAnnotationOncePerStepIsStepEvidence) {
   std::sort(half.t.optimizer_ranges.begin(), half.t.optimizer_ranges.end(),
             [](const Marker& x, const Marker& y) { return x.start_ns < y.start_ns; });
   EXPECT_THROW(detect_iterations(half.t), NoIterationError);
+}
+
+// An optimizer update on no name list and without a framework annotation (a hand-written loop over the
+// parameters: Adafactor, Lion, SGD) is recognised by its structure: one long stretch without a GEMM per step
+// whose kernels repeat per parameter tensor. `params` tensors, `chain` kernels each.
+Builder hand_update_job(int params, int chain, bool distinct_names = false) {
+  Builder b;
+  for (int s = 0; s < 4; ++s) {
+    b.forward_backward(3);
+    for (int p = 0; p < params; ++p)
+      for (int k = 0; k < chain; ++k)
+        b.add(distinct_names ? "vectorized_elementwise_kernel<p" + std::to_string(p) + "_" + std::to_string(k) + ">"
+                             : "vectorized_elementwise_kernel<" + std::to_string(k) + ">");
+    b.gap(200'000);
+  }
+  return b;
+}
+
+TEST(StepContract, AnUpdateNoNameListKnowsIsRecognisedByItsStructure) {
+  Builder b = hand_update_job(40, 3);
+  const IterationAnalysis a = detect_iterations(b.t);
+  EXPECT_DOUBLE_EQ(a.confidence, 1.0);
+  ASSERT_GE(a.iterations.size(), 3u);
+  // The stretch: the backward's last non-GEMM op, the 120 update kernels, the next step's first two ops (the
+  // step's boundary cuts it; counted around the step). The next longest: 2 (the loss and a norm).
+  bool said = false;
+  for (const auto& l : a.evidence.lines)
+    said |= l.find("an optimizer update recognised by its structure: one stretch of 123 ops without a GEMM or "
+                   "attention kernel per step (62x the next longest, 2 ops), its most frequent kernel 40 times for "
+                   "the step's 24 GEMM and attention kernels") != std::string::npos;
+  EXPECT_TRUE(said) << fmt::format("{}", fmt::join(a.evidence.lines, "\n"));
+}
+
+TEST(StepContract, AStretchThatIsNoPassOverTheParametersIsNoStepEvidence) {
+  // Too short to be a pass over a model's parameters (10 tensors: 33 ops), or every kernel different (no chain
+  // repeated per tensor): the period alone, refused as before.
+  for (const Builder& b : {hand_update_job(10, 3), hand_update_job(40, 3, true)}) {
+    try {
+      detect_iterations(b.t);
+      ADD_FAILURE() << "a stretch of " << b.t.ops.size() << " ops was taken for an optimizer update";
+    } catch (const NoIterationError& e) {
+      EXPECT_NE(std::string(e.what()).find("confidence 0.60"), std::string::npos) << e.what();
+    }
+  }
+  // Repeated, long, but fewer repeats than one per 3 GEMMs of the step: 24 layers (72 GEMMs and 24 attention
+  // kernels a pass, 192 a step) and 60 repeats of a 2-kernel chain (an inference loop's post-processing, not a
+  // weight per GEMM).
+  Builder deep;
+  for (int s = 0; s < 4; ++s) {
+    deep.forward_backward(24);
+    for (int p = 0; p < 60; ++p) deep.add("vectorized_elementwise_kernel<a>"), deep.add("reduce_kernel<b>");
+    deep.gap(200'000);
+  }
+  EXPECT_THROW(detect_iterations(deep.t), NoIterationError);
 }
 
 // A training step that runs the optimizer once per layer in its backward ("optimizer in backward"), or, with
@@ -499,6 +555,22 @@ TEST(StepContract, RecordedH200TracesGiveTheTrueStepOrARefusal) {
     EXPECT_EQ(a.iterations.size(), 3u) << c.file;
     EXPECT_GE(a.confidence, kMinStepConfidence) << c.file;
   }
+}
+
+// GPT-2 small trained by a hand-written SGD loop (no optimizer class, no name list, no annotation), recorded by
+// `gearshift trace` on an H100 (data/step_traces/README.md): the period is the job's step (its own clock: 53.06 ms
+// a step) and the update's structure says so; before, refused with confidence 0.60.
+TEST(StepContract, RecordedHandWrittenSgdIsTheTrueStep) {
+  Trace t = import_trace(test::data_path("step_traces/handsgd_gpt2s_6steps.trace.jsonl.gz"));
+  const IterationAnalysis a = detect_iterations(t);
+  EXPECT_EQ(a.tmpl.kernels, 803u);
+  EXPECT_EQ(a.period_ops, 924u);
+  EXPECT_NEAR(a.tmpl.period_ns / 1e6, 53.06, 0.5);
+  EXPECT_EQ(a.iterations.size(), 5u);
+  EXPECT_GE(a.confidence, kMinStepConfidence);
+  bool said = false;
+  for (const auto& l : a.evidence.lines) said |= l.find("one stretch of 205 ops without a GEMM") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(StepContract, RecordedMoeTraceIsTheTrueStep) {
