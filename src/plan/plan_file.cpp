@@ -1,3 +1,13 @@
+// plan.json through nlohmann-json's mapping: to_json/from_json per struct (the type macros where the keys are the
+// members' names) turn a PlanFile into the file's JSON and back. Hand-written, because the format needs it:
+// - check_plan_json, before the mapping reads a file: each field's JSON type, whole numbers, required fields, counts
+//   >= 0 and the version, with messages that name the file, the field and its unit (the mapping's own errors name
+//   neither, and it would read true as 1 and 1.5 as a clock of 1 MHz);
+// - the layout where it is not the plain mapping's: "class" and "graph" for members named otherwise, the clock pair as
+//   two keys, variants' ops as objects, and (to_json) absent sections and figures left out rather than null, "" as
+//   null in gpu_selection, the "format" tag and "modelled": true;
+// - validate: the checks against the GPU's spec and between fields.
+// nlohmann::json keeps an object's keys sorted, so the bytes written do not depend on the order of the code.
 #include "plan/plan_file.hpp"
 
 #include <unistd.h>
@@ -5,13 +15,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <map>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <limits>
+#include <map>
+#include <span>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -19,131 +29,298 @@
 
 #include "gpu/spec.hpp"
 
+// std::optional as plan.json holds it: null when absent. nlohmann-json 3.11 maps no std::optional; a specialisation
+// of adl_serializer is its documented way to map a type it does not know.
+namespace nlohmann {
+template <class T>
+struct adl_serializer<std::optional<T>> {
+  template <class Json>
+  static void to_json(Json& j, const std::optional<T>& v) {
+    j = v ? Json(*v) : Json(nullptr);
+  }
+  template <class Json>
+  static void from_json(const Json& j, std::optional<T>& v) {
+    v = j.is_null() ? std::nullopt : std::optional<T>(j.template get<T>());
+  }
+};
+}  // namespace nlohmann
+
+namespace gearshift::trace {
+// "kind": the op kind's name (trace::to_string). check_plan_json refuses other names before this reads them.
+void to_json(nlohmann::json& j, OpKind k) { j = to_string(k); }
+void from_json(const nlohmann::json& j, OpKind& k) {
+  for (OpKind o : {OpKind::kernel, OpKind::memcpy, OpKind::memset})
+    if (j == to_string(o)) k = o;
+}
+}  // namespace gearshift::trace
+
 namespace gearshift::plan {
 
 using nlohmann::json;
 
+// The structs whose keys are their members' names. The reader's defaults for absent fields are the structs'.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlanFilePredicted, low_confidence, time_s, energy_j, saving_pct,
+                                                slowdown_pct, baseline_time_s, baseline_energy_j,
+                                                clock_changes_per_step, saving_low_pct, saving_high_pct, time_low_s,
+                                                time_high_s, p_over_budget, range_samples)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlanFileModel, formula, coefficients, idle_w_at_min_clock,
+                                                idle_w_at_max_clock, v_min_ratio, dynamic_w_at_max, memory_w_at_max,
+                                                power_cap_w, activity_scale, knee_mhz, calibrated_to_power_w)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlanFileGpuSelection, spec, source, trace_gpu, trace_spec)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlanFileProvenance, input, format, trace_meta, iterations,
+                                                iteration_method, step_confidence, device, warnings, step_evidence,
+                                                created, gearshift_version)
+
+// The structs the format lays out otherwise (see the top of this file).
+void to_json(json& j, const PlanFilePosition& x) {
+  j = {{"name", x.name}, {"kind", x.kind}, {"duration_us", x.duration_us}, {"start_offset_us", x.start_offset_us},
+       {"sm_clock_mhz", x.clocks.sm_mhz}, {"mem_clock_mhz", x.clocks.mem_mhz}};
+  if (x.stream) j["stream"] = *x.stream;
+  if (!x.cls.empty()) j["class"] = x.cls;
+  if (!x.pass.empty()) j["pass"] = x.pass;
+  if (x.launch_offset_us) j["launch_offset_us"] = *x.launch_offset_us;
+  if (x.graph_launch >= 0) {
+    j["graph"] = x.graph_id;
+    j["graph_launch"] = x.graph_launch;
+  }
+}
+void from_json(const json& j, PlanFilePosition& x) {
+  j.at("name").get_to(x.name);
+  j.at("kind").get_to(x.kind);
+  x.stream = j.value("stream", x.stream);
+  x.cls = j.value("class", std::string());
+  x.pass = j.value("pass", std::string());
+  j.at("duration_us").get_to(x.duration_us);
+  j.at("start_offset_us").get_to(x.start_offset_us);
+  x.launch_offset_us = j.value("launch_offset_us", x.launch_offset_us);
+  x.clocks = {j.at("sm_clock_mhz").get<int>(), j.at("mem_clock_mhz").get<int>()};
+  if (j.contains("graph_launch")) {  // "graph" is read only with it (as before: a lone "graph" is ignored)
+    j.at("graph_launch").get_to(x.graph_launch);
+    j.at("graph").get_to(x.graph_id);
+  }
+}
+
+void to_json(json& j, const PlanFilePhase& ph) {
+  j = {{"first_position", ph.first_position}, {"last_position", ph.last_position}, {"first_op", ph.first_op},
+       {"sm_clock_mhz", ph.clocks.sm_mhz}, {"mem_clock_mhz", ph.clocks.mem_mhz}};
+}
+void from_json(const json& j, PlanFilePhase& ph) {
+  j.at("first_position").get_to(ph.first_position);
+  j.at("last_position").get_to(ph.last_position);
+  ph.first_op = j.value("first_op", std::string());
+  ph.clocks = {j.at("sm_clock_mhz").get<int>(), j.at("mem_clock_mhz").get<int>()};
+}
+
+// "ops" as a list of {"name", "kind"}; "skip" and "ops" left out when 0 or none.
+void to_json(json& j, const PlanFileVariant& v) {
+  j = {{"after", v.after}, {"steps", v.steps}};
+  if (v.skip > 0) j["skip"] = v.skip;
+  for (const auto& [name, kind] : v.ops) j["ops"].push_back({{"name", name}, {"kind", kind}});
+}
+void from_json(const json& j, PlanFileVariant& v) {
+  j.at("after").get_to(v.after);
+  v.skip = j.value("skip", std::size_t{0});
+  v.steps = j.value("steps", std::size_t{0});
+  for (const json& op : j.value("ops", json::array()))
+    v.ops.emplace_back(op.at("name").get<std::string>(), op.at("kind").get<trace::OpKind>());
+}
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlanFile, version, gpu, gpu_selection, strategy, switch_latency_us,
+                                                max_slowdown, period_us, positions, phases, variants, predicted, model,
+                                                provenance, rank, deadline_s, straggler_factor)
+
 namespace {
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) { throw PlanFileError(where + ": " + what); }
+[[noreturn]] void plan_fail(const std::string& where, const std::string& what) {
+  throw PlanFileError(where + ": " + what);
+}
 
 // A value as the message shows it: its JSON text, shortened.
-std::string shown(const json& v) {
+std::string plan_shown(const json& v) {
   std::string s = v.dump();
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
 
-const json* find(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
+// What a field of plan.json must hold. number: finite, not a bool; whole: a number without fraction, |n| <= 2e9 (an
+// integer, or a float such as 1410.0); strings: a list of strings; objects: a list of objects; op_kind: "kernel",
+// "memcpy" or "memset".
+enum class PlanJson { number, whole, string, boolean, strings, object, objects, op_kind, any };
+
+struct PlanKey {
+  const char* key;
+  PlanJson type;
+  const char* unit = "";  // the unit, or what the number is, for messages: "not a number (MHz)"
+  bool required = false;
+  std::span<const PlanKey> fields = {};  // of an object, or of each object of a list
+  const char* missing = nullptr;         // the message when a required field is missing, if not the usual one
+};
+
+void check_plan_keys(json& obj, std::span<const PlanKey> keys, const std::string& where);
+
+[[noreturn]] void plan_refuse(const json& v, const PlanKey& k, const std::string& where, const char* what) {
+  plan_fail(where,
+            fmt::format("'{}' is {}, {}{}", k.key, plan_shown(v), what, *k.unit ? fmt::format(" ({})", k.unit) : ""));
 }
 
-const json& need(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (v == nullptr) fail(where, fmt::format("missing field '{}'", key));
-  return *v;
-}
-
-double as_number(const json& v, const char* key, const std::string& where, const char* unit) {
-  if (!v.is_number()) fail(where, fmt::format("'{}' is {}, not a number ({})", key, shown(v), unit));
-  const double d = v.get<double>();
-  if (!std::isfinite(d)) fail(where, fmt::format("'{}' is {}, not a finite number ({})", key, shown(v), unit));
-  return d;
-}
-
-double number(const json& obj, const char* key, const std::string& where, const char* unit) {
-  return as_number(need(obj, key, where), key, where, unit);
-}
-
-std::optional<double> opt_number(const json& obj, const char* key, const std::string& where, const char* unit) {
-  const json* v = find(obj, key);
-  if (v == nullptr || v->is_null()) return std::nullopt;
-  return as_number(*v, key, where, unit);
-}
-
-// A whole number (an integer, or a float with no fraction) within int's range.
-long long as_whole(const json& v, const char* key, const std::string& where, const char* unit) {
-  const double d = as_number(v, key, where, unit);
-  if (d != std::floor(d) || std::fabs(d) > 2e9)
-    fail(where, fmt::format("'{}' is {}, not a whole number ({})", key, shown(v), unit));
-  return static_cast<long long>(d);
-}
-
-std::optional<long long> opt_whole(const json& obj, const char* key, const std::string& where, const char* unit) {
-  const json* v = find(obj, key);
-  if (v == nullptr || v->is_null()) return std::nullopt;
-  return as_whole(*v, key, where, unit);
-}
-
-std::string as_string(const json& v, const char* key, const std::string& where) {
-  if (!v.is_string()) fail(where, fmt::format("'{}' is {}, not a string", key, shown(v)));
-  return v.get<std::string>();
-}
-
-std::string string_field(const json& obj, const char* key, const std::string& where) {
-  return as_string(need(obj, key, where), key, where);
-}
-
-// "" when absent or null.
-std::string opt_string(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (v == nullptr || v->is_null()) return {};
-  return as_string(*v, key, where);
-}
-
-bool opt_bool(const json& obj, const char* key, const std::string& where, bool otherwise) {
-  const json* v = find(obj, key);
-  if (v == nullptr || v->is_null()) return otherwise;
-  if (!v->is_boolean()) fail(where, fmt::format("'{}' is {}, not true or false", key, shown(*v)));
-  return v->get<bool>();
-}
-
-std::vector<std::string> opt_strings(const json& obj, const char* key, const std::string& where) {
-  std::vector<std::string> out;
-  const json* v = find(obj, key);
-  if (v == nullptr || v->is_null()) return out;
-  if (!v->is_array()) fail(where, fmt::format("'{}' is {}, not a list of strings", key, shown(*v)));
-  for (std::size_t i = 0; i < v->size(); ++i)
-    out.push_back(as_string((*v)[i], key, fmt::format("{}: {}[{}]", where, key, i)));
-  return out;
-}
-
-const json* opt_object(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (v == nullptr || v->is_null()) return nullptr;
-  if (!v->is_object()) fail(where, fmt::format("'{}' is {}, not an object", key, shown(*v)));
-  return v;
-}
-
-model::ClockPair clocks_of(const json& obj, const std::string& where) {
-  return {static_cast<int>(as_whole(need(obj, "sm_clock_mhz", where), "sm_clock_mhz", where, "MHz")),
-          static_cast<int>(as_whole(need(obj, "mem_clock_mhz", where), "mem_clock_mhz", where, "MHz"))};
-}
-
-trace::OpKind kind_of(const json& obj, const std::string& where) {
-  const json* v = find(obj, "kind");
-  if (v == nullptr)
-    fail(where, "missing field 'kind' (kernel, memcpy or memset; plans from gearshift before issue 14 lacked it "
-                "in plan-ranks: make the plan again)");
-  const std::string k = as_string(*v, "kind", where);
+// The name of an op kind, else nullopt.
+std::optional<trace::OpKind> plan_op_kind(const json& v) {
   for (trace::OpKind o : {trace::OpKind::kernel, trace::OpKind::memcpy, trace::OpKind::memset})
-    if (k == trace::to_string(o)) return o;
-  fail(where, fmt::format("'kind' is {}: kernel, memcpy or memset", shown(*v)));
+    if (v == trace::to_string(o)) return o;
+  return std::nullopt;
 }
 
-json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
-template <class T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
+void check_plan_value(json& v, const PlanKey& k, const std::string& where) {
+  using enum PlanJson;
+  const bool numeric = k.type == number || k.type == whole;
+  if (numeric && !v.is_number()) plan_refuse(v, k, where, "not a number");
+  if (numeric && !std::isfinite(v.get<double>())) plan_refuse(v, k, where, "not a finite number");
+  if (k.type == whole && (v != std::floor(v.get<double>()) || std::fabs(v.get<double>()) > 2e9))
+    plan_refuse(v, k, where, "not a whole number");
+  if ((k.type == string || k.type == op_kind) && !v.is_string()) plan_refuse(v, k, where, "not a string");
+  if (k.type == op_kind && !plan_op_kind(v))
+    plan_fail(where, fmt::format("'kind' is {}: kernel, memcpy or memset", plan_shown(v)));
+  if (k.type == boolean && !v.is_boolean()) plan_refuse(v, k, where, "not true or false");
+  if (k.type == object && !v.is_object()) plan_refuse(v, k, where, "not an object");
+  if (k.type == object) check_plan_keys(v, k.fields, fmt::format("{}: {}", where, k.key));
+  if ((k.type == strings || k.type == objects) && !v.is_array())
+    plan_refuse(v, k, where, k.type == strings ? "not a list of strings" : "not a list");
+  for (std::size_t i = 0; (k.type == strings || k.type == objects) && i < v.size(); ++i) {
+    const std::string at = fmt::format("{}: {}[{}]", where, k.key, i);
+    if (k.type == strings) check_plan_value(v[i], {k.key, string}, at);
+    if (k.type == objects) check_plan_keys(v[i], k.fields, at);
+  }
 }
 
-std::string clocks_text(const gpu::GpuSpec& s) {
+// Checks the fields `keys` of the object `obj` in order. Those not required that are null are dropped: null reads
+// as absent, and the mapping leaves them at the struct's default.
+void check_plan_keys(json& obj, std::span<const PlanKey> keys, const std::string& where) {
+  if (!obj.is_object()) plan_fail(where, fmt::format("is {}, not an object", plan_shown(obj)));
+  for (const PlanKey& k : keys) {
+    auto it = obj.find(k.key);
+    if (it == obj.end() && k.required)
+      plan_fail(where, k.missing != nullptr ? k.missing : fmt::format("missing field '{}'", k.key));
+    if (it == obj.end()) continue;
+    if (it->is_null() && !k.required && k.type != PlanJson::any)
+      obj.erase(it);
+    else
+      check_plan_value(*it, k, where);
+  }
+}
+
+// A count or index that must be at least `least` where present; `what` is the message, given the key and value.
+void check_plan_least(const json& obj, const char* key, int least, const std::string& where, const char* what) {
+  if (obj.contains(key) && obj[key] < least)
+    plan_fail(where, fmt::format(fmt::runtime(what), key, obj[key].get<long long>()));
+}
+
+// What the mapping cannot check with a message naming the file and field (see the top of the file), on a copy of
+// the file's JSON: drops null fields that read as absent.
+void check_plan_json(json& j, const std::string& source) {
+  using enum PlanJson;
+  constexpr bool kRequired = true;
+  // plan.json's fields: the JSON each holds, in the order the checks read them.
+  // clang-format off
+  static constexpr PlanKey kPlanOpKeys[] = {
+      {"name", string, "", kRequired},
+      {"kind", op_kind, "", kRequired, {},
+       "missing field 'kind' (kernel, memcpy or memset; plans from gearshift before issue 14 lacked it in plan-ranks: "
+       "make the plan again)"}};
+  static constexpr PlanKey kPlanPositionKeys[] = {
+      kPlanOpKeys[0], kPlanOpKeys[1], {"stream", whole, "a CUDA stream id"}, {"class", string}, {"pass", string},
+      {"duration_us", number, "µs", kRequired}, {"start_offset_us", number, "µs", kRequired},
+      {"launch_offset_us", number, "µs"}, {"sm_clock_mhz", whole, "MHz", kRequired},
+      {"mem_clock_mhz", whole, "MHz", kRequired}, {"graph_launch", whole, "a graph launch ordinal"}};
+  static constexpr PlanKey kPlanGraphKey[] = {{"graph", whole, "a CUDA graph id"}};  // read with 'graph_launch' only
+  static constexpr PlanKey kPlanPhaseKeys[] = {
+      {"first_position", whole, "a position index", kRequired}, {"last_position", whole, "a position index", kRequired},
+      {"first_op", string}, {"sm_clock_mhz", whole, "MHz", kRequired}, {"mem_clock_mhz", whole, "MHz", kRequired}};
+  static constexpr PlanKey kPlanVariantKeys[] = {
+      {"after", whole, "a position index, -1: before the first", kRequired}, {"skip", whole, "a count"},
+      {"steps", whole, "a count"}, {"ops", objects, "", false, kPlanOpKeys}};
+  static constexpr PlanKey kPlanGpuSelectionKeys[] = {
+      {"spec", string}, {"source", string}, {"trace_gpu", string}, {"trace_spec", string}};
+  static constexpr PlanKey kPlanPredictedKeys[] = {
+      {"modelled", boolean}, {"low_confidence", boolean}, {"time_s", number, "s"}, {"energy_j", number, "J"},
+      {"saving_pct", number, "%"}, {"slowdown_pct", number, "%"}, {"baseline_time_s", number, "s"},
+      {"baseline_energy_j", number, "J"}, {"clock_changes_per_step", whole, "a count"}, {"saving_low_pct", number, "%"},
+      {"saving_high_pct", number, "%"}, {"time_low_s", number, "s"}, {"time_high_s", number, "s"},
+      {"p_over_budget", number, "a probability"}, {"range_samples", whole, "a count"}};
+  static constexpr PlanKey kPlanModelKeys[] = {
+      {"formula", string}, {"coefficients", string}, {"idle_w_at_min_clock", number, "W"},
+      {"idle_w_at_max_clock", number, "W"}, {"knee_mhz", whole, "MHz"}, {"v_min_ratio", number, "a ratio"},
+      {"dynamic_w_at_max", number, "W"}, {"memory_w_at_max", number, "W"}, {"power_cap_w", number, "W"},
+      {"activity_scale", number, "a factor"}, {"calibrated_to_power_w", number, "W"}};
+  static constexpr PlanKey kPlanProvenanceKeys[] = {
+      {"input", string}, {"format", string}, {"trace_meta", any}, {"iterations", whole, "a count"},
+      {"iteration_method", string}, {"step_confidence", number, "0..1"}, {"device", whole, "a CUDA device"},
+      {"warnings", strings}, {"step_evidence", strings}, {"created", string}, {"gearshift_version", string}};
+  static constexpr PlanKey kPlanKeys[] = {
+      {"gpu", string, "", kRequired}, {"gpu_selection", object, "", false, kPlanGpuSelectionKeys},
+      {"strategy", string}, {"switch_latency_us", number, "µs", kRequired}, {"max_slowdown", number, "a fraction"},
+      {"period_us", number, "µs", kRequired}, {"rank", whole, "a rank"}, {"deadline_s", number, "s"},
+      {"straggler_factor", number, "a factor"},
+      {"positions", objects, "", kRequired, kPlanPositionKeys,
+       "no 'positions': a plan needs the clocks of each template position"},
+      {"phases", objects, "", false, kPlanPhaseKeys}, {"variants", objects, "", false, kPlanVariantKeys},
+      {"predicted", object, "", false, kPlanPredictedKeys}, {"model", object, "", false, kPlanModelKeys},
+      {"provenance", object, "", false, kPlanProvenanceKeys}};
+  // clang-format on
+  if (!j.is_object())
+    plan_fail(source, fmt::format("not a gearshift plan: the JSON is {}, not an object", j.type_name()));
+  if (!j.contains("format"))
+    plan_fail(source, "not a gearshift plan: no 'format' field (a plan has \"format\": \"gearshift-plan\")");
+  if (j["format"] != kPlanFormat)
+    plan_fail(source,
+              fmt::format("not a gearshift plan: 'format' is {}, not \"{}\"", plan_shown(j["format"]), kPlanFormat));
+  // The version first: a newer plan may hold fields this gearshift does not know.
+  constexpr PlanKey kVersion[] = {{"version", whole, "the plan format's version", kRequired}};
+  check_plan_keys(j, kVersion, source);
+  if (j["version"] > kPlanFileVersion)
+    plan_fail(source, fmt::format("plan version {} is newer than this gearshift reads ({}): update gearshift, or make "
+                                  "the plan again with this one",
+                                  j["version"].get<long long>(), kPlanFileVersion));
+  if (j["version"] < 1)
+    plan_fail(source, fmt::format("'version' is {}: plan versions start at 1", j["version"].get<long long>()));
+  check_plan_keys(j, kPlanKeys, source);
+
+  // The ranges and the fields that depend on others.
+  if (j["positions"].empty()) plan_fail(source, "'positions' is empty: a plan needs at least one template position");
+  for (std::size_t i = 0; i < j["positions"].size(); ++i) {
+    json& e = j["positions"][i];
+    const std::string where = fmt::format("{}: positions[{}]", source, i);
+    if (!e.contains("graph_launch")) continue;
+    check_plan_keys(e, kPlanGraphKey, where);
+    if (!e.contains("graph") || e["graph"] <= 0) plan_fail(where, "'graph_launch' needs 'graph', a CUDA graph id > 0");
+  }
+  for (std::size_t k = 0; j.contains("phases") && k < j["phases"].size(); ++k)
+    for (const char* key : {"first_position", "last_position"})
+      check_plan_least(j["phases"][k], key, 0, fmt::format("{}: phases[{}]", source, k),
+                       "'{}' is {}: position indices start at 0");
+  for (std::size_t k = 0; j.contains("variants") && k < j["variants"].size(); ++k)
+    for (const char* key : {"skip", "steps"})
+      check_plan_least(j["variants"][k], key, 0, fmt::format("{}: variants[{}]", source, k),
+                       "'{}' is {}: a count is >= 0");
+  if (j.contains("predicted")) {
+    const json& e = j["predicted"];
+    const std::string where = source + ": predicted";
+    if (e.value("modelled", true) == false)
+      plan_fail(where, "'modelled' is false: a plan's predicted figures are modelled");
+    check_plan_least(e, "clock_changes_per_step", 0, where, "'{}' is negative");
+    if (e.contains("p_over_budget") && !(e["p_over_budget"] >= 0 && e["p_over_budget"] <= 1))
+      plan_fail(where, "'p_over_budget' must lie in [0, 1]");
+    check_plan_least(e, "range_samples", 1, where, "'{}' must be > 0");
+  }
+  // A negative count of iterations has always read as unknown (absent), not as an error.
+  if (j.contains("provenance") && j["provenance"].value("iterations", 0) < 0) j["provenance"].erase("iterations");
+}
+
+std::string spec_clocks_text(const gpu::GpuSpec& s) {
   return fmt::format("SM {}-{} MHz, memory {} MHz", s.min_sm_clock_mhz(), s.max_sm_clock_mhz(),
                      fmt::join(s.mem_clocks_mhz, "/"));
 }
 
-bool settable(const gpu::GpuSpec& s, const model::ClockPair& c) {
+bool spec_can_set(const gpu::GpuSpec& s, const model::ClockPair& c) {
   return std::binary_search(s.sm_clocks_mhz.begin(), s.sm_clocks_mhz.end(), c.sm_mhz) &&
          std::find(s.mem_clocks_mhz.begin(), s.mem_clocks_mhz.end(), c.mem_mhz) != s.mem_clocks_mhz.end();
 }
@@ -180,141 +357,55 @@ std::vector<PlanFilePhase> PlanFile::phases_from_positions() const {
 }
 
 json to_json(const PlanFile& p) {
-  json j;
-  j["format"] = kPlanFormat;
-  j["version"] = p.version;
-  j["gpu"] = p.gpu;
-  if (p.gpu_selection) {
-    const auto& g = *p.gpu_selection;
-    j["gpu_selection"] = {{"spec", g.spec}, {"source", g.source}, {"trace_gpu", or_null(g.trace_gpu)},
-                          {"trace_spec", or_null(g.trace_spec)}};
-  }
-  j["strategy"] = p.strategy;
-  j["switch_latency_us"] = p.switch_latency_us;
-  if (p.max_slowdown) j["max_slowdown"] = *p.max_slowdown;
-  if (p.rank) j["rank"] = *p.rank;
-  if (p.deadline_s) j["deadline_s"] = *p.deadline_s;
-  if (p.straggler_factor) j["straggler_factor"] = *p.straggler_factor;
+  json j = p;
+  // Absent sections and figures are left out (the mapping writes null), and so are no variants; the GPU selection
+  // writes "" as null; the tags say what the file is.
+  auto drop_nulls = [](json& obj) {
+    for (auto it = obj.begin(); it != obj.end();) it = it->is_null() ? obj.erase(it) : std::next(it);
+  };
+  drop_nulls(j);
+  if (p.variants.empty()) j.erase("variants");
+  for (const char* k : {"trace_gpu", "trace_spec"})
+    if (p.gpu_selection && j["gpu_selection"][k] == "") j["gpu_selection"][k] = nullptr;
   if (p.predicted) {
-    const auto& f = *p.predicted;
-    json pr = {{"modelled", true}, {"low_confidence", f.low_confidence}};
-    auto put = [&](const char* k, const auto& v) {
-      if (v) pr[k] = *v;
-    };
-    put("time_s", f.time_s);
-    put("energy_j", f.energy_j);
-    put("saving_pct", f.saving_pct);
-    put("slowdown_pct", f.slowdown_pct);
-    put("baseline_time_s", f.baseline_time_s);
-    put("baseline_energy_j", f.baseline_energy_j);
-    put("clock_changes_per_step", f.clock_changes_per_step);
-    put("saving_low_pct", f.saving_low_pct);
-    put("saving_high_pct", f.saving_high_pct);
-    put("time_low_s", f.time_low_s);
-    put("time_high_s", f.time_high_s);
-    put("p_over_budget", f.p_over_budget);
-    put("range_samples", f.range_samples);
-    j["predicted"] = pr;
+    drop_nulls(j["predicted"]);
+    j["predicted"]["modelled"] = true;
   }
-  json phases = json::array();
-  for (const auto& ph : p.phases)
-    phases.push_back({{"first_position", ph.first_position}, {"last_position", ph.last_position},
-                      {"first_op", ph.first_op}, {"sm_clock_mhz", ph.clocks.sm_mhz},
-                      {"mem_clock_mhz", ph.clocks.mem_mhz}});
-  j["phases"] = phases;
-  json positions = json::array();
-  for (const auto& x : p.positions) {
-    json e = {{"name", x.name}, {"kind", trace::to_string(x.kind)}};
-    if (x.stream) e["stream"] = *x.stream;
-    if (!x.cls.empty()) e["class"] = x.cls;
-    if (!x.pass.empty()) e["pass"] = x.pass;
-    e["duration_us"] = x.duration_us;
-    e["start_offset_us"] = x.start_offset_us;
-    if (x.launch_offset_us) e["launch_offset_us"] = *x.launch_offset_us;
-    e["sm_clock_mhz"] = x.clocks.sm_mhz;
-    e["mem_clock_mhz"] = x.clocks.mem_mhz;
-    if (x.graph_launch >= 0) {
-      e["graph"] = x.graph_id;
-      e["graph_launch"] = x.graph_launch;
-    }
-    positions.push_back(std::move(e));
-  }
-  j["positions"] = positions;
-  if (!p.variants.empty()) {
-    json variants = json::array();
-    for (const auto& v : p.variants) {
-      json e = {{"after", v.after}, {"steps", v.steps}};
-      if (v.skip > 0) e["skip"] = v.skip;
-      json ops = json::array();
-      for (const auto& [name, kind] : v.ops) ops.push_back({{"name", name}, {"kind", trace::to_string(kind)}});
-      if (!v.ops.empty()) e["ops"] = ops;
-      variants.push_back(std::move(e));
-    }
-    j["variants"] = variants;
-  }
-  j["period_us"] = p.period_us;
-  if (p.model) {
-    const auto& m = *p.model;
-    j["model"] = {{"formula", m.formula},
-                  {"idle_w_at_min_clock", m.idle_w_at_min_clock},
-                  {"idle_w_at_max_clock", m.idle_w_at_max_clock},
-                  {"knee_mhz", m.knee_mhz},
-                  {"v_min_ratio", m.v_min_ratio},
-                  {"dynamic_w_at_max", m.dynamic_w_at_max},
-                  {"memory_w_at_max", m.memory_w_at_max},
-                  {"power_cap_w", m.power_cap_w},
-                  {"activity_scale", m.activity_scale},
-                  {"calibrated_to_power_w", or_null(m.calibrated_to_power_w)},
-                  {"coefficients", m.coefficients}};
-  }
-  if (p.provenance) {
-    const auto& v = *p.provenance;
-    j["provenance"] = {{"input", v.input},
-                       {"format", v.format},
-                       {"trace_meta", v.trace_meta},
-                       {"iterations", or_null(v.iterations)},
-                       {"iteration_method", v.iteration_method},
-                       {"step_confidence", or_null(v.step_confidence)},
-                       {"device", or_null(v.device)},
-                       {"warnings", v.warnings},
-                       {"step_evidence", v.step_evidence},
-                       {"created", v.created},
-                       {"gearshift_version", v.gearshift_version}};
-  }
+  j["format"] = kPlanFormat;
   return j;
 }
 
 void validate(const PlanFile& p, const std::string& source) {
   if (p.version < 1 || p.version > kPlanFileVersion)
-    fail(source, fmt::format("plan version {} is not one this gearshift reads (1-{}): make the plan again with "
+    plan_fail(source, fmt::format("plan version {} is not one this gearshift reads (1-{}): make the plan again with "
                              "this gearshift, or update gearshift",
                              p.version, kPlanFileVersion));
   gpu::GpuSpec spec;
   try {
     spec = gpu::find_spec(p.gpu);
   } catch (const std::invalid_argument& e) {
-    fail(source, fmt::format("'gpu' is \"{}\", a GPU without a spec: {}", p.gpu, e.what()));
+    plan_fail(source, fmt::format("'gpu' is \"{}\", a GPU without a spec: {}", p.gpu, e.what()));
   }
   if (!(p.period_us > 0) || !std::isfinite(p.period_us))
-    fail(source, fmt::format("'period_us' is {}: the step time must be > 0 µs", p.period_us));
+    plan_fail(source, fmt::format("'period_us' is {}: the step time must be > 0 µs", p.period_us));
   // At most a minute: a Hopper clock change takes milliseconds, and replay steps through the latency in virtual
   // time (3e11 µs ran past 30 s).
   if (!(p.switch_latency_us >= 0) || !std::isfinite(p.switch_latency_us) || p.switch_latency_us > 6e7)
-    fail(source, fmt::format("'switch_latency_us' is {}: the switch latency must be in [0, 60,000,000] µs (a minute)",
+    plan_fail(source, fmt::format("'switch_latency_us' is {}: the switch latency must be in [0, 60,000,000] µs (a minute)",
                              p.switch_latency_us));
   if (p.max_slowdown && !(*p.max_slowdown >= 0 && *p.max_slowdown <= 1))
-    fail(source, fmt::format("'max_slowdown' is {}: a fraction in [0, 1] (0.005 is 0.5 %)", *p.max_slowdown));
-  if (p.positions.empty()) fail(source, "'positions' is empty: a plan needs at least one template position");
+    plan_fail(source, fmt::format("'max_slowdown' is {}: a fraction in [0, 1] (0.005 is 0.5 %)", *p.max_slowdown));
+  if (p.positions.empty()) plan_fail(source, "'positions' is empty: a plan needs at least one template position");
   for (std::size_t i = 0; i < p.positions.size(); ++i) {
     const auto& x = p.positions[i];
     const std::string where = fmt::format("{}: positions[{}]", source, i);
     if (!(x.duration_us >= 0) || !std::isfinite(x.duration_us))
-      fail(where, fmt::format("'duration_us' is {}: must be >= 0 µs", x.duration_us));
-    if (!std::isfinite(x.start_offset_us)) fail(where, "'start_offset_us' is not a finite number (µs)");
-    if (!settable(spec, x.clocks))
-      fail(where, fmt::format("SM {} MHz, memory {} MHz is not a clock pair of its GPU '{}' ({}): see `gearshift gpus "
+      plan_fail(where, fmt::format("'duration_us' is {}: must be >= 0 µs", x.duration_us));
+    if (!std::isfinite(x.start_offset_us)) plan_fail(where, "'start_offset_us' is not a finite number (µs)");
+    if (!spec_can_set(spec, x.clocks))
+      plan_fail(where, fmt::format("SM {} MHz, memory {} MHz is not a clock pair of its GPU '{}' ({}): see `gearshift gpus "
                               "--spec {}`",
-                              x.clocks.sm_mhz, x.clocks.mem_mhz, p.gpu, clocks_text(spec), spec.name));
+                              x.clocks.sm_mhz, x.clocks.mem_mhz, p.gpu, spec_clocks_text(spec), spec.name));
   }
   // One graph launch is one unit: the GPU runs it without the CPU, so no clock change can land inside it.
   std::map<std::int64_t, std::size_t> launch_first;  // graph launch -> its first position
@@ -325,10 +416,10 @@ void validate(const PlanFile& p, const std::string& source) {
     const auto& first = p.positions[it->second];
     const std::string where = fmt::format("{}: positions[{}]", source, i);
     if (first.graph_id != x.graph_id)
-      fail(where, fmt::format("graph launch {} is graph {} at positions[{}] but graph {} here", x.graph_launch,
+      plan_fail(where, fmt::format("graph launch {} is graph {} at positions[{}] but graph {} here", x.graph_launch,
                               first.graph_id, it->second, x.graph_id));
     if (!(first.clocks == x.clocks))
-      fail(where, fmt::format("a clock change inside CUDA graph launch {} (positions[{}] wants SM {} MHz, memory {} "
+      plan_fail(where, fmt::format("a clock change inside CUDA graph launch {} (positions[{}] wants SM {} MHz, memory {} "
                               "MHz; this one SM {} MHz, memory {} MHz): a graph runs without the CPU, so clocks "
                               "can change only between graph launches",
                               x.graph_launch, it->second, first.clocks.sm_mhz, first.clocks.mem_mhz, x.clocks.sm_mhz,
@@ -339,37 +430,37 @@ void validate(const PlanFile& p, const std::string& source) {
     const auto& v = p.variants[k];
     const std::string where = fmt::format("{}: variants[{}]", source, k);
     if (v.after < -1 || v.after >= static_cast<std::int64_t>(n))
-      fail(where, fmt::format("'after' is {}, out of range: the plan has {} positions (-1 to {})", v.after, n, n - 1));
+      plan_fail(where, fmt::format("'after' is {}, out of range: the plan has {} positions (-1 to {})", v.after, n, n - 1));
     if (v.ops.empty() && v.skip == 0)
-      fail(where, "a variant inserts ops ('ops', not empty), leaves positions out ('skip' > 0), or both; this one does "
+      plan_fail(where, "a variant inserts ops ('ops', not empty), leaves positions out ('skip' > 0), or both; this one does "
                   "neither");
     if (v.after + static_cast<std::int64_t>(v.skip) >= static_cast<std::int64_t>(n))
-      fail(where, fmt::format("'skip' {} after position {} runs past the plan's {} positions", v.skip, v.after, n));
+      plan_fail(where, fmt::format("'skip' {} after position {} runs past the plan's {} positions", v.skip, v.after, n));
   }
   for (std::size_t k = 0; k < p.phases.size(); ++k) {
     const auto& ph = p.phases[k];
     const std::string where = fmt::format("{}: phases[{}]", source, k);
     for (auto [key, v] : {std::pair{"first_position", ph.first_position}, std::pair{"last_position", ph.last_position}})
       if (v >= n)
-        fail(where, fmt::format("'{}' is {}, out of range: the plan has {} positions (0-{})", key, v, n, n - 1));
+        plan_fail(where, fmt::format("'{}' is {}, out of range: the plan has {} positions (0-{})", key, v, n, n - 1));
     if (ph.first_position > ph.last_position)
-      fail(where, fmt::format("'first_position' {} is after 'last_position' {}", ph.first_position, ph.last_position));
+      plan_fail(where, fmt::format("'first_position' {} is after 'last_position' {}", ph.first_position, ph.last_position));
     if (k > 0) {
       const auto& prev = p.phases[k - 1];
       if (ph.first_position < prev.first_position)
-        fail(where, fmt::format("positions {}-{} come before phases[{}] ({}-{}): phases must be in position order",
+        plan_fail(where, fmt::format("positions {}-{} come before phases[{}] ({}-{}): phases must be in position order",
                                 ph.first_position, ph.last_position, k - 1, prev.first_position, prev.last_position));
       if (ph.first_position <= prev.last_position)
-        fail(where, fmt::format("positions {}-{} overlap phases[{}] ({}-{})", ph.first_position, ph.last_position,
+        plan_fail(where, fmt::format("positions {}-{} overlap phases[{}] ({}-{})", ph.first_position, ph.last_position,
                                 k - 1, prev.first_position, prev.last_position));
     }
-    if (!settable(spec, ph.clocks))
-      fail(where, fmt::format("SM {} MHz, memory {} MHz is not a clock pair of its GPU '{}' ({}): see `gearshift gpus "
+    if (!spec_can_set(spec, ph.clocks))
+      plan_fail(where, fmt::format("SM {} MHz, memory {} MHz is not a clock pair of its GPU '{}' ({}): see `gearshift gpus "
                               "--spec {}`",
-                              ph.clocks.sm_mhz, ph.clocks.mem_mhz, p.gpu, clocks_text(spec), spec.name));
+                              ph.clocks.sm_mhz, ph.clocks.mem_mhz, p.gpu, spec_clocks_text(spec), spec.name));
     for (std::size_t i = ph.first_position; i <= ph.last_position; ++i)
       if (!(p.positions[i].clocks == ph.clocks))
-        fail(where, fmt::format("SM {} MHz, memory {} MHz, but positions[{}] inside it has SM {} MHz, memory {} MHz: "
+        plan_fail(where, fmt::format("SM {} MHz, memory {} MHz, but positions[{}] inside it has SM {} MHz, memory {} MHz: "
                                 "phases and positions disagree",
                                 ph.clocks.sm_mhz, ph.clocks.mem_mhz, i, p.positions[i].clocks.sm_mhz,
                                 p.positions[i].clocks.mem_mhz));
@@ -377,160 +468,13 @@ void validate(const PlanFile& p, const std::string& source) {
 }
 
 PlanFile plan_file_from_json(const json& j, const std::string& source) {
-  if (!j.is_object()) fail(source, fmt::format("not a gearshift plan: the JSON is {}, not an object", j.type_name()));
-  const json* format = find(j, "format");
-  if (format == nullptr) fail(source, "not a gearshift plan: no 'format' field (a plan has \"format\": \"gearshift-plan\")");
-  if (!format->is_string() || format->get<std::string>() != kPlanFormat)
-    fail(source, fmt::format("not a gearshift plan: 'format' is {}, not \"{}\"", shown(*format), kPlanFormat));
+  json checked = j;
+  check_plan_json(checked, source);
   PlanFile p;
-  const long long version = as_whole(need(j, "version", source), "version", source, "the plan format's version");
-  if (version > kPlanFileVersion)
-    fail(source, fmt::format("plan version {} is newer than this gearshift reads ({}): update gearshift, or make the "
-                             "plan again with this one",
-                             version, kPlanFileVersion));
-  if (version < 1) fail(source, fmt::format("'version' is {}: plan versions start at 1", version));
-  p.version = static_cast<int>(version);
-  p.gpu = string_field(j, "gpu", source);
-  if (const json* g = opt_object(j, "gpu_selection", source)) {
-    const std::string w = source + ": gpu_selection";
-    p.gpu_selection = PlanFileGpuSelection{opt_string(*g, "spec", w), opt_string(*g, "source", w),
-                                           opt_string(*g, "trace_gpu", w), opt_string(*g, "trace_spec", w)};
-  }
-  p.strategy = opt_string(j, "strategy", source);
-  p.switch_latency_us = number(j, "switch_latency_us", source, "µs");
-  p.max_slowdown = opt_number(j, "max_slowdown", source, "a fraction");
-  p.period_us = number(j, "period_us", source, "µs");
-  if (auto r = opt_whole(j, "rank", source, "a rank")) p.rank = static_cast<int>(*r);
-  p.deadline_s = opt_number(j, "deadline_s", source, "s");
-  p.straggler_factor = opt_number(j, "straggler_factor", source, "a factor");
-
-  const json* pos = find(j, "positions");
-  if (pos == nullptr) fail(source, "no 'positions': a plan needs the clocks of each template position");
-  if (!pos->is_array()) fail(source, fmt::format("'positions' is {}, not a list", shown(*pos)));
-  if (pos->empty()) fail(source, "'positions' is empty: a plan needs at least one template position");
-  p.positions.reserve(pos->size());
-  for (std::size_t i = 0; i < pos->size(); ++i) {
-    const json& e = (*pos)[i];
-    const std::string where = fmt::format("{}: positions[{}]", source, i);
-    if (!e.is_object()) fail(where, fmt::format("is {}, not an object", shown(e)));
-    PlanFilePosition x;
-    x.name = string_field(e, "name", where);
-    x.kind = kind_of(e, where);
-    if (auto s = opt_whole(e, "stream", where, "a CUDA stream id")) x.stream = static_cast<std::int32_t>(*s);
-    x.cls = opt_string(e, "class", where);
-    x.pass = opt_string(e, "pass", where);
-    x.duration_us = number(e, "duration_us", where, "µs");
-    x.start_offset_us = number(e, "start_offset_us", where, "µs");
-    x.launch_offset_us = opt_number(e, "launch_offset_us", where, "µs");
-    x.clocks = clocks_of(e, where);
-    if (auto g = opt_whole(e, "graph_launch", where, "a graph launch ordinal")) {
-      x.graph_launch = *g;
-      auto id = opt_whole(e, "graph", where, "a CUDA graph id");
-      if (!id || *id <= 0 || *id > 0xffffffffLL) fail(where, "'graph_launch' needs 'graph', a CUDA graph id > 0");
-      x.graph_id = static_cast<std::uint32_t>(*id);
-    }
-    p.positions.push_back(std::move(x));
-  }
-  if (const json* ph = find(j, "phases"); ph != nullptr && !ph->is_null()) {
-    if (!ph->is_array()) fail(source, fmt::format("'phases' is {}, not a list", shown(*ph)));
-    for (std::size_t k = 0; k < ph->size(); ++k) {
-      const json& e = (*ph)[k];
-      const std::string where = fmt::format("{}: phases[{}]", source, k);
-      if (!e.is_object()) fail(where, fmt::format("is {}, not an object", shown(e)));
-      PlanFilePhase f;
-      for (auto [key, out] : {std::pair{"first_position", &f.first_position}, std::pair{"last_position", &f.last_position}}) {
-        const long long v = as_whole(need(e, key, where), key, where, "a position index");
-        if (v < 0) fail(where, fmt::format("'{}' is {}: position indices start at 0", key, v));
-        *out = static_cast<std::size_t>(v);
-      }
-      f.first_op = opt_string(e, "first_op", where);
-      f.clocks = clocks_of(e, where);
-      p.phases.push_back(std::move(f));
-    }
-  }
-  if (const json* vs = find(j, "variants"); vs != nullptr && !vs->is_null()) {
-    if (!vs->is_array()) fail(source, fmt::format("'variants' is {}, not a list", shown(*vs)));
-    for (std::size_t k = 0; k < vs->size(); ++k) {
-      const json& e = (*vs)[k];
-      const std::string where = fmt::format("{}: variants[{}]", source, k);
-      if (!e.is_object()) fail(where, fmt::format("is {}, not an object", shown(e)));
-      PlanFileVariant v;
-      v.after = as_whole(need(e, "after", where), "after", where, "a position index, -1: before the first");
-      for (auto [key, out] : {std::pair{"skip", &v.skip}, std::pair{"steps", &v.steps}}) {
-        const long long c = opt_whole(e, key, where, "a count").value_or(0);
-        if (c < 0) fail(where, fmt::format("'{}' is {}: a count is >= 0", key, c));
-        *out = static_cast<std::size_t>(c);
-      }
-      if (const json* ops = find(e, "ops"); ops != nullptr && !ops->is_null()) {
-        if (!ops->is_array()) fail(where, fmt::format("'ops' is {}, not a list", shown(*ops)));
-        for (std::size_t i = 0; i < ops->size(); ++i) {
-          const std::string w = fmt::format("{}: ops[{}]", where, i);
-          if (!(*ops)[i].is_object()) fail(w, fmt::format("is {}, not an object", shown((*ops)[i])));
-          v.ops.emplace_back(string_field((*ops)[i], "name", w), kind_of((*ops)[i], w));
-        }
-      }
-      p.variants.push_back(std::move(v));
-    }
-  }
-  if (const json* pr = opt_object(j, "predicted", source)) {
-    const std::string w = source + ": predicted";
-    PlanFilePredicted f;
-    if (!opt_bool(*pr, "modelled", w, true)) fail(w, "'modelled' is false: a plan's predicted figures are modelled");
-    f.low_confidence = opt_bool(*pr, "low_confidence", w, false);
-    f.time_s = opt_number(*pr, "time_s", w, "s");
-    f.energy_j = opt_number(*pr, "energy_j", w, "J");
-    f.saving_pct = opt_number(*pr, "saving_pct", w, "%");
-    f.slowdown_pct = opt_number(*pr, "slowdown_pct", w, "%");
-    f.baseline_time_s = opt_number(*pr, "baseline_time_s", w, "s");
-    f.baseline_energy_j = opt_number(*pr, "baseline_energy_j", w, "J");
-    if (auto c = opt_whole(*pr, "clock_changes_per_step", w, "a count")) {
-      if (*c < 0) fail(w, "'clock_changes_per_step' is negative");
-      f.clock_changes_per_step = static_cast<std::size_t>(*c);
-    }
-    f.saving_low_pct = opt_number(*pr, "saving_low_pct", w, "%");
-    f.saving_high_pct = opt_number(*pr, "saving_high_pct", w, "%");
-    f.time_low_s = opt_number(*pr, "time_low_s", w, "s");
-    f.time_high_s = opt_number(*pr, "time_high_s", w, "s");
-    f.p_over_budget = opt_number(*pr, "p_over_budget", w, "a probability");
-    if (f.p_over_budget && !(*f.p_over_budget >= 0 && *f.p_over_budget <= 1))
-      fail(w, "'p_over_budget' must lie in [0, 1]");
-    if (auto c = opt_whole(*pr, "range_samples", w, "a count")) {
-      if (*c <= 0) fail(w, "'range_samples' must be > 0");
-      f.range_samples = static_cast<std::size_t>(*c);
-    }
-    p.predicted = f;
-  }
-  if (const json* m = opt_object(j, "model", source)) {
-    const std::string w = source + ": model";
-    PlanFileModel f;
-    f.formula = opt_string(*m, "formula", w);
-    f.coefficients = opt_string(*m, "coefficients", w);
-    f.idle_w_at_min_clock = opt_number(*m, "idle_w_at_min_clock", w, "W").value_or(0);
-    f.idle_w_at_max_clock = opt_number(*m, "idle_w_at_max_clock", w, "W").value_or(0);
-    f.knee_mhz = static_cast<int>(opt_whole(*m, "knee_mhz", w, "MHz").value_or(0));
-    f.v_min_ratio = opt_number(*m, "v_min_ratio", w, "a ratio").value_or(0);
-    f.dynamic_w_at_max = opt_number(*m, "dynamic_w_at_max", w, "W").value_or(0);
-    f.memory_w_at_max = opt_number(*m, "memory_w_at_max", w, "W").value_or(0);
-    f.power_cap_w = opt_number(*m, "power_cap_w", w, "W").value_or(0);
-    f.activity_scale = opt_number(*m, "activity_scale", w, "a factor").value_or(1);
-    f.calibrated_to_power_w = opt_number(*m, "calibrated_to_power_w", w, "W");
-    p.model = f;
-  }
-  if (const json* v = opt_object(j, "provenance", source)) {
-    const std::string w = source + ": provenance";
-    PlanFileProvenance f;
-    f.input = opt_string(*v, "input", w);
-    f.format = opt_string(*v, "format", w);
-    if (const json* m = find(*v, "trace_meta")) f.trace_meta = *m;
-    if (auto it = opt_whole(*v, "iterations", w, "a count"); it && *it >= 0) f.iterations = static_cast<std::size_t>(*it);
-    f.iteration_method = opt_string(*v, "iteration_method", w);
-    f.step_confidence = opt_number(*v, "step_confidence", w, "0..1");
-    if (auto d = opt_whole(*v, "device", w, "a CUDA device")) f.device = static_cast<int>(*d);
-    f.warnings = opt_strings(*v, "warnings", w);
-    f.step_evidence = opt_strings(*v, "step_evidence", w);
-    f.created = opt_string(*v, "created", w);
-    f.gearshift_version = opt_string(*v, "gearshift_version", w);
-    p.provenance = std::move(f);
+  try {
+    checked.get_to(p);
+  } catch (const json::exception& e) {  // not expected after the checks; a message rather than a crash
+    plan_fail(source, fmt::format("cannot read the plan: {}", e.what()));
   }
   validate(p, source);
   return p;
@@ -539,13 +483,13 @@ PlanFile plan_file_from_json(const json& j, const std::string& source) {
 PlanFile read_plan_file(const std::string& path) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) fail(path, "cannot open: no such file");
-  if (std::filesystem::is_directory(st)) fail(path, "is a directory, not a plan file (pass the plan.json inside it)");
+  if (ec || !std::filesystem::exists(st)) plan_fail(path, "cannot open: no such file");
+  if (std::filesystem::is_directory(st)) plan_fail(path, "is a directory, not a plan file (pass the plan.json inside it)");
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  if (!in) plan_fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, fmt::format("cannot read: {}", std::strerror(errno)));
-  if (text.empty()) fail(path, "empty file (0 bytes): not a plan");
+  if (in.bad()) plan_fail(path, fmt::format("cannot read: {}", std::strerror(errno)));
+  if (text.empty()) plan_fail(path, "empty file (0 bytes): not a plan");
   if (text.size() >= 3 && static_cast<unsigned char>(text[0]) == 0xEF && static_cast<unsigned char>(text[1]) == 0xBB &&
       static_cast<unsigned char>(text[2]) == 0xBF)
     text.erase(0, 3);  // a UTF-8 BOM an editor added
@@ -553,7 +497,7 @@ PlanFile read_plan_file(const std::string& path) {
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    fail(path, fmt::format("not valid JSON (byte {}): {}", e.byte,
+    plan_fail(path, fmt::format("not valid JSON (byte {}): {}", e.byte,
                            e.byte >= text.size() ? "the file ends in the middle of the JSON (truncated?)"
                                                  : "a syntax error there"));
   }
@@ -565,22 +509,22 @@ void write_plan_file(const PlanFile& p, const std::string& path) {
   const std::string text = to_json(p).dump(1) + "\n";
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) fail(path, "cannot write the plan: it is a directory");
+  if (fs::is_directory(path, ec)) plan_fail(path, "cannot write the plan: it is a directory");
   // A link is followed (the file it names is replaced, not the link); a device or pipe (/dev/stdout) is written
   // directly.
   if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
     std::ofstream out(path, std::ios::binary);
-    if (!(out << text) || !out.flush()) fail(path, fmt::format("cannot write the plan: {}", std::strerror(errno)));
+    if (!(out << text) || !out.flush()) plan_fail(path, fmt::format("cannot write the plan: {}", std::strerror(errno)));
     return;
   }
   fs::path target(path);
   if (fs::is_symlink(target, ec)) {
     target = fs::weakly_canonical(target, ec);
-    if (ec) fail(path, fmt::format("cannot write the plan: {}", ec.message()));
+    if (ec) plan_fail(path, fmt::format("cannot write the plan: {}", ec.message()));
   }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
-    fail(path, fmt::format("cannot write the plan: directory {} does not exist", dir.string()));
+    plan_fail(path, fmt::format("cannot write the plan: directory {} does not exist", dir.string()));
   const std::string tmp = fmt::format("{}.tmp-{}", target.string(), ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -591,7 +535,7 @@ void write_plan_file(const PlanFile& p, const std::string& path) {
         std::ofstream direct(target, std::ios::binary | std::ios::trunc);
         if ((direct << text) && direct.flush()) return;
       }
-      fail(path, fmt::format("cannot write the plan: {} (directory {})", std::strerror(err), dir.string()));
+      plan_fail(path, fmt::format("cannot write the plan: {} (directory {})", std::strerror(err), dir.string()));
     }
     out << text;
     out.flush();
@@ -599,13 +543,13 @@ void write_plan_file(const PlanFile& p, const std::string& path) {
       const int err = errno;
       out.close();
       std::remove(tmp.c_str());
-      fail(path, fmt::format("cannot write the plan: {}", std::strerror(err)));
+      plan_fail(path, fmt::format("cannot write the plan: {}", std::strerror(err)));
     }
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
-    fail(path, fmt::format("cannot write the plan: {}", std::strerror(err)));
+    plan_fail(path, fmt::format("cannot write the plan: {}", std::strerror(err)));
   }
 }
 

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 namespace gearshift::plan {
 namespace {
 
@@ -289,6 +291,121 @@ TEST(PlanFile, RefusesPhasesOutOfRangeOutOfOrderOrOverlapping) {
   j = good;
   j["phases"] = json::array({json{{"first_position", 0}}});
   EXPECT_EQ(error_of(j), "p.json: phases[0]: missing field 'last_position'");
+}
+
+// The cases the reader handles by hand (plan_file.cpp's check_plan_json) before nlohmann-json's mapping reads the
+// file: each as the field-by-field reader it replaced (issue 49) read it.
+TEST(PlanFile, NullReadsAsAbsentForOptionalFieldsAndIsRefusedForRequiredOnes) {
+  json j = to_json(small_plan());
+  j["max_slowdown"] = nullptr;
+  j["strategy"] = nullptr;
+  j["gpu_selection"]["trace_gpu"] = nullptr;
+  j["predicted"]["time_s"] = nullptr;
+  j["predicted"]["low_confidence"] = nullptr;
+  j["model"]["knee_mhz"] = nullptr;
+  j["model"]["activity_scale"] = nullptr;
+  j["provenance"]["warnings"] = nullptr;
+  j["positions"][0]["stream"] = nullptr;
+  j["phases"] = nullptr;
+  const PlanFile p = plan_file_from_json(j, "p.json");
+  EXPECT_FALSE(p.max_slowdown.has_value());
+  EXPECT_EQ(p.strategy, "");
+  EXPECT_EQ(p.gpu_selection->trace_gpu, "");
+  EXPECT_EQ(p.gpu_selection->trace_spec, "h200");
+  EXPECT_FALSE(p.predicted->time_s.has_value());
+  EXPECT_DOUBLE_EQ(*p.predicted->energy_j, 0.05);
+  EXPECT_FALSE(p.predicted->low_confidence);
+  EXPECT_EQ(p.model->knee_mhz, 0);           // the field's default
+  EXPECT_DOUBLE_EQ(p.model->activity_scale, 1);  // the field's default
+  EXPECT_TRUE(p.provenance->warnings.empty());
+  EXPECT_FALSE(p.positions[0].stream.has_value());
+  EXPECT_EQ(p.positions[1].stream, 7);
+  EXPECT_TRUE(p.phases.empty());
+  for (const char* required : {"gpu", "period_us"}) {
+    json bad = to_json(small_plan());
+    bad[required] = nullptr;
+    EXPECT_NE(error_of(bad).find(fmt::format("p.json: '{}' is null, not a ", required)), std::string::npos)
+        << error_of(bad);
+  }
+  json bad = to_json(small_plan());
+  bad["positions"] = nullptr;
+  EXPECT_EQ(error_of(bad), "p.json: 'positions' is null, not a list");
+  bad = to_json(small_plan());
+  bad["positions"][0]["name"] = nullptr;
+  EXPECT_EQ(error_of(bad), "p.json: positions[0]: 'name' is null, not a string");
+}
+
+TEST(PlanFile, WholeNumbersMayBeFloatsWithoutFraction) {
+  json j = to_json(small_plan());
+  j["version"] = 1.0;
+  j["positions"][0]["sm_clock_mhz"] = 1980.0;
+  j["positions"][0]["stream"] = 7.0;
+  j["phases"][1]["first_position"] = 1.0;
+  j["predicted"]["clock_changes_per_step"] = 2.0;
+  const PlanFile p = plan_file_from_json(j, "p.json");
+  EXPECT_EQ(to_json(p), to_json(small_plan()));  // the same plan as written with integers
+  j["phases"][1]["first_position"] = 1.5;
+  EXPECT_EQ(error_of(j), "p.json: phases[1]: 'first_position' is 1.5, not a whole number (a position index)");
+  j = to_json(small_plan());
+  j["positions"][0]["stream"] = 3e9;  // beyond a whole number's 2e9
+  EXPECT_EQ(error_of(j), "p.json: positions[0]: 'stream' is 3000000000.0, not a whole number (a CUDA stream id)");
+}
+
+TEST(PlanFile, BooleansAreNotNumbersAndNumbersNotBooleans) {
+  json j = to_json(small_plan());
+  j["period_us"] = true;  // nlohmann-json's own mapping would read true as 1
+  EXPECT_EQ(error_of(j), "p.json: 'period_us' is true, not a number (µs)");
+  j = to_json(small_plan());
+  j["positions"][0]["mem_clock_mhz"] = false;
+  EXPECT_EQ(error_of(j), "p.json: positions[0]: 'mem_clock_mhz' is false, not a number (MHz)");
+  j = to_json(small_plan());
+  j["predicted"]["low_confidence"] = 1;
+  EXPECT_EQ(error_of(j), "p.json: predicted: 'low_confidence' is 1, not true or false");
+  j["predicted"]["low_confidence"] = true;
+  j["predicted"]["modelled"] = false;
+  EXPECT_EQ(error_of(j), "p.json: predicted: 'modelled' is false: a plan's predicted figures are modelled");
+}
+
+TEST(PlanFile, NegativeIterationsReadAsUnknownOtherNegativeCountsAreRefused) {
+  json j = to_json(small_plan());
+  j["provenance"]["iterations"] = -1;
+  EXPECT_FALSE(plan_file_from_json(j, "p.json").provenance->iterations.has_value());
+  j = to_json(small_plan());
+  j["predicted"]["clock_changes_per_step"] = -2;
+  EXPECT_EQ(error_of(j), "p.json: predicted: 'clock_changes_per_step' is negative");
+  j = to_json(small_plan());
+  j["variants"] = json::array({json{{"after", 0}, {"skip", 1}, {"steps", -3}}});
+  EXPECT_EQ(error_of(j), "p.json: variants[0]: 'steps' is -3: a count is >= 0");
+}
+
+TEST(PlanFile, KindIsOneOfThreeNamesNeverReadAsTheFirst) {
+  json j = to_json(small_plan());
+  j["variants"] = json::array({json{{"after", 0}, {"steps", 2}, {"ops", {{{"name", "x"}, {"kind", "copy"}}}}}});
+  EXPECT_EQ(error_of(j), "p.json: variants[0]: ops[0]: 'kind' is \"copy\": kernel, memcpy or memset");
+  j["variants"][0]["ops"][0]["kind"] = "memset";
+  EXPECT_EQ(plan_file_from_json(j, "p.json").variants[0].ops[0].second, trace::OpKind::memset);
+}
+
+TEST(PlanFile, GraphIsReadOnlyWithGraphLaunchAndUnknownKeysAreIgnored) {
+  PlanFile p = small_plan();
+  p.positions[1].graph_id = 5;
+  p.positions[1].graph_launch = 0;
+  p.positions[2].graph_id = 5;
+  p.positions[2].graph_launch = 0;
+  json j = to_json(p);
+  EXPECT_EQ(j["positions"][1]["graph"], 5);
+  EXPECT_FALSE(j["positions"][0].contains("graph"));
+  EXPECT_EQ(to_json(plan_file_from_json(j, "p.json")), j);  // read back unchanged
+  j["positions"][0]["graph"] = "not read";  // without 'graph_launch' a 'graph' is not read (nor checked)
+  j["a_later_field"] = {{"x", 1}};
+  j["positions"][0]["another"] = 2;
+  const PlanFile q = plan_file_from_json(j, "p.json");
+  EXPECT_EQ(q.positions[0].graph_launch, -1);
+  EXPECT_EQ(q.positions[0].graph_id, 0u);
+  j["positions"][2].erase("graph");
+  EXPECT_EQ(error_of(j), "p.json: positions[2]: 'graph_launch' needs 'graph', a CUDA graph id > 0");
+  j["positions"][2]["graph"] = 0;
+  EXPECT_EQ(error_of(j), "p.json: positions[2]: 'graph_launch' needs 'graph', a CUDA graph id > 0");
 }
 
 TEST(PlanFile, ReadRefusesMissingEmptyNotJsonAndDirectories) {
