@@ -131,6 +131,9 @@ void add_pipeline_command(CLI::App& app) {
   cmd->add_option("--straggler", o->job.straggler, "Straggler factor F: another pipeline takes F·T_min")
       ->capture_default_str();
   cmd->add_option("--deadline-ms", o->job.deadline_ms, "Also plan for this iteration deadline [ms]");
+  cmd->add_option("--max-solve-s", o->job.max_solve_seconds,
+                  "Refuse a frontier estimated to take longer than this on a 2-core machine [s]")
+      ->capture_default_str();
   o->output = cmd->add_option("-o,--output", o->outdir,
                               "Output directory (required without --evaluate; with it: OUTDIR/evaluation.json)");
   cmd->add_flag("--json", o->json, "Print the summary (or the evaluation) as JSON");

@@ -12,6 +12,11 @@
 
 namespace gearshift::service {
 
+// The default limit [s]: a job whose frontier is estimated (pipeline/frontier_cost.hpp) to take longer than
+// PipelineJobOptions::max_solve_seconds on the 2-core reference machine is refused with kBadArgument after reading
+// the profile, before the frontier (`gearshift pipeline --max-solve-s`).
+inline constexpr double kMaxPipelineSolveSeconds = 60;
+
 struct PipelineJobOptions {
   std::string profile_path;     // the stage profile CSV (pipeline/profile.hpp) ...
   std::string profile_text;     // ... or its text, when not empty (profile_path then only names it in messages)
@@ -24,6 +29,7 @@ struct PipelineJobOptions {
   std::string cost_model = "hull";  // hull or exp-fit
   double straggler = 1.2;       // another pipeline takes straggler·T_min (>= 1)
   double deadline_ms = 0;       // > 0: also a row for this iteration deadline, ms
+  double max_solve_seconds = kMaxPipelineSolveSeconds;  // refuse a frontier estimated to take longer, s (> 0)
 };
 
 struct PipelineJobResult {
@@ -31,12 +37,8 @@ struct PipelineJobResult {
   pipeline::Summary summary;  // solve_seconds measured
 };
 
-// A job whose frontier is estimated (pipeline/frontier_cost.hpp) to take longer than this [s] on the 2-core
-// reference machine is refused with kBadArgument after reading the profile, before the frontier.
-inline constexpr double kMaxPipelineSolveSeconds = 60;
-
 // Throws ServiceError: kBadArgument for a parameter out of range or unknown (an estimated solve time over
-// kMaxPipelineSolveSeconds too), kBadProfile for the profile or a pipeline it cannot plan (the PipelineError's one line).
+// max_solve_seconds too), kBadProfile for the profile or a pipeline it cannot plan (the PipelineError's one line).
 PipelineJobResult run_pipeline_job(const PipelineJobOptions& o);
 
 // {"summary": pipeline::summary_json, "schedules": pipeline::schedules_json}: the job's result as one document.
