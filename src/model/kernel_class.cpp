@@ -1,7 +1,5 @@
 #include "model/kernel_class.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <string>
 
 #include "trace/kernel_names.hpp"
@@ -28,8 +26,7 @@ bool has(const std::string& s, std::string_view needle) { return s.find(needle) 
 
 KernelClass classify(trace::OpKind kind, std::string_view name) {
   if (kind != trace::OpKind::kernel) return KernelClass::copy_memset;
-  std::string s(name);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string s = trace::lower_case_name(name);
   if (has(s, "nccl")) return KernelClass::communication;
   if (trace::is_attention_kernel_lower(s)) return KernelClass::attention;
   if (trace::is_gemm_kernel_lower(s)) return KernelClass::gemm;

@@ -6,9 +6,14 @@
 
 namespace gearshift::trace {
 
-bool is_optimizer_kernel(std::string_view name) {
+std::string lower_case_name(std::string_view name) {
   std::string s(name);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool is_optimizer_kernel(std::string_view name) {
+  const std::string s = lower_case_name(name);
   auto has = [&](std::string_view k) { return s.find(k) != std::string::npos; };
   // A foreach copy (torch._foreach_copy_: FSDP2's all-gather copy-in, once per layer) runs on
   // multi_tensor_apply but moves data; taken for the optimizer, it made a layer the step.

@@ -2,6 +2,7 @@
 // kernel classes. One place, so that a step boundary and the "optimizer" class never disagree.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace gearshift::trace {
@@ -10,6 +11,9 @@ namespace gearshift::trace {
 // fused Adam, and kernels naming an optimizer or SGD. Case-insensitive; "hadamard" (a Hadamard transform) is
 // not Adam, nor is a multi_tensor_apply copy (CopyFunctor: torch._foreach_copy_, FSDP2's per-layer copy-in).
 bool is_optimizer_kernel(std::string_view name);
+
+// The name in lower case (ASCII), as the rules below take it.
+std::string lower_case_name(std::string_view name);
 
 // Kernels of the matrix units, by the names of their libraries (cuBLAS/cuBLASLt, CUTLASS, cuDNN convolutions, the
 // architectures' GEMM kernels; attention kernels apart). `lower` is the name in lower case. model::classify's

@@ -167,10 +167,12 @@ TEST(PipelineCli, APipelineTooLargeToPlanIsRefusedUpFront) {
                        "steps (one per 1 ms between the slowest and the fastest iteration): an estimated"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("s to plan on a 2-core machine, over the 60 s limit (--max-solve-s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("s to plan on a 2-core machine, over the 60 s limit (--max-solve-s)"), std::string::npos)
+      << r.out;
   EXPECT_FALSE(fs::exists(t.dir / "o")) << "refused before any output";
   // A small job on the same profile is planned, unless the user's limit is below its estimate.
-  const std::string small = "pipeline " + prof.string() + " --schedule 1f1b --stages 2 --microbatches 8 -o " + (t.dir / "o").string();
+  const std::string small =
+      "pipeline " + prof.string() + " --schedule 1f1b --stages 2 --microbatches 8 -o " + (t.dir / "o").string();
   r = run(small + " --max-solve-s 1e-9");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("over the 1e-09 s limit (--max-solve-s)"), std::string::npos) << r.out;

@@ -4,7 +4,6 @@
 #include "trace/kernel_names.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -260,9 +259,9 @@ bool Detector::framework_update_agrees(IterationAnalysis& a) const {
 // boundary may cut it) of at least kStructuralUpdateMinOps ops, kStructuralUpdateRatio times longer than every
 // other such stretch of the step, whose most frequent kernel recurs at least kStructuralUpdateMinRepeats times and
 // once per kStructuralUpdateGemmsPerRepeat matrix kernels of the step (150 times for 183 on GPT-2 small, 771 for 760
-// on T5-base). Measured on H100 `gearshift trace` recordings (bench/results/2026-12-07-s35-structural-update.md): 205 ops (hand
-// SGD on GPT-2 small), 1,241 (Lion), 3,754 (Adafactor) and 6,916 (T5-base with Adafactor) against at most 42 in
-// any other stretch of their steps. A layer or a token of an inference pass has no such stretch. Adds an evidence
+// on T5-base). Measured on H100 `gearshift trace` recordings (bench/results/2026-12-07-s35-structural-update.md):
+// 205 ops (hand SGD on GPT-2 small), 1,241 (Lion), 3,754 (Adafactor) and 6,916 (T5-base with Adafactor) against at
+// most 42 in any other stretch of their steps. A layer or a token of an inference pass has no such stretch. Adds an evidence
 // line when found.
 bool Detector::structural_update_agrees(IterationAnalysis& a) const {
   const auto& ops = a.tmpl.ops;
@@ -276,9 +275,7 @@ bool Detector::structural_update_agrees(IterationAnalysis& a) const {
   for (std::size_t j = 0; j < n; ++j) {
     const TemplateOp& op = ops[seq[j]];
     if (op.kind != OpKind::kernel) continue;
-    std::string lower = trace_.names[op.name_id];
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = lower_case_name(trace_.names[op.name_id]);
     matrix[j] = is_gemm_kernel_lower(lower) || is_attention_kernel_lower(lower);
     if (matrix[j] && first_matrix == n) first_matrix = j;
   }
@@ -299,8 +296,8 @@ bool Detector::structural_update_agrees(IterationAnalysis& a) const {
     }
     run = 0;
   }
-  if (longest < kStructuralUpdateMinOps || static_cast<double>(longest) < kStructuralUpdateRatio * static_cast<double>(second))
-    return false;
+  const double ratio = second > 0 ? static_cast<double>(longest) / static_cast<double>(second) : 0.0;
+  if (longest < kStructuralUpdateMinOps || (second > 0 && ratio < kStructuralUpdateRatio)) return false;
   std::map<std::uint32_t, std::size_t> count;
   for (std::size_t k = 0; k < longest; ++k) {
     const TemplateOp& op = ops[seq[(longest_from + k) % n]];
@@ -318,8 +315,7 @@ bool Detector::structural_update_agrees(IterationAnalysis& a) const {
       "per step ({}), its most frequent kernel {} times for the step's {} GEMM and attention kernels ('{}'): a pass "
       "over the parameter tensors by an optimizer gearshift does not name",
       longest,
-      second > 0 ? fmt::format("{:.0f}x the next longest, {} ops", static_cast<double>(longest) / static_cast<double>(second), second)
-                 : std::string("the step's only one"),
+      second > 0 ? fmt::format("{:.0f}x the next longest, {} ops", ratio, second) : std::string("the step's only one"),
       top->second, matrix_kernels, name.size() > 60 ? name.substr(0, 57) + "..." : name));
   return true;
 }

@@ -41,7 +41,8 @@ TEST(KernelNames, GemmAndAttentionKernels) {
   EXPECT_TRUE(is_gemm_kernel_lower("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"));
   EXPECT_TRUE(is_gemm_kernel_lower("void cutlass::kernel<cutlass_80_tensorop_s1688gemm>(params)"));
   EXPECT_TRUE(is_gemm_kernel_lower("void cudnn::cnn::conv2d_grouped_direct_kernel<float>"));
-  EXPECT_FALSE(is_gemm_kernel_lower("void at::native::vectorized_elementwise_kernel<4, at::native::cudafunctor_add<float>>"));
+  EXPECT_FALSE(is_gemm_kernel_lower("void at::native::vectorized_elementwise_kernel<4, cudafunctor_add<float>>"));
+  EXPECT_EQ(lower_case_name("Sm90_XMMA_Gemm"), "sm90_xmma_gemm");
   EXPECT_FALSE(is_gemm_kernel_lower("void at::native::reduce_kernel<128, 4>"));
   EXPECT_TRUE(is_attention_kernel_lower("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"));
   EXPECT_TRUE(is_attention_kernel_lower("void pytorch_flash::flash_fwd_kernel<>"));

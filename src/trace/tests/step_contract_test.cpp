@@ -17,6 +17,12 @@
 namespace gearshift::trace {
 namespace {
 
+// Whether one of the analysis' evidence lines holds `text`.
+bool evidence_says(const IterationAnalysis& a, const std::string& text) {
+  return std::any_of(a.evidence.lines.begin(), a.evidence.lines.end(),
+                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
+}
+
 // Builds traces op by op on one stream with realistic names (so the optimizer rule sees AdamW).
 struct Builder {
   Trace t;
@@ -152,11 +158,8 @@ TEST(StepContract, TheFrameworksOptimizerAnnotationOncePerStepIsStepEvidence) {
   const IterationAnalysis a = detect_iterations(b.t);
   EXPECT_DOUBLE_EQ(a.confidence, 1.0);
   EXPECT_EQ(a.iterations.size(), 4u);
-  bool said = false;
-  for (const auto& l : a.evidence.lines)
-    said |= l.find("the framework's optimizer-step annotation ('Optimizer.step#Adafactor.step') occurs once per step: "
-                   "4 of them") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(evidence_says(a, "the framework's optimizer-step annotation ('Optimizer.step#Adafactor.step') occurs "
+                                "once per step: 4 of them"));
   // Two annotations per step (an optimizer per parameter group, or the period a half step) are no such evidence.
   Builder half = b;
   for (std::int64_t at : update_at) half.t.optimizer_ranges.push_back(Marker{"Optimizer.step#Adafactor.step", at - 500'000, 40'000, false});
@@ -188,12 +191,10 @@ TEST(StepContract, AnUpdateNoNameListKnowsIsRecognisedByItsStructure) {
   ASSERT_GE(a.iterations.size(), 3u);
   // The stretch: the backward's last non-GEMM op, the 120 update kernels, the next step's first two ops (the
   // step's boundary cuts it; counted around the step). The next longest: 2 (the loss and a norm).
-  bool said = false;
-  for (const auto& l : a.evidence.lines)
-    said |= l.find("an optimizer update recognised by its structure: one stretch of 123 ops without a GEMM or "
-                   "attention kernel per step (62x the next longest, 2 ops), its most frequent kernel 40 times for "
-                   "the step's 24 GEMM and attention kernels") != std::string::npos;
-  EXPECT_TRUE(said) << fmt::format("{}", fmt::join(a.evidence.lines, "\n"));
+  EXPECT_TRUE(evidence_says(a, "an optimizer update recognised by its structure: one stretch of 123 ops without a "
+                                "GEMM or attention kernel per step (62x the next longest, 2 ops), its most frequent "
+                                "kernel 40 times for the step's 24 GEMM and attention kernels"))
+      << fmt::format("{}", fmt::join(a.evidence.lines, "\n"));
 }
 
 TEST(StepContract, AStretchThatIsNoPassOverTheParametersIsNoStepEvidence) {
@@ -568,9 +569,7 @@ TEST(StepContract, RecordedHandWrittenSgdIsTheTrueStep) {
   EXPECT_NEAR(a.tmpl.period_ns / 1e6, 53.06, 0.5);
   EXPECT_EQ(a.iterations.size(), 5u);
   EXPECT_GE(a.confidence, kMinStepConfidence);
-  bool said = false;
-  for (const auto& l : a.evidence.lines) said |= l.find("one stretch of 205 ops without a GEMM") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(evidence_says(a, "one stretch of 205 ops without a GEMM"));
 }
 
 TEST(StepContract, RecordedMoeTraceIsTheTrueStep) {
